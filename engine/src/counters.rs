@@ -1,0 +1,86 @@
+//! The engine's own counters, readable by tests and (later) SHOW GLOBAL STATUS,
+//! so probe measurements can be cross-checked against them.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! counters {
+    ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {
+        /// Live counters (relaxed atomics; each is monotonic).
+        #[derive(Default, Debug)]
+        pub struct Counters { $( $(#[$doc])* pub $name: AtomicU64, )* }
+
+        /// A copy of every counter at one moment, plus log positions.
+        #[derive(Default, Debug, Clone, Serialize, Deserialize, PartialEq)]
+        pub struct CounterValues { $( $(#[$doc])* pub $name: u64, )* }
+
+        impl Counters {
+            pub fn values(&self) -> CounterValues {
+                CounterValues { $( $name: self.$name.load(Relaxed), )* }
+            }
+        }
+    };
+}
+
+counters! {
+    /// Transactions committed (acknowledged to the caller).
+    commits,
+    /// Transactions rolled back (explicitly, or after a lock error).
+    rollbacks,
+    /// Payload bytes appended to the redo log (record headers included).
+    redo_bytes,
+    /// Redo records appended.
+    redo_records,
+    /// pwrite calls on the redo file.
+    redo_writes,
+    /// fdatasync calls on the redo file.
+    redo_fsyncs,
+    /// Total nanoseconds spent in redo fdatasync.
+    redo_fsync_ns,
+    /// Times a committer had to wait for the log writer (write lsn).
+    redo_write_waits,
+    /// Times a committer had to wait for the log flusher (flushed lsn).
+    redo_flush_waits,
+    /// Waits that ended while spinning (no sleep).
+    redo_spin_successes,
+    /// Times a user thread led a write (RT0).
+    redo_write_leads,
+    /// Times a user thread led an fdatasync (RT0).
+    redo_flush_leads,
+    /// Times a committer waited for free space in the log buffer.
+    redo_buffer_waits,
+    /// Times a committer or the writer waited for a checkpoint to free log file space.
+    redo_log_full_waits,
+    /// Redo mode switches performed.
+    redo_mode_switches,
+    /// Checkpoints completed.
+    checkpoints,
+    /// Row lock waits.
+    lock_waits,
+    /// Deadlocks detected (the requester is rolled back).
+    lock_deadlocks,
+    /// Lock wait timeouts.
+    lock_timeouts,
+}
+
+pub use CounterValues as Counts;
+
+/// What `Engine::status` returns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusSnapshot {
+    pub counters: CounterValues,
+    /// Reserved up to (the log's current lsn).
+    pub lsn: u64,
+    /// Written to the OS up to.
+    pub write_lsn: u64,
+    /// Durable up to.
+    pub flushed_lsn: u64,
+    /// Newest durable checkpoint.
+    pub checkpoint_lsn: u64,
+    /// "on" (dedicated log threads, RT1) or "off" (user threads write, RT0).
+    pub redo_mode: String,
+    pub flush_at_commit: u8,
+    /// Set once an fdatasync failed: the engine acknowledges no more commits.
+    pub fail_stop: Option<String>,
+}

@@ -1,0 +1,549 @@
+//! The catalog: every table, by id and by name, plus checkpoint images.
+//!
+//! # Image format
+//!
+//! A checkpoint image holds the committed version of every table (pending
+//! changes are never included; the redo log covers what commits later):
+//!
+//! ```text
+//! magic "RDXIMAGE" | version:u32 | n_tables:u32 | table* | crc32:u32
+//! table: id:u32 name:str n_rows:u64 row*        (tables in id order)
+//! row:   id:i64 k:i32 c:str pad:str             (rows in ascending id order)
+//! str:   len:u32 utf8-bytes
+//! ```
+//!
+//! All integers are little-endian; the CRC-32 trailer covers every byte
+//! before it. [`Catalog::read_image`] rejects anything else.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::data::record::{self, Reader, RecordError, RedoRecord, RowOp};
+use crate::data::table::{Row, Table, TableId};
+
+const IMAGE_MAGIC: &[u8; 8] = b"RDXIMAGE";
+const IMAGE_VERSION: u32 = 1;
+/// magic + version + table count + crc.
+const IMAGE_MIN_LEN: usize = 8 + 4 + 4 + 4;
+
+/// Errors of the catalog and of checkpoint images.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DataError {
+    /// `CREATE TABLE` of a name that exists.
+    #[error("Table '{0}' already exists")]
+    TableExists(String),
+    /// A table id is taken by a table of another name.
+    #[error("table id {id} is already used by table '{existing}', cannot give it to '{name}'")]
+    TableIdConflict {
+        id: TableId,
+        name: String,
+        existing: String,
+    },
+    /// A table name is taken under another id.
+    #[error("Table '{name}' already exists with id {existing}, not {id}")]
+    TableNameConflict {
+        id: TableId,
+        name: String,
+        existing: TableId,
+    },
+    /// Table id 0 is reserved.
+    #[error("table id 0 is reserved")]
+    ReservedTableId,
+    /// Every table id is in use.
+    #[error("no table ids left")]
+    TableIdsExhausted,
+    /// No table has this id.
+    #[error("Table with id {0} doesn't exist")]
+    NoSuchTable(TableId),
+    /// A checkpoint image failed validation.
+    #[error("corrupt checkpoint image: {0}")]
+    CorruptImage(String),
+}
+
+impl From<RecordError> for DataError {
+    fn from(e: RecordError) -> DataError {
+        DataError::CorruptImage(e.to_string())
+    }
+}
+
+#[derive(Default)]
+struct CatalogInner {
+    tables: BTreeMap<TableId, Arc<Table>>,
+    names: HashMap<String, TableId>,
+}
+
+impl CatalogInner {
+    fn next_id(&self) -> Option<TableId> {
+        match self.tables.last_key_value() {
+            None => Some(1),
+            Some((&id, _)) => id.checked_add(1),
+        }
+    }
+
+    fn insert(&mut self, id: TableId, name: &str) -> Arc<Table> {
+        let table = Arc::new(Table::new(id, name));
+        self.tables.insert(id, Arc::clone(&table));
+        self.names.insert(name.to_owned(), id);
+        table
+    }
+}
+
+/// All tables of the engine.
+#[derive(Default)]
+pub struct Catalog {
+    inner: RwLock<CatalogInner>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tables()).finish()
+    }
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new() -> Catalog {
+        Catalog::default()
+    }
+
+    /// Creates an empty table with the next id (ids are sequential from 1).
+    pub fn create_table(&self, name: &str) -> Result<TableId, DataError> {
+        let mut inner = self.inner.write();
+        if inner.names.contains_key(name) {
+            return Err(DataError::TableExists(name.to_owned()));
+        }
+        let id = inner.next_id().ok_or(DataError::TableIdsExhausted)?;
+        inner.insert(id, name);
+        Ok(id)
+    }
+
+    /// Creates table `name` with id `id` (recovery replay). Succeeds without
+    /// change if exactly that table exists; fails if the id or the name is
+    /// taken otherwise. Later [`create_table`](Self::create_table) calls use
+    /// ids above the highest one.
+    pub fn create_table_with_id(&self, id: TableId, name: &str) -> Result<(), DataError> {
+        if id == 0 {
+            return Err(DataError::ReservedTableId);
+        }
+        let mut inner = self.inner.write();
+        if let Some(existing) = inner.tables.get(&id) {
+            return if existing.name() == name {
+                Ok(())
+            } else {
+                Err(DataError::TableIdConflict {
+                    id,
+                    name: name.to_owned(),
+                    existing: existing.name().to_owned(),
+                })
+            };
+        }
+        if let Some(&existing) = inner.names.get(name) {
+            return Err(DataError::TableNameConflict {
+                id,
+                name: name.to_owned(),
+                existing,
+            });
+        }
+        inner.insert(id, name);
+        Ok(())
+    }
+
+    /// The table with id `id`.
+    pub fn table(&self, id: TableId) -> Option<Arc<Table>> {
+        self.inner.read().tables.get(&id).cloned()
+    }
+
+    /// The id of table `name`.
+    pub fn table_id(&self, name: &str) -> Option<TableId> {
+        self.inner.read().names.get(name).copied()
+    }
+
+    /// Table names in id order.
+    pub fn table_names(&self) -> Vec<String> {
+        let inner = self.inner.read();
+        inner.tables.values().map(|t| t.name().to_owned()).collect()
+    }
+
+    /// All tables in id order.
+    pub fn tables(&self) -> Vec<Arc<Table>> {
+        self.inner.read().tables.values().cloned().collect()
+    }
+
+    fn existing(&self, id: TableId) -> Result<Arc<Table>, DataError> {
+        self.table(id).ok_or(DataError::NoSuchTable(id))
+    }
+
+    /// Inserts (or replaces) committed rows directly, bypassing transactions
+    /// and the redo log (`sysbench prepare`, followed by a checkpoint).
+    pub fn bulk_insert(
+        &self,
+        table: TableId,
+        rows: impl IntoIterator<Item = (i64, Row)>,
+    ) -> Result<(), DataError> {
+        self.existing(table)?.upsert_committed(rows);
+        Ok(())
+    }
+
+    /// Replays a redo record: `Put` upserts the committed row, `Delete`
+    /// removes it, `CreateTable` creates the table. Idempotent.
+    pub fn apply(&self, rec: &RedoRecord) -> Result<(), DataError> {
+        match rec {
+            RedoRecord::CreateTable { table, name } => self.create_table_with_id(*table, name),
+            RedoRecord::Commit { ops, .. } => {
+                let mut cached: Option<Arc<Table>> = None;
+                for op in ops {
+                    let (RowOp::Put { table, .. } | RowOp::Delete { table, .. }) = op;
+                    let t = match cached.take() {
+                        Some(t) if t.id() == *table => t,
+                        _ => self.existing(*table)?,
+                    };
+                    match op {
+                        RowOp::Put { id, row, .. } => t.upsert_committed([(*id, row.clone())]),
+                        RowOp::Delete { id, .. } => t.remove_committed(*id),
+                    }
+                    cached = Some(t);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The committed contents of every table, by name.
+    pub fn dump(&self) -> BTreeMap<String, BTreeMap<i64, Row>> {
+        self.tables()
+            .into_iter()
+            .map(|t| {
+                let mut rows = BTreeMap::new();
+                t.for_each_committed(|id, row| {
+                    rows.insert(id, row.clone());
+                });
+                (t.name().to_owned(), rows)
+            })
+            .collect()
+    }
+
+    /// Appends a checkpoint image of the committed rows of every table (see
+    /// the module docs). Each table is encoded under its read lock, so the
+    /// image of a table reflects whole commits.
+    pub fn write_image(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let tables = self.tables();
+        out.extend_from_slice(IMAGE_MAGIC);
+        out.extend_from_slice(&IMAGE_VERSION.to_le_bytes());
+        let n_tables = u32::try_from(tables.len()).expect("table ids are u32");
+        out.extend_from_slice(&n_tables.to_le_bytes());
+        for table in &tables {
+            out.extend_from_slice(&table.id().to_le_bytes());
+            record::put_str(table.name(), out);
+            let count_at = out.len();
+            out.extend_from_slice(&0u64.to_le_bytes());
+            let mut n_rows = 0u64;
+            table.for_each_committed(|id, row| {
+                n_rows += 1;
+                out.extend_from_slice(&id.to_le_bytes());
+                record::put_row(row, out);
+            });
+            out[count_at..count_at + 8].copy_from_slice(&n_rows.to_le_bytes());
+        }
+        let crc = crc32fast::hash(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Rebuilds a catalog from an image written by
+    /// [`write_image`](Self::write_image). Any corruption or truncation is
+    /// reported as [`DataError::CorruptImage`] with the reason.
+    pub fn read_image(image: &[u8]) -> Result<Catalog, DataError> {
+        let corrupt = |reason: String| DataError::CorruptImage(reason);
+        if image.len() < IMAGE_MIN_LEN {
+            return Err(corrupt(format!(
+                "image is {} bytes, shorter than the {IMAGE_MIN_LEN}-byte minimum",
+                image.len()
+            )));
+        }
+        if &image[..8] != IMAGE_MAGIC {
+            return Err(corrupt("bad magic: not a checkpoint image".into()));
+        }
+        let (body, trailer) = image.split_at(image.len() - 4);
+        let stored = u32::from_le_bytes(trailer.try_into().expect("4-byte trailer"));
+        let computed = crc32fast::hash(body);
+        if stored != computed {
+            return Err(corrupt(format!(
+                "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): \
+                 the image is damaged or truncated"
+            )));
+        }
+
+        let mut r = Reader::new(body);
+        r.bytes(IMAGE_MAGIC.len(), "magic")?;
+        let version = r.u32("format version")?;
+        if version != IMAGE_VERSION {
+            return Err(corrupt(format!(
+                "unsupported format version {version} (expected {IMAGE_VERSION})"
+            )));
+        }
+        let catalog = Catalog::new();
+        let n_tables = r.u32("table count")?;
+        let mut last_table = 0;
+        for _ in 0..n_tables {
+            let offset = r.offset();
+            let id = r.u32("table id")?;
+            if id <= last_table {
+                return Err(corrupt(format!(
+                    "table ids out of order at byte {offset} ({id} after {last_table})"
+                )));
+            }
+            last_table = id;
+            let name = r.string("table name")?;
+            catalog
+                .create_table_with_id(id, &name)
+                .map_err(|e| corrupt(format!("table section {name:?}: {e}")))?;
+            let table = catalog.table(id).expect("just created");
+            let n_rows = r.u64("row count")?;
+            let mut rows = Vec::with_capacity(n_rows.min(r.remaining() as u64 / 20) as usize);
+            let mut last_id = None;
+            for _ in 0..n_rows {
+                let offset = r.offset();
+                let row_id = r.i64("row id")?;
+                if last_id.is_some_and(|last| row_id <= last) {
+                    return Err(corrupt(format!(
+                        "table {name:?}: row ids out of order at byte {offset}"
+                    )));
+                }
+                last_id = Some(row_id);
+                rows.push((row_id, r.row()?));
+            }
+            table.upsert_committed(rows);
+        }
+        r.finish()
+            .map_err(|e| corrupt(format!("after the last table: {e}")))?;
+        Ok(catalog)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn row(k: i32) -> Row {
+        Row {
+            k,
+            c: format!("c-{k}"),
+            pad: "pad".into(),
+        }
+    }
+
+    fn sample() -> Catalog {
+        let cat = Catalog::new();
+        let a = cat.create_table("sbtest1").unwrap();
+        let b = cat.create_table("sbtest2").unwrap();
+        cat.create_table("empty").unwrap();
+        cat.bulk_insert(a, (1..=50).map(|i| (i, row(i as i32 % 7))))
+            .unwrap();
+        cat.bulk_insert(b, [(-5, row(-1)), (i64::MAX, row(i32::MIN))])
+            .unwrap();
+        cat
+    }
+
+    #[test]
+    fn table_ids_are_sequential_and_names_unique() {
+        let cat = Catalog::new();
+        assert_eq!(cat.create_table("a"), Ok(1));
+        assert_eq!(cat.create_table("b"), Ok(2));
+        assert_eq!(
+            cat.create_table("a"),
+            Err(DataError::TableExists("a".into()))
+        );
+        assert_eq!(cat.table_id("b"), Some(2));
+        assert_eq!(cat.table_id("c"), None);
+        assert_eq!(cat.table(2).unwrap().name(), "b");
+        assert!(cat.table(3).is_none());
+
+        assert_eq!(cat.create_table_with_id(2, "b"), Ok(()));
+        assert!(matches!(
+            cat.create_table_with_id(2, "x"),
+            Err(DataError::TableIdConflict { .. })
+        ));
+        assert!(matches!(
+            cat.create_table_with_id(9, "a"),
+            Err(DataError::TableNameConflict { .. })
+        ));
+        assert_eq!(
+            cat.create_table_with_id(0, "z"),
+            Err(DataError::ReservedTableId)
+        );
+        assert_eq!(cat.create_table_with_id(7, "g"), Ok(()));
+        assert_eq!(cat.create_table("h"), Ok(8));
+        assert_eq!(cat.table_names(), ["a", "b", "g", "h"]);
+        assert_eq!(cat.bulk_insert(99, []), Err(DataError::NoSuchTable(99)));
+    }
+
+    #[test]
+    fn apply_replays_idempotently() {
+        let cat = Catalog::new();
+        let recs = [
+            RedoRecord::CreateTable {
+                table: 1,
+                name: "t".into(),
+            },
+            RedoRecord::Commit {
+                trx_id: 5,
+                ops: vec![
+                    RowOp::Put {
+                        table: 1,
+                        id: 1,
+                        row: row(1),
+                    },
+                    RowOp::Put {
+                        table: 1,
+                        id: 2,
+                        row: row(2),
+                    },
+                ],
+            },
+            RedoRecord::Commit {
+                trx_id: 6,
+                ops: vec![
+                    RowOp::Delete { table: 1, id: 1 },
+                    RowOp::Put {
+                        table: 1,
+                        id: 2,
+                        row: row(3),
+                    },
+                ],
+            },
+        ];
+        for rec in &recs {
+            cat.apply(rec).unwrap();
+        }
+        let once = cat.dump();
+        for rec in &recs {
+            cat.apply(rec).unwrap();
+        }
+        assert_eq!(cat.dump(), once);
+        assert_eq!(once["t"], BTreeMap::from([(2, row(3))]));
+        cat.table(1).unwrap().check_invariants().unwrap();
+        assert_eq!(
+            cat.apply(&RedoRecord::Commit {
+                trx_id: 7,
+                ops: vec![RowOp::Delete { table: 4, id: 1 }]
+            }),
+            Err(DataError::NoSuchTable(4))
+        );
+    }
+
+    #[test]
+    fn image_roundtrip() {
+        let cat = sample();
+        let mut image = vec![0xAA; 3]; // images may be appended to a buffer
+        cat.write_image(&mut image);
+        let restored = Catalog::read_image(&image[3..]).unwrap();
+        assert_eq!(restored.dump(), cat.dump());
+        assert_eq!(restored.table_names(), cat.table_names());
+        assert_eq!(restored.create_table("next"), Ok(4));
+        for t in restored.tables() {
+            t.check_invariants().unwrap();
+        }
+        assert_eq!(restored.table(1).unwrap().get_by_k(0, 3).len(), 7);
+
+        let mut empty = Vec::new();
+        Catalog::new().write_image(&mut empty);
+        assert!(Catalog::read_image(&empty).unwrap().tables().is_empty());
+    }
+
+    #[test]
+    fn image_excludes_pending_changes() {
+        let cat = sample();
+        let t = cat.table(1).unwrap();
+        t.update_k(42, 1, 100);
+        t.insert(42, 1000, row(5));
+        let mut image = Vec::new();
+        cat.write_image(&mut image);
+        t.rollback_rows(42, [1, 1000]);
+        assert_eq!(Catalog::read_image(&image).unwrap().dump(), cat.dump());
+    }
+
+    #[test]
+    fn image_corruption_is_rejected() {
+        let mut image = Vec::new();
+        sample().write_image(&mut image);
+        for i in 0..image.len() {
+            let mut bad = image.clone();
+            bad[i] ^= 0x01;
+            assert!(
+                matches!(Catalog::read_image(&bad), Err(DataError::CorruptImage(_))),
+                "flip at byte {i} accepted"
+            );
+        }
+        for len in 0..image.len() {
+            assert!(
+                matches!(
+                    Catalog::read_image(&image[..len]),
+                    Err(DataError::CorruptImage(_))
+                ),
+                "truncation to {len} bytes accepted"
+            );
+        }
+        let mut longer = image.clone();
+        longer.push(0);
+        assert!(Catalog::read_image(&longer).is_err());
+        let err = Catalog::read_image(&image[..image.len() - 1]).unwrap_err();
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+    }
+
+    /// Re-seals a modified image body with a valid checksum.
+    fn seal(mut body: Vec<u8>) -> Vec<u8> {
+        let crc = crc32fast::hash(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        body
+    }
+
+    #[test]
+    fn structurally_bad_images_are_rejected_with_reasons() {
+        let mut image = Vec::new();
+        sample().write_image(&mut image);
+        let body = image[..image.len() - 4].to_vec();
+
+        let mut v2 = body.clone();
+        v2[8] = 2;
+        let err = Catalog::read_image(&seal(v2)).unwrap_err().to_string();
+        assert!(err.contains("unsupported format version 2"), "{err}");
+
+        let mut extra = body.clone();
+        extra.push(0);
+        let err = Catalog::read_image(&seal(extra)).unwrap_err().to_string();
+        assert!(err.contains("unexpected bytes"), "{err}");
+
+        let mut more_tables = body.clone();
+        more_tables[12] = 4;
+        let err = Catalog::read_image(&seal(more_tables))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("truncated"), "{err}");
+
+        let mut magic = image.clone();
+        magic[0] = b'X';
+        let err = Catalog::read_image(&magic).unwrap_err().to_string();
+        assert!(err.contains("bad magic"), "{err}");
+    }
+
+    proptest! {
+        #[test]
+        fn resealed_garbage_never_panics(
+            bytes in prop::collection::vec(any::<u8>(), 0..200),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+        ) {
+            let _ = Catalog::read_image(&bytes);
+            let mut image = Vec::new();
+            sample().write_image(&mut image);
+            let mut body = image[..image.len() - 4].to_vec();
+            for (at, value) in flips {
+                let i = 8 + at.index(body.len() - 8);
+                body[i] = value;
+            }
+            let _ = Catalog::read_image(&seal(body));
+        }
+    }
+}

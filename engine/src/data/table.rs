@@ -1,0 +1,611 @@
+//! Sysbench-shaped tables held in memory.
+//!
+//! A [`Table`] mirrors sysbench's `sbtest` table:
+//!
+//! ```sql
+//! CREATE TABLE sbtest (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60), KEY k_1 (k));
+//! ```
+//!
+//! It holds a primary index (`id` → [`RowSlot`]) and a secondary index on `k`
+//! (`(k, id)` pairs) behind one [`RwLock`] that is only ever held for the
+//! duration of a single index operation.
+//!
+//! # Versions and visibility
+//!
+//! Visibility is read-committed with in-place pending versions, a simplified
+//! form of InnoDB's clustered-index records plus undo:
+//!
+//! * a slot's *committed* version is what every transaction sees;
+//! * a slot may carry one *pending* change, owned by the transaction holding
+//!   the row's X lock (see [`crate::data::lock_sys`]); only that transaction
+//!   sees it.
+//!
+//! The secondary index holds an entry for the committed `k` and for the
+//! pending `k` of every row, so a reader must check the `k` of the version
+//! visible to it before reporting a row. Commit turns the pending change into
+//! the committed version, rollback drops it; both prune index entries no
+//! version refers to any more and remove slots that hold no version at all.
+//!
+//! The write-path methods (`update_k`, `update_c`, `delete`, `insert`,
+//! `commit_rows`, `rollback_rows`) assume the caller holds the row's X lock;
+//! [`crate::data::trx::Trx`] guarantees it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+/// Identifies a table in the catalog (sequential from 1).
+pub type TableId = u32;
+
+/// One `sbtest` row without its primary key `id`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Row {
+    /// `k INT`, indexed by the secondary index `k_1`.
+    pub k: i32,
+    /// `c CHAR(120)`.
+    pub c: String,
+    /// `pad CHAR(60)`.
+    pub pad: String,
+}
+
+/// An uncommitted change to a row, owned by the transaction holding its X lock.
+#[derive(Clone, Debug)]
+struct Pending {
+    trx_id: u64,
+    /// The row as the owner sees it; `None` is a pending delete.
+    row: Option<Row>,
+}
+
+/// A row's versions in the primary index.
+#[derive(Clone, Debug, Default)]
+pub struct RowSlot {
+    /// The committed version; `None` if the row does not exist committed.
+    committed: Option<Row>,
+    /// The pending change of the transaction holding the row's X lock.
+    pending: Option<Pending>,
+}
+
+impl RowSlot {
+    /// The version `trx_id` sees.
+    fn visible(&self, trx_id: u64) -> Option<&Row> {
+        match &self.pending {
+            Some(p) if p.trx_id == trx_id => p.row.as_ref(),
+            _ => self.committed.as_ref(),
+        }
+    }
+
+    /// The `k` values the secondary index must hold for this slot.
+    fn index_keys(&self) -> [Option<i32>; 2] {
+        [
+            self.committed.as_ref().map(|r| r.k),
+            self.pending
+                .as_ref()
+                .and_then(|p| p.row.as_ref())
+                .map(|r| r.k),
+        ]
+    }
+
+    fn is_empty(&self) -> bool {
+        self.committed.is_none() && self.pending.is_none()
+    }
+
+    /// Panics if a transaction other than `trx_id` owns the pending change:
+    /// that would mean the caller wrote without holding the row's X lock.
+    fn assert_writable_by(&self, trx_id: u64, id: i64) {
+        if let Some(p) = &self.pending {
+            assert_eq!(
+                p.trx_id, trx_id,
+                "row {id} has a pending change of trx {} but trx {trx_id} writes it without its X lock",
+                p.trx_id
+            );
+        }
+    }
+}
+
+/// What a write-path call did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteResult {
+    /// The change was installed; `first_touch` is true if this created the
+    /// transaction's pending change for the row (so it joins the write set).
+    Applied { first_touch: bool },
+    /// No row is visible to the transaction (update, delete).
+    NotFound,
+    /// A row is already visible to the transaction (insert).
+    Duplicate,
+}
+
+#[derive(Default)]
+struct TableInner {
+    /// Primary index.
+    rows: BTreeMap<i64, RowSlot>,
+    /// Secondary index `k_1`: `(k, id)` for committed and pending versions.
+    by_k: BTreeSet<(i32, i64)>,
+    /// Number of slots with a committed version.
+    committed: usize,
+}
+
+impl TableInner {
+    /// Brings the secondary index from the keys a slot had (`before`) to the
+    /// keys it has now (`after`).
+    fn reindex(&mut self, id: i64, before: [Option<i32>; 2], after: [Option<i32>; 2]) {
+        for k in before.into_iter().flatten() {
+            if !after.contains(&Some(k)) {
+                self.by_k.remove(&(k, id));
+            }
+        }
+        for k in after.into_iter().flatten() {
+            if !before.contains(&Some(k)) {
+                self.by_k.insert((k, id));
+            }
+        }
+    }
+
+    /// Applies `f` to the version of row `id` visible to `trx_id`, installing
+    /// a pending copy of the committed version first if there is none.
+    fn modify(&mut self, trx_id: u64, id: i64, f: impl FnOnce(&mut Row)) -> WriteResult {
+        let Some(slot) = self.rows.get_mut(&id) else {
+            return WriteResult::NotFound;
+        };
+        slot.assert_writable_by(trx_id, id);
+        let before = slot.index_keys();
+        let first_touch = match &mut slot.pending {
+            Some(p) => match &mut p.row {
+                Some(row) => {
+                    f(row);
+                    false
+                }
+                None => return WriteResult::NotFound,
+            },
+            None => {
+                let Some(committed) = &slot.committed else {
+                    return WriteResult::NotFound;
+                };
+                let mut row = committed.clone();
+                f(&mut row);
+                slot.pending = Some(Pending {
+                    trx_id,
+                    row: Some(row),
+                });
+                true
+            }
+        };
+        let after = slot.index_keys();
+        self.reindex(id, before, after);
+        WriteResult::Applied { first_touch }
+    }
+
+    /// Sets the pending change of row `id` to `row` (`None` = delete).
+    /// Returns whether this created the pending change.
+    fn set_pending(&mut self, trx_id: u64, id: i64, row: Option<Row>) -> bool {
+        let slot = self.rows.entry(id).or_default();
+        slot.assert_writable_by(trx_id, id);
+        let before = slot.index_keys();
+        let first_touch = slot.pending.is_none();
+        slot.pending = Some(Pending { trx_id, row });
+        let after = slot.index_keys();
+        self.reindex(id, before, after);
+        first_touch
+    }
+
+    /// Ends `trx_id`'s pending change of row `id`: makes it the committed
+    /// version (`commit`) or drops it.
+    fn finish(&mut self, trx_id: u64, id: i64, commit: bool) {
+        let Some(slot) = self.rows.get_mut(&id) else {
+            return;
+        };
+        if !matches!(&slot.pending, Some(p) if p.trx_id == trx_id) {
+            return;
+        }
+        let before = slot.index_keys();
+        let pending = slot.pending.take().expect("checked above");
+        if commit {
+            match (slot.committed.is_some(), pending.row.is_some()) {
+                (false, true) => self.committed += 1,
+                (true, false) => self.committed -= 1,
+                _ => {}
+            }
+            slot.committed = pending.row;
+        }
+        let after = slot.index_keys();
+        let empty = slot.is_empty();
+        if empty {
+            self.rows.remove(&id);
+        }
+        self.reindex(id, before, after);
+    }
+
+    /// Sets the committed version of row `id` directly (bulk load, recovery).
+    fn set_committed(&mut self, id: i64, row: Option<Row>) {
+        let slot = self.rows.entry(id).or_default();
+        let before = slot.index_keys();
+        match (slot.committed.is_some(), row.is_some()) {
+            (false, true) => self.committed += 1,
+            (true, false) => self.committed -= 1,
+            _ => {}
+        }
+        slot.committed = row;
+        let after = slot.index_keys();
+        if slot.is_empty() {
+            self.rows.remove(&id);
+        }
+        self.reindex(id, before, after);
+    }
+}
+
+/// An in-memory `sbtest`-shaped table.
+pub struct Table {
+    id: TableId,
+    name: String,
+    inner: RwLock<TableInner>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("committed_rows", &self.len_committed())
+            .finish()
+    }
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new(id: TableId, name: impl Into<String>) -> Table {
+        Table {
+            id,
+            name: name.into(),
+            inner: RwLock::new(TableInner::default()),
+        }
+    }
+
+    /// The table's id.
+    pub fn id(&self) -> TableId {
+        self.id
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    // ---- reads -------------------------------------------------------------
+
+    /// `SELECT * WHERE id = ?` as transaction `trx_id` sees it.
+    pub fn get(&self, trx_id: u64, id: i64) -> Option<Row> {
+        let inner = self.inner.read();
+        inner.rows.get(&id)?.visible(trx_id).cloned()
+    }
+
+    /// Calls `f` for every row with `lo <= id <= hi` visible to `trx_id`, in
+    /// `id` order, under the table's read lock (so `f` must be quick and must
+    /// not touch this table). Rows are not cloned.
+    pub fn scan_range(&self, trx_id: u64, lo: i64, hi: i64, mut f: impl FnMut(i64, &Row)) {
+        if lo > hi {
+            return;
+        }
+        let inner = self.inner.read();
+        for (&id, slot) in inner.rows.range(lo..=hi) {
+            if let Some(row) = slot.visible(trx_id) {
+                f(id, row);
+            }
+        }
+    }
+
+    /// `SELECT * WHERE id BETWEEN lo AND hi ORDER BY id` as `trx_id` sees it.
+    pub fn range(&self, trx_id: u64, lo: i64, hi: i64) -> Vec<(i64, Row)> {
+        let mut out = Vec::new();
+        self.scan_range(trx_id, lo, hi, |id, row| out.push((id, row.clone())));
+        out
+    }
+
+    /// `SELECT * WHERE k = ?` (through index `k_1`, ordered by `id`) as
+    /// `trx_id` sees it.
+    pub fn get_by_k(&self, trx_id: u64, k: i32) -> Vec<(i64, Row)> {
+        let inner = self.inner.read();
+        inner
+            .by_k
+            .range((k, i64::MIN)..=(k, i64::MAX))
+            .filter_map(|&(_, id)| {
+                let row = inner.rows.get(&id)?.visible(trx_id)?;
+                (row.k == k).then(|| (id, row.clone()))
+            })
+            .collect()
+    }
+
+    // ---- write path (caller holds the row's X lock) -------------------------
+
+    /// `UPDATE SET k = k + delta WHERE id = ?` (wrapping on overflow).
+    pub fn update_k(&self, trx_id: u64, id: i64, delta: i32) -> WriteResult {
+        self.inner
+            .write()
+            .modify(trx_id, id, |row| row.k = row.k.wrapping_add(delta))
+    }
+
+    /// `UPDATE SET c = ? WHERE id = ?`.
+    pub fn update_c(&self, trx_id: u64, id: i64, c: String) -> WriteResult {
+        self.inner.write().modify(trx_id, id, |row| row.c = c)
+    }
+
+    /// `DELETE WHERE id = ?`.
+    pub fn delete(&self, trx_id: u64, id: i64) -> WriteResult {
+        let mut inner = self.inner.write();
+        if inner
+            .rows
+            .get(&id)
+            .and_then(|s| s.visible(trx_id))
+            .is_none()
+        {
+            return WriteResult::NotFound;
+        }
+        let first_touch = inner.set_pending(trx_id, id, None);
+        WriteResult::Applied { first_touch }
+    }
+
+    /// `INSERT (id, k, c, pad)`; [`WriteResult::Duplicate`] if a row with this
+    /// `id` is visible to `trx_id`.
+    pub fn insert(&self, trx_id: u64, id: i64, row: Row) -> WriteResult {
+        let mut inner = self.inner.write();
+        if inner
+            .rows
+            .get(&id)
+            .and_then(|s| s.visible(trx_id))
+            .is_some()
+        {
+            return WriteResult::Duplicate;
+        }
+        let first_touch = inner.set_pending(trx_id, id, Some(row));
+        WriteResult::Applied { first_touch }
+    }
+
+    /// Makes `trx_id`'s pending changes of rows `ids` committed, all under one
+    /// hold of the write lock (so readers see them atomically).
+    pub fn commit_rows(&self, trx_id: u64, ids: impl IntoIterator<Item = i64>) {
+        let mut inner = self.inner.write();
+        for id in ids {
+            inner.finish(trx_id, id, true);
+        }
+    }
+
+    /// Drops `trx_id`'s pending changes of rows `ids`.
+    pub fn rollback_rows(&self, trx_id: u64, ids: impl IntoIterator<Item = i64>) {
+        let mut inner = self.inner.write();
+        for id in ids {
+            inner.finish(trx_id, id, false);
+        }
+    }
+
+    /// Calls `f` with `trx_id`'s pending version of each of `ids`, in order,
+    /// under the read lock: `Some(row)` for a put, `None` for a delete. Rows
+    /// `trx_id` has no pending change for are skipped.
+    pub fn for_each_pending(
+        &self,
+        trx_id: u64,
+        ids: impl IntoIterator<Item = i64>,
+        mut f: impl FnMut(i64, Option<&Row>),
+    ) {
+        let inner = self.inner.read();
+        for id in ids {
+            if let Some(Pending { trx_id: owner, row }) =
+                inner.rows.get(&id).and_then(|s| s.pending.as_ref())
+            {
+                if *owner == trx_id {
+                    f(id, row.as_ref());
+                }
+            }
+        }
+    }
+
+    // ---- committed view (bulk load, recovery, checkpoints) ------------------
+
+    /// Inserts or replaces committed rows directly, under one write lock hold.
+    pub fn upsert_committed(&self, rows: impl IntoIterator<Item = (i64, Row)>) {
+        let mut inner = self.inner.write();
+        for (id, row) in rows {
+            inner.set_committed(id, Some(row));
+        }
+    }
+
+    /// Removes the committed version of row `id`, if any.
+    pub fn remove_committed(&self, id: i64) {
+        self.inner.write().set_committed(id, None);
+    }
+
+    /// Calls `f` for every committed row in `id` order under the read lock.
+    pub fn for_each_committed(&self, mut f: impl FnMut(i64, &Row)) {
+        let inner = self.inner.read();
+        for (&id, slot) in &inner.rows {
+            if let Some(row) = &slot.committed {
+                f(id, row);
+            }
+        }
+    }
+
+    /// A copy of the committed rows in `id` order.
+    pub fn committed_rows(&self) -> Vec<(i64, Row)> {
+        let mut out = Vec::with_capacity(self.len_committed());
+        self.for_each_committed(|id, row| out.push((id, row.clone())));
+        out
+    }
+
+    /// Number of committed rows.
+    pub fn len_committed(&self) -> usize {
+        self.inner.read().committed
+    }
+
+    /// Checks the indexes agree: the secondary index holds exactly the `k` of
+    /// every committed and pending version, no slot is empty, and the
+    /// committed-row count is right. Returns a description of the first
+    /// inconsistency. For tests and verification.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let inner = self.inner.read();
+        let mut expected = BTreeSet::new();
+        let mut committed = 0;
+        for (&id, slot) in &inner.rows {
+            if slot.is_empty() {
+                return Err(format!("row {id}: empty slot left in the primary index"));
+            }
+            committed += usize::from(slot.committed.is_some());
+            for k in slot.index_keys().into_iter().flatten() {
+                expected.insert((k, id));
+            }
+        }
+        if committed != inner.committed {
+            return Err(format!(
+                "committed count {} but {committed} committed rows",
+                inner.committed
+            ));
+        }
+        if let Some(missing) = expected.difference(&inner.by_k).next() {
+            return Err(format!("k_1 lacks entry {missing:?}"));
+        }
+        if let Some(phantom) = inner.by_k.difference(&expected).next() {
+            return Err(format!("k_1 has phantom entry {phantom:?}"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(k: i32) -> Row {
+        Row {
+            k,
+            c: format!("c{k}"),
+            pad: "pad".into(),
+        }
+    }
+
+    const A: u64 = 1;
+    const B: u64 = 2;
+
+    #[test]
+    fn pending_changes_are_visible_only_to_their_owner() {
+        let t = Table::new(1, "t");
+        t.upsert_committed([(1, row(10)), (2, row(20))]);
+
+        assert_eq!(
+            t.update_k(A, 1, 5),
+            WriteResult::Applied { first_touch: true }
+        );
+        assert_eq!(
+            t.update_k(A, 1, 1),
+            WriteResult::Applied { first_touch: false }
+        );
+        assert_eq!(t.delete(A, 2), WriteResult::Applied { first_touch: true });
+        assert_eq!(
+            t.insert(A, 3, row(30)),
+            WriteResult::Applied { first_touch: true }
+        );
+
+        assert_eq!(t.get(A, 1).unwrap().k, 16);
+        assert_eq!(t.get(B, 1).unwrap().k, 10);
+        assert_eq!(t.get(A, 2), None);
+        assert_eq!(t.get(B, 2), Some(row(20)));
+        assert_eq!(t.get(A, 3), Some(row(30)));
+        assert_eq!(t.get(B, 3), None);
+
+        assert_eq!(t.get_by_k(A, 10), vec![]);
+        assert_eq!(t.get_by_k(A, 16).len(), 1);
+        assert_eq!(t.get_by_k(B, 10).len(), 1);
+        assert_eq!(t.get_by_k(B, 16), vec![]);
+        assert_eq!(
+            t.range(A, 0, 10).iter().map(|r| r.0).collect::<Vec<_>>(),
+            [1, 3]
+        );
+        assert_eq!(
+            t.range(B, 0, 10).iter().map(|r| r.0).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        assert_eq!(t.len_committed(), 2);
+        t.check_invariants().unwrap();
+
+        t.commit_rows(A, [1, 2, 3]);
+        t.check_invariants().unwrap();
+        assert_eq!(t.get(B, 1).unwrap().k, 16);
+        assert_eq!(t.get(B, 2), None);
+        assert_eq!(t.get(B, 3), Some(row(30)));
+        assert_eq!(t.get_by_k(B, 10), vec![]);
+        assert_eq!(t.len_committed(), 2);
+        assert_eq!(
+            t.committed_rows()
+                .into_iter()
+                .map(|r| r.0)
+                .collect::<Vec<_>>(),
+            [1, 3]
+        );
+    }
+
+    #[test]
+    fn rollback_restores_committed_view_and_index() {
+        let t = Table::new(1, "t");
+        t.upsert_committed([(1, row(10))]);
+        t.update_k(A, 1, 1);
+        t.insert(A, 2, row(20));
+        t.delete(A, 2);
+        assert_eq!(
+            t.insert(A, 2, row(21)),
+            WriteResult::Applied { first_touch: false }
+        );
+        assert_eq!(t.insert(A, 2, row(22)), WriteResult::Duplicate);
+        t.check_invariants().unwrap();
+        t.rollback_rows(A, [1, 2]);
+        t.check_invariants().unwrap();
+        assert_eq!(t.committed_rows(), vec![(1, row(10))]);
+        assert_eq!(t.get_by_k(B, 10).len(), 1);
+        assert_eq!(t.get_by_k(B, 11), vec![]);
+        assert_eq!(t.get_by_k(B, 21), vec![]);
+    }
+
+    #[test]
+    fn missing_rows_are_reported() {
+        let t = Table::new(1, "t");
+        assert_eq!(t.update_k(A, 1, 1), WriteResult::NotFound);
+        assert_eq!(t.update_c(A, 1, "x".into()), WriteResult::NotFound);
+        assert_eq!(t.delete(A, 1), WriteResult::NotFound);
+        t.upsert_committed([(1, row(1))]);
+        t.delete(A, 1);
+        assert_eq!(t.update_k(A, 1, 1), WriteResult::NotFound);
+        assert_eq!(t.delete(A, 1), WriteResult::NotFound);
+        t.check_invariants().unwrap();
+    }
+
+    #[test]
+    #[should_panic(expected = "without its X lock")]
+    fn writing_a_row_pending_for_another_trx_panics() {
+        let t = Table::new(1, "t");
+        t.upsert_committed([(1, row(1))]);
+        t.update_k(A, 1, 1);
+        t.update_k(B, 1, 1);
+    }
+
+    #[test]
+    fn committed_maintenance_keeps_index_in_step() {
+        let t = Table::new(1, "t");
+        t.upsert_committed([(1, row(1)), (2, row(2))]);
+        t.upsert_committed([(1, row(3))]);
+        t.remove_committed(2);
+        t.remove_committed(7);
+        t.check_invariants().unwrap();
+        assert_eq!(t.len_committed(), 1);
+        assert_eq!(t.get_by_k(0, 3), vec![(1, row(3))]);
+        assert_eq!(t.get_by_k(0, 1), vec![]);
+    }
+
+    #[test]
+    fn pending_versions_are_reported_in_order() {
+        let t = Table::new(1, "t");
+        t.upsert_committed([(1, row(1))]);
+        t.insert(A, 2, row(2));
+        t.delete(A, 1);
+        let mut seen = Vec::new();
+        t.for_each_pending(A, [2, 1, 9], |id, r| seen.push((id, r.cloned())));
+        assert_eq!(seen, vec![(2, Some(row(2))), (1, None)]);
+        seen.clear();
+        t.for_each_pending(B, [2, 1], |id, r| seen.push((id, r.cloned())));
+        assert!(seen.is_empty());
+    }
+}

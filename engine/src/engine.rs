@@ -1,0 +1,402 @@
+//! The engine: ties tables, lock-sys, redo log, checkpoints and recovery together.
+//!
+//! Commit path (InnoDB's order): serialise the transaction's changes into one
+//! redo record, copy it into the log buffer (one `fetch_add`, no lock), make
+//! the changes visible and release row locks, mark the record applied
+//! (`recent_closed`), then wait for the redo to be as durable as
+//! `innodb_flush_log_at_trx_commit` says. Conflicting transactions are
+//! ordered by their row locks, so their redo order equals their apply order.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::checkpoint;
+use crate::counters::{Counters, StatusSnapshot};
+use crate::data::catalog::Catalog;
+use crate::data::lock_sys::LockSys;
+use crate::data::record::{self, RedoRecord};
+use crate::data::table::Row;
+pub use crate::data::table::TableId;
+use crate::data::trx::Trx;
+use crate::error::EngineError;
+use crate::probe_points;
+use crate::recovery::{self, RecoveryReport};
+use crate::redo::{Lsn, RedoLog, RedoMode, RedoOptions};
+use crate::vfs::{OsVfs, Vfs};
+
+#[derive(Clone)]
+pub struct EngineOptions {
+    /// Data directory (used when `vfs` is None).
+    pub datadir: PathBuf,
+    /// Storage backend; None = the real file system at `datadir`.
+    pub vfs: Option<Arc<dyn Vfs>>,
+    pub redo: RedoOptions,
+    /// `innodb_lock_wait_timeout`.
+    pub lock_wait_timeout: Duration,
+    /// Take a checkpoint when the redo log is this full (percent).
+    pub checkpoint_fill_pct: u32,
+    /// Lock-sys shards (MySQL uses 512).
+    pub lock_shards: usize,
+}
+
+impl EngineOptions {
+    pub fn new(datadir: impl Into<PathBuf>) -> Self {
+        EngineOptions {
+            datadir: datadir.into(),
+            vfs: None,
+            redo: RedoOptions::default(),
+            lock_wait_timeout: Duration::from_secs(50),
+            checkpoint_fill_pct: 50,
+            lock_shards: 512,
+        }
+    }
+}
+
+pub struct Engine {
+    vfs: Arc<dyn Vfs>,
+    redo: Arc<RedoLog>,
+    catalog: Arc<Catalog>,
+    lock_sys: Arc<LockSys>,
+    counters: Arc<Counters>,
+    next_trx_id: AtomicU64,
+    report: RecoveryReport,
+    checkpoint_lock: Mutex<()>,
+    ddl_lock: Mutex<()>,
+    background: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    checkpoint_fill_pct: u32,
+    shut: AtomicBool,
+}
+
+thread_local! {
+    static REDO_BODY: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
+}
+
+impl Engine {
+    /// Opens the data directory (creating it when new), recovers, and starts
+    /// the log threads and the background checkpoint thread.
+    pub fn open(opts: EngineOptions) -> Result<Arc<Engine>, EngineError> {
+        opts.redo.validate()?;
+        let vfs: Arc<dyn Vfs> = match &opts.vfs {
+            Some(v) => v.clone(),
+            None => Arc::new(OsVfs::new(&opts.datadir).map_err(|source| {
+                EngineError::Recovery(recovery::RecoveryError::Io {
+                    dir: opts.datadir.display().to_string(),
+                    what: "creating the data directory",
+                    source,
+                })
+            })?),
+        };
+        let rec = recovery::recover(vfs.as_ref(), &opts.redo)?;
+        let counters = Arc::new(Counters::default());
+        let redo = RedoLog::start(&opts.redo, rec.resume, counters.clone())?;
+        let engine = Arc::new(Engine {
+            vfs,
+            redo,
+            catalog: Arc::new(rec.catalog),
+            lock_sys: Arc::new(LockSys::new(opts.lock_shards, opts.lock_wait_timeout)),
+            counters,
+            next_trx_id: AtomicU64::new(rec.report.max_trx_id + 1),
+            report: rec.report,
+            checkpoint_lock: Mutex::new(()),
+            ddl_lock: Mutex::new(()),
+            background: Mutex::new(None),
+            checkpoint_fill_pct: opts.checkpoint_fill_pct,
+            shut: AtomicBool::new(false),
+        });
+        engine.start_background();
+        Ok(engine)
+    }
+
+    /// The `log_checkpoint` thread: checkpoints when the log fills, and (RT0
+    /// with flush_at_commit 0/2) writes and flushes the log once a second.
+    fn start_background(self: &Arc<Self>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let weak: Weak<Engine> = Arc::downgrade(self);
+        let redo = self.redo.clone();
+        let pct = self.checkpoint_fill_pct;
+        let s = stop.clone();
+        let h = std::thread::Builder::new()
+            .name("log_checkpoint".into())
+            .spawn(move || {
+                while !s.load(Ordering::Acquire) {
+                    let wanted = redo.wait_checkpoint_request(Duration::from_millis(100), pct);
+                    if s.load(Ordering::Acquire) || redo.failure().is_some() {
+                        break;
+                    }
+                    let Some(engine) = weak.upgrade() else { break };
+                    if wanted {
+                        if let Err(e) = engine.checkpoint() {
+                            eprintln!("redoctor-engine: background checkpoint failed: {e}");
+                        }
+                    }
+                    if let Err(e) = redo.background_tick() {
+                        eprintln!("redoctor-engine: background log flush failed: {e}");
+                    }
+                }
+            })
+            .expect("spawning log_checkpoint");
+        *self.background.lock() = Some((stop, h));
+    }
+
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    pub fn redo(&self) -> &Arc<RedoLog> {
+        &self.redo
+    }
+
+    fn check_open(&self) -> Result<(), EngineError> {
+        if self.shut.load(Ordering::Acquire) {
+            return Err(EngineError::ShutDown);
+        }
+        Ok(())
+    }
+
+    /// Appends one record, applies it with `apply`, and waits per the flush setting.
+    fn log_and_apply(
+        &self,
+        body: &[u8],
+        apply: impl FnOnce(),
+        wait: bool,
+    ) -> Result<Lsn, EngineError> {
+        let (start, end) = self.redo.append(body)?;
+        apply();
+        self.redo.mark_closed(start, end);
+        if wait {
+            self.redo.wait_for_commit(end)?;
+        }
+        Ok(end)
+    }
+
+    /// CREATE TABLE (sbtest shape), logged and durable on return.
+    pub fn create_table(&self, name: &str) -> Result<TableId, EngineError> {
+        self.check_open()?;
+        let _g = self.ddl_lock.lock();
+        let id = self.catalog.create_table(name)?;
+        let mut body = Vec::new();
+        record::encode(
+            &RedoRecord::CreateTable {
+                table: id,
+                name: name.to_string(),
+            },
+            &mut body,
+        );
+        let end = self.log_and_apply(&body, || {}, false)?;
+        self.redo.wait_flushed(end)?;
+        Ok(id)
+    }
+
+    pub fn table_id(&self, name: &str) -> Option<TableId> {
+        self.catalog.table_id(name)
+    }
+
+    pub fn table_names(&self) -> Vec<String> {
+        self.catalog.table_names()
+    }
+
+    /// Creates `sbtest1..=tables` with `rows` rows each, filled like sysbench's
+    /// prepare (k uniform in 1..=rows, c and pad digit groups), for any table
+    /// that is missing or empty, then checkpoints so the load is durable.
+    /// Run it before starting load: the bulk load bypasses the redo log.
+    pub fn prepare_sbtest(&self, tables: u32, rows: u64) -> Result<(), EngineError> {
+        self.check_open()?;
+        let mut loaded = false;
+        for t in 1..=tables {
+            let name = format!("sbtest{t}");
+            let id = match self.table_id(&name) {
+                Some(id) => id,
+                None => self.create_table(&name)?,
+            };
+            let table = self.catalog.table(id).expect("table just created");
+            if table.len_committed() > 0 {
+                continue;
+            }
+            let mut rng = SmallRng::seed_from_u64(t as u64);
+            let gen = (1..=rows as i64).map(|id| {
+                (
+                    id,
+                    Row {
+                        k: rng.gen_range(1..=rows.max(1) as i32),
+                        c: sysbench_chars(&mut rng, 11),
+                        pad: sysbench_chars(&mut rng, 5),
+                    },
+                )
+            });
+            self.catalog.bulk_insert(id, gen)?;
+            loaded = true;
+        }
+        if loaded {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    pub fn begin(&self) -> Trx {
+        let id = self.next_trx_id.fetch_add(1, Ordering::Relaxed);
+        Trx::new(id, self.catalog.clone(), self.lock_sys.clone())
+    }
+
+    /// Commits: returns the commit's end lsn once it is as durable as
+    /// innodb_flush_log_at_trx_commit says. A read-only transaction writes no redo.
+    pub fn commit(&self, trx: Trx) -> Result<Lsn, EngineError> {
+        if let Err(e) = self.check_open() {
+            self.rollback(trx);
+            return Err(e);
+        }
+        if trx.is_rolled_back() {
+            // A lock error already rolled it back: nothing to commit.
+            self.rollback(trx);
+            return Err(crate::data::trx::TrxError::RolledBack.into());
+        }
+        if trx.is_read_only() {
+            trx.apply_commit();
+            self.counters.commits.fetch_add(1, Ordering::Relaxed);
+            return Ok(self.redo.current_lsn());
+        }
+        let r = REDO_BODY.with(|b| {
+            let mut body = b.borrow_mut();
+            body.clear();
+            trx.encode_redo(&mut body);
+            self.redo.append(&body)
+        });
+        let (start, end) = match r {
+            Ok(r) => r,
+            Err(e) => {
+                self.rollback(trx);
+                return Err(e.into());
+            }
+        };
+        trx.apply_commit();
+        self.redo.mark_closed(start, end);
+        self.redo.wait_for_commit(end)?;
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(end)
+    }
+
+    pub fn rollback(&self, trx: Trx) {
+        trx.rollback();
+        self.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `SET GLOBAL innodb_log_writer_threads`.
+    pub fn set_redo_mode(&self, mode: RedoMode) -> Result<(), EngineError> {
+        self.check_open()?;
+        self.redo.set_mode(mode);
+        Ok(())
+    }
+
+    /// `SET GLOBAL innodb_flush_log_at_trx_commit`.
+    pub fn set_flush_at_commit(&self, v: u8) -> Result<(), EngineError> {
+        Ok(self.redo.set_flush_at_commit(v)?)
+    }
+
+    /// `SET GLOBAL innodb_lock_wait_timeout`.
+    pub fn set_lock_wait_timeout(&self, t: Duration) {
+        self.lock_sys.set_wait_timeout(t);
+    }
+
+    pub fn status(&self) -> StatusSnapshot {
+        let mut counters = self.counters.values();
+        let ls = self.lock_sys.stats();
+        counters.lock_waits = ls.waits;
+        counters.lock_deadlocks = ls.deadlocks;
+        counters.lock_timeouts = ls.timeouts;
+        StatusSnapshot {
+            counters,
+            lsn: self.redo.current_lsn(),
+            write_lsn: self.redo.write_lsn(),
+            flushed_lsn: self.redo.flushed_lsn(),
+            checkpoint_lsn: self.redo.checkpoint_lsn(),
+            redo_mode: self.redo.mode().to_string(),
+            flush_at_commit: self.redo.flush_at_commit(),
+            fail_stop: self.redo.failure().map(str::to_string),
+        }
+    }
+
+    /// Takes a checkpoint (see `crate::checkpoint` for why it is exact).
+    pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
+        let _g = self.checkpoint_lock.lock();
+        let lsn = self.redo.closed_lsn();
+        let mut image = Vec::new();
+        self.catalog.write_image(&mut image);
+        let max_trx_id = self.next_trx_id.load(Ordering::Acquire);
+        // WAL rule: nothing in the image may be missing from the durable log.
+        self.redo.wait_flushed(self.redo.current_lsn())?;
+        let bytes =
+            checkpoint::write(self.vfs.as_ref(), lsn, max_trx_id, &image).map_err(|source| {
+                EngineError::Checkpoint {
+                    dir: self.vfs.describe(),
+                    source,
+                }
+            })?;
+        self.redo.set_checkpoint_lsn(lsn);
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        probe_points::redoctor_checkpoint(lsn, bytes);
+        Ok(lsn)
+    }
+
+    /// The committed contents of every table (for tests and verification).
+    pub fn dump(&self) -> BTreeMap<String, BTreeMap<i64, Row>> {
+        self.catalog.dump()
+    }
+
+    /// Stops the background thread, takes a final checkpoint and stops the
+    /// log threads. Later calls do nothing.
+    pub fn shutdown(&self) -> Result<(), EngineError> {
+        if self.shut.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if let Some((stop, h)) = self.background.lock().take() {
+            stop.store(true, Ordering::Release);
+            let _ = h.join();
+        }
+        let cp = if self.redo.failure().is_none() {
+            self.checkpoint().map(|_| ())
+        } else {
+            Ok(())
+        };
+        let r = self.redo.shutdown();
+        cp?;
+        Ok(r?)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Log threads hold the redo log, not the engine: stop them.
+        if !self.shut.load(Ordering::Acquire) {
+            if let Some((stop, h)) = self.background.lock().take() {
+                stop.store(true, Ordering::Release);
+                // The background thread may itself drop the last reference.
+                if h.thread().id() != std::thread::current().id() {
+                    let _ = h.join();
+                }
+            }
+            self.redo.set_mode(RedoMode::Off);
+        }
+    }
+}
+
+/// sysbench's `c`/`pad` values: groups of 11 random digits joined by '-'.
+fn sysbench_chars(rng: &mut SmallRng, groups: usize) -> String {
+    let mut s = String::with_capacity(groups * 12);
+    for g in 0..groups {
+        if g > 0 {
+            s.push('-');
+        }
+        for _ in 0..11 {
+            s.push(char::from(b'0' + rng.gen_range(0..10u8)));
+        }
+    }
+    s
+}

@@ -1,0 +1,54 @@
+//! Probe points: empty, never-inlined, unmangled functions that the engine
+//! calls once per batch (a write, a flush, a switch), never per row or per
+//! commit, so uprobes on them cost little (see `engine/PROBES.md`).
+//!
+//! Each body hands its arguments and a distinct tag to `black_box`, so the
+//! compiler can neither drop the call nor merge two probes into one address.
+//! With frame pointers on, each begins with `push %rbp`, which the kernel
+//! emulates cheaply; none begins with an atomic (uprobes fail on those).
+
+use std::hint::black_box;
+
+/// The log writer (thread `log_writer`, or an RT0 write leader) wrote
+/// lsns `[from, to)` to the redo file with one or two pwrites.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_log_write(from: u64, to: u64, leader_is_user: u32) {
+    black_box((0x01u8, from, to, leader_is_user));
+}
+
+/// An fdatasync of the redo file completed: durable up to `upto`, it took `ns`.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_log_flush(upto: u64, ns: u64, leader_is_user: u32) {
+    black_box((0x02u8, upto, ns, leader_is_user));
+}
+
+/// Waiters for flushed lsns in `(from, to]` were woken; `woken` counts the
+/// sleeping threads in the slots that were signalled.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_flush_notified(from: u64, to: u64, woken: u64) {
+    black_box((0x03u8, from, to, woken));
+}
+
+/// The redo mode changed (`1` = dedicated log threads, `0` = user threads write).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_mode_switch(old: u32, new: u32) {
+    black_box((0x04u8, old, new));
+}
+
+/// A checkpoint became durable at `lsn`; `bytes` is the image size.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_checkpoint(lsn: u64, bytes: u64) {
+    black_box((0x05u8, lsn, bytes));
+}
+
+/// The engine stopped acknowledging commits after an I/O error (`errno`).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_fail_stop(errno: i32) {
+    black_box((0x06u8, errno));
+}

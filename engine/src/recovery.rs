@@ -1,0 +1,206 @@
+//! Crash recovery: load the newest valid checkpoint image, replay the redo
+//! log from its lsn up to the first torn or corrupt record, report what was
+//! truncated, and hand the log a place to resume (with a new epoch).
+//!
+//! A new data directory is created the same way it is recovered: the redo
+//! file is formatted under a temporary name, an empty checkpoint at lsn 0 is
+//! written, and the rename of the redo file into place is the commit point.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::checkpoint;
+use crate::data::catalog::Catalog;
+use crate::data::record::{self, RedoRecord};
+use crate::redo::log_file::{self, Header, Layout, ScanReport, StopReason, PAYLOAD};
+use crate::redo::{Lsn, RedoOptions, ResumePoint};
+use crate::vfs::Vfs;
+
+pub const REDO_FILE: &str = "redo.log";
+const REDO_TMP: &str = "redo.log.tmp";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    #[error("I/O error during recovery in {dir} ({what}): {source}; check the data directory's permissions and free space")]
+    Io {
+        dir: String,
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{dir}/{REDO_FILE} has no valid header (both copies corrupt); it is not a redoctor redo log or it is damaged — restore the data directory from a backup")]
+    BadRedoHeader { dir: String },
+    #[error("{dir} has a redo log but no valid checkpoint image ({skipped}); restore the data directory from a backup")]
+    NoCheckpoint { dir: String, skipped: String },
+    #[error("the redo log in {dir} does not reach back to checkpoint lsn {lsn} ({why}): log and checkpoint do not belong together — restore the data directory from a backup")]
+    LogBehindCheckpoint { dir: String, lsn: Lsn, why: String },
+}
+
+/// What recovery did, for the operator.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecoveryReport {
+    /// The data directory was new and has been created.
+    pub created: bool,
+    pub checkpoint_file: String,
+    pub checkpoint_lsn: Lsn,
+    /// Newer checkpoint images that were invalid and skipped, with why.
+    pub skipped_checkpoints: Vec<(String, String)>,
+    pub redo_start_lsn: Lsn,
+    pub redo_end_lsn: Lsn,
+    pub records_replayed: u64,
+    pub commits_replayed: u64,
+    /// Why replay stopped (a clean end, or what was torn/corrupt).
+    pub stop: StopReason,
+    /// Bytes after the last valid record that were discarded.
+    pub truncated_bytes: u64,
+    /// Epoch this life of the log writes with.
+    pub epoch: u32,
+    pub max_trx_id: u64,
+    pub duration_ms: u64,
+}
+
+pub struct Recovered {
+    pub catalog: Catalog,
+    pub resume: ResumePoint,
+    pub report: RecoveryReport,
+}
+
+fn io_err<'a>(
+    vfs: &'a dyn Vfs,
+    what: &'static str,
+) -> impl Fn(std::io::Error) -> RecoveryError + 'a {
+    move |source| RecoveryError::Io {
+        dir: vfs.describe(),
+        what,
+        source,
+    }
+}
+
+/// Creates a new log and an empty checkpoint, unless a log exists.
+fn create_if_missing(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<bool, RecoveryError> {
+    if vfs.exists(REDO_FILE) {
+        return Ok(false);
+    }
+    // Leftovers of an interrupted creation are garbage.
+    for name in vfs.list().map_err(io_err(vfs, "listing"))? {
+        if name == REDO_TMP || name.starts_with("checkpoint") {
+            vfs.remove(&name)
+                .map_err(io_err(vfs, "removing leftovers"))?;
+        }
+    }
+    let f = vfs
+        .open(REDO_TMP, true)
+        .map_err(io_err(vfs, "creating the redo log"))?;
+    log_file::format(f.as_ref(), opts.log_file_size)
+        .map_err(io_err(vfs, "formatting the redo log"))?;
+    let mut img = Vec::new();
+    Catalog::new().write_image(&mut img);
+    checkpoint::write(vfs, 0, 0, &img).map_err(io_err(vfs, "writing the first checkpoint"))?;
+    vfs.rename(REDO_TMP, REDO_FILE)
+        .map_err(io_err(vfs, "renaming the redo log"))?;
+    vfs.sync_dir()
+        .map_err(io_err(vfs, "syncing the directory"))?;
+    Ok(true)
+}
+
+/// Opens (creating if new) and recovers the data directory.
+pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryError> {
+    let t0 = Instant::now();
+    let created = create_if_missing(vfs, opts)?;
+    let dir = vfs.describe();
+    let file = vfs
+        .open(REDO_FILE, false)
+        .map_err(io_err(vfs, "opening the redo log"))?;
+    let header = log_file::read_header(file.as_ref())
+        .map_err(io_err(vfs, "reading the redo header"))?
+        .ok_or(RecoveryError::BadRedoHeader { dir: dir.clone() })?;
+    let layout = Layout::for_file_size(header.file_size);
+
+    let (image, skipped) =
+        checkpoint::load_newest(vfs).map_err(io_err(vfs, "reading checkpoints"))?;
+    let Some(image) = image else {
+        let skipped = skipped
+            .iter()
+            .map(|(n, w)| format!("{n}: {w}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(RecoveryError::NoCheckpoint {
+            dir,
+            skipped: if skipped.is_empty() {
+                "none found".into()
+            } else {
+                skipped
+            },
+        });
+    };
+    let catalog = image.catalog;
+    let mut max_trx_id = image.max_trx_id;
+    let mut commits = 0u64;
+    let max_record = opts.max_record().max(layout.capacity() as usize / 4);
+    let scan: ScanReport =
+        log_file::scan(file.as_ref(), layout, image.lsn, max_record, |_, body| {
+            let rec = record::decode(body).map_err(|e| e.to_string())?;
+            catalog.apply(&rec).map_err(|e| e.to_string())?;
+            if let RedoRecord::Commit { trx_id, .. } = rec {
+                max_trx_id = max_trx_id.max(trx_id);
+                commits += 1;
+            }
+            Ok(())
+        })
+        .map_err(io_err(vfs, "scanning the redo log"))?;
+
+    // The checkpoint's own block must be there unless the checkpoint sits on
+    // a block boundary (its block may then never have been written).
+    if scan.end_lsn == image.lsn && image.lsn % PAYLOAD as u64 != 0 {
+        if let StopReason::StaleBlock { .. }
+        | StopReason::CorruptBlock { .. }
+        | StopReason::OldEpoch { .. } = &scan.stop
+        {
+            return Err(RecoveryError::LogBehindCheckpoint {
+                dir,
+                lsn: image.lsn,
+                why: format!("{:?}", scan.stop),
+            });
+        }
+    }
+
+    // This life writes with a new epoch, durable before any block is written.
+    let epoch = header.epoch + 1;
+    log_file::write_header(
+        file.as_ref(),
+        &Header {
+            file_size: header.file_size,
+            epoch,
+        },
+    )
+    .map_err(io_err(vfs, "writing the redo header"))?;
+
+    let report = RecoveryReport {
+        created,
+        checkpoint_file: image.file,
+        checkpoint_lsn: image.lsn,
+        skipped_checkpoints: skipped,
+        redo_start_lsn: scan.start_lsn,
+        redo_end_lsn: scan.end_lsn,
+        records_replayed: scan.records,
+        commits_replayed: commits,
+        stop: scan.stop.clone(),
+        truncated_bytes: scan.truncated_bytes,
+        epoch,
+        max_trx_id,
+        duration_ms: t0.elapsed().as_millis() as u64,
+    };
+    Ok(Recovered {
+        catalog,
+        resume: ResumePoint {
+            file,
+            layout,
+            epoch,
+            lsn: scan.end_lsn,
+            partial_block: scan.partial_block,
+            checkpoint_lsn: image.lsn,
+        },
+        report,
+    })
+}

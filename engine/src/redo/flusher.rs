@@ -1,0 +1,72 @@
+//! The log flusher: fdatasyncs the redo file up to the written lsn. Run by
+//! the `log_flusher` thread (RT1) or by an RT0 flush leader; always under
+//! the flusher mutex, so a write may proceed while an fdatasync is in flight.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::{Lsn, RedoError, RedoLog};
+use crate::probe_points;
+
+impl RedoLog {
+    /// One fdatasync covering everything written when it started.
+    /// Returns `(old, new)` flushed lsns, or None when nothing was pending.
+    pub(crate) fn flush_once(&self, by_user: bool) -> Result<Option<(Lsn, Lsn)>, RedoError> {
+        let target = self.write_lsn();
+        let old = self.flushed_lsn();
+        if target <= old {
+            return Ok(None);
+        }
+        let t = Instant::now();
+        if let Err(e) = self.file.sync_data() {
+            return Err(self.fail("fdatasync", e));
+        }
+        let ns = t.elapsed().as_nanos() as u64;
+        self.flushed_lsn.fetch_max(target, Ordering::AcqRel);
+        self.counters.redo_fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.counters.redo_fsync_ns.fetch_add(ns, Ordering::Relaxed);
+        self.spin.record_flush(ns);
+        probe_points::redoctor_log_flush(target, ns, by_user as u32);
+        Ok(Some((old, target)))
+    }
+}
+
+/// Body of the `log_flusher` thread. With innodb_flush_log_at_trx_commit=1
+/// it flushes whenever something is written; otherwise about once a second.
+pub(crate) fn flusher_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) {
+    let mut last = Instant::now();
+    let second = Duration::from_secs(1);
+    while !stop.load(Ordering::Acquire) {
+        let every_commit = log.flush_at_commit() == 1;
+        let due = every_commit || last.elapsed() >= second;
+        if due && log.write_lsn() > log.flushed_lsn() {
+            let r = {
+                let _g = log.flusher.lock();
+                log.flush_once(false)
+            };
+            match r {
+                Err(_) => return,
+                Ok(Some(_)) => {
+                    log.fl_notifier_event.notify();
+                }
+                Ok(None) => {}
+            }
+            last = Instant::now();
+            continue;
+        }
+        if due {
+            last = Instant::now();
+        }
+        let timeout = if every_commit {
+            Duration::from_millis(10)
+        } else {
+            second
+                .saturating_sub(last.elapsed())
+                .max(Duration::from_millis(1))
+        };
+        log.flusher_event.wait(timeout, || {
+            stop.load(Ordering::Acquire)
+                || (log.flush_at_commit() == 1 && log.write_lsn() > log.flushed_lsn())
+        });
+    }
+}

@@ -1,0 +1,102 @@
+//! When may a waiter spin? Only when the process is not CPU-saturated and
+//! flushes are quick — MySQL's `innodb_log_spin_cpu_pct_hwm` and
+//! `innodb_log_wait_for_flush_spin_hwm`. CPU use is measured about once a
+//! second from `getrusage(RUSAGE_SELF)` over the CPUs in the affinity mask.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+pub struct SpinGate {
+    /// Spinning stops above this CPU use, percent of the usable CPUs.
+    pub cpu_pct_hwm: AtomicU32,
+    /// Spinning stops when the average flush takes longer (µs).
+    pub flush_spin_hwm_us: AtomicU64,
+    /// Last measured CPU use, percent of the usable CPUs (×100 fixed point).
+    cpu_pct_x100: AtomicU32,
+    /// Exponential average of flush time, ns.
+    avg_flush_ns: AtomicU64,
+    sample: Mutex<Sample>,
+}
+
+struct Sample {
+    at: Instant,
+    cpu_us: u64,
+}
+
+fn process_cpu_us() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPUs this process may run on.
+pub fn usable_cpus() -> u32 {
+    // SAFETY: sched_getaffinity fills the set we pass.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let n = libc::CPU_COUNT(&set);
+            if n > 0 {
+                return n as u32;
+            }
+        }
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+impl SpinGate {
+    pub fn new(cpu_pct_hwm: u32, flush_spin_hwm_us: u64) -> Self {
+        SpinGate {
+            cpu_pct_hwm: AtomicU32::new(cpu_pct_hwm),
+            flush_spin_hwm_us: AtomicU64::new(flush_spin_hwm_us),
+            cpu_pct_x100: AtomicU32::new(0),
+            avg_flush_ns: AtomicU64::new(0),
+            sample: Mutex::new(Sample {
+                at: Instant::now(),
+                cpu_us: process_cpu_us(),
+            }),
+        }
+    }
+
+    /// Records one flush's duration.
+    pub fn record_flush(&self, ns: u64) {
+        let old = self.avg_flush_ns.load(Relaxed);
+        let new = if old == 0 { ns } else { (old * 7 + ns) / 8 };
+        self.avg_flush_ns.store(new, Relaxed);
+    }
+
+    pub fn avg_flush_us(&self) -> u64 {
+        self.avg_flush_ns.load(Relaxed) / 1000
+    }
+
+    /// Last CPU measurement, percent of usable CPUs.
+    pub fn cpu_pct(&self) -> f64 {
+        self.cpu_pct_x100.load(Relaxed) as f64 / 100.0
+    }
+
+    fn refresh(&self) {
+        let Some(mut s) = self.sample.try_lock() else {
+            return;
+        };
+        let el = s.at.elapsed();
+        if el.as_millis() < 1000 {
+            return;
+        }
+        let now = process_cpu_us();
+        let pct = (now - s.cpu_us) as f64 / el.as_micros() as f64 / usable_cpus() as f64 * 100.0;
+        self.cpu_pct_x100.store((pct * 100.0) as u32, Relaxed);
+        s.at = Instant::now();
+        s.cpu_us = now;
+    }
+
+    /// Whether a waiter may spin now.
+    pub fn allows_spin(&self) -> bool {
+        self.refresh();
+        let hwm = self.cpu_pct_hwm.load(Relaxed) as f64;
+        self.cpu_pct() < hwm && self.avg_flush_us() <= self.flush_spin_hwm_us.load(Relaxed)
+    }
+}
