@@ -79,7 +79,9 @@ done
 
 ncpu=$(nproc)
 current_dir=""
-cleanup() { [[ -n "$current_dir" ]] && rm -rf "$current_dir"; }
+cleanup() {
+    if [[ -n "$current_dir" ]]; then rm -rf "$current_dir"; fi
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -131,17 +133,22 @@ ratio() {
 }
 
 cells=0
-for s in $STORAGE; do for c in $CPUS; do for u in $USERS; do cells=$((cells + 1)); done; done; done
-echo "$cells cells x 2 modes, about $(((cells * 2 * (${DURATION%.*} + ${WARMUP%.*} + 1) + 59) / 60)) min; reports in $OUT/runs.jsonl" >&2
-
-rows=()
-cell=0
 for s in $STORAGE; do
     for c in $CPUS; do
         if ((c > ncpu)); then
             echo "skipping $c cpus: this machine has $ncpu" >&2
             continue
         fi
+        for u in $USERS; do cells=$((cells + 1)); done
+    done
+done
+echo "$cells cells x 2 modes, about $(((cells * 2 * (${DURATION%.*} + ${WARMUP%.*} + 1) + 59) / 60)) min; reports in $OUT/runs.jsonl" >&2
+
+rows=()
+cell=0
+for s in $STORAGE; do
+    for c in $CPUS; do
+        if ((c > ncpu)); then continue; fi
         for u in $USERS; do
             if ((cell % 2 == 0)); then order="off on"; else order="on off"; fi
             cell=$((cell + 1))

@@ -150,13 +150,17 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
         })
         .map_err(io_err(vfs, "scanning the redo log"))?;
 
-    // The checkpoint's own block must be there unless the checkpoint sits on
-    // a block boundary (its block may then never have been written).
-    if scan.end_lsn == image.lsn && image.lsn % PAYLOAD as u64 != 0 {
-        if let StopReason::StaleBlock { .. }
-        | StopReason::CorruptBlock { .. }
-        | StopReason::OldEpoch { .. } = &scan.stop
-        {
+    // The checkpoint's own block must be there, unless the checkpoint sits
+    // on a block boundary (that block may never have been written).
+    if image.lsn % PAYLOAD as u64 != 0 {
+        let first = log_file::block_of(image.lsn);
+        let bad_first = match &scan.stop {
+            StopReason::StaleBlock { block_no, .. }
+            | StopReason::CorruptBlock { block_no }
+            | StopReason::OldEpoch { block_no } => *block_no == first,
+            _ => false,
+        };
+        if bad_first {
             return Err(RecoveryError::LogBehindCheckpoint {
                 dir,
                 lsn: image.lsn,

@@ -102,7 +102,7 @@ fn run_until_crash(
     engine: Arc<Engine>,
     seed: u64,
     start: State,
-    crash_after: Duration,
+    crash_after: usize,
     vfs: &SimVfs,
     rng: &mut StdRng,
 ) -> (Vec<State>, usize, SimVfs) {
@@ -124,7 +124,17 @@ fn run_until_crash(
             }
         }
     });
-    std::thread::sleep(crash_after);
+    // Crash once `crash_after` commits are acknowledged, plus a random delay.
+    let t0 = std::time::Instant::now();
+    while acked.load(Ordering::Acquire) < crash_after {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "commits stalled at {}",
+            acked.load(Ordering::Acquire)
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    std::thread::sleep(Duration::from_micros(rng.gen_range(0..3000)));
     let acked_before = acked.load(Ordering::Acquire);
     let crashed = vfs.crash(rng);
     stop.store(true, Ordering::Release);
@@ -165,20 +175,13 @@ fn scenario(mode: RedoMode, fac: u8, seed: u64) {
     engine.prepare_sbtest(2, 40).unwrap();
     for round in 0..2u64 {
         let start = engine.dump();
-        let ms = rng.gen_range(50..300);
-        let (states, acked, crashed) = run_until_crash(
-            engine,
-            seed * 10 + round,
-            start,
-            Duration::from_millis(ms),
-            &vfs,
-            &mut rng,
-        );
+        let target = rng.gen_range(30..MAX_COMMITS);
+        let (states, acked, crashed) =
+            run_until_crash(engine, seed * 10 + round, start, target, &vfs, &mut rng);
         let crashed = Arc::new(crashed);
         engine = Engine::open(small_opts(crashed.clone(), mode, fac)).unwrap();
         let ctx = format!("mode {mode} fac {fac} seed {seed} round {round}");
         check_recovered(&engine, &states, acked, fac, &ctx);
-        assert!(states.len() > 20, "{ctx}: too few commits to be meaningful");
         vfs = crashed;
     }
     engine.shutdown().unwrap();

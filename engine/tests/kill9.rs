@@ -27,7 +27,11 @@ use rand::{Rng, SeedableRng};
 const BIN: &str = env!("CARGO_BIN_EXE_redoctor-engine");
 /// How long a child may take to open, prepare and acknowledge its first commit.
 const FIRST_ACK_TIMEOUT: Duration = Duration::from_secs(30);
+/// A small circular log, so checkpoints and wrap-around happen during a trial.
 const LOG_FILE_MB: &str = "4";
+/// The engine wants the log file's capacity (its size less the header) to
+/// hold at least 4 log buffers.
+const LOG_BUFFER_MB: &str = "0.5";
 
 /// Kills the child on drop, so a failing assertion leaves no process behind.
 struct Running {
@@ -58,27 +62,24 @@ fn ack_lines(path: &Path) -> usize {
 
 /// Starts the insert workload on `datadir`, appending acks to `acks`.
 fn start_run(datadir: &Path, acks: &Path, redo_threads: &str, logs: &Path, seed: u64) -> Running {
-    let child = Command::new(BIN)
-        .args([
-            "run",
-            "--workload",
-            "insert",
-            "--users",
-            "8",
-            "--duration",
-            "30",
-            "--warmup",
-            "0",
-        ])
-        .args(["--flush-at-commit", "1", "--redo-threads", redo_threads])
-        .args([
-            "--tables",
-            "2",
-            "--table-size",
-            "1000",
-            "--log-file-mb",
-            LOG_FILE_MB,
-        ])
+    let flags = [
+        ("--workload", "insert"),
+        ("--users", "8"),
+        ("--duration", "30"),
+        ("--warmup", "0"),
+        ("--flush-at-commit", "1"),
+        ("--redo-threads", redo_threads),
+        ("--tables", "2"),
+        ("--table-size", "1000"),
+        ("--log-file-mb", LOG_FILE_MB),
+        ("--log-buffer-mb", LOG_BUFFER_MB),
+    ];
+    let mut cmd = Command::new(BIN);
+    cmd.arg("run");
+    for (flag, value) in flags {
+        cmd.arg(flag).arg(value);
+    }
+    let child = cmd
         .arg("--seed")
         .arg(seed.to_string())
         .arg("--ack-file")
@@ -118,7 +119,12 @@ fn wait_for_first_ack(run: &mut Running, acks: &Path, logs: &Path) {
 fn verify(datadir: &Path, acks: &[PathBuf], no_shutdown: bool) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.arg("verify-acks").arg("--datadir").arg(datadir);
-    cmd.args(["--log-file-mb", LOG_FILE_MB]);
+    cmd.args([
+        "--log-file-mb",
+        LOG_FILE_MB,
+        "--log-buffer-mb",
+        LOG_BUFFER_MB,
+    ]);
     for a in acks {
         cmd.arg("--acks").arg(a);
     }

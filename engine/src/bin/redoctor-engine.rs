@@ -54,12 +54,12 @@ struct EngineArgs {
     /// Data directory (created by `run` if missing).
     #[arg(long)]
     datadir: PathBuf,
-    /// Redo log buffer size in MiB (engine default if absent).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536))]
-    log_buffer_mb: Option<u64>,
-    /// Redo log file size in MiB (engine default if absent).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1048576))]
-    log_file_mb: Option<u64>,
+    /// Redo log buffer size in MiB, fractions allowed (a power of two in bytes; engine default if absent).
+    #[arg(long = "log-buffer-mb", value_name = "MB", value_parser = parse_mib)]
+    log_buffer_bytes: Option<u64>,
+    /// Redo log file size in MiB, fractions allowed (engine default if absent).
+    #[arg(long = "log-file-mb", value_name = "MB", value_parser = parse_mib)]
+    log_file_bytes: Option<u64>,
     /// Take a checkpoint when the redo log is this full (percent; engine default if absent).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99))]
     checkpoint_fill_pct: Option<u32>,
@@ -162,6 +162,18 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(v).map_err(|e| format!("`{s}`: {e}"))
 }
 
+/// MiB, fractions allowed (`16`, `0.5`), as bytes.
+fn parse_mib(s: &str) -> Result<u64, String> {
+    let mb: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of MiB (e.g. 16 or 0.5)"))?;
+    let bytes = (mb * 1048576.0).round();
+    if !bytes.is_finite() || bytes < 1.0 || bytes > (1u64 << 50) as f64 {
+        return Err(format!("`{s}` MiB is out of range"));
+    }
+    Ok(bytes as u64)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -178,23 +190,18 @@ fn main() -> ExitCode {
     }
 }
 
-fn mib(mb: u64, flag: &str) -> Result<u64> {
-    mb.checked_mul(1 << 20)
-        .with_context(|| format!("--{flag} {mb} is too large"))
-}
-
 /// Opens the engine at `args.datadir` (recovering it if needed).
 fn open_engine(
     args: &EngineArgs,
     mut redo: RedoOptions,
     lock_wait_timeout: Option<Duration>,
 ) -> Result<Arc<Engine>> {
-    if let Some(mb) = args.log_buffer_mb {
-        redo.log_buffer_size = usize::try_from(mib(mb, "log-buffer-mb")?)
-            .context("--log-buffer-mb is too large for this machine")?;
+    if let Some(bytes) = args.log_buffer_bytes {
+        redo.log_buffer_size =
+            usize::try_from(bytes).context("--log-buffer-mb is too large for this machine")?;
     }
-    if let Some(mb) = args.log_file_mb {
-        redo.log_file_size = mib(mb, "log-file-mb")?;
+    if let Some(bytes) = args.log_file_bytes {
+        redo.log_file_size = bytes;
     }
     let mut opts = EngineOptions::new(args.datadir.clone());
     opts.redo = redo;

@@ -158,7 +158,7 @@ impl fmt::Display for RunReport {
             format!("{} threads", c.tasks_at_end)
         } else {
             format!(
-                "{} -> {} threads: exited threads are not counted",
+                "{} -> {} threads: threads came or went, exited ones are not counted",
                 c.tasks_at_start, c.tasks_at_end
             )
         };

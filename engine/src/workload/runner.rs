@@ -23,7 +23,7 @@ use super::kinds::{InsertIds, TxnGen, WorkloadKind};
 use super::procstat::{self, CtxSwitches};
 use super::report::{CtxSwitchReport, LatencySummary, RunReport};
 use super::{RunConfig, WorkloadError};
-use crate::counters::StatusSnapshot;
+use crate::counters::{CounterValues, StatusSnapshot};
 use crate::engine::{Engine, TableId};
 use crate::error::EngineError;
 use crate::redo::RedoMode;
@@ -393,7 +393,7 @@ fn user_loop(
                 if shared.phase() == Phase::Measure {
                     stats.commits += 1;
                     stats.retries += retries;
-                    stats.latency.saturating_record(latency.as_micros() as u64);
+                    record_latency(&mut stats.latency, latency);
                 }
             }
             // Stopped while retrying.
@@ -431,6 +431,15 @@ fn switcher_loop(engine: &Engine, every: Duration, start_on: bool, shared: &Shar
     }
 }
 
+/// Records `d` in microseconds. `record` grows an auto-resizing histogram;
+/// `saturating_record` would clamp to its current range instead.
+fn record_latency(h: &mut Histogram<u64>, d: Duration) {
+    let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    if h.record(us).is_err() {
+        h.saturating_record(us);
+    }
+}
+
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_string()
@@ -442,11 +451,10 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// `end - begin` for every numeric engine counter, by name.
-fn counters_delta(begin: &StatusSnapshot, end: &StatusSnapshot) -> BTreeMap<String, u64> {
-    let (Ok(serde_json::Value::Object(b)), Ok(serde_json::Value::Object(e))) = (
-        serde_json::to_value(&begin.counters),
-        serde_json::to_value(&end.counters),
-    ) else {
+fn counters_delta(begin: &CounterValues, end: &CounterValues) -> BTreeMap<String, u64> {
+    let (Ok(serde_json::Value::Object(b)), Ok(serde_json::Value::Object(e))) =
+        (serde_json::to_value(begin), serde_json::to_value(end))
+    else {
         return BTreeMap::new();
     };
     e.iter()
@@ -538,6 +546,39 @@ fn build_report(
         cpu_secs: cpu.as_secs_f64(),
         cpu_us_per_commit: per(cpu.as_secs_f64() * 1e6, commits),
         acks_written: acks,
-        engine_counters_delta: counters_delta(&b.status, &e.status),
+        engine_counters_delta: counters_delta(&b.status.counters, &e.status.counters),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_latencies_are_not_clamped() {
+        let mut h = ThreadStats::new().latency;
+        record_latency(&mut h, Duration::from_micros(3));
+        record_latency(&mut h, Duration::from_secs(12));
+        assert!(h.max() >= 11_990_000, "max {}", h.max());
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn counter_deltas_by_name() {
+        let a = CounterValues {
+            commits: 10,
+            ..Default::default()
+        };
+        let b = CounterValues {
+            commits: 25,
+            redo_fsyncs: 5,
+            ..Default::default()
+        };
+        let d = counters_delta(&a, &b);
+        assert_eq!(d["commits"], 15);
+        assert_eq!(d["redo_fsyncs"], 5);
+        assert_eq!(d["rollbacks"], 0);
+        assert_eq!(per(10.0, 0), None);
+        assert_eq!(per(10.0, 4), Some(2.5));
     }
 }
