@@ -300,6 +300,26 @@ impl Engine {
         Ok(self.redo.set_flush_at_commit(v)?)
     }
 
+    /// `SET GLOBAL innodb_log_spin_cpu_pct_hwm` (0..=100).
+    pub fn set_log_spin_cpu_pct_hwm(&self, pct: u32) -> Result<(), EngineError> {
+        if pct > 100 {
+            return Err(crate::redo::RedoError::InvalidOption(format!(
+                "innodb_log_spin_cpu_pct_hwm={pct} (allowed: 0..=100)"
+            ))
+            .into());
+        }
+        self.redo.spin.cpu_pct_hwm.store(pct, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `SET GLOBAL innodb_log_wait_for_flush_spin_hwm` (µs).
+    pub fn set_log_wait_for_flush_spin_hwm(&self, us: u64) {
+        self.redo
+            .spin
+            .flush_spin_hwm_us
+            .store(us, Ordering::Relaxed);
+    }
+
     /// `SET GLOBAL innodb_lock_wait_timeout`.
     pub fn set_lock_wait_timeout(&self, t: Duration) {
         self.lock_sys.set_wait_timeout(t);

@@ -192,8 +192,17 @@ impl VfsFile for SimFile {
         if left != u64::MAX {
             self.shared.syncs_left.fetch_sub(1, Ordering::SeqCst);
         }
-        let mut s = self.state.lock();
-        s.durable = s.current.clone();
+        let mut guard = self.state.lock();
+        let s = &mut *guard;
+        // Copy only the sectors written since the last sync.
+        if s.durable.len() != s.current.len() {
+            s.durable.resize(s.current.len(), 0);
+        }
+        for &sec in &s.dirty {
+            let start = sec as usize * SECTOR;
+            let end = (start + SECTOR).min(s.current.len());
+            s.durable[start..end].copy_from_slice(&s.current[start..end]);
+        }
         s.dirty.clear();
         self.shared.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())

@@ -100,3 +100,42 @@ impl SpinGate {
         self.cpu_pct() < hwm && self.avg_flush_us() <= self.flush_spin_hwm_us.load(Relaxed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gate_follows_both_high_water_marks() {
+        let g = SpinGate::new(100, 400);
+        assert!(
+            g.allows_spin(),
+            "idle process, no flushes yet: spinning allowed"
+        );
+        g.cpu_pct_hwm.store(0, Relaxed);
+        assert!(!g.allows_spin(), "cpu hwm 0: never spin");
+        g.cpu_pct_hwm.store(100, Relaxed);
+        g.record_flush(2_000_000); // 2 ms flushes
+        assert!(!g.allows_spin(), "flushes slower than the hwm: no spinning");
+        g.flush_spin_hwm_us.store(5_000, Relaxed);
+        assert!(g.allows_spin());
+    }
+
+    #[test]
+    fn cpu_use_is_measured_over_usable_cpus() {
+        let g = SpinGate::new(50, 400);
+        // Burn one CPU for a little over a second, then refresh.
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 1100 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        g.refresh();
+        let expect = 100.0 / usable_cpus() as f64;
+        assert!(
+            g.cpu_pct() > expect * 0.5,
+            "measured {} expected ~{expect}",
+            g.cpu_pct()
+        );
+    }
+}

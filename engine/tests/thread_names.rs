@@ -1,0 +1,65 @@
+//! The dedicated log threads carry exactly the documented OS thread names
+//! and exist only while the mode is ON. (Its own test binary: no other engine
+//! may run in this process while it counts threads.)
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redoctor_engine::redo::{RedoMode, RedoOptions};
+use redoctor_engine::vfs::{SimVfs, Vfs};
+use redoctor_engine::{Engine, EngineOptions};
+
+fn thread_names() -> Vec<String> {
+    let mut v = vec![];
+    for t in std::fs::read_dir("/proc/self/task").unwrap() {
+        let p = t.unwrap().path().join("comm");
+        if let Ok(s) = std::fs::read_to_string(p) {
+            v.push(s.trim().to_string());
+        }
+    }
+    v
+}
+
+/// The dedicated threads carry exactly the documented names, and exist only
+/// while the mode is ON.
+#[test]
+fn log_threads_are_named_and_follow_the_mode() {
+    const NAMES: [&str; 4] = [
+        "log_writer",
+        "log_flusher",
+        "log_wr_notify",
+        "log_fl_notify",
+    ];
+    let mut o = EngineOptions::new("unused");
+    o.vfs = Some(Arc::new(SimVfs::new()) as Arc<dyn Vfs>);
+    o.redo = RedoOptions {
+        mode: RedoMode::On,
+        log_buffer_size: 16 << 10,
+        log_file_size: 128 << 10,
+        link_slots: 4096,
+        ..RedoOptions::default()
+    };
+    let e = Engine::open(o).unwrap();
+    // A new thread names itself as it starts: give it a moment.
+    let t = Instant::now();
+    let mut names = thread_names();
+    while !NAMES.iter().all(|n| names.iter().any(|x| x == n))
+        && t.elapsed() < Duration::from_secs(5)
+    {
+        std::thread::sleep(Duration::from_millis(10));
+        names = thread_names();
+    }
+    for n in NAMES {
+        assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
+    }
+    assert!(names.iter().any(|x| x == "log_checkpoint"));
+    e.set_redo_mode(RedoMode::Off).unwrap();
+    let names = thread_names();
+    for n in NAMES {
+        assert!(
+            !names.iter().any(|x| x == n),
+            "{n} still running in OFF mode"
+        );
+    }
+    e.shutdown().unwrap();
+}
