@@ -15,8 +15,8 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::{RedoMode, RedoOptions};
-use redoctor_engine::vfs::{SimVfs, Vfs};
+use redoctor_engine::redo::RedoMode;
+use redoctor_engine::vfs::SimVfs;
 use redoctor_engine::{Engine, EngineOptions};
 
 /// Bounds the states kept in memory per round.
@@ -24,18 +24,10 @@ const MAX_COMMITS: usize = 4000;
 
 type State = BTreeMap<String, BTreeMap<i64, Row>>;
 
+mod common;
+
 fn small_opts(vfs: Arc<SimVfs>, mode: RedoMode, fac: u8) -> EngineOptions {
-    let mut o = EngineOptions::new("unused");
-    o.vfs = Some(vfs as Arc<dyn Vfs>);
-    o.redo = RedoOptions {
-        mode,
-        flush_at_commit: fac,
-        log_buffer_size: 16 << 10,
-        log_file_size: 256 << 10,
-        link_slots: 4096,
-        wait_slots: 64,
-        ..RedoOptions::default()
-    };
+    let mut o = common::sim_opts(vfs, mode, fac, 256 << 10);
     o.checkpoint_fill_pct = 40;
     o.lock_wait_timeout = Duration::from_secs(5);
     o

@@ -5,23 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::{RedoMode, RedoOptions};
+use redoctor_engine::redo::RedoMode;
 use redoctor_engine::vfs::{SimVfs, Vfs};
 use redoctor_engine::{Engine, EngineOptions};
 
+mod common;
+
 fn opts(vfs: Arc<SimVfs>, mode: RedoMode, fac: u8) -> EngineOptions {
-    let mut o = EngineOptions::new("unused");
-    o.vfs = Some(vfs as Arc<dyn Vfs>);
-    o.redo = RedoOptions {
-        mode,
-        flush_at_commit: fac,
-        log_buffer_size: 16 << 10,
-        log_file_size: 128 << 10,
-        link_slots: 4096,
-        wait_slots: 64,
-        ..RedoOptions::default()
-    };
-    o
+    common::sim_opts(vfs, mode, fac, 128 << 10)
 }
 
 fn update(engine: &Engine, id: i64) -> u64 {

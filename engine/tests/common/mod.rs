@@ -1,0 +1,23 @@
+//! Shared by the integration tests: engine options on a simulated disk with
+//! a redo log small enough to wrap many times in a short test.
+
+use std::sync::Arc;
+
+use redoctor_engine::redo::{RedoMode, RedoOptions};
+use redoctor_engine::vfs::{SimVfs, Vfs};
+use redoctor_engine::EngineOptions;
+
+pub fn sim_opts(vfs: Arc<SimVfs>, mode: RedoMode, fac: u8, log_file_size: u64) -> EngineOptions {
+    let mut o = EngineOptions::new("unused");
+    o.vfs = Some(vfs as Arc<dyn Vfs>);
+    o.redo = RedoOptions {
+        mode,
+        flush_at_commit: fac,
+        log_buffer_size: 16 << 10,
+        log_file_size,
+        link_slots: 4096,
+        wait_slots: 64,
+        ..RedoOptions::default()
+    };
+    o
+}
