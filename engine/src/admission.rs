@@ -57,6 +57,17 @@ impl Policy {
     }
 }
 
+/// How a thread got through the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// A slot was free.
+    Free,
+    /// Got a slot after waiting (FIFO hand-over or a seed-001 retry).
+    AfterWait,
+    /// Seed 001: entered regardless of the cap after three tries.
+    Forced,
+}
+
 /// Gate counters (see `engine/PROBES.md`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct GateStats {
@@ -232,49 +243,52 @@ impl ConcurrencyGate {
     }
 
     /// Enters the engine through the gate (waiting per the policy).
-    pub fn enter(&self) {
+    pub fn enter(&self) -> Entry {
         self.enters.fetch_add(1, Ordering::Relaxed);
         if self.queued.load(Ordering::SeqCst) == 0 && self.try_take() {
-            return;
+            return Entry::Free;
         }
         self.waits.fetch_add(1, Ordering::Relaxed);
         if self.fifo.load(Ordering::Relaxed) {
             self.wait_in_queue(false);
+            Entry::AfterWait
         } else {
-            self.enter_seed001();
+            self.enter_seed001()
         }
     }
 
     /// Re-enters after a row-lock wait: like [`enter`](Self::enter), but a
     /// FIFO waiter goes to the head of the queue (it holds row locks).
-    pub fn reenter_after_lock_wait(&self) {
+    pub fn reenter_after_lock_wait(&self) -> Entry {
         if self.try_take() {
-            return;
+            return Entry::Free;
         }
         self.waits.fetch_add(1, Ordering::Relaxed);
         if self.fifo.load(Ordering::Relaxed) {
             self.wait_in_queue(true);
+            Entry::AfterWait
         } else {
-            self.enter_seed001();
+            self.enter_seed001()
         }
     }
 
     /// Seed 001: yield once, sleep at most twice, then enter regardless.
-    fn enter_seed001(&self) {
+    fn enter_seed001(&self) -> Entry {
         std::thread::yield_now();
         if self.try_take() {
-            return;
+            return Entry::AfterWait;
         }
         for _ in 0..2 {
             self.sleeps.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(Duration::from_micros(self.sleep_delay_us()));
             if self.try_take() {
-                return;
+                return Entry::AfterWait;
             }
         }
         self.forced.fetch_add(1, Ordering::Relaxed);
         let now = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
         self.note_inside(now);
+        Entry::Forced
     }
 
     fn wait_in_queue(&self, front: bool) {
