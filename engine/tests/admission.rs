@@ -149,7 +149,7 @@ fn live_cap_and_policy_changes_strand_no_waiter() {
     let mut i = 0usize;
     while done.load(Ordering::SeqCst) < 32 {
         gate.set_cap([1, 4, 0, 2, 16][i % 5]);
-        gate.set_policy(if i % 3 == 0 {
+        gate.set_policy(if i.is_multiple_of(3) {
             Policy::Seed001
         } else {
             Policy::Fifo
