@@ -28,16 +28,19 @@
 //! count and, if anyone is queued, hand slots over under the queue mutex. A
 //! waiter enqueues under that mutex, then tries the hand-over itself, so an
 //! exit racing with an enqueue is seen by one side or the other (both use
-//! sequentially consistent operations on `inside` and `queued`). Changing the
+//! sequentially consistent operations on `inside` and `queued`, each
+//! store-then-load pair separated by a SeqCst fence). Changing the
 //! cap or the policy hands over every slot the new setting frees (cap 0 =
 //! unlimited releases every waiter), so no waiter is stranded.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{
+    fence, yield_now, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex,
+};
 
 /// How threads wait at a full gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,6 +179,7 @@ impl ConcurrencyGate {
     /// `SET GLOBAL innodb_thread_concurrency` (0 = unlimited); live.
     pub fn set_cap(&self, cap: usize) {
         self.cap.store(cap, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         self.hand_over();
     }
 
@@ -274,13 +278,13 @@ impl ConcurrencyGate {
 
     /// Seed 001: yield once, sleep at most twice, then enter regardless.
     fn enter_seed001(&self) -> Entry {
-        std::thread::yield_now();
+        yield_now();
         if self.try_take() {
             return Entry::AfterWait;
         }
         for _ in 0..2 {
             self.sleeps.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(Duration::from_micros(self.sleep_delay_us()));
+            crate::sync::sleep(Duration::from_micros(self.sleep_delay_us()));
             if self.try_take() {
                 return Entry::AfterWait;
             }
@@ -303,16 +307,20 @@ impl ConcurrencyGate {
             queue.push_back(me.clone());
         }
         self.queued.fetch_add(1, Ordering::SeqCst);
+        // Store `queued`, then load `inside` (in the hand-over): the fence
+        // pairs with the one in `exit` (store `inside`, then load `queued`).
+        fence(Ordering::SeqCst);
         // A slot may have been freed before we were visible in `queued`.
         self.hand_over_locked(&mut queue);
         while !me.granted.load(Ordering::Acquire) {
-            me.wake.wait(&mut queue);
+            queue = me.wake.wait(queue);
         }
     }
 
     /// Leaves the engine, handing the slot to the first queued waiter.
     pub fn exit(&self) {
         self.inside.fetch_sub(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         if self.queued.load(Ordering::SeqCst) > 0 {
             self.hand_over();
         }
@@ -415,7 +423,7 @@ impl Drop for GateSession {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

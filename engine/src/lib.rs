@@ -23,6 +23,7 @@ pub mod probe_points;
 pub mod recovery;
 pub mod redo;
 pub mod settings;
+mod sync;
 pub mod throttle;
 pub mod trx_sys;
 pub mod vfs;

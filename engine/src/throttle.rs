@@ -17,10 +17,12 @@
 //! lock and take the queue mutex only if someone is queued. An
 //! enqueuing waiter bumps `queued` and re-checks `active` under the mutex,
 //! and a finisher decrements `active` before reading `queued` (all
-//! sequentially consistent), so one of them always sees the other.
+//! sequentially consistent, each store-then-load pair separated by a SeqCst
+//! fence), so one of them always sees the other. The concurrency gate uses
+//! the same protocol and is model-checked with loom (`tests/loom_gate.rs`).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -170,6 +172,7 @@ impl Throttle {
         q.next_ticket += 1;
         q.waiters.push_back(me.clone());
         self.queued.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst); // pairs with the fence in `finish`
         self.admit_locked(&mut q);
         if me.granted.load(Ordering::Acquire) {
             return Ok(());
@@ -198,6 +201,7 @@ impl Throttle {
     /// A transaction admitted by [`admit`](Self::admit) finished.
     pub fn finish(&self) {
         self.active.fetch_sub(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst); // pairs with the fence in `admit`
         if self.queued.load(Ordering::SeqCst) > 0 {
             let mut q = self.queue.lock();
             self.admit_locked(&mut q);
