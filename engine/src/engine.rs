@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::binlog::group_commit::GroupCommit;
 use crate::checkpoint;
 use crate::counters::{Counters, StatusSnapshot};
 use crate::data::catalog::Catalog;
@@ -46,6 +47,15 @@ pub struct EngineOptions {
     pub checkpoint_fill_pct: u32,
     /// Lock-sys shards (MySQL uses 512).
     pub lock_shards: usize,
+    /// `log_bin` (startup only): two-phase commit with a binary log and
+    /// ordered group commit (see `crate::binlog`).
+    pub log_bin: bool,
+    /// `sync_binlog`: fdatasync the binlog every N commit groups (0 = never).
+    pub sync_binlog: u32,
+    /// `binlog_group_commit_sync_delay` in µs (0..=1000000).
+    pub binlog_group_commit_sync_delay_us: u64,
+    /// `max_binlog_size`: rotate to a new binlog file past this many bytes.
+    pub max_binlog_size: u64,
 }
 
 impl EngineOptions {
@@ -57,6 +67,10 @@ impl EngineOptions {
             lock_wait_timeout: Duration::from_secs(50),
             checkpoint_fill_pct: 50,
             lock_shards: 512,
+            log_bin: false,
+            sync_binlog: 1,
+            binlog_group_commit_sync_delay_us: 0,
+            max_binlog_size: 1 << 30,
         }
     }
 }
@@ -74,6 +88,8 @@ pub struct Engine {
     background: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     checkpoint_fill_pct: u32,
     shut: AtomicBool,
+    /// The binlog and ordered group commit, when log_bin=ON.
+    binlog: Option<GroupCommit>,
 }
 
 thread_local! {
@@ -98,6 +114,19 @@ impl Engine {
         let rec = recovery::recover(vfs.as_ref(), &opts.redo)?;
         let counters = Arc::new(Counters::default());
         let redo = RedoLog::start(&opts.redo, rec.resume, counters.clone())?;
+        let binlog = if opts.log_bin {
+            Some(GroupCommit::open(
+                vfs.clone(),
+                rec.binlog.as_ref(),
+                opts.max_binlog_size,
+                opts.sync_binlog,
+                opts.binlog_group_commit_sync_delay_us,
+                redo.clone(),
+                counters.clone(),
+            )?)
+        } else {
+            None
+        };
         let engine = Arc::new(Engine {
             vfs,
             redo,
@@ -111,6 +140,7 @@ impl Engine {
             background: Mutex::new(None),
             checkpoint_fill_pct: opts.checkpoint_fill_pct,
             shut: AtomicBool::new(false),
+            binlog,
         });
         engine.start_background();
         Ok(engine)
@@ -263,6 +293,9 @@ impl Engine {
             self.counters.commits.fetch_add(1, Ordering::Relaxed);
             return Ok(self.redo.current_lsn());
         }
+        if let Some(binlog) = &self.binlog {
+            return binlog.commit(trx);
+        }
         let r = REDO_BODY.with(|b| {
             let mut body = b.borrow_mut();
             body.clear();
@@ -320,6 +353,32 @@ impl Engine {
             .store(us, Ordering::Relaxed);
     }
 
+    /// The binlog group commit, when log_bin=ON.
+    pub fn binlog(&self) -> Option<&GroupCommit> {
+        self.binlog.as_ref()
+    }
+
+    /// `SET GLOBAL sync_binlog` (live; every u32 is valid, 0 = never sync).
+    /// Errors only when the engine is shut down; with log_bin=OFF it is
+    /// accepted and has no effect, as in MySQL.
+    pub fn set_sync_binlog(&self, n: u32) -> Result<(), EngineError> {
+        self.check_open()?;
+        if let Some(b) = &self.binlog {
+            b.set_sync_binlog(n);
+        }
+        Ok(())
+    }
+
+    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000, live).
+    pub fn set_binlog_group_commit_sync_delay(&self, us: u64) -> Result<(), EngineError> {
+        self.check_open()?;
+        crate::binlog::validate_sync_delay_us(us)?;
+        if let Some(b) = &self.binlog {
+            b.set_sync_delay_us(us)?;
+        }
+        Ok(())
+    }
+
     /// `SET GLOBAL innodb_lock_wait_timeout`.
     pub fn set_lock_wait_timeout(&self, t: Duration) {
         self.lock_sys.set_wait_timeout(t);
@@ -346,12 +405,23 @@ impl Engine {
     /// Takes a checkpoint (see `crate::checkpoint` for why it is exact).
     pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
         let _g = self.checkpoint_lock.lock();
-        let lsn = self.redo.closed_lsn();
+        let mut lsn = self.redo.closed_lsn();
+        // log_bin=ON: never above a prepared, undecided transaction's
+        // record (read after the closed lsn: a prepare is registered before
+        // it is closed), so recovery can still decide it.
+        if let Some(oldest) = self.binlog.as_ref().and_then(|b| b.oldest_prepare()) {
+            lsn = lsn.min(oldest);
+        }
         let mut image = Vec::new();
         self.catalog.write_image(&mut image);
         let max_trx_id = self.next_trx_id.load(Ordering::Acquire);
         // WAL rule: nothing in the image may be missing from the durable log.
         self.redo.wait_flushed(self.redo.current_lsn())?;
+        // ...nor from the durable binlog (every transaction in the image
+        // wrote its event before it was applied).
+        if let Some(b) = &self.binlog {
+            b.sync_all()?;
+        }
         let bytes =
             checkpoint::write(self.vfs.as_ref(), lsn, max_trx_id, &image).map_err(|source| {
                 EngineError::Checkpoint {

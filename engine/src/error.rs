@@ -1,5 +1,6 @@
 //! The engine's top-level error: one variant per subsystem.
 
+use crate::binlog::BinlogError;
 use crate::data::catalog::DataError;
 use crate::data::trx::TrxError;
 use crate::recovery::RecoveryError;
@@ -15,6 +16,8 @@ pub enum EngineError {
     Data(#[from] DataError),
     #[error(transparent)]
     Recovery(#[from] RecoveryError),
+    #[error(transparent)]
+    Binlog(#[from] BinlogError),
     #[error("checkpoint failed in {dir}: {source}; check free space and permissions there")]
     Checkpoint {
         dir: String,

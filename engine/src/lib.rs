@@ -13,6 +13,7 @@
 //! See `engine/DESIGN.md` for the on-disk layout and failure analysis and
 //! `engine/PROBES.md` for the probe points.
 
+pub mod binlog;
 pub mod checkpoint;
 pub mod counters;
 pub mod data;
