@@ -143,6 +143,16 @@ impl Engine {
             binlog,
         });
         engine.start_background();
+        // A prepared transaction decided without its commit mark (committed
+        // because its binlog event is durable, or rolled back) is undecided
+        // in the redo log still: a later transaction of this life may change
+        // its rows, and the next recovery would replay the decision at the
+        // end of the log, after them. A checkpoint now puts the decision in
+        // the image and the prepare record behind the replay start.
+        let xa = &engine.report.xa;
+        if xa.committed_without_mark > 0 || xa.rolled_back > 0 {
+            engine.checkpoint()?;
+        }
         Ok(engine)
     }
 

@@ -105,3 +105,105 @@ impl<'a> XaReplay<'a> {
         Ok(self.report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::table::Row;
+
+    fn put(id: i64, k: i32) -> Vec<RowOp> {
+        vec![RowOp::Put {
+            table: 1,
+            id,
+            row: Row {
+                k,
+                c: String::new(),
+                pad: String::new(),
+            },
+        }]
+    }
+
+    fn k_of(cat: &Catalog, id: i64) -> Option<i32> {
+        cat.dump()["t"].get(&id).map(|r| r.k)
+    }
+
+    #[test]
+    fn decides_by_the_binlog_and_applies_at_the_mark() {
+        let cat = Catalog::new();
+        cat.create_table_with_id(1, "t").unwrap();
+        let binlog: HashSet<u64> = [1, 2, 4].into();
+        let mut xa = XaReplay::new(&cat, Some(&binlog));
+        // 1: prepared + marked + in binlog; 2 then changes the same row.
+        xa.record(RedoRecord::Prepare {
+            trx_id: 1,
+            ops: put(10, 1),
+        })
+        .unwrap();
+        xa.record(RedoRecord::CommitMark { trx_id: 1 }).unwrap();
+        assert_eq!(k_of(&cat, 10), Some(1), "applied at its mark");
+        xa.record(RedoRecord::Prepare {
+            trx_id: 2,
+            ops: put(10, 2),
+        })
+        .unwrap();
+        xa.record(RedoRecord::CommitMark { trx_id: 2 }).unwrap();
+        // 3: marked but its binlog event was lost: rolled back.
+        xa.record(RedoRecord::Prepare {
+            trx_id: 3,
+            ops: put(11, 3),
+        })
+        .unwrap();
+        xa.record(RedoRecord::CommitMark { trx_id: 3 }).unwrap();
+        // 4: no mark, in binlog: committed at the end. 5: neither: rolled back.
+        xa.record(RedoRecord::Prepare {
+            trx_id: 4,
+            ops: put(12, 4),
+        })
+        .unwrap();
+        xa.record(RedoRecord::Prepare {
+            trx_id: 5,
+            ops: put(13, 5),
+        })
+        .unwrap();
+        // A mark whose prepare is before the replay start is ignored.
+        xa.record(RedoRecord::CommitMark { trx_id: 99 }).unwrap();
+        assert_eq!(k_of(&cat, 12), None, "undecided until the end");
+        let r = xa.finish().unwrap();
+        assert_eq!(k_of(&cat, 10), Some(2));
+        assert_eq!(k_of(&cat, 11), None);
+        assert_eq!(k_of(&cat, 12), Some(4));
+        assert_eq!(k_of(&cat, 13), None);
+        assert_eq!(
+            r,
+            XaReport {
+                prepared: 5,
+                committed: 3,
+                committed_without_mark: 1,
+                rolled_back: 2,
+                rolled_back_with_mark: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn without_a_binlog_the_mark_decides() {
+        let cat = Catalog::new();
+        cat.create_table_with_id(1, "t").unwrap();
+        let mut xa = XaReplay::new(&cat, None);
+        xa.record(RedoRecord::Prepare {
+            trx_id: 1,
+            ops: put(1, 1),
+        })
+        .unwrap();
+        xa.record(RedoRecord::CommitMark { trx_id: 1 }).unwrap();
+        xa.record(RedoRecord::Prepare {
+            trx_id: 2,
+            ops: put(2, 2),
+        })
+        .unwrap();
+        let r = xa.finish().unwrap();
+        assert_eq!(k_of(&cat, 1), Some(1));
+        assert_eq!(k_of(&cat, 2), None);
+        assert_eq!((r.committed, r.rolled_back), (1, 1));
+    }
+}
