@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::binlog::group_commit::GroupCommit;
+use crate::binlog::group_commit::{BinlogSettings, GroupCommit};
 use crate::checkpoint;
 use crate::counters::{Counters, StatusSnapshot};
 use crate::data::catalog::Catalog;
@@ -90,6 +90,7 @@ pub struct Engine {
     shut: AtomicBool,
     /// The binlog and ordered group commit, when log_bin=ON.
     binlog: Option<GroupCommit>,
+    binlog_settings: Arc<BinlogSettings>,
 }
 
 thread_local! {
@@ -101,6 +102,11 @@ impl Engine {
     /// the log threads and the background checkpoint thread.
     pub fn open(opts: EngineOptions) -> Result<Arc<Engine>, EngineError> {
         opts.redo.validate()?;
+        let binlog_settings = Arc::new(BinlogSettings::new(
+            opts.sync_binlog,
+            opts.binlog_group_commit_sync_delay_us,
+        )?);
+        crate::binlog::validate_max_binlog_size(opts.max_binlog_size)?;
         let vfs: Arc<dyn Vfs> = match &opts.vfs {
             Some(v) => v.clone(),
             None => Arc::new(OsVfs::new(&opts.datadir).map_err(|source| {
@@ -119,8 +125,7 @@ impl Engine {
                 vfs.clone(),
                 rec.binlog.as_ref(),
                 opts.max_binlog_size,
-                opts.sync_binlog,
-                opts.binlog_group_commit_sync_delay_us,
+                binlog_settings.clone(),
                 redo.clone(),
                 counters.clone(),
             )?)
@@ -141,6 +146,7 @@ impl Engine {
             checkpoint_fill_pct: opts.checkpoint_fill_pct,
             shut: AtomicBool::new(false),
             binlog,
+            binlog_settings,
         });
         engine.start_background();
         // A prepared transaction decided without its commit mark (committed
@@ -368,25 +374,30 @@ impl Engine {
         self.binlog.as_ref()
     }
 
-    /// `SET GLOBAL sync_binlog` (live; every u32 is valid, 0 = never sync).
-    /// Errors only when the engine is shut down; with log_bin=OFF it is
-    /// accepted and has no effect, as in MySQL.
+    /// `log_bin` (fixed at startup).
+    pub fn log_bin(&self) -> bool {
+        self.binlog.is_some()
+    }
+
+    /// The live binlog settings (`sync_binlog`, `binlog_group_commit_sync_delay`).
+    pub fn binlog_settings(&self) -> &BinlogSettings {
+        &self.binlog_settings
+    }
+
+    /// `SET GLOBAL sync_binlog` (live; every u32 is valid, 0 = never sync,
+    /// as in MySQL). Errors only when the engine is shut down. With
+    /// log_bin=OFF the value is kept and has no effect, as in MySQL.
     pub fn set_sync_binlog(&self, n: u32) -> Result<(), EngineError> {
         self.check_open()?;
-        if let Some(b) = &self.binlog {
-            b.set_sync_binlog(n);
-        }
+        self.binlog_settings.set_sync_binlog(n);
         Ok(())
     }
 
-    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000, live).
+    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000, live);
+    /// a refused value changes nothing.
     pub fn set_binlog_group_commit_sync_delay(&self, us: u64) -> Result<(), EngineError> {
         self.check_open()?;
-        crate::binlog::validate_sync_delay_us(us)?;
-        if let Some(b) = &self.binlog {
-            b.set_sync_delay_us(us)?;
-        }
-        Ok(())
+        Ok(self.binlog_settings.set_sync_delay_us(us)?)
     }
 
     /// `SET GLOBAL innodb_lock_wait_timeout`.

@@ -174,6 +174,12 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
         io_err(vfs, "applying decided prepared transactions")(std::io::Error::other(e))
     })?;
     commits += xa.committed;
+    // Transaction ids double as binlog xids: never reuse one the binlog
+    // holds (with innodb_flush_log_at_trx_commit != 1 a binlog event can
+    // outlive its prepare record).
+    if let Some(b) = &binlog {
+        max_trx_id = max_trx_id.max(b.xids.iter().copied().max().unwrap_or(0));
+    }
 
     // The checkpoint's own block must be there, unless the checkpoint sits
     // on a block boundary (that block may never have been written).

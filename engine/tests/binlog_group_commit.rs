@@ -250,9 +250,8 @@ fn live_settings_under_load() {
             assert!(engine
                 .set_binlog_group_commit_sync_delay(5_000_000)
                 .is_err());
-            let b = engine.binlog().unwrap();
             assert_eq!(
-                b.settings.sync_delay_us.load(Ordering::Relaxed),
+                engine.binlog_settings().sync_delay_us(),
                 delays[i % delays.len()],
                 "a refused SET changed the value"
             );
@@ -390,4 +389,33 @@ fn tiny_redo_log_keeps_committing() {
         check_agreement(&engine, &vfs, &acked);
         engine.shutdown().unwrap();
     }
+}
+
+#[test]
+fn startup_options_are_validated() {
+    let vfs = Arc::new(SimVfs::new());
+    let mut o = opts(vfs.clone(), RedoMode::Off);
+    o.max_binlog_size = 100;
+    let e = Engine::open(o)
+        .err()
+        .expect("max_binlog_size=100 must be refused");
+    assert!(e.to_string().contains("max_binlog_size=100"), "{e}");
+    let mut o = opts(vfs.clone(), RedoMode::Off);
+    o.binlog_group_commit_sync_delay_us = 2_000_000;
+    let e = Engine::open(o)
+        .err()
+        .expect("a 2 s sync delay must be refused");
+    assert!(e.to_string().contains("0..=1000000"), "{e}");
+    // log_bin=OFF: the settings are kept (and do nothing), no binlog is made.
+    let mut o = opts(vfs.clone(), RedoMode::Off);
+    o.log_bin = false;
+    let engine = Engine::open(o).unwrap();
+    assert!(!engine.log_bin());
+    engine.set_sync_binlog(5).unwrap();
+    assert_eq!(engine.binlog_settings().sync_binlog(), 5);
+    setup(&engine);
+    assert!(file::read_index(vfs.as_ref()).unwrap().is_none());
+    assert_eq!(engine.status().counters.binlog_events, 0);
+    engine.shutdown().unwrap();
+    assert!(engine.set_sync_binlog(1).is_err(), "shut down");
 }

@@ -50,13 +50,42 @@ use super::file::{self, BinlogWriter};
 use super::recover::RecoveredBinlog;
 use super::{validate_sync_delay_us, BinlogError};
 
-/// Live binlog settings.
+/// Live binlog settings (kept by the engine even with log_bin=OFF, as
+/// MySQL shows and accepts them then too).
 #[derive(Debug)]
 pub struct BinlogSettings {
     /// `sync_binlog`: fdatasync the binlog every N groups (0 = never).
-    pub sync_binlog: AtomicU32,
+    sync_binlog: AtomicU32,
     /// `binlog_group_commit_sync_delay` (µs).
-    pub sync_delay_us: AtomicU64,
+    sync_delay_us: AtomicU64,
+}
+
+impl BinlogSettings {
+    /// Validated starting values.
+    pub fn new(sync_binlog: u32, sync_delay_us: u64) -> Result<BinlogSettings, BinlogError> {
+        validate_sync_delay_us(sync_delay_us)?;
+        Ok(BinlogSettings {
+            sync_binlog: AtomicU32::new(sync_binlog),
+            sync_delay_us: AtomicU64::new(sync_delay_us),
+        })
+    }
+    pub fn sync_binlog(&self) -> u32 {
+        self.sync_binlog.load(Ordering::Relaxed)
+    }
+    /// `SET GLOBAL sync_binlog` (every u32 is valid, as in MySQL).
+    pub fn set_sync_binlog(&self, n: u32) {
+        self.sync_binlog.store(n, Ordering::Relaxed);
+    }
+    pub fn sync_delay_us(&self) -> u64 {
+        self.sync_delay_us.load(Ordering::Relaxed)
+    }
+    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000); a
+    /// refused value changes nothing.
+    pub fn set_sync_delay_us(&self, us: u64) -> Result<(), BinlogError> {
+        validate_sync_delay_us(us)?;
+        self.sync_delay_us.store(us, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 /// One committing transaction in the stages.
@@ -101,7 +130,7 @@ struct SyncState {
 pub struct GroupCommit {
     redo: Arc<RedoLog>,
     counters: Arc<Counters>,
-    pub settings: BinlogSettings,
+    settings: Arc<BinlogSettings>,
     flush_queue: StageQueue,
     sync_queue: StageQueue,
     commit_queue: StageQueue,
@@ -129,13 +158,11 @@ impl GroupCommit {
         vfs: Arc<dyn Vfs>,
         recovered: Option<&RecoveredBinlog>,
         max_binlog_size: u64,
-        sync_binlog: u32,
-        sync_delay_us: u64,
+        settings: Arc<BinlogSettings>,
         redo: Arc<RedoLog>,
         counters: Arc<Counters>,
     ) -> Result<GroupCommit, BinlogError> {
         super::validate_max_binlog_size(max_binlog_size)?;
-        validate_sync_delay_us(sync_delay_us)?;
         let (names, offset) = match recovered {
             Some(r) => (r.files.clone(), r.end_offset),
             None => (Vec::new(), file::FILE_HDR),
@@ -144,10 +171,7 @@ impl GroupCommit {
         Ok(GroupCommit {
             redo,
             counters,
-            settings: BinlogSettings {
-                sync_binlog: AtomicU32::new(sync_binlog),
-                sync_delay_us: AtomicU64::new(sync_delay_us),
-            },
+            settings,
             flush_queue: StageQueue::default(),
             sync_queue: StageQueue::default(),
             commit_queue: StageQueue::default(),
@@ -158,18 +182,6 @@ impl GroupCommit {
             in_flight: Mutex::new(BTreeSet::new()),
             failed: OnceLock::new(),
         })
-    }
-
-    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000).
-    pub fn set_sync_delay_us(&self, us: u64) -> Result<(), BinlogError> {
-        validate_sync_delay_us(us)?;
-        self.settings.sync_delay_us.store(us, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// `SET GLOBAL sync_binlog` (every u32 is valid, as in MySQL).
-    pub fn set_sync_binlog(&self, n: u32) {
-        self.settings.sync_binlog.store(n, Ordering::Relaxed);
     }
 
     /// The lsn of the oldest prepared, undecided transaction's record.
@@ -283,7 +295,7 @@ impl GroupCommit {
         }
         drop(writer);
         let mut sync = self.sync_lock.lock();
-        let delay = self.settings.sync_delay_us.load(Ordering::Relaxed);
+        let delay = self.settings.sync_delay_us();
         if delay > 0 {
             std::thread::sleep(Duration::from_micros(delay));
         }
@@ -345,7 +357,7 @@ impl GroupCommit {
     fn sync_stage(&self, st: &mut SyncState) -> Result<(), String> {
         self.check_failed().map_err(|e| e.to_string())?;
         st.unsynced_groups = st.unsynced_groups.saturating_add(1);
-        let every = self.settings.sync_binlog.load(Ordering::Relaxed);
+        let every = self.settings.sync_binlog();
         if every != 0 && st.unsynced_groups >= every {
             let f = self.current_file.lock().clone();
             self.timed_sync(&f)
