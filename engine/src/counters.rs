@@ -62,6 +62,20 @@ counters! {
     lock_deadlocks,
     /// Lock wait timeouts.
     lock_timeouts,
+    /// Bytes written to the binary log (framed events).
+    binlog_bytes,
+    /// Binlog events written (one per transaction committed with log_bin=ON).
+    binlog_events,
+    /// fdatasync calls on the binlog (SYNC stage and checkpoints).
+    binlog_fsyncs,
+    /// Total nanoseconds spent in binlog fdatasync.
+    binlog_fsync_ns,
+    /// Groups committed by COMMIT-stage leaders.
+    binlog_groups,
+    /// Sum of the sizes of those groups (mean size = sum / groups).
+    binlog_group_size_sum,
+    /// Times a committer waited as a follower in a group-commit stage.
+    binlog_stage_waits,
 }
 
 pub use CounterValues as Counts;

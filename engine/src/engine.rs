@@ -20,6 +20,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::admission::{ConcurrencyGate, GateSession};
+use crate::binlog::group_commit::{BinlogSettings, GroupCommit};
 use crate::checkpoint;
 use crate::counters::{Counters, StatusSnapshot};
 use crate::data::catalog::Catalog;
@@ -53,6 +54,15 @@ pub struct EngineOptions {
     /// Startup `SET GLOBAL`s by MySQL name (see `crate::settings`), all
     /// validated before anything is created; later entries win.
     pub settings: Vec<(String, String)>,
+    /// `log_bin` (startup only): two-phase commit with a binary log and
+    /// ordered group commit (see `crate::binlog`).
+    pub log_bin: bool,
+    /// `sync_binlog`: fdatasync the binlog every N commit groups (0 = never).
+    pub sync_binlog: u32,
+    /// `binlog_group_commit_sync_delay` in µs (0..=1000000).
+    pub binlog_group_commit_sync_delay_us: u64,
+    /// `max_binlog_size`: rotate to a new binlog file past this many bytes.
+    pub max_binlog_size: u64,
 }
 
 impl EngineOptions {
@@ -65,6 +75,10 @@ impl EngineOptions {
             checkpoint_fill_pct: 50,
             lock_shards: 512,
             settings: Vec::new(),
+            log_bin: false,
+            sync_binlog: 1,
+            binlog_group_commit_sync_delay_us: 0,
+            max_binlog_size: 1 << 30,
         }
     }
 }
@@ -85,6 +99,9 @@ pub struct Engine {
     background: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     checkpoint_fill_pct: u32,
     shut: AtomicBool,
+    /// The binlog and ordered group commit, when log_bin=ON.
+    binlog: Option<GroupCommit>,
+    binlog_settings: Arc<BinlogSettings>,
 }
 
 thread_local! {
@@ -97,6 +114,11 @@ impl Engine {
     pub fn open(mut opts: EngineOptions) -> Result<Arc<Engine>, EngineError> {
         let startup = settings::Startup::prepare(&opts.settings.clone(), &mut opts)?;
         opts.redo.validate()?;
+        let binlog_settings = Arc::new(BinlogSettings::new(
+            opts.sync_binlog,
+            opts.binlog_group_commit_sync_delay_us,
+        )?);
+        crate::binlog::validate_max_binlog_size(opts.max_binlog_size)?;
         let vfs: Arc<dyn Vfs> = match &opts.vfs {
             Some(v) => v.clone(),
             None => Arc::new(OsVfs::new(&opts.datadir).map_err(|source| {
@@ -110,6 +132,18 @@ impl Engine {
         let rec = recovery::recover(vfs.as_ref(), &opts.redo)?;
         let counters = Arc::new(Counters::default());
         let redo = RedoLog::start(&opts.redo, rec.resume, counters.clone())?;
+        let binlog = if opts.log_bin {
+            Some(GroupCommit::open(
+                vfs.clone(),
+                rec.binlog.as_ref(),
+                opts.max_binlog_size,
+                binlog_settings.clone(),
+                redo.clone(),
+                counters.clone(),
+            )?)
+        } else {
+            None
+        };
         let engine = Arc::new(Engine {
             vfs,
             redo,
@@ -126,12 +160,24 @@ impl Engine {
             background: Mutex::new(None),
             checkpoint_fill_pct: opts.checkpoint_fill_pct,
             shut: AtomicBool::new(false),
+            binlog,
+            binlog_settings,
         });
         if let Err(e) = startup.apply_live(&engine) {
             let _ = engine.shutdown();
             return Err(e.into());
         }
         engine.start_background();
+        // A prepared transaction decided without its commit mark (committed
+        // because its binlog event is durable, or rolled back) is undecided
+        // in the redo log still: a later transaction of this life may change
+        // its rows, and the next recovery would replay the decision at the
+        // end of the log, after them. A checkpoint now puts the decision in
+        // the image and the prepare record behind the replay start.
+        let xa = &engine.report.xa;
+        if xa.committed_without_mark > 0 || xa.rolled_back > 0 {
+            engine.checkpoint()?;
+        }
         Ok(engine)
     }
 
@@ -319,6 +365,9 @@ impl Engine {
             self.counters.commits.fetch_add(1, Ordering::Relaxed);
             return Ok(self.redo.current_lsn());
         }
+        if let Some(binlog) = &self.binlog {
+            return binlog.commit(trx);
+        }
         let r = REDO_BODY.with(|b| {
             let mut body = b.borrow_mut();
             body.clear();
@@ -374,6 +423,37 @@ impl Engine {
             .spin
             .flush_spin_hwm_us
             .store(us, Ordering::Relaxed);
+    }
+
+    /// The binlog group commit, when log_bin=ON.
+    pub fn binlog(&self) -> Option<&GroupCommit> {
+        self.binlog.as_ref()
+    }
+
+    /// `log_bin` (fixed at startup).
+    pub fn log_bin(&self) -> bool {
+        self.binlog.is_some()
+    }
+
+    /// The live binlog settings (`sync_binlog`, `binlog_group_commit_sync_delay`).
+    pub fn binlog_settings(&self) -> &BinlogSettings {
+        &self.binlog_settings
+    }
+
+    /// `SET GLOBAL sync_binlog` (live; every u32 is valid, 0 = never sync,
+    /// as in MySQL). Errors only when the engine is shut down. With
+    /// log_bin=OFF the value is kept and has no effect, as in MySQL.
+    pub fn set_sync_binlog(&self, n: u32) -> Result<(), EngineError> {
+        self.check_open()?;
+        self.binlog_settings.set_sync_binlog(n);
+        Ok(())
+    }
+
+    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000, live);
+    /// a refused value changes nothing.
+    pub fn set_binlog_group_commit_sync_delay(&self, us: u64) -> Result<(), EngineError> {
+        self.check_open()?;
+        Ok(self.binlog_settings.set_sync_delay_us(us)?)
     }
 
     /// `SET GLOBAL innodb_lock_wait_timeout`.
@@ -453,12 +533,23 @@ impl Engine {
     /// Takes a checkpoint (see `crate::checkpoint` for why it is exact).
     pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
         let _g = self.checkpoint_lock.lock();
-        let lsn = self.redo.closed_lsn();
+        let mut lsn = self.redo.closed_lsn();
+        // log_bin=ON: never above a prepared, undecided transaction's
+        // record (read after the closed lsn: a prepare is registered before
+        // it is closed), so recovery can still decide it.
+        if let Some(oldest) = self.binlog.as_ref().and_then(|b| b.oldest_prepare()) {
+            lsn = lsn.min(oldest);
+        }
         let mut image = Vec::new();
         self.catalog.write_image(&mut image);
         let max_trx_id = self.trx_sys.peek_next_id();
         // WAL rule: nothing in the image may be missing from the durable log.
         self.redo.wait_flushed(self.redo.current_lsn())?;
+        // ...nor from the durable binlog (every transaction in the image
+        // wrote its event before it was applied).
+        if let Some(b) = &self.binlog {
+            b.sync_all()?;
+        }
         let bytes =
             checkpoint::write(self.vfs.as_ref(), lsn, max_trx_id, &image).map_err(|source| {
                 EngineError::Checkpoint {

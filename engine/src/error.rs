@@ -1,5 +1,6 @@
 //! The engine's top-level error: one variant per subsystem.
 
+use crate::binlog::BinlogError;
 use crate::data::catalog::DataError;
 use crate::data::trx::TrxError;
 use crate::recovery::RecoveryError;
@@ -18,6 +19,8 @@ pub enum EngineError {
     Recovery(#[from] RecoveryError),
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Binlog(#[from] BinlogError),
     #[error("checkpoint failed in {dir}: {source}; check free space and permissions there")]
     Checkpoint {
         dir: String,

@@ -14,6 +14,7 @@
 //! `engine/PROBES.md` for the probe points.
 
 pub mod admission;
+pub mod binlog;
 pub mod checkpoint;
 pub mod counters;
 pub mod data;

@@ -52,3 +52,27 @@ pub extern "C" fn redoctor_checkpoint(lsn: u64, bytes: u64) {
 pub extern "C" fn redoctor_fail_stop(errno: i32) {
     black_box((0x06u8, errno));
 }
+
+/// FLUSH-stage leader (a user thread): the group's `group_size` binlog
+/// events, `bytes` in all, were written after one redo flush covering
+/// their prepare records. Once per group.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_binlog_flush(group_size: u64, bytes: u64) {
+    black_box((0x07u8, group_size, bytes));
+}
+
+/// A binlog fdatasync completed in `ns` (SYNC-stage leader, or a checkpoint).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_binlog_sync(ns: u64) {
+    black_box((0x08u8, ns));
+}
+
+/// COMMIT-stage leader (a user thread): committed `group_size`
+/// transactions in binlog order and is about to wake the followers.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_group_commit(group_size: u64) {
+    black_box((0x09u8, group_size));
+}

@@ -2,6 +2,10 @@
 //! log from its lsn up to the first torn or corrupt record, report what was
 //! truncated, and hand the log a place to resume (with a new epoch).
 //!
+//! With a binary log in the directory, the binlog is recovered first (its
+//! torn tail repaired) and each prepared transaction in the redo log is
+//! committed iff its binlog event is durable (`crate::binlog::xa`).
+//!
 //! A new data directory is created the same way it is recovered: the redo
 //! file is formatted under a temporary name, an empty checkpoint at lsn 0 is
 //! written, and the rename of the redo file into place is the commit point.
@@ -10,6 +14,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::binlog::recover::{BinlogRecoveryReport, RecoveredBinlog};
+use crate::binlog::xa::{XaReplay, XaReport};
+use crate::binlog::{self, BinlogError};
 use crate::checkpoint;
 use crate::data::catalog::Catalog;
 use crate::data::record::{self, RedoRecord};
@@ -35,6 +42,8 @@ pub enum RecoveryError {
     NoCheckpoint { dir: String, skipped: String },
     #[error("the redo log in {dir} does not reach back to checkpoint lsn {lsn} ({why}): log and checkpoint do not belong together — restore the data directory from a backup")]
     LogBehindCheckpoint { dir: String, lsn: Lsn, why: String },
+    #[error(transparent)]
+    Binlog(#[from] BinlogError),
 }
 
 /// What recovery did, for the operator.
@@ -58,12 +67,18 @@ pub struct RecoveryReport {
     pub epoch: u32,
     pub max_trx_id: u64,
     pub duration_ms: u64,
+    /// What binlog recovery did (None: the directory has no binlog).
+    pub binlog: Option<BinlogRecoveryReport>,
+    /// How prepared transactions (log_bin=ON) were decided.
+    pub xa: XaReport,
 }
 
 pub struct Recovered {
     pub catalog: Catalog,
     pub resume: ResumePoint,
     pub report: RecoveryReport,
+    /// The binlog as found (None: the directory has none).
+    pub binlog: Option<RecoveredBinlog>,
 }
 
 fn io_err<'a>(
@@ -84,7 +99,8 @@ fn create_if_missing(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<bool, Recovery
     }
     // Leftovers of an interrupted creation are garbage.
     for name in vfs.list().map_err(io_err(vfs, "listing"))? {
-        if name == REDO_TMP || name.starts_with("checkpoint") {
+        let binlog_file = name.starts_with("binlog.");
+        if name == REDO_TMP || name.starts_with("checkpoint") || binlog_file {
             vfs.remove(&name)
                 .map_err(io_err(vfs, "removing leftovers"))?;
         }
@@ -108,6 +124,7 @@ fn create_if_missing(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<bool, Recovery
 pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryError> {
     let t0 = Instant::now();
     let created = create_if_missing(vfs, opts)?;
+    let binlog = binlog::recover::recover(vfs)?;
     let dir = vfs.describe();
     let file = vfs
         .open(REDO_FILE, false)
@@ -138,17 +155,31 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
     let mut max_trx_id = image.max_trx_id;
     let mut commits = 0u64;
     let max_record = opts.max_record().max(layout.capacity() as usize / 4);
+    let mut xa = XaReplay::new(&catalog, binlog.as_ref().map(|b| &b.xids));
     let scan: ScanReport =
         log_file::scan(file.as_ref(), layout, image.lsn, max_record, |_, body| {
             let rec = record::decode(body).map_err(|e| e.to_string())?;
-            catalog.apply(&rec).map_err(|e| e.to_string())?;
-            if let RedoRecord::Commit { trx_id, .. } = rec {
-                max_trx_id = max_trx_id.max(trx_id);
-                commits += 1;
+            match &rec {
+                RedoRecord::Commit { trx_id, .. } => {
+                    max_trx_id = max_trx_id.max(*trx_id);
+                    commits += 1;
+                }
+                RedoRecord::Prepare { trx_id, .. } => max_trx_id = max_trx_id.max(*trx_id),
+                _ => {}
             }
-            Ok(())
+            xa.record(rec).map_err(|e| e.to_string())
         })
         .map_err(io_err(vfs, "scanning the redo log"))?;
+    let xa = xa.finish().map_err(|e| {
+        io_err(vfs, "applying decided prepared transactions")(std::io::Error::other(e))
+    })?;
+    commits += xa.committed;
+    // Transaction ids double as binlog xids: never reuse one the binlog
+    // holds (with innodb_flush_log_at_trx_commit != 1 a binlog event can
+    // outlive its prepare record).
+    if let Some(b) = &binlog {
+        max_trx_id = max_trx_id.max(b.xids.iter().copied().max().unwrap_or(0));
+    }
 
     // The checkpoint's own block must be there, unless the checkpoint sits
     // on a block boundary (that block may never have been written).
@@ -194,6 +225,8 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
         epoch,
         max_trx_id,
         duration_ms: t0.elapsed().as_millis() as u64,
+        binlog: binlog.as_ref().map(|b| b.report.clone()),
+        xa,
     };
     Ok(Recovered {
         catalog,
@@ -206,5 +239,6 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
             checkpoint_lsn: image.lsn,
         },
         report,
+        binlog,
     })
 }

@@ -127,6 +127,9 @@ fn probe_points_start_with_push_rbp() {
         "redoctor_mode_switch",
         "redoctor_checkpoint",
         "redoctor_fail_stop",
+        "redoctor_binlog_flush",
+        "redoctor_binlog_sync",
+        "redoctor_group_commit",
     ] {
         let header = format!("<{sym}>:");
         let at = text

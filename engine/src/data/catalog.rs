@@ -207,6 +207,10 @@ impl Catalog {
                 }
                 Ok(())
             }
+            // Two-phase records change nothing by themselves: recovery
+            // decides each prepared transaction (`crate::binlog::xa`) and
+            // applies the decided ones as a `Commit`.
+            RedoRecord::Prepare { .. } | RedoRecord::CommitMark { .. } => Ok(()),
         }
     }
 

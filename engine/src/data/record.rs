@@ -8,8 +8,15 @@
 //!   Put:       0x01 table:u32 id:i64 k:i32 c:str pad:str
 //!   Delete:    0x02 table:u32 id:i64
 //! CreateTable: 0x02 table:u32 name:str
+//! Prepare:     0x03 trx_id:u64 n_ops:u32 op*     (log_bin=ON: phase one of two)
+//! CommitMark:  0x04 trx_id:u64                   (log_bin=ON: phase two, the xid)
 //! str:         len:u32 utf8-bytes
 //! ```
+//!
+//! With the binary log on, a transaction writes a `Prepare` record (its row
+//! changes, laid out exactly like `Commit`) before its binlog event, and a
+//! `CommitMark` after it; recovery decides a `Prepare` without a durable
+//! binlog event by rolling it back (see `crate::binlog::xa`).
 //!
 //! Row operations carry after-images, so replaying a record twice leaves the
 //! same state as replaying it once.
@@ -18,6 +25,8 @@ use crate::data::table::{Row, TableId};
 
 const TYPE_COMMIT: u8 = 0x01;
 const TYPE_CREATE_TABLE: u8 = 0x02;
+const TYPE_PREPARE: u8 = 0x03;
+const TYPE_COMMIT_MARK: u8 = 0x04;
 const OP_PUT: u8 = 0x01;
 const OP_DELETE: u8 = 0x02;
 
@@ -40,6 +49,11 @@ pub enum RedoRecord {
     Commit { trx_id: u64, ops: Vec<RowOp> },
     /// `CREATE TABLE name` with the id it was given.
     CreateTable { table: TableId, name: String },
+    /// Phase one of a two-phase commit (log_bin=ON): the transaction's row
+    /// changes, not yet decided. `trx_id` is the xid in the binary log.
+    Prepare { trx_id: u64, ops: Vec<RowOp> },
+    /// Phase two: the prepared transaction `trx_id` committed.
+    CommitMark { trx_id: u64 },
 }
 
 /// Why a record body could not be decoded.
@@ -96,6 +110,23 @@ pub fn encode_commit_header(trx_id: u64, n_ops: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(&n_ops.to_le_bytes());
 }
 
+/// Turns a commit body written by [`encode_commit_header`] and the op
+/// encoders into the body of the equivalent [`RedoRecord::Prepare`] (the
+/// layouts differ only in the type byte).
+///
+/// # Panics
+/// If `body` is not a commit body.
+pub fn commit_body_to_prepare(body: &mut [u8]) {
+    assert_eq!(body.first(), Some(&TYPE_COMMIT), "not a commit record body");
+    body[0] = TYPE_PREPARE;
+}
+
+/// Appends the body of a [`RedoRecord::CommitMark`].
+pub fn encode_commit_mark(trx_id: u64, out: &mut Vec<u8>) {
+    out.push(TYPE_COMMIT_MARK);
+    out.extend_from_slice(&trx_id.to_le_bytes());
+}
+
 /// Appends a [`RowOp::Put`] without cloning the row.
 pub fn encode_put(table: TableId, id: i64, row: &Row, out: &mut Vec<u8>) {
     out.push(OP_PUT);
@@ -129,6 +160,18 @@ pub fn encode(rec: &RedoRecord, out: &mut Vec<u8>) {
             out.extend_from_slice(&table.to_le_bytes());
             put_str(name, out);
         }
+        RedoRecord::Prepare { trx_id, ops } => {
+            let at = out.len();
+            encode(
+                &RedoRecord::Commit {
+                    trx_id: *trx_id,
+                    ops: ops.clone(),
+                },
+                out,
+            );
+            commit_body_to_prepare(&mut out[at..]);
+        }
+        RedoRecord::CommitMark { trx_id } => encode_commit_mark(*trx_id, out),
     }
 }
 
@@ -230,7 +273,7 @@ pub fn decode(body: &[u8]) -> Result<RedoRecord, RecordError> {
         return Err(RecordError::Empty);
     }
     let rec = match r.u8("record type")? {
-        TYPE_COMMIT => {
+        kind @ (TYPE_COMMIT | TYPE_PREPARE) => {
             let trx_id = r.u64("trx id")?;
             let n_ops = r.u32("operation count")?;
             let capacity = (n_ops as usize).min(r.remaining() / MIN_OP_LEN);
@@ -250,8 +293,15 @@ pub fn decode(body: &[u8]) -> Result<RedoRecord, RecordError> {
                 };
                 ops.push(op);
             }
-            RedoRecord::Commit { trx_id, ops }
+            if kind == TYPE_COMMIT {
+                RedoRecord::Commit { trx_id, ops }
+            } else {
+                RedoRecord::Prepare { trx_id, ops }
+            }
         }
+        TYPE_COMMIT_MARK => RedoRecord::CommitMark {
+            trx_id: r.u64("trx id")?,
+        },
         TYPE_CREATE_TABLE => RedoRecord::CreateTable {
             table: r.u32("table id")?,
             name: r.string("table name")?,
@@ -288,6 +338,9 @@ mod tests {
                 .prop_map(|(trx_id, ops)| RedoRecord::Commit { trx_id, ops }),
             (any::<u32>(), "\\PC{0,16}")
                 .prop_map(|(table, name)| RedoRecord::CreateTable { table, name }),
+            (any::<u64>(), prop::collection::vec(op_strategy(), 0..8))
+                .prop_map(|(trx_id, ops)| RedoRecord::Prepare { trx_id, ops }),
+            any::<u64>().prop_map(|trx_id| RedoRecord::CommitMark { trx_id }),
         ]
     }
 
@@ -362,6 +415,25 @@ mod tests {
         let mut buf = Vec::new();
         encode_commit_header(1, u32::MAX, &mut buf);
         assert!(matches!(decode(&buf), Err(RecordError::Truncated { .. })));
+    }
+
+    #[test]
+    fn prepare_is_a_commit_body_with_another_type() {
+        let ops = vec![RowOp::Delete { table: 3, id: 9 }];
+        let mut body = Vec::new();
+        encode(
+            &RedoRecord::Commit {
+                trx_id: 5,
+                ops: ops.clone(),
+            },
+            &mut body,
+        );
+        commit_body_to_prepare(&mut body);
+        assert_eq!(decode(&body), Ok(RedoRecord::Prepare { trx_id: 5, ops }));
+        let mut mark = Vec::new();
+        encode_commit_mark(5, &mut mark);
+        assert_eq!(mark.len(), 9);
+        assert_eq!(decode(&mark), Ok(RedoRecord::CommitMark { trx_id: 5 }));
     }
 
     #[test]

@@ -370,6 +370,20 @@ impl RedoLog {
 
     /// Copies one record into the log buffer and links it; returns its lsn range.
     pub fn append(&self, body: &[u8]) -> Result<(Lsn, Lsn), RedoError> {
+        self.append_inner(body, true)
+    }
+
+    /// Like [`append`](Self::append) but never waits for log file space: for
+    /// the small commit marks of prepared transactions (log_bin=ON), which a
+    /// checkpoint may be waiting on (it cannot move past a prepared
+    /// transaction's record until the transaction commits). They are a few
+    /// dozen bytes per in-flight transaction, well inside the two log
+    /// buffers of margin [`free_limit`](Self::free_limit) keeps.
+    pub fn append_without_space_wait(&self, body: &[u8]) -> Result<(Lsn, Lsn), RedoError> {
+        self.append_inner(body, false)
+    }
+
+    fn append_inner(&self, body: &[u8], space_wait: bool) -> Result<(Lsn, Lsn), RedoError> {
         self.check_failed()?;
         if body.len() > self.max_record {
             return Err(RedoError::RecordTooLarge {
@@ -378,7 +392,9 @@ impl RedoLog {
             });
         }
         let total = (REC_HDR + body.len()) as u64;
-        self.free_check()?;
+        if space_wait {
+            self.free_check()?;
+        }
         let start = self.sn.fetch_add(total, Ordering::AcqRel);
         let end = start + total;
         self.wait_buffer_space(end)?;

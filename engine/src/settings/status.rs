@@ -2,7 +2,7 @@
 //!
 //! Counters of [`Counters`](crate::counters::Counters) appear under the
 //! MySQL name where the meaning matches (see [`MYSQL_NAMES`]) and as
-//! `Innodb_<counter>` otherwise, so new counters show up without an edit
+//! `Innodb_<counter>` (`Binlog_<rest>` for `binlog_<rest>`) otherwise, so new counters show up without an edit
 //! here. Gate, throttle and trx-sys counters follow.
 
 use serde_json::Value as Json;
@@ -20,6 +20,9 @@ pub const MYSQL_NAMES: &[(&str, &str)] = &[
     ("lock_waits", "Innodb_row_lock_waits"),
     ("lock_deadlocks", "Innodb_deadlocks"),
     ("lock_timeouts", "Innodb_row_lock_timeouts"),
+    ("binlog_bytes", "Binlog_bytes_written"),
+    ("binlog_events", "Binlog_commits"),
+    ("binlog_groups", "Binlog_group_commits"),
 ];
 
 /// The status rows, sorted by name.
@@ -32,7 +35,10 @@ pub fn global_status(engine: &Engine) -> Vec<(String, u64)> {
                 .iter()
                 .find(|(c, _)| *c == k)
                 .map(|(_, m)| m.to_string())
-                .unwrap_or_else(|| format!("Innodb_{k}"));
+                .unwrap_or_else(|| match k.strip_prefix("binlog_") {
+                    Some(rest) => format!("Binlog_{rest}"),
+                    None => format!("Innodb_{k}"),
+                });
             rows.push((name, v.as_u64().unwrap_or(0)));
         }
     }

@@ -152,6 +152,39 @@ pub static SETTINGS: &[Setting] = &[
         }),
         at_startup: None,
     },
+    Setting {
+        name: "log_bin",
+        kind: Kind::Bool,
+        default: "OFF",
+        doc: "Binary log with two-phase commit and ordered FLUSH/SYNC/COMMIT group commit; fixed at startup.",
+        get: |e| Value::Bool(e.log_bin()),
+        set: None,
+        at_startup: Some(|o, v| o.log_bin = v.as_bool()),
+    },
+    Setting {
+        name: "sync_binlog",
+        kind: Kind::UInt { min: 0, max: U32_MAX, unit: "commit groups; 0 = never" },
+        default: "1",
+        doc: "fdatasync the binlog after every N commit groups (1 = every group, crash-safe with innodb_flush_log_at_trx_commit=1).",
+        get: |e| Value::UInt(e.binlog_settings().sync_binlog() as u64),
+        set: Some(|e, v| {
+            e.set_sync_binlog(v.as_u64() as u32)
+                .map_err(failed("sync_binlog"))
+        }),
+        at_startup: Some(|o, v| o.sync_binlog = v.as_u64() as u32),
+    },
+    Setting {
+        name: "binlog_group_commit_sync_delay",
+        kind: Kind::UInt { min: 0, max: 1_000_000, unit: "microseconds" },
+        default: "0",
+        doc: "Wait this long before the binlog fdatasync so more transactions join the group.",
+        get: |e| Value::UInt(e.binlog_settings().sync_delay_us()),
+        set: Some(|e, v| {
+            e.set_binlog_group_commit_sync_delay(v.as_u64())
+                .map_err(failed("binlog_group_commit_sync_delay"))
+        }),
+        at_startup: Some(|o, v| o.binlog_group_commit_sync_delay_us = v.as_u64()),
+    },
 ];
 
 #[cfg(test)]

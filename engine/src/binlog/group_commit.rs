@@ -1,0 +1,423 @@
+//! MySQL's ordered commit (`MYSQL_BIN_LOG::ordered_commit`) for `log_bin=ON`.
+//!
+//! A committing user thread first *prepares*: it appends a `Prepare` redo
+//! record (its row changes, xid = trx id) without waiting for it. Then it
+//! enters the FLUSH queue. Each of the three stages has a queue and a lock:
+//! the first thread to enter an empty queue is the stage's leader; later
+//! ones are followers and sleep until their transaction is done. A leader
+//! takes the stage lock (waiting for the previous leader to leave the
+//! stage), then takes the whole queue as its group:
+//!
+//! - **FLUSH**: one redo flush up to the group's last prepare record covers
+//!   every prepare in the group (`innodb_flush_log_at_trx_commit` as usual:
+//!   with dedicated log threads the leader waits for `log_writer` /
+//!   `log_flusher`; without them the leader writes and fdatasyncs the redo
+//!   itself), then one write of all the group's binlog events. Rotates the
+//!   binlog at `max_binlog_size`.
+//! - **SYNC**: after `binlog_group_commit_sync_delay` µs (more groups can
+//!   queue meanwhile), one fdatasync of the binlog every `sync_binlog`
+//!   groups (0 = never; the OS decides).
+//! - **COMMIT**: in queue (= binlog) order, per transaction: append a
+//!   `CommitMark` redo record, make its changes visible and release its row
+//!   locks; then wake every follower.
+//!
+//! A leader enters the next stage's queue *before* it releases the current
+//! stage's lock, so groups keep their order through all three stages and
+//! binlog order equals commit order. A leader that finds the next queue
+//! non-empty becomes a follower there: its group joins the next leader's.
+//!
+//! Prepared-but-undecided transactions are kept in `in_flight` by prepare
+//! lsn; a checkpoint never starts above the oldest one (see
+//! `Engine::checkpoint` and `engine/DESIGN.md`).
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::counters::Counters;
+use crate::data::record;
+use crate::data::trx::Trx;
+use crate::probe_points;
+use crate::redo::{Lsn, RedoLog};
+use crate::vfs::{Vfs, VfsFile};
+
+use super::file::{self, BinlogWriter};
+use super::recover::RecoveredBinlog;
+use super::{validate_sync_delay_us, BinlogError};
+
+/// Live binlog settings (kept by the engine even with log_bin=OFF, as
+/// MySQL shows and accepts them then too).
+#[derive(Debug)]
+pub struct BinlogSettings {
+    /// `sync_binlog`: fdatasync the binlog every N groups (0 = never).
+    sync_binlog: AtomicU32,
+    /// `binlog_group_commit_sync_delay` (µs).
+    sync_delay_us: AtomicU64,
+}
+
+impl BinlogSettings {
+    /// Validated starting values.
+    pub fn new(sync_binlog: u32, sync_delay_us: u64) -> Result<BinlogSettings, BinlogError> {
+        validate_sync_delay_us(sync_delay_us)?;
+        Ok(BinlogSettings {
+            sync_binlog: AtomicU32::new(sync_binlog),
+            sync_delay_us: AtomicU64::new(sync_delay_us),
+        })
+    }
+    pub fn sync_binlog(&self) -> u32 {
+        self.sync_binlog.load(Ordering::Relaxed)
+    }
+    /// `SET GLOBAL sync_binlog` (every u32 is valid, as in MySQL).
+    pub fn set_sync_binlog(&self, n: u32) {
+        self.sync_binlog.store(n, Ordering::Relaxed);
+    }
+    pub fn sync_delay_us(&self) -> u64 {
+        self.sync_delay_us.load(Ordering::Relaxed)
+    }
+    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000); a
+    /// refused value changes nothing.
+    pub fn set_sync_delay_us(&self, us: u64) -> Result<(), BinlogError> {
+        validate_sync_delay_us(us)?;
+        self.sync_delay_us.store(us, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// One committing transaction in the stages.
+struct Ticket {
+    xid: u64,
+    /// Its framed binlog event.
+    event: Vec<u8>,
+    prepare_start: Lsn,
+    prepare_end: Lsn,
+    trx: Mutex<Option<Trx>>,
+    thread: Thread,
+    done: AtomicBool,
+    result: Mutex<Option<Result<Lsn, String>>>,
+}
+
+type Group = Vec<Arc<Ticket>>;
+
+/// A stage's queue: the thread that finds it empty leads.
+#[derive(Default)]
+struct StageQueue(Mutex<Group>);
+
+impl StageQueue {
+    /// Appends `group`; true if the queue was empty (the caller leads).
+    fn enroll(&self, group: Group) -> bool {
+        let mut q = self.0.lock();
+        let leader = q.is_empty();
+        q.extend(group);
+        leader
+    }
+    fn take(&self) -> Group {
+        std::mem::take(&mut *self.0.lock())
+    }
+}
+
+#[derive(Default)]
+struct SyncState {
+    /// Groups written since the last binlog fdatasync.
+    unsynced_groups: u32,
+}
+
+/// The ordered group commit.
+pub struct GroupCommit {
+    redo: Arc<RedoLog>,
+    counters: Arc<Counters>,
+    settings: Arc<BinlogSettings>,
+    flush_queue: StageQueue,
+    sync_queue: StageQueue,
+    commit_queue: StageQueue,
+    /// The FLUSH stage lock (MySQL's LOCK_log): owns the writer.
+    flush_lock: Mutex<BinlogWriter>,
+    /// The SYNC stage lock (LOCK_sync).
+    sync_lock: Mutex<SyncState>,
+    /// The COMMIT stage lock (LOCK_commit).
+    commit_lock: Mutex<()>,
+    /// The file the SYNC stage syncs (replaced at rotation, after the old
+    /// one was synced entirely).
+    current_file: Mutex<Arc<dyn VfsFile>>,
+    /// Prepare lsns of transactions prepared but not yet committed.
+    in_flight: Mutex<BTreeSet<Lsn>>,
+    failed: OnceLock<String>,
+}
+
+thread_local! {
+    static BODY: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
+}
+
+impl GroupCommit {
+    /// Opens the binlog where recovery left it (or creates it).
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        recovered: Option<&RecoveredBinlog>,
+        max_binlog_size: u64,
+        settings: Arc<BinlogSettings>,
+        redo: Arc<RedoLog>,
+        counters: Arc<Counters>,
+    ) -> Result<GroupCommit, BinlogError> {
+        super::validate_max_binlog_size(max_binlog_size)?;
+        let (names, offset) = match recovered {
+            Some(r) => (r.files.clone(), r.end_offset),
+            None => (Vec::new(), file::FILE_HDR),
+        };
+        let writer = BinlogWriter::open(vfs, names, offset, max_binlog_size)?;
+        Ok(GroupCommit {
+            redo,
+            counters,
+            settings,
+            flush_queue: StageQueue::default(),
+            sync_queue: StageQueue::default(),
+            commit_queue: StageQueue::default(),
+            current_file: Mutex::new(writer.file()),
+            flush_lock: Mutex::new(writer),
+            sync_lock: Mutex::new(SyncState::default()),
+            commit_lock: Mutex::new(()),
+            in_flight: Mutex::new(BTreeSet::new()),
+            failed: OnceLock::new(),
+        })
+    }
+
+    /// The lsn of the oldest prepared, undecided transaction's record.
+    pub fn oldest_prepare(&self) -> Option<Lsn> {
+        self.in_flight.lock().first().copied()
+    }
+
+    /// Makes every binlog event written so far durable (for checkpoints:
+    /// nothing in a checkpoint image may be missing from the durable binlog).
+    pub fn sync_all(&self) -> Result<(), BinlogError> {
+        let f = self.current_file.lock().clone();
+        self.timed_sync(&f)
+            .map_err(|e| self.fail(format!("binlog fdatasync: {e}")))
+    }
+
+    /// The fail-stop message, once an I/O error stopped group commit.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
+    }
+
+    fn fail(&self, cause: String) -> BinlogError {
+        let _ = self.failed.set(cause.clone());
+        BinlogError::FailStop { cause }
+    }
+
+    fn check_failed(&self) -> Result<(), BinlogError> {
+        match self.failed.get() {
+            Some(c) => Err(BinlogError::FailStop { cause: c.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Two-phase commit of a transaction with changes: prepare, then the
+    /// ordered FLUSH / SYNC / COMMIT stages. Returns its commit mark's end lsn.
+    pub fn commit(&self, trx: Trx) -> Result<Lsn, crate::EngineError> {
+        if let Err(e) = self.check_failed() {
+            self.rollback(trx);
+            return Err(e.into());
+        }
+        let xid = trx.id();
+        let mut event = Vec::new();
+        let prepared = BODY.with(|b| {
+            let mut body = b.borrow_mut();
+            body.clear();
+            trx.encode_redo(&mut body);
+            file::encode_event(xid, &body, &mut event);
+            record::commit_body_to_prepare(&mut body);
+            let r = self.redo.append(&body)?;
+            // Registered before it is closed: a checkpoint that sees the
+            // record closed also sees it in flight.
+            self.in_flight.lock().insert(r.0);
+            self.redo.mark_closed(r.0, r.1);
+            Ok::<_, crate::redo::RedoError>(r)
+        });
+        let (prepare_start, prepare_end) = match prepared {
+            Ok(r) => r,
+            Err(e) => {
+                self.rollback(trx);
+                return Err(e.into());
+            }
+        };
+        let ticket = Arc::new(Ticket {
+            xid,
+            event,
+            prepare_start,
+            prepare_end,
+            trx: Mutex::new(Some(trx)),
+            thread: std::thread::current(),
+            done: AtomicBool::new(false),
+            result: Mutex::new(None),
+        });
+        self.ordered_commit(&ticket);
+        let result = ticket
+            .result
+            .lock()
+            .take()
+            .expect("a finished ticket has a result");
+        result.map_err(|cause| BinlogError::FailStop { cause }.into())
+    }
+
+    fn rollback(&self, trx: Trx) {
+        trx.rollback();
+        self.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Follower: sleeps until a leader finished `t`.
+    fn wait_done(&self, t: &Ticket) {
+        self.counters
+            .binlog_stage_waits
+            .fetch_add(1, Ordering::Relaxed);
+        while !t.done.load(Ordering::Acquire) {
+            std::thread::park();
+        }
+    }
+
+    fn ordered_commit(&self, me: &Arc<Ticket>) {
+        // FLUSH
+        if !self.flush_queue.enroll(vec![me.clone()]) {
+            return self.wait_done(me);
+        }
+        let mut writer = self.flush_lock.lock();
+        let group = self.flush_queue.take();
+        if let Err(e) = self.flush_stage(&mut writer, &group) {
+            drop(writer);
+            return self.finish_failed(group, e);
+        }
+        // SYNC
+        if !self.sync_queue.enroll(group) {
+            drop(writer);
+            return self.wait_done(me);
+        }
+        drop(writer);
+        let mut sync = self.sync_lock.lock();
+        let delay = self.settings.sync_delay_us();
+        if delay > 0 {
+            std::thread::sleep(Duration::from_micros(delay));
+        }
+        let group = self.sync_queue.take();
+        if let Err(e) = self.sync_stage(&mut sync) {
+            drop(sync);
+            return self.finish_failed(group, e);
+        }
+        // COMMIT
+        if !self.commit_queue.enroll(group) {
+            drop(sync);
+            return self.wait_done(me);
+        }
+        drop(sync);
+        let _commit = self.commit_lock.lock();
+        let group = self.commit_queue.take();
+        self.commit_stage(group);
+    }
+
+    /// One redo flush for the group's prepares, then one binlog write.
+    fn flush_stage(&self, writer: &mut BinlogWriter, group: &Group) -> Result<(), String> {
+        self.check_failed().map_err(|e| e.to_string())?;
+        let upto = group.iter().map(|t| t.prepare_end).max().unwrap_or(0);
+        self.redo.wait_for_commit(upto).map_err(|e| e.to_string())?;
+        let bytes: usize = group.iter().map(|t| t.event.len()).sum();
+        let mut buf = Vec::with_capacity(bytes);
+        for t in group {
+            buf.extend_from_slice(&t.event);
+        }
+        let write = writer.append(&buf).and_then(|()| {
+            if writer.needs_rotation() {
+                writer.rotate()?;
+                *self.current_file.lock() = writer.file();
+            }
+            Ok(())
+        });
+        write.map_err(|e| self.fail(e.to_string()).to_string())?;
+        let c = &self.counters;
+        c.binlog_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        c.binlog_events
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
+        probe_points::redoctor_binlog_flush(group.len() as u64, bytes as u64);
+        Ok(())
+    }
+
+    fn timed_sync(&self, f: &Arc<dyn VfsFile>) -> std::io::Result<()> {
+        let t = Instant::now();
+        f.sync_data()?;
+        let ns = t.elapsed().as_nanos() as u64;
+        self.counters.binlog_fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .binlog_fsync_ns
+            .fetch_add(ns, Ordering::Relaxed);
+        probe_points::redoctor_binlog_sync(ns);
+        Ok(())
+    }
+
+    /// fdatasync every `sync_binlog` groups.
+    fn sync_stage(&self, st: &mut SyncState) -> Result<(), String> {
+        self.check_failed().map_err(|e| e.to_string())?;
+        st.unsynced_groups = st.unsynced_groups.saturating_add(1);
+        let every = self.settings.sync_binlog();
+        if every != 0 && st.unsynced_groups >= every {
+            let f = self.current_file.lock().clone();
+            self.timed_sync(&f)
+                .map_err(|e| self.fail(format!("binlog fdatasync: {e}")).to_string())?;
+            st.unsynced_groups = 0;
+        }
+        Ok(())
+    }
+
+    /// Commits the group in order, then wakes the followers.
+    fn commit_stage(&self, group: Group) {
+        let mut mark = Vec::with_capacity(16);
+        for t in &group {
+            let trx = t.trx.lock().take().expect("each ticket is committed once");
+            mark.clear();
+            record::encode_commit_mark(t.xid, &mut mark);
+            let r = match self.redo.append_without_space_wait(&mark) {
+                Ok((start, end)) => {
+                    trx.apply_commit();
+                    self.redo.mark_closed(start, end);
+                    self.counters.commits.fetch_add(1, Ordering::Relaxed);
+                    Ok(end)
+                }
+                Err(e) => {
+                    self.rollback(trx);
+                    Err(e.to_string())
+                }
+            };
+            self.in_flight.lock().remove(&t.prepare_start);
+            *t.result.lock() = Some(r);
+        }
+        let c = &self.counters;
+        c.binlog_groups.fetch_add(1, Ordering::Relaxed);
+        c.binlog_group_size_sum
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
+        probe_points::redoctor_group_commit(group.len() as u64);
+        Self::wake(group);
+    }
+
+    /// A stage failed: every transaction of the group is rolled back in
+    /// memory and gets the error (its prepare may still be decided either
+    /// way by recovery, as for any commit whose outcome the client never saw).
+    fn finish_failed(&self, group: Group, cause: String) {
+        for t in &group {
+            if let Some(trx) = t.trx.lock().take() {
+                self.rollback(trx);
+            }
+            self.in_flight.lock().remove(&t.prepare_start);
+            *t.result.lock() = Some(Err(cause.clone()));
+        }
+        Self::wake(group);
+    }
+
+    fn wake(group: Group) {
+        let me = std::thread::current().id();
+        for t in group {
+            t.done.store(true, Ordering::Release);
+            if t.thread.id() != me {
+                t.thread.unpark();
+            }
+        }
+    }
+}
