@@ -174,7 +174,7 @@ impl Engine {
         &self.redo
     }
 
-    fn check_open(&self) -> Result<(), EngineError> {
+    pub(crate) fn check_open(&self) -> Result<(), EngineError> {
         if self.shut.load(Ordering::Acquire) {
             return Err(EngineError::ShutDown);
         }
@@ -344,39 +344,31 @@ impl Engine {
         self.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `SET GLOBAL innodb_log_writer_threads`.
+    /// `SET GLOBAL innodb_log_writer_threads` (through the settings
+    /// registry, so the change is recorded).
     pub fn set_redo_mode(&self, mode: RedoMode) -> Result<(), EngineError> {
-        self.check_open()?;
-        self.redo.set_mode(mode);
-        Ok(())
+        let v = if mode == RedoMode::On { "ON" } else { "OFF" };
+        Ok(self.set_global("innodb_log_writer_threads", v)?)
     }
 
-    /// `SET GLOBAL innodb_flush_log_at_trx_commit`.
+    /// `SET GLOBAL innodb_flush_log_at_trx_commit` (recorded).
     pub fn set_flush_at_commit(&self, v: u8) -> Result<(), EngineError> {
-        Ok(self.redo.set_flush_at_commit(v)?)
+        Ok(self.set_global("innodb_flush_log_at_trx_commit", &v.to_string())?)
     }
 
-    /// `SET GLOBAL innodb_log_spin_cpu_pct_hwm` (0..=100).
+    /// `SET GLOBAL innodb_log_spin_cpu_pct_hwm` (0..=100; recorded).
     pub fn set_log_spin_cpu_pct_hwm(&self, pct: u32) -> Result<(), EngineError> {
-        if pct > 100 {
-            return Err(crate::redo::RedoError::InvalidOption(format!(
-                "innodb_log_spin_cpu_pct_hwm={pct} (allowed: 0..=100)"
-            ))
-            .into());
-        }
-        self.redo.spin.cpu_pct_hwm.store(pct, Ordering::Relaxed);
-        Ok(())
+        Ok(self.set_global("innodb_log_spin_cpu_pct_hwm", &pct.to_string())?)
     }
 
-    /// `SET GLOBAL innodb_log_wait_for_flush_spin_hwm` (µs).
+    /// `SET GLOBAL innodb_log_wait_for_flush_spin_hwm` (µs; recorded).
+    /// Values above `u32::MAX` are refused and change nothing.
     pub fn set_log_wait_for_flush_spin_hwm(&self, us: u64) {
-        self.redo
-            .spin
-            .flush_spin_hwm_us
-            .store(us, Ordering::Relaxed);
+        let _ = self.set_global("innodb_log_wait_for_flush_spin_hwm", &us.to_string());
     }
 
-    /// `SET GLOBAL innodb_lock_wait_timeout`.
+    /// `SET GLOBAL innodb_lock_wait_timeout` with sub-second precision (for
+    /// tests; not recorded: `set_global` takes whole seconds and records).
     pub fn set_lock_wait_timeout(&self, t: Duration) {
         self.lock_sys.set_wait_timeout(t);
     }

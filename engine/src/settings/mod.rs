@@ -10,8 +10,8 @@
 //! `SET GLOBAL` ([`Engine::set_global`](crate::Engine::set_global)) parses and
 //! validates the value first, so a refused value changes nothing; accepted
 //! changes are serialised by one mutex and recorded (old, new, time) in a
-//! bounded history. The current value is always read back from the engine,
-//! so it is true even for changes made through the older typed setters.
+//! bounded history. The engine's typed setters (`set_redo_mode`, ...) call
+//! `set_global` too. The current value is always read back from the engine.
 
 pub mod status;
 pub mod table;
