@@ -370,3 +370,26 @@ fn typed_setters_go_through_the_registry_and_are_recorded() {
     let err = e.set_redo_mode(RedoMode::On).unwrap_err();
     assert!(err.to_string().contains("shut down"), "{err}");
 }
+
+/// The setting-change probe point is in the binary and starts with
+/// `push %rbp` like the others (see `engine/PROBES.md`).
+#[test]
+fn setting_change_probe_point_is_in_the_binary() {
+    let bin = env!("CARGO_BIN_EXE_redoctor-engine");
+    let Ok(out) = std::process::Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn", bin])
+        .output()
+    else {
+        println!("SKIP setting_change_probe_point_is_in_the_binary: objdump not installed (apt-get install binutils)");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text
+        .find("<redoctor_setting_change>:")
+        .expect("redoctor_setting_change not in the binary");
+    let first = text[at..].lines().nth(1).unwrap_or_default();
+    assert!(
+        first.contains("push") && first.contains("%rbp"),
+        "starts with: {first}"
+    );
+}

@@ -82,6 +82,17 @@ impl Kind {
         }
     }
 
+    /// `v` as a number for probes: ON = 1, OFF = 0, an enumeration value =
+    /// its index.
+    pub fn probe_value(&self, v: &Value) -> u64 {
+        match (self, v) {
+            (Kind::Enum(names), Value::Enum(n)) => {
+                names.iter().position(|x| x == n).unwrap_or(0) as u64
+            }
+            _ => v.as_u64(),
+        }
+    }
+
     /// Parses a MySQL-style value.
     pub fn parse(&self, text: &str) -> Option<Value> {
         let t = text.trim();
@@ -247,6 +258,15 @@ impl Registry {
         let old = (s.get)(engine);
         apply(engine, &v)?;
         let new = (s.get)(engine);
+        let row = SETTINGS
+            .iter()
+            .position(|x| std::ptr::eq(x, s))
+            .unwrap_or(0);
+        crate::probe_points::redoctor_setting_change(
+            row as u32,
+            s.kind.probe_value(&old),
+            s.kind.probe_value(&new),
+        );
         if history.len() == HISTORY_LEN {
             history.pop_front();
         }
