@@ -150,7 +150,7 @@ fn main() -> Result<()> {
         a.workload, a.redo, a.flush, a.rows, a.secs
     );
     println!(
-        "{:<22} {:>5} {:>10} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9}",
+        "{:<22} {:>5} {:>10} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>12}",
         "config",
         "users",
         "tps",
@@ -159,7 +159,8 @@ fn main() -> Result<()> {
         "forced",
         "inside_hw",
         "thr_wait",
-        "retries"
+        "retries",
+        "trxsys_cont%"
     );
     for config in &a.configs {
         for (name, value) in config_settings(config)? {
@@ -169,6 +170,7 @@ fn main() -> Result<()> {
         for &users in &a.users {
             let g0 = e.concurrency_gate().stats();
             let t0 = e.throttle().stats();
+            let s0 = e.trx_sys().stats();
             e.concurrency_gate().reset_high_water();
             let stop = Arc::new(AtomicBool::new(false));
             let done = Arc::new(AtomicU64::new(0));
@@ -205,8 +207,11 @@ fn main() -> Result<()> {
             }
             let g = e.concurrency_gate().stats();
             let t = e.throttle().stats();
+            let s = e.trx_sys().stats();
+            let acq = (s.shard_acquisitions - s0.shard_acquisitions).max(1);
+            let cont = 100.0 * (s.shard_contended - s0.shard_contended) as f64 / acq as f64;
             println!(
-                "{:<22} {:>5} {:>10.0} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9}",
+                "{:<22} {:>5} {:>10.0} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>12.3}",
                 config,
                 users,
                 tps,
@@ -215,7 +220,8 @@ fn main() -> Result<()> {
                 g.forced - g0.forced,
                 g.inside_high_water,
                 t.waits - t0.waits,
-                retries.load(Ordering::Relaxed)
+                retries.load(Ordering::Relaxed),
+                cont
             );
         }
     }

@@ -220,7 +220,7 @@ impl Engine {
         &self.redo
     }
 
-    fn check_open(&self) -> Result<(), EngineError> {
+    pub(crate) fn check_open(&self) -> Result<(), EngineError> {
         if self.shut.load(Ordering::Acquire) {
             return Err(EngineError::ShutDown);
         }
@@ -393,36 +393,27 @@ impl Engine {
         self.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `SET GLOBAL innodb_log_writer_threads`.
+    /// `SET GLOBAL innodb_log_writer_threads` (through the settings
+    /// registry, so the change is recorded).
     pub fn set_redo_mode(&self, mode: RedoMode) -> Result<(), EngineError> {
-        self.check_open()?;
-        self.redo.set_mode(mode);
-        Ok(())
+        let v = if mode == RedoMode::On { "ON" } else { "OFF" };
+        Ok(self.set_global("innodb_log_writer_threads", v)?)
     }
 
-    /// `SET GLOBAL innodb_flush_log_at_trx_commit`.
+    /// `SET GLOBAL innodb_flush_log_at_trx_commit` (recorded).
     pub fn set_flush_at_commit(&self, v: u8) -> Result<(), EngineError> {
-        Ok(self.redo.set_flush_at_commit(v)?)
+        Ok(self.set_global("innodb_flush_log_at_trx_commit", &v.to_string())?)
     }
 
-    /// `SET GLOBAL innodb_log_spin_cpu_pct_hwm` (0..=100).
+    /// `SET GLOBAL innodb_log_spin_cpu_pct_hwm` (0..=100; recorded).
     pub fn set_log_spin_cpu_pct_hwm(&self, pct: u32) -> Result<(), EngineError> {
-        if pct > 100 {
-            return Err(crate::redo::RedoError::InvalidOption(format!(
-                "innodb_log_spin_cpu_pct_hwm={pct} (allowed: 0..=100)"
-            ))
-            .into());
-        }
-        self.redo.spin.cpu_pct_hwm.store(pct, Ordering::Relaxed);
-        Ok(())
+        Ok(self.set_global("innodb_log_spin_cpu_pct_hwm", &pct.to_string())?)
     }
 
-    /// `SET GLOBAL innodb_log_wait_for_flush_spin_hwm` (µs).
+    /// `SET GLOBAL innodb_log_wait_for_flush_spin_hwm` (µs; recorded).
+    /// Values above `u32::MAX` are refused and change nothing.
     pub fn set_log_wait_for_flush_spin_hwm(&self, us: u64) {
-        self.redo
-            .spin
-            .flush_spin_hwm_us
-            .store(us, Ordering::Relaxed);
+        let _ = self.set_global("innodb_log_wait_for_flush_spin_hwm", &us.to_string());
     }
 
     /// The binlog group commit, when log_bin=ON.
@@ -440,23 +431,21 @@ impl Engine {
         &self.binlog_settings
     }
 
-    /// `SET GLOBAL sync_binlog` (live; every u32 is valid, 0 = never sync,
-    /// as in MySQL). Errors only when the engine is shut down. With
-    /// log_bin=OFF the value is kept and has no effect, as in MySQL.
+    /// `SET GLOBAL sync_binlog` (live, recorded; every u32 is valid, 0 =
+    /// never sync, as in MySQL). Errors only when the engine is shut down.
+    /// With log_bin=OFF the value is kept and has no effect, as in MySQL.
     pub fn set_sync_binlog(&self, n: u32) -> Result<(), EngineError> {
-        self.check_open()?;
-        self.binlog_settings.set_sync_binlog(n);
-        Ok(())
+        Ok(self.set_global("sync_binlog", &n.to_string())?)
     }
 
-    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000, live);
-    /// a refused value changes nothing.
+    /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000, live,
+    /// recorded); a refused value changes nothing.
     pub fn set_binlog_group_commit_sync_delay(&self, us: u64) -> Result<(), EngineError> {
-        self.check_open()?;
-        Ok(self.binlog_settings.set_sync_delay_us(us)?)
+        Ok(self.set_global("binlog_group_commit_sync_delay", &us.to_string())?)
     }
 
-    /// `SET GLOBAL innodb_lock_wait_timeout`.
+    /// `SET GLOBAL innodb_lock_wait_timeout` with sub-second precision (for
+    /// tests; not recorded: `set_global` takes whole seconds and records).
     pub fn set_lock_wait_timeout(&self, t: Duration) {
         self.lock_sys.set_wait_timeout(t);
     }

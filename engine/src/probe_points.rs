@@ -76,3 +76,12 @@ pub extern "C" fn redoctor_binlog_sync(ns: u64) {
 pub extern "C" fn redoctor_group_commit(group_size: u64) {
     black_box((0x09u8, group_size));
 }
+
+/// A `SET GLOBAL` was applied: `setting` is the row of the setting in
+/// `Engine::variables()` (rows are only ever appended), `old`/`new` its
+/// values as numbers (ON = 1, OFF = 0, an enumeration value = its index).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_setting_change(setting: u32, old: u64, new: u64) {
+    black_box((0x20u8, setting, old, new));
+}

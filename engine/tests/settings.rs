@@ -337,3 +337,59 @@ fn global_status_counts_commits_rollbacks_and_redo() {
     }
     e.shutdown().unwrap();
 }
+
+#[test]
+fn typed_setters_go_through_the_registry_and_are_recorded() {
+    let e = engine();
+    e.set_redo_mode(RedoMode::Off).unwrap();
+    e.set_flush_at_commit(2).unwrap();
+    e.set_log_spin_cpu_pct_hwm(70).unwrap();
+    e.set_log_wait_for_flush_spin_hwm(900);
+    let err = e.set_flush_at_commit(3).unwrap_err();
+    assert!(err.to_string().contains("allowed: 0..=2"), "{err}");
+    let err = e.set_log_spin_cpu_pct_hwm(101).unwrap_err();
+    assert!(err.to_string().contains("0..=100"), "{err}");
+    let got: Vec<_> = e
+        .setting_changes()
+        .into_iter()
+        .map(|c| (c.name, c.old, c.new))
+        .collect();
+    let want: Vec<(String, String, String)> = [
+        ("innodb_log_writer_threads", "ON", "OFF"),
+        ("innodb_flush_log_at_trx_commit", "1", "2"),
+        ("innodb_log_spin_cpu_pct_hwm", "50", "70"),
+        ("innodb_log_wait_for_flush_spin_hwm", "400", "900"),
+    ]
+    .iter()
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(got, want);
+    assert_eq!(e.redo().mode(), RedoMode::Off);
+    assert_eq!(e.redo().flush_at_commit(), 2);
+    e.shutdown().unwrap();
+    let err = e.set_redo_mode(RedoMode::On).unwrap_err();
+    assert!(err.to_string().contains("shut down"), "{err}");
+}
+
+/// The setting-change probe point is in the binary and starts with
+/// `push %rbp` like the others (see `engine/PROBES.md`).
+#[test]
+fn setting_change_probe_point_is_in_the_binary() {
+    let bin = env!("CARGO_BIN_EXE_redoctor-engine");
+    let Ok(out) = std::process::Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn", bin])
+        .output()
+    else {
+        println!("SKIP setting_change_probe_point_is_in_the_binary: objdump not installed (apt-get install binutils)");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text
+        .find("<redoctor_setting_change>:")
+        .expect("redoctor_setting_change not in the binary");
+    let first = text[at..].lines().nth(1).unwrap_or_default();
+    assert!(
+        first.contains("push") && first.contains("%rbp"),
+        "starts with: {first}"
+    );
+}

@@ -123,7 +123,10 @@ fn a_waiter_times_out_cleanly() {
     e.commit(a).unwrap();
     let t0 = Instant::now();
     let t = e.try_begin().unwrap();
-    assert!(t0.elapsed() < Duration::from_millis(50));
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "no wait once a place is free"
+    );
     e.commit(t).unwrap();
     assert_eq!(e.throttle().stats().active, 0);
     e.shutdown().unwrap();

@@ -10,8 +10,8 @@
 //! `SET GLOBAL` ([`Engine::set_global`](crate::Engine::set_global)) parses and
 //! validates the value first, so a refused value changes nothing; accepted
 //! changes are serialised by one mutex and recorded (old, new, time) in a
-//! bounded history. The current value is always read back from the engine,
-//! so it is true even for changes made through the older typed setters.
+//! bounded history. The engine's typed setters (`set_redo_mode`, ...) call
+//! `set_global` too. The current value is always read back from the engine.
 
 pub mod status;
 pub mod table;
@@ -79,6 +79,17 @@ impl Kind {
             Kind::UInt { min, max, unit: "" } => format!("{min}..={max}"),
             Kind::UInt { min, max, unit } => format!("{min}..={max} ({unit})"),
             Kind::Enum(names) => names.join("|"),
+        }
+    }
+
+    /// `v` as a number for probes: ON = 1, OFF = 0, an enumeration value =
+    /// its index.
+    pub fn probe_value(&self, v: &Value) -> u64 {
+        match (self, v) {
+            (Kind::Enum(names), Value::Enum(n)) => {
+                names.iter().position(|x| x == n).unwrap_or(0) as u64
+            }
+            _ => v.as_u64(),
         }
     }
 
@@ -247,6 +258,15 @@ impl Registry {
         let old = (s.get)(engine);
         apply(engine, &v)?;
         let new = (s.get)(engine);
+        let row = SETTINGS
+            .iter()
+            .position(|x| std::ptr::eq(x, s))
+            .unwrap_or(0);
+        crate::probe_points::redoctor_setting_change(
+            row as u32,
+            s.kind.probe_value(&old),
+            s.kind.probe_value(&new),
+        );
         if history.len() == HISTORY_LEN {
             history.pop_front();
         }

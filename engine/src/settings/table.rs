@@ -1,5 +1,6 @@
 //! The settings themselves: one row each (see [`Setting`]).
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use super::{Kind, Setting, SettingsError, Value};
@@ -25,7 +26,9 @@ pub static SETTINGS: &[Setting] = &[
         get: |e| Value::Bool(e.redo().mode() == RedoMode::On),
         set: Some(|e, v| {
             let mode = if v.as_bool() { RedoMode::On } else { RedoMode::Off };
-            e.set_redo_mode(mode).map_err(failed("innodb_log_writer_threads"))
+            e.check_open().map_err(failed("innodb_log_writer_threads"))?;
+            e.redo().set_mode(mode);
+            Ok(())
         }),
         at_startup: Some(|o, v| {
             o.redo.mode = if v.as_bool() { RedoMode::On } else { RedoMode::Off };
@@ -38,8 +41,9 @@ pub static SETTINGS: &[Setting] = &[
         doc: "At commit: 1 = wait until the redo is durable, 2 = until written to the OS, 0 = do not wait (flushed once a second).",
         get: |e| Value::UInt(e.redo().flush_at_commit() as u64),
         set: Some(|e, v| {
-            e.set_flush_at_commit(v.as_u64() as u8)
-                .map_err(failed("innodb_flush_log_at_trx_commit"))
+            e.redo()
+                .set_flush_at_commit(v.as_u64() as u8)
+                .map_err(|err| failed("innodb_flush_log_at_trx_commit")(err.into()))
         }),
         at_startup: Some(|o, v| o.redo.flush_at_commit = v.as_u64() as u8),
     },
@@ -48,10 +52,10 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::UInt { min: 0, max: 100, unit: "percent of usable CPUs" },
         default: "50",
         doc: "Committers spin while waiting for the redo only while the process uses less CPU than this.",
-        get: |e| Value::UInt(e.redo().spin.cpu_pct_hwm.load(std::sync::atomic::Ordering::Relaxed) as u64),
+        get: |e| Value::UInt(e.redo().spin.cpu_pct_hwm.load(Relaxed) as u64),
         set: Some(|e, v| {
-            e.set_log_spin_cpu_pct_hwm(v.as_u64() as u32)
-                .map_err(failed("innodb_log_spin_cpu_pct_hwm"))
+            e.redo().spin.cpu_pct_hwm.store(v.as_u64() as u32, Relaxed);
+            Ok(())
         }),
         at_startup: Some(|o, v| o.redo.spin_cpu_pct_hwm = v.as_u64() as u32),
     },
@@ -60,9 +64,9 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::UInt { min: 0, max: U32_MAX, unit: "microseconds" },
         default: "400",
         doc: "Committers spin while waiting for a flush only while the average fdatasync is shorter than this.",
-        get: |e| Value::UInt(e.redo().spin.flush_spin_hwm_us.load(std::sync::atomic::Ordering::Relaxed)),
+        get: |e| Value::UInt(e.redo().spin.flush_spin_hwm_us.load(Relaxed)),
         set: Some(|e, v| {
-            e.set_log_wait_for_flush_spin_hwm(v.as_u64());
+            e.redo().spin.flush_spin_hwm_us.store(v.as_u64(), Relaxed);
             Ok(())
         }),
         at_startup: Some(|o, v| o.redo.wait_for_flush_spin_hwm_us = v.as_u64()),
@@ -168,8 +172,9 @@ pub static SETTINGS: &[Setting] = &[
         doc: "fdatasync the binlog after every N commit groups (1 = every group, crash-safe with innodb_flush_log_at_trx_commit=1).",
         get: |e| Value::UInt(e.binlog_settings().sync_binlog() as u64),
         set: Some(|e, v| {
-            e.set_sync_binlog(v.as_u64() as u32)
-                .map_err(failed("sync_binlog"))
+            e.check_open().map_err(failed("sync_binlog"))?;
+            e.binlog_settings().set_sync_binlog(v.as_u64() as u32);
+            Ok(())
         }),
         at_startup: Some(|o, v| o.sync_binlog = v.as_u64() as u32),
     },
@@ -180,8 +185,11 @@ pub static SETTINGS: &[Setting] = &[
         doc: "Wait this long before the binlog fdatasync so more transactions join the group.",
         get: |e| Value::UInt(e.binlog_settings().sync_delay_us()),
         set: Some(|e, v| {
-            e.set_binlog_group_commit_sync_delay(v.as_u64())
-                .map_err(failed("binlog_group_commit_sync_delay"))
+            e.check_open()
+                .map_err(failed("binlog_group_commit_sync_delay"))?;
+            e.binlog_settings()
+                .set_sync_delay_us(v.as_u64())
+                .map_err(|err| failed("binlog_group_commit_sync_delay")(err.into()))
         }),
         at_startup: Some(|o, v| o.binlog_group_commit_sync_delay_us = v.as_u64()),
     },
