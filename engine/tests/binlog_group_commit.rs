@@ -190,7 +190,7 @@ fn sync_binlog_syncs_every_n_groups() {
 }
 
 #[test]
-fn sync_delay_makes_bigger_groups() {
+fn sync_delay_syncs_more_transactions_at_once() {
     let vfs = Arc::new(SimVfs::new());
     let engine = Engine::open(opts(vfs.clone(), RedoMode::Off)).unwrap();
     let t = setup(&engine);
@@ -201,11 +201,12 @@ fn sync_delay_makes_bigger_groups() {
     let before = engine.status().counters;
     let acked = users_run(&engine, t, 16, 20);
     let c = engine.status().counters;
-    let mean = (c.binlog_group_size_sum - before.binlog_group_size_sum) as f64
-        / (c.binlog_groups - before.binlog_groups) as f64;
+    // FLUSH groups queue up in the SYNC stage while its leader waits.
+    let per_fsync = (c.binlog_events - before.binlog_events) as f64
+        / (c.binlog_fsyncs - before.binlog_fsyncs) as f64;
     assert!(
-        mean > 2.0,
-        "16 users with a 3 ms sync delay: mean group {mean:.2}"
+        per_fsync > 2.0,
+        "16 users with a 3 ms sync delay: {per_fsync:.2} transactions per binlog fsync"
     );
     check_agreement(&engine, &vfs, &acked);
     engine.shutdown().unwrap();
@@ -485,4 +486,37 @@ fn real_directory_reopen_without_shutdown() {
         "rotated"
     );
     engine.shutdown().unwrap();
+}
+
+/// Seed 000's mechanism: with dedicated log threads the FLUSH-stage leader
+/// waits for `log_writer`/`log_flusher` to make the group's prepares
+/// durable (no user thread ever fdatasyncs the redo); without them the
+/// leader writes and fdatasyncs the redo itself (every redo fdatasync is
+/// user-led, about one per group).
+#[test]
+fn flush_stage_leader_uses_the_redo_mode() {
+    for mode in [RedoMode::Off, RedoMode::On] {
+        let vfs = Arc::new(SimVfs::new());
+        let engine = Engine::open(opts(vfs.clone(), mode)).unwrap();
+        let t = setup(&engine);
+        let before = engine.status().counters;
+        let acked = users_run(&engine, t, 8, 50);
+        let c = engine.status().counters;
+        let leads = c.redo_flush_leads - before.redo_flush_leads;
+        let fsyncs = c.redo_fsyncs - before.redo_fsyncs;
+        let groups = c.binlog_groups - before.binlog_groups;
+        println!("mode {mode}: {groups} groups, {fsyncs} redo fsyncs, {leads} led by user threads");
+        match mode {
+            RedoMode::On => assert_eq!(leads, 0, "a user thread fsynced the redo under RT1"),
+            RedoMode::Off => {
+                assert_eq!(leads, fsyncs, "an RT0 redo fsync not led by a user thread");
+                assert!(
+                    leads > 0 && leads <= groups,
+                    "{leads} leads for {groups} groups"
+                );
+            }
+        }
+        check_agreement(&engine, &vfs, &acked);
+        engine.shutdown().unwrap();
+    }
 }

@@ -369,6 +369,9 @@ impl GroupCommit {
         c.binlog_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
         c.binlog_events
             .fetch_add(group.len() as u64, Ordering::Relaxed);
+        c.binlog_groups.fetch_add(1, Ordering::Relaxed);
+        c.binlog_group_size_sum
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
         probe_points::redoctor_binlog_flush(group.len() as u64, bytes as u64);
         Ok(())
     }
@@ -422,10 +425,6 @@ impl GroupCommit {
             self.in_flight.lock().remove(&t.prepare_start);
             *t.result.lock() = Some(r);
         }
-        let c = &self.counters;
-        c.binlog_groups.fetch_add(1, Ordering::Relaxed);
-        c.binlog_group_size_sum
-            .fetch_add(group.len() as u64, Ordering::Relaxed);
         probe_points::redoctor_group_commit(group.len() as u64);
         Self::wake(group);
     }
