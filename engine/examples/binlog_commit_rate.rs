@@ -137,13 +137,20 @@ fn main() -> Result<()> {
             for log_bin in [false, true] {
                 let c = run_cell(&base.join("data"), mode, log_bin, u, secs)?;
                 let rt = if mode == RedoMode::On { "RT1" } else { "RT0" };
+                let show = |v: f64| {
+                    if v.is_nan() {
+                        "–".to_string()
+                    } else {
+                        format!("{v:.1}")
+                    }
+                };
                 println!(
-                    "| {u} | {rt} | {} | {:.0} | {:.1} | {:.1} | {:.1} |",
+                    "| {u} | {rt} | {} | {:.0} | {} | {} | {} |",
                     if log_bin { "ON" } else { "OFF" },
                     c.tps,
-                    c.per_redo_fsync,
-                    c.per_binlog_fsync,
-                    c.group
+                    show(c.per_redo_fsync),
+                    show(c.per_binlog_fsync),
+                    show(c.group)
                 );
             }
         }

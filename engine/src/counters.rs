@@ -70,7 +70,8 @@ counters! {
     binlog_fsyncs,
     /// Total nanoseconds spent in binlog fdatasync.
     binlog_fsync_ns,
-    /// Groups committed by COMMIT-stage leaders.
+    /// Group commits: FLUSH-stage groups (one redo flush and one binlog
+    /// write each; = hits of `redoctor_binlog_flush`).
     binlog_groups,
     /// Sum of the sizes of those groups (mean size = sum / groups).
     binlog_group_size_sum,

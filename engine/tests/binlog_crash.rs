@@ -34,16 +34,28 @@ mod common;
 
 type State = BTreeMap<String, BTreeMap<i64, Row>>;
 
-const USERS: usize = 4;
 const TABLES: [&str; 2] = ["sbtest1", "sbtest2"];
 
-fn opts(vfs: Arc<SimVfs>, mode: RedoMode, sync_binlog: u32) -> EngineOptions {
+/// One run's shape.
+#[derive(Clone, Copy)]
+struct Shape {
+    mode: RedoMode,
+    sync_binlog: u32,
+    users: usize,
+    sync_delay_us: u64,
+}
+
+fn opts(vfs: Arc<SimVfs>, shape: Shape) -> EngineOptions {
+    let Shape {
+        mode, sync_binlog, ..
+    } = shape;
     let mut o = common::sim_opts(vfs, mode, 1, 256 << 10);
     o.checkpoint_fill_pct = 40;
     o.lock_wait_timeout = Duration::from_secs(5);
     o.log_bin = true;
     o.sync_binlog = sync_binlog;
     o.max_binlog_size = 16 << 10;
+    o.binlog_group_commit_sync_delay_us = shape.sync_delay_us;
     o
 }
 
@@ -93,6 +105,7 @@ fn random_trx(engine: &Engine, rng: &mut StdRng) -> Option<u64> {
 /// Runs users until a crash; returns the crashed disk and the acknowledged ids.
 fn run_until_crash(
     engine: Arc<Engine>,
+    users: usize,
     vfs: &SimVfs,
     rng: &mut StdRng,
     seed: u64,
@@ -100,7 +113,7 @@ fn run_until_crash(
     let acked = Arc::new(Mutex::new(HashSet::new()));
     let count = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let handles: Vec<_> = (0..USERS)
+    let handles: Vec<_> = (0..users)
         .map(|u| {
             let (engine, acked, count, stop) =
                 (engine.clone(), acked.clone(), count.clone(), stop.clone());
@@ -172,20 +185,24 @@ fn add(total: &mut XaReport, r: &XaReport) {
     total.rolled_back_with_mark += r.rolled_back_with_mark;
 }
 
-fn scenario(mode: RedoMode, sync_binlog: u32, seed: u64, total: &mut XaReport) {
+fn scenario(shape: Shape, seed: u64, total: &mut XaReport) {
+    let Shape {
+        mode, sync_binlog, ..
+    } = shape;
     let mut rng = StdRng::seed_from_u64(seed);
     let mut vfs = Arc::new(SimVfs::new());
-    let mut engine = Engine::open(opts(vfs.clone(), mode, sync_binlog)).unwrap();
+    let mut engine = Engine::open(opts(vfs.clone(), shape)).unwrap();
     for t in TABLES {
         engine.create_table(t).unwrap();
     }
     let mut all_acked = HashSet::new();
     for round in 0..2 {
         let ctx = format!("mode {mode} sync_binlog {sync_binlog} seed {seed} round {round}");
-        let (crashed, acked) = run_until_crash(engine, &vfs, &mut rng, seed * 10 + round);
+        let (crashed, acked) =
+            run_until_crash(engine, shape.users, &vfs, &mut rng, seed * 10 + round);
         all_acked.extend(acked);
         let crashed = Arc::new(crashed);
-        engine = Engine::open(opts(crashed.clone(), mode, sync_binlog)).unwrap();
+        engine = Engine::open(opts(crashed.clone(), shape)).unwrap();
         let rep = engine.recovery_report();
         add(total, &rep.xa);
         let (want, xids) = replay_binlog(&crashed, &engine);
@@ -231,7 +248,13 @@ fn run(mode: RedoMode, seeds: std::ops::Range<u64>) {
     let mut total = XaReport::default();
     for sync_binlog in [1, 3] {
         for seed in seeds.clone() {
-            scenario(mode, sync_binlog, seed, &mut total);
+            let shape = Shape {
+                mode,
+                sync_binlog,
+                users: 4,
+                sync_delay_us: 0,
+            };
+            scenario(shape, seed, &mut total);
         }
     }
     println!("mode {mode}: two-phase decisions over all recoveries: {total:?}");
@@ -250,4 +273,116 @@ fn binlog_crash_rt0() {
 #[test]
 fn binlog_crash_rt1() {
     run(RedoMode::On, 100..104);
+}
+
+/// Bigger groups at the crash: 12 users and a 300 µs sync delay, so SYNC
+/// and COMMIT groups hold many transactions when the power goes.
+#[test]
+fn binlog_crash_big_groups() {
+    let mut total = XaReport::default();
+    for (i, mode) in [RedoMode::Off, RedoMode::On].into_iter().enumerate() {
+        for seed in 0..2 {
+            let shape = Shape {
+                mode,
+                sync_binlog: 1,
+                users: 12,
+                sync_delay_us: 300,
+            };
+            scenario(shape, 200 + 10 * i as u64 + seed, &mut total);
+        }
+    }
+    println!("big groups: {total:?}");
+    assert!(total.prepared > 0);
+}
+
+/// A checkpoint taken while a transaction is prepared (its binlog event
+/// written, its COMMIT stage not reached: the SYNC stage holds it for a
+/// 300 ms sync delay) must not start replay above its prepare record: the
+/// image cannot hold it yet. After the commit is acknowledged and the power
+/// goes, it must be there.
+#[test]
+fn checkpoint_never_hides_a_prepared_transaction() {
+    for mode in [RedoMode::Off, RedoMode::On] {
+        let vfs = Arc::new(SimVfs::new());
+        let shape = Shape {
+            mode,
+            sync_binlog: 1,
+            users: 1,
+            sync_delay_us: 0,
+        };
+        let engine = Engine::open(opts(vfs.clone(), shape)).unwrap();
+        let t = engine.create_table("sbtest1").unwrap();
+        engine.set_binlog_group_commit_sync_delay(300_000).unwrap();
+        let e2 = engine.clone();
+        let committer = std::thread::spawn(move || {
+            let mut trx = e2.begin();
+            let row = Row {
+                k: 7,
+                c: "prepared".into(),
+                pad: String::new(),
+            };
+            trx.insert(t, 1, row).unwrap();
+            e2.commit(trx).unwrap();
+        });
+        // Wait until it is in the binlog (FLUSH done), then checkpoint
+        // while the SYNC stage still holds it.
+        let t0 = std::time::Instant::now();
+        while engine.status().counters.binlog_events == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(engine.status().counters.commits, 0, "still prepared");
+        let before = engine.status().counters.checkpoints;
+        engine.checkpoint().unwrap();
+        assert_eq!(
+            engine.status().counters.commits,
+            0,
+            "checkpoint while prepared"
+        );
+        assert!(engine.status().counters.checkpoints > before);
+        committer.join().unwrap();
+        let crashed = Arc::new(vfs.crash(&mut StdRng::seed_from_u64(1)));
+        drop(engine);
+        let engine = Engine::open(opts(crashed, shape)).unwrap();
+        assert_eq!(
+            engine.dump()["sbtest1"].get(&1).map(|r| r.k),
+            Some(7),
+            "mode {mode}: an acknowledged commit prepared during a checkpoint was lost"
+        );
+        engine.shutdown().unwrap();
+    }
+}
+
+/// With sync_binlog=0 the binlog is synced by checkpoints only: a checkpoint
+/// image must never hold a transaction whose binlog event could still be
+/// lost (recovery would have to roll back what the image contains).
+#[test]
+fn checkpoint_syncs_the_binlog_it_depends_on() {
+    for mode in [RedoMode::Off, RedoMode::On] {
+        let vfs = Arc::new(SimVfs::new());
+        let shape = Shape {
+            mode,
+            sync_binlog: 0,
+            users: 1,
+            sync_delay_us: 0,
+        };
+        let engine = Engine::open(opts(vfs.clone(), shape)).unwrap();
+        for t in TABLES {
+            engine.create_table(t).unwrap();
+        }
+        let mut rng = StdRng::seed_from_u64(5);
+        for _ in 0..30 {
+            random_trx(&engine, &mut rng);
+        }
+        engine.checkpoint().unwrap();
+        // Power cuts with different luck for the unsynced sectors.
+        for seed in 0..8 {
+            let crashed = Arc::new(vfs.crash(&mut StdRng::seed_from_u64(seed)));
+            let e = Engine::open(opts(crashed.clone(), shape)).unwrap();
+            let (want, _) = replay_binlog(&crashed, &e);
+            assert_eq!(e.dump(), want, "mode {mode} seed {seed}");
+            e.shutdown().unwrap();
+        }
+        engine.shutdown().unwrap();
+    }
 }

@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redoctor_engine::binlog::file;
+use redoctor_engine::binlog::BinlogError;
 use redoctor_engine::data::record::{self, RedoRecord, RowOp};
 use redoctor_engine::data::table::Row;
 use redoctor_engine::redo::RedoMode;
@@ -189,7 +190,7 @@ fn sync_binlog_syncs_every_n_groups() {
 }
 
 #[test]
-fn sync_delay_makes_bigger_groups() {
+fn sync_delay_syncs_more_transactions_at_once() {
     let vfs = Arc::new(SimVfs::new());
     let engine = Engine::open(opts(vfs.clone(), RedoMode::Off)).unwrap();
     let t = setup(&engine);
@@ -200,11 +201,12 @@ fn sync_delay_makes_bigger_groups() {
     let before = engine.status().counters;
     let acked = users_run(&engine, t, 16, 20);
     let c = engine.status().counters;
-    let mean = (c.binlog_group_size_sum - before.binlog_group_size_sum) as f64
-        / (c.binlog_groups - before.binlog_groups) as f64;
+    // FLUSH groups queue up in the SYNC stage while its leader waits.
+    let per_fsync = (c.binlog_events - before.binlog_events) as f64
+        / (c.binlog_fsyncs - before.binlog_fsyncs) as f64;
     assert!(
-        mean > 2.0,
-        "16 users with a 3 ms sync delay: mean group {mean:.2}"
+        per_fsync > 2.0,
+        "16 users with a 3 ms sync delay: {per_fsync:.2} transactions per binlog fsync"
     );
     check_agreement(&engine, &vfs, &acked);
     engine.shutdown().unwrap();
@@ -281,36 +283,54 @@ fn live_settings_under_load() {
     }
 }
 
+/// An fdatasync failure of the redo log (in the FLUSH stage) or of the
+/// binlog (SYNC stage) stops the engine: the failing group and every later
+/// commit get an error naming the cause, and recovery agrees with the binlog.
 #[test]
-fn binlog_fsync_failure_stops_the_engine() {
+fn fsync_failure_in_a_stage_stops_the_engine() {
     for mode in [RedoMode::Off, RedoMode::On] {
-        let vfs = Arc::new(SimVfs::new());
-        let engine = Engine::open(opts(vfs.clone(), mode)).unwrap();
-        let t = setup(&engine);
-        let mut rng = StdRng::seed_from_u64(3);
-        vfs.fail_syncs_after(40);
-        let mut err = None;
-        for _ in 0..200 {
-            match hot_trx(&engine, t, &mut rng) {
-                Ok(_) => {}
-                Err(e) => {
+        let (mut redo_failures, mut binlog_failures) = (0, 0);
+        for n in 40..44 {
+            let vfs = Arc::new(SimVfs::new());
+            let engine = Engine::open(opts(vfs.clone(), mode)).unwrap();
+            let t = setup(&engine);
+            let mut rng = StdRng::seed_from_u64(3);
+            vfs.fail_syncs_after(n);
+            let mut err = None;
+            for _ in 0..200 {
+                if let Err(e) = hot_trx(&engine, t, &mut rng) {
                     err = Some(e);
                     break;
                 }
             }
+            let e = err.expect("an fdatasync failure must surface");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("fdatasync") && msg.contains("fail-stop"),
+                "{msg}"
+            );
+            assert_eq!(msg.matches("fail-stop").count(), 1, "{msg}");
+            match e {
+                EngineError::Redo(_) => redo_failures += 1,
+                EngineError::Binlog(BinlogError::FailStop { .. }) => binlog_failures += 1,
+                other => panic!("unexpected error {other}"),
+            }
+            // Every later commit is refused too.
+            let e2 = hot_trx(&engine, t, &mut rng).unwrap_err();
+            assert!(e2.to_string().contains("fail-stop"), "{e2}");
+            drop(engine);
+            // Recovery on the durable state: tables and binlog agree.
+            let crashed = Arc::new(vfs.crash(&mut StdRng::seed_from_u64(n)));
+            let engine = Engine::open(opts(crashed.clone(), mode)).unwrap();
+            let (want, _) = replay(&crashed);
+            assert_eq!(engine.dump()["sbtest1"], want, "mode {mode}");
+            engine.shutdown().unwrap();
         }
-        let e = err.expect("an fdatasync failure must surface");
-        assert!(e.to_string().contains("fail-stop"), "{e}");
-        // Every later commit is refused too.
-        let e2 = hot_trx(&engine, t, &mut rng).unwrap_err();
-        assert!(e2.to_string().contains("fail-stop"), "{e2}");
-        drop(engine);
-        // Recovery on the durable state: tables and binlog agree.
-        let crashed = Arc::new(vfs.crash(&mut StdRng::seed_from_u64(4)));
-        let engine = Engine::open(opts(crashed.clone(), mode)).unwrap();
-        let (want, _) = replay(&crashed);
-        assert_eq!(engine.dump()["sbtest1"], want, "mode {mode}");
-        engine.shutdown().unwrap();
+        println!("mode {mode}: {redo_failures} redo and {binlog_failures} binlog fsync failures");
+        if mode == RedoMode::Off {
+            // One user, RT0: redo and binlog fsyncs alternate, so both fail.
+            assert!(redo_failures > 0 && binlog_failures > 0);
+        }
     }
 }
 
@@ -466,4 +486,37 @@ fn real_directory_reopen_without_shutdown() {
         "rotated"
     );
     engine.shutdown().unwrap();
+}
+
+/// Seed 000's mechanism: with dedicated log threads the FLUSH-stage leader
+/// waits for `log_writer`/`log_flusher` to make the group's prepares
+/// durable (no user thread ever fdatasyncs the redo); without them the
+/// leader writes and fdatasyncs the redo itself (every redo fdatasync is
+/// user-led, about one per group).
+#[test]
+fn flush_stage_leader_uses_the_redo_mode() {
+    for mode in [RedoMode::Off, RedoMode::On] {
+        let vfs = Arc::new(SimVfs::new());
+        let engine = Engine::open(opts(vfs.clone(), mode)).unwrap();
+        let t = setup(&engine);
+        let before = engine.status().counters;
+        let acked = users_run(&engine, t, 8, 50);
+        let c = engine.status().counters;
+        let leads = c.redo_flush_leads - before.redo_flush_leads;
+        let fsyncs = c.redo_fsyncs - before.redo_fsyncs;
+        let groups = c.binlog_groups - before.binlog_groups;
+        println!("mode {mode}: {groups} groups, {fsyncs} redo fsyncs, {leads} led by user threads");
+        match mode {
+            RedoMode::On => assert_eq!(leads, 0, "a user thread fsynced the redo under RT1"),
+            RedoMode::Off => {
+                assert_eq!(leads, fsyncs, "an RT0 redo fsync not led by a user thread");
+                assert!(
+                    leads > 0 && leads <= groups,
+                    "{leads} leads for {groups} groups"
+                );
+            }
+        }
+        check_agreement(&engine, &vfs, &acked);
+        engine.shutdown().unwrap();
+    }
 }

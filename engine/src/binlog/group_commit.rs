@@ -43,7 +43,7 @@ use crate::counters::Counters;
 use crate::data::record;
 use crate::data::trx::Trx;
 use crate::probe_points;
-use crate::redo::{Lsn, RedoLog};
+use crate::redo::{Lsn, RedoError, RedoLog};
 use crate::vfs::{Vfs, VfsFile};
 
 use super::file::{self, BinlogWriter};
@@ -98,10 +98,28 @@ struct Ticket {
     trx: Mutex<Option<Trx>>,
     thread: Thread,
     done: AtomicBool,
-    result: Mutex<Option<Result<Lsn, String>>>,
+    result: Mutex<Option<Result<Lsn, StageError>>>,
 }
 
 type Group = Vec<Arc<Ticket>>;
+
+/// Why a stage failed, handed to every transaction of the group.
+#[derive(Clone, Debug)]
+enum StageError {
+    /// The redo log is in fail-stop.
+    Redo(RedoError),
+    /// A binlog write or fdatasync failed (the cause).
+    Binlog(String),
+}
+
+impl From<StageError> for crate::EngineError {
+    fn from(e: StageError) -> Self {
+        match e {
+            StageError::Redo(e) => e.into(),
+            StageError::Binlog(cause) => BinlogError::FailStop { cause }.into(),
+        }
+    }
+}
 
 /// A stage's queue: the thread that finds it empty leads.
 #[derive(Default)]
@@ -203,13 +221,27 @@ impl GroupCommit {
     }
 
     fn fail(&self, cause: String) -> BinlogError {
+        BinlogError::FailStop {
+            cause: self.fail_cause(cause),
+        }
+    }
+
+    /// Enters fail-stop; returns the cause for the group's tickets.
+    fn fail_cause(&self, cause: String) -> String {
         let _ = self.failed.set(cause.clone());
-        BinlogError::FailStop { cause }
+        cause
     }
 
     fn check_failed(&self) -> Result<(), BinlogError> {
         match self.failed.get() {
             Some(c) => Err(BinlogError::FailStop { cause: c.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    fn check_failed_stage(&self) -> Result<(), StageError> {
+        match self.failed.get() {
+            Some(c) => Err(StageError::Binlog(c.clone())),
             None => Ok(()),
         }
     }
@@ -259,7 +291,7 @@ impl GroupCommit {
             .lock()
             .take()
             .expect("a finished ticket has a result");
-        result.map_err(|cause| BinlogError::FailStop { cause }.into())
+        result.map_err(Into::into)
     }
 
     fn rollback(&self, trx: Trx) {
@@ -316,10 +348,10 @@ impl GroupCommit {
     }
 
     /// One redo flush for the group's prepares, then one binlog write.
-    fn flush_stage(&self, writer: &mut BinlogWriter, group: &Group) -> Result<(), String> {
-        self.check_failed().map_err(|e| e.to_string())?;
+    fn flush_stage(&self, writer: &mut BinlogWriter, group: &Group) -> Result<(), StageError> {
+        self.check_failed_stage()?;
         let upto = group.iter().map(|t| t.prepare_end).max().unwrap_or(0);
-        self.redo.wait_for_commit(upto).map_err(|e| e.to_string())?;
+        self.redo.wait_for_commit(upto).map_err(StageError::Redo)?;
         let bytes: usize = group.iter().map(|t| t.event.len()).sum();
         let mut buf = Vec::with_capacity(bytes);
         for t in group {
@@ -332,10 +364,13 @@ impl GroupCommit {
             }
             Ok(())
         });
-        write.map_err(|e| self.fail(e.to_string()).to_string())?;
+        write.map_err(|e| StageError::Binlog(self.fail_cause(e.to_string())))?;
         let c = &self.counters;
         c.binlog_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
         c.binlog_events
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
+        c.binlog_groups.fetch_add(1, Ordering::Relaxed);
+        c.binlog_group_size_sum
             .fetch_add(group.len() as u64, Ordering::Relaxed);
         probe_points::redoctor_binlog_flush(group.len() as u64, bytes as u64);
         Ok(())
@@ -354,14 +389,15 @@ impl GroupCommit {
     }
 
     /// fdatasync every `sync_binlog` groups.
-    fn sync_stage(&self, st: &mut SyncState) -> Result<(), String> {
-        self.check_failed().map_err(|e| e.to_string())?;
+    fn sync_stage(&self, st: &mut SyncState) -> Result<(), StageError> {
+        self.check_failed_stage()?;
         st.unsynced_groups = st.unsynced_groups.saturating_add(1);
         let every = self.settings.sync_binlog();
         if every != 0 && st.unsynced_groups >= every {
             let f = self.current_file.lock().clone();
-            self.timed_sync(&f)
-                .map_err(|e| self.fail(format!("binlog fdatasync: {e}")).to_string())?;
+            self.timed_sync(&f).map_err(|e| {
+                StageError::Binlog(self.fail_cause(format!("binlog fdatasync: {e}")))
+            })?;
             st.unsynced_groups = 0;
         }
         Ok(())
@@ -383,16 +419,12 @@ impl GroupCommit {
                 }
                 Err(e) => {
                     self.rollback(trx);
-                    Err(e.to_string())
+                    Err(StageError::Redo(e))
                 }
             };
             self.in_flight.lock().remove(&t.prepare_start);
             *t.result.lock() = Some(r);
         }
-        let c = &self.counters;
-        c.binlog_groups.fetch_add(1, Ordering::Relaxed);
-        c.binlog_group_size_sum
-            .fetch_add(group.len() as u64, Ordering::Relaxed);
         probe_points::redoctor_group_commit(group.len() as u64);
         Self::wake(group);
     }
@@ -400,7 +432,7 @@ impl GroupCommit {
     /// A stage failed: every transaction of the group is rolled back in
     /// memory and gets the error (its prepare may still be decided either
     /// way by recovery, as for any commit whose outcome the client never saw).
-    fn finish_failed(&self, group: Group, cause: String) {
+    fn finish_failed(&self, group: Group, cause: StageError) {
         for t in &group {
             if let Some(trx) = t.trx.lock().take() {
                 self.rollback(trx);

@@ -78,7 +78,7 @@ impl fmt::Display for RedoMode {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RedoError {
     #[error(
         "redo log {op} failed: {cause}. The engine stopped acknowledging commits (fail-stop); \
