@@ -52,3 +52,12 @@ pub extern "C" fn redoctor_checkpoint(lsn: u64, bytes: u64) {
 pub extern "C" fn redoctor_fail_stop(errno: i32) {
     black_box((0x06u8, errno));
 }
+
+/// Periodic tick (thread `log_checkpoint`, at most 100 ms apart): the
+/// cumulative `commits` and `redo_bytes` counters, so probes count commits
+/// exactly without a probe on the per-commit path.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_counters_tick(commits: u64, redo_bytes: u64) {
+    black_box((0x07u8, commits, redo_bytes));
+}

@@ -127,6 +127,7 @@ fn probe_points_start_with_push_rbp() {
         "redoctor_mode_switch",
         "redoctor_checkpoint",
         "redoctor_fail_stop",
+        "redoctor_counters_tick",
     ] {
         let header = format!("<{sym}>:");
         let at = text

@@ -1,0 +1,224 @@
+//! Loads the BPF object for one target process and attaches its programs.
+//!
+//! [`Probes`] owns the loaded object: dropping it detaches every program and
+//! frees every map (nothing is pinned), so probes never outlive the agent,
+//! even when it is killed (the kernel closes its descriptors).
+//!
+//! Attachment degrades gracefully: the scheduler programs (raw tracepoints)
+//! are required; syscall tracepoints need tracefs; uprobes need the probe
+//! symbols in the target binary. Whatever cannot attach is listed in
+//! [`Probes::unavailable`] with the reason, and the rest keeps working.
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+
+use aya::programs::uprobe::UProbeScope;
+use aya::programs::{RawTracePoint, TracePoint, UProbe};
+use aya::{Ebpf, EbpfLoader};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ProbeError;
+use crate::preflight;
+
+/// The compiled BPF object (see build.rs).
+static BPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/redoctor.bpf.o"));
+
+/// Raw tracepoints: (program, tracepoint).
+const RAW_TRACEPOINTS: &[(&str, &str)] = &[
+    ("sched_switch", "sched_switch"),
+    ("sched_waking", "sched_waking"),
+];
+
+/// Syscall tracepoints: (program, event in category `syscalls`, group).
+const SYSCALL_TRACEPOINTS: &[(&str, &str, &str)] = &[
+    ("enter_write", "sys_enter_write", "io"),
+    ("exit_write", "sys_exit_write", "io"),
+    ("enter_pwrite64", "sys_enter_pwrite64", "io"),
+    ("exit_pwrite64", "sys_exit_pwrite64", "io"),
+    ("enter_fsync", "sys_enter_fsync", "io"),
+    ("exit_fsync", "sys_exit_fsync", "io"),
+    ("enter_fdatasync", "sys_enter_fdatasync", "io"),
+    ("exit_fdatasync", "sys_exit_fdatasync", "io"),
+    ("enter_futex", "sys_enter_futex", "futex"),
+    ("exit_futex", "sys_exit_futex", "futex"),
+];
+
+/// Uprobes: (program, symbol in the target binary).
+pub const PROBE_POINTS: &[(&str, &str)] = &[
+    ("log_write", "redoctor_log_write"),
+    ("log_flush", "redoctor_log_flush"),
+    ("flush_notified", "redoctor_flush_notified"),
+    ("mode_switch", "redoctor_mode_switch"),
+    ("checkpoint", "redoctor_checkpoint"),
+    ("fail_stop", "redoctor_fail_stop"),
+    ("counters_tick", "redoctor_counters_tick"),
+];
+
+/// Where tracefs is expected (and mounted when missing).
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// How to attach.
+#[derive(Debug, Clone)]
+pub struct AttachOptions {
+    /// Target process id.
+    pub pid: u32,
+    /// Attach uprobes to the engine probe points (`redoctor_*` symbols).
+    pub uprobes: bool,
+    /// tracefs mount point used by the syscall tracepoints.
+    pub tracefs: PathBuf,
+}
+
+impl AttachOptions {
+    pub fn new(pid: u32) -> Self {
+        AttachOptions {
+            pid,
+            uprobes: true,
+            tracefs: PathBuf::from(TRACEFS),
+        }
+    }
+}
+
+/// A measurement that is not available in this run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unavailable {
+    /// What is missing (a tracepoint group or a probe-point symbol).
+    pub what: String,
+    /// Why, and how to fix it.
+    pub why: String,
+}
+
+/// The loaded and attached probes for one process.
+pub struct Probes {
+    pub(crate) bpf: Ebpf,
+    pid: u32,
+    unavailable: Vec<Unavailable>,
+    attached_points: Vec<String>,
+}
+
+impl Probes {
+    /// Checks the target and privileges, loads the object with the target's
+    /// tgid baked in, and attaches every program it can.
+    pub fn attach(opts: &AttachOptions) -> Result<Probes, ProbeError> {
+        preflight::check_pid(opts.pid)?;
+        preflight::check_privileges()?;
+        preflight::check_btf()?;
+        let mut bpf = EbpfLoader::new()
+            .override_global("target_tgid", &opts.pid, true)
+            .load(BPF_OBJECT)
+            .map_err(|e| ProbeError::Load {
+                source: Box::new(e),
+            })?;
+        let mut unavailable = Vec::new();
+
+        for (prog, tp) in RAW_TRACEPOINTS {
+            let p: &mut RawTracePoint = program(&mut bpf, prog)?;
+            p.load().map_err(|e| load_err(prog, e))?;
+            p.attach(tp).map_err(|e| ProbeError::Attach {
+                program: prog.to_string(),
+                target: format!("raw tracepoint {tp}"),
+                source: Box::new(e),
+            })?;
+        }
+
+        match preflight::ensure_tracefs(&opts.tracefs) {
+            Ok(()) => {
+                for (prog, event, _) in SYSCALL_TRACEPOINTS {
+                    let p: &mut TracePoint = program(&mut bpf, prog)?;
+                    p.load().map_err(|e| load_err(prog, e))?;
+                    p.attach("syscalls", event)
+                        .map_err(|e| ProbeError::Attach {
+                            program: prog.to_string(),
+                            target: format!("tracepoint syscalls/{event}"),
+                            source: Box::new(e),
+                        })?;
+                }
+            }
+            Err(why) => {
+                for group in [
+                    "io (write/pwrite bytes, fsync counts and latency)",
+                    "futex waits",
+                ] {
+                    unavailable.push(Unavailable {
+                        what: group.to_string(),
+                        why: why.clone(),
+                    });
+                }
+            }
+        }
+
+        let mut attached_points = Vec::new();
+        if opts.uprobes {
+            let exe = PathBuf::from(format!("/proc/{}/exe", opts.pid));
+            let scope = UProbeScope::OneProcess(
+                NonZeroU32::new(opts.pid).ok_or(ProbeError::NoSuchProcess { pid: 0 })?,
+            );
+            for (prog, sym) in PROBE_POINTS {
+                let p: &mut UProbe = program(&mut bpf, prog)?;
+                p.load().map_err(|e| load_err(prog, e))?;
+                match p.attach(*sym, &exe, scope) {
+                    Ok(_) => attached_points.push(sym.to_string()),
+                    Err(e) => unavailable.push(Unavailable {
+                        what: format!("probe point {sym}"),
+                        why: uprobe_why(&exe, &e),
+                    }),
+                }
+            }
+        }
+        Ok(Probes {
+            bpf,
+            pid: opts.pid,
+            unavailable,
+            attached_points,
+        })
+    }
+
+    /// The target process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Measurements that could not be attached, with reasons.
+    pub fn unavailable(&self) -> &[Unavailable] {
+        &self.unavailable
+    }
+
+    /// Probe-point symbols with an attached uprobe.
+    pub fn attached_probe_points(&self) -> &[String] {
+        &self.attached_points
+    }
+}
+
+fn program<'a, T>(bpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, ProbeError>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program>,
+{
+    bpf.program_mut(name)
+        .and_then(|p| p.try_into().ok())
+        .ok_or_else(|| ProbeError::Missing {
+            what: "program",
+            name: name.to_string(),
+        })
+}
+
+fn load_err(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
+    ProbeError::ProgramLoad {
+        program: prog.to_string(),
+        source: Box::new(e),
+    }
+}
+
+fn uprobe_why(exe: &Path, e: &aya::programs::ProgramError) -> String {
+    let target = std::fs::read_link(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    format!(
+        "{msg} (in {}); the binary may be stripped of its probe symbols or be another program: \
+         keep the `redoctor_*` symbols (do not strip them) to get engine events",
+        target.display()
+    )
+}
