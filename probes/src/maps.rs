@@ -23,6 +23,16 @@ pub struct ThreadSched {
     pub involuntary: u64,
     pub runq_wait_ns: u64,
     pub runq_waits: u64,
+    /// Thread name at its last switch-out (NUL-padded).
+    pub comm: [u8; 16],
+}
+
+impl ThreadSched {
+    /// The recorded thread name.
+    pub fn comm(&self) -> String {
+        let end = self.comm.iter().position(|&b| b == 0).unwrap_or(16);
+        String::from_utf8_lossy(&self.comm[..end]).into_owned()
+    }
 }
 
 #[repr(C)]

@@ -82,6 +82,11 @@ pub fn check_btf() -> Result<(), ProbeError> {
 /// mounting it when it is empty. Tracepoints (syscalls, futex) need it;
 /// raw tracepoints and uprobes do not. Returns why it is unusable otherwise.
 pub fn ensure_tracefs(dir: &Path) -> Result<(), String> {
+    let fix = format!("mount it with `mount -t tracefs tracefs {}`", dir.display());
+    mount_tracefs(dir).map_err(|why| format!("{why}: {fix}"))
+}
+
+fn mount_tracefs(dir: &Path) -> Result<(), String> {
     if dir.join("events").is_dir() {
         return Ok(());
     }
@@ -104,9 +109,7 @@ pub fn ensure_tracefs(dir: &Path) -> Result<(), String> {
     if rc != 0 {
         let err = std::io::Error::last_os_error();
         return Err(format!(
-            "tracefs is not mounted at {} and mounting it failed ({err}): \
-             mount it with `mount -t tracefs tracefs {}`",
-            dir.display(),
+            "tracefs is not mounted at {} and mounting it failed ({err})",
             dir.display()
         ));
     }

@@ -96,6 +96,14 @@ impl Sampler {
     pub fn window(&mut self) -> Result<Signals, ProbeError> {
         let alive = self.refresh_proc();
         let cur = MapsReading::read(&self.probes)?;
+        // Names recorded by the kernel at each switch-out cover threads
+        // that lived and died within the window.
+        for (tid, t) in &cur.threads {
+            let name = t.comm();
+            if !name.is_empty() {
+                self.comms.insert(*tid, name);
+            }
+        }
         let costs = bpf_stats::read(&self.probes);
         let sig = self.compute(&cur, &costs, !alive);
         self.prev = cur;

@@ -31,6 +31,7 @@ struct thread_sched {
 	__u64 involuntary;  /* switched out while still runnable (preempted, yield) */
 	__u64 runq_wait_ns; /* ns spent runnable but waiting for a CPU */
 	__u64 runq_waits;   /* number of such waits that ended on a CPU */
+	char comm[16];      /* thread name at its last switch-out */
 };
 
 struct {
@@ -143,6 +144,8 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		bool still_runnable = preempt || state == 0;
 		struct thread_sched *s = thread_stats(tid);
 		if (s) {
+			/* Names of short-lived threads outlive them here. */
+			bpf_get_current_comm(s->comm, sizeof(s->comm));
 			if (slice->tid == tid && slice->start_ns)
 				s->oncpu_ns += now - slice->start_ns;
 			if (still_runnable)
