@@ -48,7 +48,10 @@ fn unknown_profile_lists_the_shipped_ones() {
         .unwrap();
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("unknown profile `oracle`") && err.contains("mariadb"), "{err}");
+    assert!(
+        err.contains("unknown profile `oracle`") && err.contains("mariadb"),
+        "{err}"
+    );
 }
 
 #[test]

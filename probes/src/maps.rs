@@ -25,6 +25,8 @@ pub struct ThreadSched {
     pub runq_waits: u64,
     /// Thread name at its last switch-out (NUL-padded).
     pub comm: [u8; 16],
+    /// When it last became runnable (0 = running or asleep), kernel ns.
+    pub runnable_since_ns: u64,
 }
 
 impl ThreadSched {

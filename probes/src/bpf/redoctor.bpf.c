@@ -32,6 +32,7 @@ struct thread_sched {
 	__u64 runq_wait_ns; /* ns spent runnable but waiting for a CPU */
 	__u64 runq_waits;   /* number of such waits that ended on a CPU */
 	char comm[16];      /* thread name at its last switch-out */
+	__u64 runnable_since_ns; /* when it last became runnable; 0 = running or asleep */
 };
 
 struct {
@@ -54,14 +55,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cpu_slice);
 } cpu_current_slice SEC(".maps");
-
-/* When each runnable-but-not-running target thread became runnable. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
-	__type(value, __u64);
-} runnable_since_ns SEC(".maps");
 
 /* Run-queue latency histogram: bucket i counts waits w with
  * 2^i <= w_ns < 2^(i+1) (bucket 0 also holds w < 1 ns). */
@@ -148,15 +141,14 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 			bpf_get_current_comm(s->comm, sizeof(s->comm));
 			if (slice->tid == tid && slice->start_ns)
 				s->oncpu_ns += now - slice->start_ns;
-			if (still_runnable)
+			if (still_runnable) {
 				s->involuntary += 1;
-			else
+				s->runnable_since_ns = now;
+			} else {
 				s->voluntary += 1;
+				s->runnable_since_ns = 0;
+			}
 		}
-		if (still_runnable)
-			bpf_map_update_elem(&runnable_since_ns, &tid, &now, BPF_ANY);
-		else
-			bpf_map_delete_elem(&runnable_since_ns, &tid);
 	}
 	slice->start_ns = 0;
 	slice->tid = 0;
@@ -165,16 +157,14 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		__u32 tid = BPF_CORE_READ(next, pid);
 		slice->start_ns = now;
 		slice->tid = tid;
-		__u64 *since = bpf_map_lookup_elem(&runnable_since_ns, &tid);
-		if (since) {
-			__u64 wait = now > *since ? now - *since : 0;
-			bpf_map_delete_elem(&runnable_since_ns, &tid);
+		struct thread_sched *s = thread_stats(tid);
+		if (s && s->runnable_since_ns) {
+			__u64 since = s->runnable_since_ns;
+			__u64 wait = now > since ? now - since : 0;
+			s->runnable_since_ns = 0;
+			s->runq_wait_ns += wait;
+			s->runq_waits += 1;
 			hist_add(&runq_latency_ns_log2, wait);
-			struct thread_sched *s = thread_stats(tid);
-			if (s) {
-				s->runq_wait_ns += wait;
-				s->runq_waits += 1;
-			}
 		}
 	}
 	return 0;
@@ -207,8 +197,9 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 				__sync_fetch_and_add(n, 1);
 	}
 	if (wakee_pid == target_tgid) {
-		__u64 now = bpf_ktime_get_ns();
-		bpf_map_update_elem(&runnable_since_ns, &key.wakee_tid, &now, BPF_ANY);
+		struct thread_sched *s = thread_stats(key.wakee_tid);
+		if (s)
+			s->runnable_since_ns = bpf_ktime_get_ns();
 	}
 	return 0;
 }

@@ -95,17 +95,41 @@ fn no_such_pid_is_refused() -> Result<(), String> {
     }
 }
 
-/// bpftrace counting the same events as the probes (switches by the
-/// target's threads, wakeups issued by them), until it is interrupted.
+/// bpftrace running `bpftrace/switches_wakeups.bt` (the operators' script)
+/// plus a 20 ms tick printing its counters with the monotonic time, so its
+/// counts can be taken over the very window the probes measured.
 struct Bpftrace {
     child: std::process::Child,
+}
+
+/// Monotonic clock, ns: the clock of bpftrace's `nsecs` (bpf_ktime_get_ns).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// bpftrace's counters at one tick.
+#[derive(Debug, Default, Clone)]
+struct BtSample {
+    at_ns: u64,
+    counts: BTreeMap<String, u64>,
 }
 
 impl Bpftrace {
     fn start(pid: u32) -> Result<Option<Bpftrace>, String> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bpftrace/switches_wakeups.bt");
+        let mut program = std::fs::read_to_string(&script).map_err(|e| e.to_string())?;
+        program.push_str(
+            "\ninterval:ms:20 { printf(\"T %llu\\n\", nsecs); print(@voluntary_switches); \
+             print(@involuntary_switches); print(@wakeups_by_target); }\n",
+        );
         let mut child = match Command::new("bpftrace")
-            .arg(&script)
+            .arg("-e")
+            .arg(&program)
             .arg(pid.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -115,12 +139,12 @@ impl Bpftrace {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("spawning bpftrace: {e}")),
         };
-        // Wait until it says it attached.
+        // Wait for its first tick: the probes are live then.
         let mut out = child.stdout.take().unwrap();
         let mut seen = Vec::new();
         let mut byte = [0u8; 1];
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !String::from_utf8_lossy(&seen).contains("Attaching") {
+        while !String::from_utf8_lossy(&seen).contains("\nT ") {
             if Instant::now() > deadline || out.read(&mut byte).map_err(|e| e.to_string())? == 0 {
                 return Err(format!(
                     "bpftrace did not attach: {}",
@@ -129,17 +153,12 @@ impl Bpftrace {
             }
             seen.push(byte[0]);
         }
-        while byte[0] != b'\n' {
-            out.read_exact(&mut byte).map_err(|e| e.to_string())?;
-        }
         child.stdout = Some(out);
-        // Attaching is printed before the probes are live; give it a moment.
-        std::thread::sleep(Duration::from_millis(500));
         Ok(Some(Bpftrace { child }))
     }
 
-    /// Interrupts bpftrace and parses `@name: N` lines.
-    fn stop(mut self) -> Result<BTreeMap<String, u64>, String> {
+    /// Interrupts bpftrace and returns its ticks.
+    fn stop(mut self) -> Result<Vec<BtSample>, String> {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         let mut text = String::new();
         self.child
@@ -149,14 +168,40 @@ impl Bpftrace {
             .read_to_string(&mut text)
             .map_err(|e| e.to_string())?;
         let _ = self.child.wait();
-        Ok(text
-            .lines()
-            .filter_map(|l| {
-                let (k, v) = l.strip_prefix('@')?.split_once(": ")?;
-                Some((k.to_string(), v.trim().parse().ok()?))
-            })
-            .collect())
+        let mut samples: Vec<BtSample> = Vec::new();
+        for l in text.lines() {
+            if let Some(t) = l.strip_prefix("T ") {
+                samples.push(BtSample {
+                    at_ns: t.trim().parse().map_err(|_| format!("bad tick line {l}"))?,
+                    counts: BTreeMap::new(),
+                });
+            } else if let (Some(cur), Some((k, v))) = (
+                samples.last_mut(),
+                l.strip_prefix('@').and_then(|r| r.split_once(": ")),
+            ) {
+                if let Ok(v) = v.trim().parse() {
+                    cur.counts.insert(k.to_string(), v);
+                }
+            }
+        }
+        Ok(samples)
     }
+}
+
+/// bpftrace's counts between the ticks nearest to `t0` and `t1`.
+fn bt_window(samples: &[BtSample], t0: u64, t1: u64) -> Result<BTreeMap<String, u64>, String> {
+    let nearest = |t: u64| {
+        samples
+            .iter()
+            .min_by_key(|s| s.at_ns.abs_diff(t))
+            .filter(|s| s.at_ns.abs_diff(t) < 100_000_000)
+            .ok_or_else(|| format!("no bpftrace tick within 100 ms of {t}"))
+    };
+    let (a, b) = (nearest(t0)?, nearest(t1)?);
+    Ok(b.counts
+        .iter()
+        .map(|(k, v)| (k.clone(), v - a.counts.get(k).copied().unwrap_or(0)))
+        .collect())
 }
 
 fn within_1pct(what: &str, ours: u64, theirs: u64) -> Result<(), String> {
@@ -198,11 +243,17 @@ fn probed_window(
     // Let a counters tick (every 100 ms) carry the idle engine's count, so
     // the window's commit baseline is taken before the workload starts.
     std::thread::sleep(Duration::from_millis(250));
+    let t0 = monotonic_ns();
     let mut sampler = Sampler::new(probes, engine_profile()).map_err(|e| e.to_string())?;
     let after = child.run_workload();
+    let t1 = monotonic_ns();
     let s = sampler.window().map_err(|e| e.to_string())?;
     let bt_counts = match bt {
-        Some(b) => Some(b.stop()?),
+        Some(b) => {
+            // Let bpftrace tick past the window's end before stopping it.
+            std::thread::sleep(Duration::from_millis(100));
+            Some(bt_window(&b.stop()?, t0, t1)?)
+        }
         None => None,
     };
     drop(sampler);
