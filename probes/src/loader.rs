@@ -4,16 +4,17 @@
 //! frees every map (nothing is pinned), so probes never outlive the agent,
 //! even when it is killed (the kernel closes its descriptors).
 //!
-//! Attachment degrades gracefully: the scheduler programs (raw tracepoints)
-//! are required; syscall tracepoints need tracefs; uprobes need the probe
-//! symbols in the target binary. Whatever cannot attach is listed in
-//! [`Probes::unavailable`] with the reason, and the rest keeps working.
+//! Only raw tracepoints (scheduler, syscalls) and uprobes are used: no
+//! kprobes, no fentry, and no tracefs (raw tracepoints attach by name through
+//! the bpf syscall). The raw tracepoints are required; uprobes need the probe
+//! symbols in the target binary, and when they are missing that is listed in
+//! [`Probes::unavailable`] with the reason while the rest keeps working.
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 
 use aya::programs::uprobe::UProbeScope;
-use aya::programs::{RawTracePoint, TracePoint, UProbe};
+use aya::programs::{RawTracePoint, UProbe};
 use aya::{Ebpf, EbpfLoader};
 use serde::{Deserialize, Serialize};
 
@@ -23,24 +24,13 @@ use crate::preflight;
 /// The compiled BPF object (see build.rs).
 static BPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/redoctor.bpf.o"));
 
-/// Raw tracepoints: (program, tracepoint).
+/// Raw tracepoints: (program, tracepoint). Raw tracepoints need no tracefs
+/// and build no per-event record, so they are the cheapest hooks here.
 const RAW_TRACEPOINTS: &[(&str, &str)] = &[
     ("sched_switch", "sched_switch"),
     ("sched_waking", "sched_waking"),
-];
-
-/// Syscall tracepoints: (program, event in category `syscalls`, group).
-const SYSCALL_TRACEPOINTS: &[(&str, &str, &str)] = &[
-    ("enter_write", "sys_enter_write", "io"),
-    ("exit_write", "sys_exit_write", "io"),
-    ("enter_pwrite64", "sys_enter_pwrite64", "io"),
-    ("exit_pwrite64", "sys_exit_pwrite64", "io"),
-    ("enter_fsync", "sys_enter_fsync", "io"),
-    ("exit_fsync", "sys_exit_fsync", "io"),
-    ("enter_fdatasync", "sys_enter_fdatasync", "io"),
-    ("exit_fdatasync", "sys_exit_fdatasync", "io"),
-    ("enter_futex", "sys_enter_futex", "futex"),
-    ("exit_futex", "sys_exit_futex", "futex"),
+    ("sys_enter", "sys_enter"),
+    ("sys_exit", "sys_exit"),
 ];
 
 /// Uprobes: (program, symbol in the target binary).
@@ -54,9 +44,6 @@ pub const PROBE_POINTS: &[(&str, &str)] = &[
     ("counters_tick", "redoctor_counters_tick"),
 ];
 
-/// Where tracefs is expected (and mounted when missing).
-pub const TRACEFS: &str = "/sys/kernel/tracing";
-
 /// How to attach.
 #[derive(Debug, Clone)]
 pub struct AttachOptions {
@@ -64,17 +51,11 @@ pub struct AttachOptions {
     pub pid: u32,
     /// Attach uprobes to the engine probe points (`redoctor_*` symbols).
     pub uprobes: bool,
-    /// tracefs mount point used by the syscall tracepoints.
-    pub tracefs: PathBuf,
 }
 
 impl AttachOptions {
     pub fn new(pid: u32) -> Self {
-        AttachOptions {
-            pid,
-            uprobes: true,
-            tracefs: PathBuf::from(TRACEFS),
-        }
+        AttachOptions { pid, uprobes: true }
     }
 }
 
@@ -120,32 +101,6 @@ impl Probes {
             })?;
         }
 
-        match preflight::ensure_tracefs(&opts.tracefs) {
-            Ok(()) => {
-                for (prog, event, _) in SYSCALL_TRACEPOINTS {
-                    let p: &mut TracePoint = program(&mut bpf, prog)?;
-                    p.load().map_err(|e| load_err(prog, e))?;
-                    p.attach("syscalls", event)
-                        .map_err(|e| ProbeError::Attach {
-                            program: prog.to_string(),
-                            target: format!("tracepoint syscalls/{event}"),
-                            source: Box::new(e),
-                        })?;
-                }
-            }
-            Err(why) => {
-                for group in [
-                    "io (write/pwrite bytes, fsync counts and latency)",
-                    "futex waits",
-                ] {
-                    unavailable.push(Unavailable {
-                        what: group.to_string(),
-                        why: why.clone(),
-                    });
-                }
-            }
-        }
-
         let mut attached_points = Vec::new();
         if opts.uprobes {
             let exe = PathBuf::from(format!("/proc/{}/exe", opts.pid));
@@ -180,6 +135,14 @@ impl Probes {
     /// Measurements that could not be attached, with reasons.
     pub fn unavailable(&self) -> &[Unavailable] {
         &self.unavailable
+    }
+
+    /// Kernel ids of the loaded programs (to check they are gone after drop).
+    pub fn program_ids(&self) -> Vec<u32> {
+        self.bpf
+            .programs()
+            .filter_map(|(_, p)| p.info().ok().map(|i| i.id()))
+            .collect()
     }
 
     /// Probe-point symbols with an attached uprobe.

@@ -1,6 +1,5 @@
 //! Checks made before loading anything, each with a precise error:
-//! the target exists, we hold the capabilities, the kernel has BTF,
-//! tracefs is mounted (mounting it when it is not).
+//! the target exists, we hold the capabilities, the kernel has BTF.
 
 use std::fs;
 use std::path::Path;
@@ -78,51 +77,6 @@ pub fn check_btf() -> Result<(), ProbeError> {
     }
 }
 
-/// Makes sure tracefs is mounted at `dir` (normally `/sys/kernel/tracing`),
-/// mounting it when it is empty. Tracepoints (syscalls, futex) need it;
-/// raw tracepoints and uprobes do not. Returns why it is unusable otherwise.
-pub fn ensure_tracefs(dir: &Path) -> Result<(), String> {
-    let fix = format!("mount it with `mount -t tracefs tracefs {}`", dir.display());
-    mount_tracefs(dir).map_err(|why| format!("{why}: {fix}"))
-}
-
-fn mount_tracefs(dir: &Path) -> Result<(), String> {
-    if dir.join("events").is_dir() {
-        return Ok(());
-    }
-    if !dir.is_dir() {
-        return Err(format!("{} is not a directory", dir.display()));
-    }
-    let target = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", dir.display()))?;
-    let fstype = c"tracefs";
-    // SAFETY: every pointer is a valid NUL-terminated string; no data argument.
-    let rc = unsafe {
-        libc::mount(
-            fstype.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        return Err(format!(
-            "tracefs is not mounted at {} and mounting it failed ({err})",
-            dir.display()
-        ));
-    }
-    if dir.join("events").is_dir() {
-        Ok(())
-    } else {
-        Err(format!(
-            "mounted tracefs at {} but it has no events/ directory (kernel without CONFIG_FTRACE?)",
-            dir.display()
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,12 +92,5 @@ mod tests {
         assert!(check_pid(tid).is_err());
         let e = check_pid(u32::MAX - 1).unwrap_err().to_string();
         assert!(e.contains("no process with pid"), "{e}");
-    }
-
-    #[test]
-    fn tracefs_on_a_plain_file_is_reported_unusable() {
-        let f = tempfile::NamedTempFile::new().unwrap();
-        let e = ensure_tracefs(f.path()).unwrap_err();
-        assert!(e.contains("not a directory"), "{e}");
     }
 }

@@ -54,20 +54,4 @@ struct bpf_raw_tracepoint_args {
 	__u64 args[0];
 };
 
-/* Classic syscall tracepoint records (format in
- * tracefs events/syscalls/sys_{enter,exit}_NAME/format). */
-struct syscall_enter_ctx {
-	__u64 common; /* common_type, flags, preempt_count, pid */
-	__s32 syscall_nr;
-	__u32 pad;
-	__u64 args[6];
-};
-
-struct syscall_exit_ctx {
-	__u64 common;
-	__s32 syscall_nr;
-	__u32 pad;
-	__s64 ret;
-};
-
 #endif

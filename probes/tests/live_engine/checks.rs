@@ -37,10 +37,7 @@ pub fn run_all() {
             "stripped_binary_loses_only_engine_events",
             stripped_binary_loses_only_engine_events,
         ),
-        (
-            "missing_tracefs_loses_only_syscall_signals",
-            missing_tracefs_loses_only_syscall_signals,
-        ),
+        ("probes_are_gone_after_drop", probes_are_gone_after_drop),
     ];
     let mut failed = 0;
     for (name, check) in checks {
@@ -96,41 +93,38 @@ fn no_such_pid_is_refused() -> Result<(), String> {
 }
 
 /// bpftrace running `bpftrace/switches_wakeups.bt` (the operators' script)
-/// plus a 20 ms tick printing its counters with the monotonic time, so its
-/// counts can be taken over the very window the probes measured.
+/// with its counting gated: a getppid(2) call by this test process toggles
+/// the gate, in the kernel, at the very moment it happens. The test opens
+/// the gate just before its first reading of the maps and closes it just
+/// after the last, so bpftrace counts the probes' window plus the few idle
+/// milliseconds of the readings themselves.
 struct Bpftrace {
     child: std::process::Child,
 }
 
-/// Monotonic clock, ns: the clock of bpftrace's `nsecs` (bpf_ktime_get_ns).
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// bpftrace's counters at one tick.
-#[derive(Debug, Default, Clone)]
-struct BtSample {
-    at_ns: u64,
-    counts: BTreeMap<String, u64>,
+/// Opens or closes the bpftrace gate (see [`Bpftrace`]).
+fn toggle_gate() {
+    unsafe { libc::getppid() };
 }
 
 impl Bpftrace {
     fn start(pid: u32) -> Result<Option<Bpftrace>, String> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bpftrace/switches_wakeups.bt");
-        let mut program = std::fs::read_to_string(&script).map_err(|e| e.to_string())?;
+        let text = std::fs::read_to_string(&script).map_err(|e| e.to_string())?;
+        ensure!(
+            text.matches("/pid == $1/").count() == 2,
+            "{} changed: expected two `/pid == $1/` predicates",
+            script.display()
+        );
+        let mut program = text.replace("/pid == $1/", "/pid == $1 && @gate == 1/");
         program.push_str(
-            "\ninterval:ms:20 { printf(\"T %llu\\n\", nsecs); print(@voluntary_switches); \
-             print(@involuntary_switches); print(@wakeups_by_target); }\n",
+            "\ntracepoint:syscalls:sys_enter_getppid /pid == $2/ { @gate = 1 - @gate; }\n",
         );
         let mut child = match Command::new("bpftrace")
             .arg("-e")
             .arg(&program)
             .arg(pid.to_string())
+            .arg(std::process::id().to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -139,13 +133,11 @@ impl Bpftrace {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("spawning bpftrace: {e}")),
         };
-        // Wait for its first tick: the probes are live then.
         let mut out = child.stdout.take().unwrap();
         let mut seen = Vec::new();
         let mut byte = [0u8; 1];
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !String::from_utf8_lossy(&seen).contains("\nT ") {
-            if Instant::now() > deadline || out.read(&mut byte).map_err(|e| e.to_string())? == 0 {
+        while !seen.ends_with(b"\n") || !String::from_utf8_lossy(&seen).contains("Attaching") {
+            if out.read(&mut byte).map_err(|e| e.to_string())? == 0 {
                 return Err(format!(
                     "bpftrace did not attach: {}",
                     String::from_utf8_lossy(&seen)
@@ -154,11 +146,13 @@ impl Bpftrace {
             seen.push(byte[0]);
         }
         child.stdout = Some(out);
+        // "Attaching" is printed before the last probe is live.
+        std::thread::sleep(Duration::from_millis(500));
         Ok(Some(Bpftrace { child }))
     }
 
-    /// Interrupts bpftrace and returns its ticks.
-    fn stop(mut self) -> Result<Vec<BtSample>, String> {
+    /// Interrupts bpftrace and parses its `@name: N` lines.
+    fn stop(mut self) -> Result<BTreeMap<String, u64>, String> {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         let mut text = String::new();
         self.child
@@ -168,40 +162,14 @@ impl Bpftrace {
             .read_to_string(&mut text)
             .map_err(|e| e.to_string())?;
         let _ = self.child.wait();
-        let mut samples: Vec<BtSample> = Vec::new();
-        for l in text.lines() {
-            if let Some(t) = l.strip_prefix("T ") {
-                samples.push(BtSample {
-                    at_ns: t.trim().parse().map_err(|_| format!("bad tick line {l}"))?,
-                    counts: BTreeMap::new(),
-                });
-            } else if let (Some(cur), Some((k, v))) = (
-                samples.last_mut(),
-                l.strip_prefix('@').and_then(|r| r.split_once(": ")),
-            ) {
-                if let Ok(v) = v.trim().parse() {
-                    cur.counts.insert(k.to_string(), v);
-                }
-            }
-        }
-        Ok(samples)
+        Ok(text
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.strip_prefix('@')?.split_once(": ")?;
+                Some((k.to_string(), v.trim().parse().ok()?))
+            })
+            .collect())
     }
-}
-
-/// bpftrace's counts between the ticks nearest to `t0` and `t1`.
-fn bt_window(samples: &[BtSample], t0: u64, t1: u64) -> Result<BTreeMap<String, u64>, String> {
-    let nearest = |t: u64| {
-        samples
-            .iter()
-            .min_by_key(|s| s.at_ns.abs_diff(t))
-            .filter(|s| s.at_ns.abs_diff(t) < 100_000_000)
-            .ok_or_else(|| format!("no bpftrace tick within 100 ms of {t}"))
-    };
-    let (a, b) = (nearest(t0)?, nearest(t1)?);
-    Ok(b.counts
-        .iter()
-        .map(|(k, v)| (k.clone(), v - a.counts.get(k).copied().unwrap_or(0)))
-        .collect())
 }
 
 fn within_1pct(what: &str, ours: u64, theirs: u64) -> Result<(), String> {
@@ -243,17 +211,13 @@ fn probed_window(
     // Let a counters tick (every 100 ms) carry the idle engine's count, so
     // the window's commit baseline is taken before the workload starts.
     std::thread::sleep(Duration::from_millis(250));
-    let t0 = monotonic_ns();
+    toggle_gate();
     let mut sampler = Sampler::new(probes, engine_profile()).map_err(|e| e.to_string())?;
     let after = child.run_workload();
-    let t1 = monotonic_ns();
     let s = sampler.window().map_err(|e| e.to_string())?;
+    toggle_gate();
     let bt_counts = match bt {
-        Some(b) => {
-            // Let bpftrace tick past the window's end before stopping it.
-            std::thread::sleep(Duration::from_millis(100));
-            Some(bt_window(&b.stop()?, t0, t1)?)
-        }
+        Some(b) => Some(b.stop()?),
         None => None,
     };
     drop(sampler);
@@ -430,32 +394,32 @@ fn stripped_binary_loses_only_engine_events() -> Result<(), String> {
     Ok(())
 }
 
-fn missing_tracefs_loses_only_syscall_signals() -> Result<(), String> {
-    let f = tempfile::NamedTempFile::new().unwrap();
-    let path = f.path().to_path_buf();
-    let (s, commits, _, _) = probed_window(
-        &this_exe(),
-        "rt1",
-        move |pid| {
-            let mut o = AttachOptions::new(pid);
-            o.tracefs = path.clone();
-            o
-        },
-        false,
-    )?;
-    ensure!(s.io.is_empty(), "io measured without tracefs: {:?}", s.io);
+fn probes_are_gone_after_drop() -> Result<(), String> {
+    let (child, _) = EngineChild::start(&this_exe(), "rt1", 1, 0.2);
+    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
+    let ids = probes.program_ids();
     ensure!(
-        s.unavailable
-            .iter()
-            .any(|u| u.what.starts_with("io") && u.why.contains("mount -t tracefs")),
-        "tracefs problem not reported with its fix: {:?}",
-        s.unavailable
+        ids.len() >= 4,
+        "expected the programs to be loaded, got ids {ids:?}"
     );
+    drop(probes);
+    // The kernel frees a program after an RCU grace period / deferred work,
+    // so give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let still = loop {
+        let still: Vec<u32> = aya::programs::loaded_programs()
+            .filter_map(|p| p.ok().map(|i| i.id()))
+            .filter(|id| ids.contains(id))
+            .collect();
+        if still.is_empty() || Instant::now() > deadline {
+            break still;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.finish();
     ensure!(
-        s.engine.commits == Some(commits as u64),
-        "uprobes lost too: {:?}",
-        s.engine
+        still.is_empty(),
+        "programs {still:?} still loaded after drop"
     );
-    ensure!(s.cpu.oncpu_ns > 0, "scheduler signals lost too");
     Ok(())
 }

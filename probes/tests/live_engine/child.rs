@@ -116,6 +116,8 @@ impl EngineChild {
     /// Lets the child shut down and waits for it.
     pub fn finish(mut self) {
         let _ = writeln!(self.stdin);
+        // End of input lets the child pass every remaining wait.
+        drop(self.stdin);
         let status = self.child.wait().unwrap();
         assert!(status.success(), "engine child failed: {status}");
     }
