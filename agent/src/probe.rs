@@ -28,15 +28,19 @@ pub struct ProbeArgs {
     /// Target profile: a shipped name (redoctor-engine, mysql8, mariadb, postgresql) or a TOML file.
     #[arg(long, default_value = "redoctor-engine")]
     profile: String,
-    /// Do not attach uprobes to the engine's probe points.
+    /// Do not attach uprobes to the engine's probe points (no engine events).
     #[arg(long)]
     no_uprobes: bool,
+    /// Do not trace syscalls (no write/fsync/futex signals; cheaper on syscall-heavy targets).
+    #[arg(long)]
+    no_syscalls: bool,
 }
 
 pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     let profile = Profile::resolve(&args.profile).context("loading the target profile")?;
     let mut opts = AttachOptions::new(args.pid);
     opts.uprobes = !args.no_uprobes;
+    opts.syscalls = !args.no_syscalls;
     let probes = Probes::attach(&opts)
         .with_context(|| format!("attaching the probes to pid {}", args.pid))?;
     for u in probes.unavailable() {

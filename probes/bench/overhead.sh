@@ -14,6 +14,8 @@
 # and wakeups); "typical" = 8 users, read_write, RT1, data on disk.
 #
 # Usage: probes/bench/overhead.sh [ROUNDS] [SECONDS]   (defaults 3 rounds, 5 s)
+#   AGENT_ARGS="--no-syscalls" or "--no-uprobes": measure a lighter agent;
+#   ONLY_HIGH=1: skip the typical scenario.
 # Needs root. Numbers are noisy on a shared machine: compare medians.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,7 +40,7 @@ run_once() {
     if [[ $attach == 1 ]]; then
         # Attach while the engine prepares and warms up (well before its window).
         /usr/bin/time -f "%U %S %e %M" -o "$work/agent.time" \
-            "$AGENT" probe --pid "$epid" --interval 1s --json \
+            "$AGENT" probe --pid "$epid" --interval 1s --json ${AGENT_ARGS:-} \
             >"$work/agent.jsonl" 2>"$work/agent.err" &
         local apid=$!
     fi
@@ -67,7 +69,8 @@ work, name, args = sys.argv[1:4]
 off = [float(x) for x in open(f"{work}/{name}.off")]
 on = [float(x) for x in open(f"{work}/{name}.on")]
 moff, mon = statistics.median(off), statistics.median(on)
-print(f"## {name}: redoctor-engine run {args}")
+import os
+print(f"## {name}: redoctor-engine run {args}   agent args: {os.environ.get('AGENT_ARGS', '(all probes)')}")
 print(f"TPS without probes: {', '.join(f'{x:.0f}' for x in off)} (median {moff:.0f})")
 print(f"TPS with probes:    {', '.join(f'{x:.0f}' for x in on)} (median {mon:.0f})")
 print(f"with/without: {100 * mon / moff:.1f}%  (target >= 97%)")
@@ -78,14 +81,26 @@ for line in open(f"{work}/{name}.agent"):
     rss.append(int(m))
 print(f"agent CPU: {statistics.median(cpu):.2f}% of one CPU (median), peak RSS {max(rss) / 1024:.1f} MiB")
 runs, ns = {}, {}
+window_s, cpus = 0.0, 1
+uprobe_hits = 0
 for line in open(f"{work}/{name}.signals"):
     s = json.loads(line)
+    window_s += s["window_ns"] / 1e9
+    cpus = max(cpus, s["cpu"]["affinity_cpus"])
     for c in s["probe_cost"]:
         runs[c["program"]] = runs.get(c["program"], 0) + c["runs"]
         ns[c["program"]] = ns.get(c["program"], 0) + c["run_ns"]
-print("BPF program cost (all windows, all rounds): program  events  ns/event")
+print("BPF program cost (all windows, all rounds): program  events  ns/event  events/s")
 for p in sorted(runs, key=lambda p: -ns[p]):
-    print(f"  {p:<16} {runs[p]:>12} {ns[p] / max(runs[p], 1):>8.0f}")
+    print(f"  {p:<16} {runs[p]:>12} {ns[p] / max(runs[p], 1):>8.0f} {runs[p] / window_s:>10.0f}")
+    if p not in ("sched_switch", "sched_waking", "sys_enter", "sys_exit"):
+        uprobe_hits += runs[p]
+bpf_share = 100 * sum(ns.values()) / 1e9 / window_s / cpus
+# A uprobe hit also costs a trap (~1.4 us measured on this VM for functions
+# starting with push %rbp), which BPF run-time stats do not include.
+trap_share = 100 * uprobe_hits * 1.4e-6 / window_s / cpus
+print(f"CPU share of the target's {cpus} CPUs: BPF programs {bpf_share:.2f}%, "
+      f"uprobe traps ~{trap_share:.2f}% (est. 1.4 us/hit), total ~{bpf_share + trap_share:.2f}%")
 PY
     echo
 }

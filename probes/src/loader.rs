@@ -26,12 +26,14 @@ static BPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), 
 
 /// Raw tracepoints: (program, tracepoint). Raw tracepoints need no tracefs
 /// and build no per-event record, so they are the cheapest hooks here.
-const RAW_TRACEPOINTS: &[(&str, &str)] = &[
+const SCHED_TRACEPOINTS: &[(&str, &str)] = &[
     ("sched_switch", "sched_switch"),
     ("sched_waking", "sched_waking"),
-    ("sys_enter", "sys_enter"),
-    ("sys_exit", "sys_exit"),
 ];
+
+/// Raw syscall tracepoints (writes, fsyncs, futex waits).
+const SYSCALL_TRACEPOINTS: &[(&str, &str)] =
+    &[("sys_enter", "sys_enter"), ("sys_exit", "sys_exit")];
 
 /// Uprobes: (program, symbol in the target binary).
 pub const PROBE_POINTS: &[(&str, &str)] = &[
@@ -51,11 +53,20 @@ pub struct AttachOptions {
     pub pid: u32,
     /// Attach uprobes to the engine probe points (`redoctor_*` symbols).
     pub uprobes: bool,
+    /// Attach the syscall tracepoints (write bytes, fsyncs, futex waits).
+    /// They fire on every syscall of every process, so they are the largest
+    /// cost on syscall-heavy targets; without them `io` and `futex_waits`
+    /// stay empty and are listed as unavailable.
+    pub syscalls: bool,
 }
 
 impl AttachOptions {
     pub fn new(pid: u32) -> Self {
-        AttachOptions { pid, uprobes: true }
+        AttachOptions {
+            pid,
+            uprobes: true,
+            syscalls: true,
+        }
     }
 }
 
@@ -91,7 +102,16 @@ impl Probes {
             })?;
         let mut unavailable = Vec::new();
 
-        for (prog, tp) in RAW_TRACEPOINTS {
+        let mut raw: Vec<(&str, &str)> = SCHED_TRACEPOINTS.to_vec();
+        if opts.syscalls {
+            raw.extend_from_slice(SYSCALL_TRACEPOINTS);
+        } else {
+            unavailable.push(Unavailable {
+                what: "io and futex_waits".into(),
+                why: "syscall tracepoints not attached (asked for)".into(),
+            });
+        }
+        for (prog, tp) in raw {
             let p: &mut RawTracePoint = program(&mut bpf, prog)?;
             p.load().map_err(|e| load_err(prog, e))?;
             p.attach(tp).map_err(|e| ProbeError::Attach {

@@ -211,3 +211,31 @@ impl MapsReading {
         })
     }
 }
+
+/// Deletes the given keys from a hash map (entries of threads that are gone
+/// and did not change in the last window), so long runs with thread churn
+/// do not fill the maps. Keys already gone are ignored.
+pub(crate) fn prune<K: Pod, V: Pod>(
+    p: &mut Probes,
+    name: &'static str,
+    keys: &[K],
+) -> Result<(), ProbeError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let m = p.bpf.map_mut(name).ok_or(ProbeError::Missing {
+        what: "map",
+        name: name.into(),
+    })?;
+    let mut h: BpfHashMap<&mut MapData, K, V> = match BpfHashMap::try_from(m) {
+        Ok(h) => h,
+        Err(e) => return Err(map_err(name)(e)),
+    };
+    for k in keys {
+        match h.remove(k) {
+            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => {}
+            Err(e) => return Err(map_err(name)(e)),
+        }
+    }
+    Ok(())
+}

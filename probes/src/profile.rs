@@ -263,6 +263,24 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mine.toml");
+        std::fs::write(
+            &path,
+            "name = \"mine\"\n[[threads]]\npattern = \"w?\"\nrole = \"log_writer\"\n\
+             [files]\nredo = [\"*.redo\"]\n",
+        )
+        .unwrap();
+        let p = Profile::resolve(path.to_str().unwrap()).unwrap();
+        assert_eq!(p.name, "mine");
+        assert_eq!(p.role_of("w1"), Role::LogWriter);
+        assert_eq!(p.role_of("w12"), Role::Other);
+        assert_eq!(p.kind_of("/x/a.redo"), FileKind::Redo);
+        assert_eq!(p.kind_of("/x/a.ibd"), FileKind::Other);
+    }
+
+    #[test]
     fn bad_profiles_are_refused_with_the_cause() {
         let e = Profile::resolve("nosuch").unwrap_err().to_string();
         assert!(

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::bpf_stats::{self, StatsGuard};
 use crate::error::ProbeError;
 use crate::loader::Probes;
-use crate::maps::{point, MapsReading, HIST_BUCKETS};
+use crate::maps::{
+    self, point, FutexKey, FutexWait, MapsReading, ThreadSched, WakePair, HIST_BUCKETS,
+};
 use crate::preflight;
 use crate::procfs;
 use crate::profile::{FileKind, Profile, Role};
@@ -106,10 +108,62 @@ impl Sampler {
         }
         let costs = bpf_stats::read(&self.probes);
         let sig = self.compute(&cur, &costs, !alive);
+        let mut cur = cur;
+        if alive {
+            self.prune_dead_threads(&mut cur)?;
+        }
         self.prev = cur;
         self.prev_costs = costs;
         self.exited |= !alive;
         Ok(sig)
+    }
+
+    /// Removes map entries of threads that have exited and had no event in
+    /// this window, so thread churn does not fill the maps over long runs.
+    /// (Only dead threads: an entry of a live one could change between the
+    /// reading and the delete.)
+    fn prune_dead_threads(&mut self, cur: &mut MapsReading) -> Result<(), ProbeError> {
+        let pid = self.probes.pid();
+        let Ok(live) = procfs::threads(pid) else {
+            return Ok(());
+        };
+        let dead = |tid: u32| !live.contains_key(&tid);
+        let prev = &self.prev;
+        let threads: Vec<u32> = cur
+            .threads
+            .iter()
+            .filter(|(tid, v)| dead(**tid) && prev.threads.get(tid) == Some(*v))
+            .map(|(tid, _)| *tid)
+            .collect();
+        let pairs: Vec<WakePair> = cur
+            .wakeups
+            .iter()
+            .filter(|(k, n)| {
+                let gone = (k.waker_pid == pid && dead(k.waker_tid))
+                    || (k.wakee_pid == pid && dead(k.wakee_tid));
+                gone && prev.wakeups.get(*k) == Some(*n)
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        let futexes: Vec<FutexKey> = cur
+            .futex
+            .iter()
+            .filter(|(k, v)| dead(k.tid) && prev.futex.get(*k) == Some(*v))
+            .map(|(k, _)| *k)
+            .collect();
+        maps::prune::<u32, ThreadSched>(&mut self.probes, "thread_sched_stats", &threads)?;
+        maps::prune::<WakePair, u64>(&mut self.probes, "wakeups_by_pair", &pairs)?;
+        maps::prune::<FutexKey, FutexWait>(&mut self.probes, "futex_wait_by_lock", &futexes)?;
+        for t in &threads {
+            cur.threads.remove(t);
+        }
+        for k in &pairs {
+            cur.wakeups.remove(k);
+        }
+        for k in &futexes {
+            cur.futex.remove(k);
+        }
+        Ok(())
     }
 
     fn role(&self, tid: u32) -> Role {

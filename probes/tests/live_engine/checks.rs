@@ -38,6 +38,10 @@ pub fn run_all() {
             stripped_binary_loses_only_engine_events,
         ),
         ("probes_are_gone_after_drop", probes_are_gone_after_drop),
+        (
+            "exited_threads_are_pruned_from_the_maps",
+            exited_threads_are_pruned_from_the_maps,
+        ),
     ];
     let mut failed = 0;
     for (name, check) in checks {
@@ -421,5 +425,46 @@ fn probes_are_gone_after_drop() -> Result<(), String> {
         still.is_empty(),
         "programs {still:?} still loaded after drop"
     );
+    Ok(())
+}
+
+fn exited_threads_are_pruned_from_the_maps() -> Result<(), String> {
+    let (mut child, _) = EngineChild::start(&this_exe(), "rt0", 4, 0.5);
+    let pid = child.pid();
+    let probes = Probes::attach(&AttachOptions::new(pid)).map_err(|e| e.to_string())?;
+    let mut sampler = Sampler::new(probes, engine_profile()).map_err(|e| e.to_string())?;
+    child.run_workload(); // its user threads have exited when this returns
+    let first = sampler.window().map_err(|e| e.to_string())?;
+    let users: Vec<u32> = first
+        .threads
+        .iter()
+        .filter(|t| t.role == Role::User)
+        .map(|t| t.tid)
+        .collect();
+    ensure!(
+        users.len() == 4,
+        "expected 4 user threads: {:?}",
+        first.threads
+    );
+    // The next window sees them unchanged and gone: their entries are dropped.
+    sampler.window().map_err(|e| e.to_string())?;
+    let left =
+        redoctor_probes::maps::MapsReading::read(sampler.probes()).map_err(|e| e.to_string())?;
+    drop(sampler);
+    child.finish();
+    let kept: Vec<&u32> = users
+        .iter()
+        .filter(|t| left.threads.contains_key(t))
+        .collect();
+    ensure!(
+        kept.is_empty(),
+        "exited threads {kept:?} still in thread_sched_stats"
+    );
+    let pairs = left
+        .wakeups
+        .keys()
+        .filter(|k| users.contains(&k.waker_tid) || users.contains(&k.wakee_tid))
+        .count();
+    ensure!(pairs == 0, "{pairs} wakeup pairs of exited threads left");
     Ok(())
 }
