@@ -31,6 +31,10 @@ pub struct ProbeArgs {
     /// Do not attach uprobes to the engine's probe points (no engine events).
     #[arg(long)]
     no_uprobes: bool,
+    /// Also attach the per-batch probe points (redo write/flush/notify: lsn bytes,
+    /// engine-timed fsyncs, waiters woken); ~1.4 µs per batch in the target.
+    #[arg(long)]
+    batch_probes: bool,
     /// Do not trace syscalls (no write/fsync/futex signals; cheaper on syscall-heavy targets).
     #[arg(long)]
     no_syscalls: bool,
@@ -41,6 +45,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     let mut opts = AttachOptions::new(args.pid);
     opts.uprobes = !args.no_uprobes;
     opts.syscalls = !args.no_syscalls;
+    opts.batch_points = args.batch_probes;
     let probes = Probes::attach(&opts)
         .with_context(|| format!("attaching the probes to pid {}", args.pid))?;
     for u in probes.unavailable() {

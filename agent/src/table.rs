@@ -38,13 +38,13 @@ pub fn print(out: &mut impl Write, s: &Signals) -> io::Result<()> {
     let e = &s.engine;
     writeln!(
         out,
-        "engine: commits/s {} · redo {:.1} KiB/s · fsyncs {} · commits/fsync {} · woken {}",
+        "engine: commits/s {} · commits/fsync {} · redo lsn {} KiB/s · woken {}",
         e.commits_per_s.map_or("-".into(), |v| format!("{v:.0}")),
-        e.redo_bytes_per_s / 1024.0,
-        e.redo_fsyncs,
         e.commits_per_fsync
             .map_or("-".into(), |v| format!("{v:.2}")),
-        e.flush_waiters_woken
+        e.redo_bytes_per_s
+            .map_or("-".into(), |v| format!("{:.1}", v / 1024.0)),
+        e.flush_waiters_woken.map_or("-".into(), |v| v.to_string())
     )?;
     writeln!(
         out,

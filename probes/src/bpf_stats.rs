@@ -10,7 +10,7 @@ use crate::loader::Probes;
 /// Keeps run-time statistics enabled while alive (the kernel stops counting
 /// when the last holder closes its descriptor, unless the sysctl is set).
 pub struct StatsGuard {
-    _fd: Option<OwnedFd>,
+    fd: Option<OwnedFd>,
 }
 
 impl StatsGuard {
@@ -18,12 +18,12 @@ impl StatsGuard {
     /// (then costs read as zero unless `kernel.bpf_stats_enabled=1`).
     pub fn enable() -> StatsGuard {
         StatsGuard {
-            _fd: aya::sys::enable_stats(aya::sys::Stats::RunTime).ok(),
+            fd: aya::sys::enable_stats(aya::sys::Stats::RunTime).ok(),
         }
     }
 
     pub fn enabled(&self) -> bool {
-        self._fd.is_some()
+        self.fd.is_some()
     }
 }
 

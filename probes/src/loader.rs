@@ -35,6 +35,17 @@ const SCHED_TRACEPOINTS: &[(&str, &str)] = &[
 const SYSCALL_TRACEPOINTS: &[(&str, &str)] =
     &[("sys_enter", "sys_enter"), ("sys_exit", "sys_exit")];
 
+/// Probe points called once per redo write/flush batch. At very high commit
+/// rates a batch holds barely more than one commit, and each hit costs a
+/// uprobe trap (~1.4 µs), so they are attached only on request
+/// ([`AttachOptions::batch_points`]); the syscall tracepoints measure redo
+/// writes and fsyncs without them.
+pub const BATCH_PROBE_POINTS: &[&str] = &[
+    "redoctor_log_write",
+    "redoctor_log_flush",
+    "redoctor_flush_notified",
+];
+
 /// Uprobes: (program, symbol in the target binary).
 pub const PROBE_POINTS: &[(&str, &str)] = &[
     ("log_write", "redoctor_log_write"),
@@ -58,6 +69,8 @@ pub struct AttachOptions {
     /// cost on syscall-heavy targets; without them `io` and `futex_waits`
     /// stay empty and are listed as unavailable.
     pub syscalls: bool,
+    /// Also attach the per-batch probe points ([`BATCH_PROBE_POINTS`]).
+    pub batch_points: bool,
 }
 
 impl AttachOptions {
@@ -66,6 +79,7 @@ impl AttachOptions {
             pid,
             uprobes: true,
             syscalls: true,
+            batch_points: false,
         }
     }
 }
@@ -128,6 +142,9 @@ impl Probes {
                 NonZeroU32::new(opts.pid).ok_or(ProbeError::NoSuchProcess { pid: 0 })?,
             );
             for (prog, sym) in PROBE_POINTS {
+                if !opts.batch_points && BATCH_PROBE_POINTS.contains(sym) {
+                    continue;
+                }
                 let p: &mut UProbe = program(&mut bpf, prog)?;
                 p.load().map_err(|e| load_err(prog, e))?;
                 match p.attach(*sym, &exe, scope) {

@@ -23,7 +23,7 @@ pub struct Sampler {
     profile: Profile,
     prev: MapsReading,
     prev_costs: BTreeMap<String, (u64, u64)>,
-    _stats: StatsGuard,
+    stats: StatsGuard,
     /// Every thread name seen so far (threads that exited keep theirs).
     comms: HashMap<u32, String>,
     /// Latest path seen behind each descriptor.
@@ -45,7 +45,7 @@ impl Sampler {
             profile,
             prev,
             prev_costs,
-            _stats: stats,
+            stats,
             comms: HashMap::new(),
             fd_paths: HashMap::new(),
             exited: false,
@@ -237,9 +237,6 @@ impl Sampler {
         }
         cpu.runq_latency = histogram(&hist);
 
-        // Engine events first: commits are needed per wakeup and per fsync.
-        let engine = self.engine_events(cur, secs);
-
         // Wakeups.
         let mut wakeups = Wakeups::default();
         let mut by_role: BTreeMap<(Role, Role), u64> = BTreeMap::new();
@@ -287,10 +284,6 @@ impl Sampler {
             }
             *by_role.entry((waker, wakee)).or_default() += n;
         }
-        wakeups.commit_path_per_commit = engine
-            .commits
-            .filter(|c| *c > 0)
-            .map(|c| wakeups.commit_path as f64 / c as f64);
         let mut by_role: Vec<WakeEdge> = by_role
             .into_iter()
             .map(|((waker, wakee), count)| WakeEdge {
@@ -324,7 +317,7 @@ impl Sampler {
                 *slot += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
             }
         }
-        let io = io
+        let io: BTreeMap<FileKind, FileIo> = io
             .into_iter()
             .filter(|(_, (f, _))| f.write_calls + f.fsync_calls > 0)
             .map(|(k, (mut f, h))| {
@@ -333,6 +326,16 @@ impl Sampler {
                 (k, f)
             })
             .collect();
+
+        // Engine events: commits are needed per wakeup and per fsync.
+        let redo_fsync_calls = io
+            .get(&FileKind::Redo)
+            .map_or(0, |f: &FileIo| f.fsync_calls);
+        let engine = self.engine_events(cur, secs, redo_fsync_calls);
+        wakeups.commit_path_per_commit = engine
+            .commits
+            .filter(|c| *c > 0)
+            .map(|c| wakeups.commit_path as f64 / c as f64);
 
         // Futex waits by address.
         let mut locks: HashMap<u64, LockWait> = HashMap::new();
@@ -379,7 +382,7 @@ impl Sampler {
             .collect();
 
         let mut unavailable = self.probes.unavailable().to_vec();
-        if !self._stats.enabled() {
+        if !self.stats.enabled() {
             unavailable.push(crate::loader::Unavailable {
                 what: "probe_cost".into(),
                 why: "the kernel refused BPF_ENABLE_STATS; set sysctl kernel.bpf_stats_enabled=1"
@@ -407,7 +410,12 @@ impl Sampler {
         }
     }
 
-    fn engine_events(&self, cur: &MapsReading, secs: f64) -> EngineEvents {
+    fn engine_events(
+        &self,
+        cur: &MapsReading,
+        secs: f64,
+        redo_fsyncs_by_syscall: u64,
+    ) -> EngineEvents {
         let prev = &self.prev;
         let d = |i: usize| {
             (
@@ -426,27 +434,38 @@ impl Sampler {
             };
             Some(tick.last.saturating_sub(base))
         };
+        let batch = self
+            .probes
+            .attached_probe_points()
+            .iter()
+            .any(|p| p == "redoctor_log_flush");
+        let on = |v: u64| batch.then_some(v);
         let (redo_writes, redo_bytes) = d(point::LOG_WRITE);
         let (redo_fsyncs, redo_fsync_ns) = d(point::LOG_FLUSH);
         let (_, woken) = d(point::FLUSH_NOTIFIED);
         let (mode_switches, _) = d(point::MODE_SWITCH);
         let (checkpoints, _) = d(point::CHECKPOINT);
         let (fail_stops, _) = d(point::FAIL_STOP);
+        let fsyncs = if batch {
+            redo_fsyncs
+        } else {
+            redo_fsyncs_by_syscall
+        };
         EngineEvents {
             attached: self.probes.attached_probe_points().to_vec(),
             commits,
             commits_per_s: commits.map(|c| c as f64 / secs),
-            redo_writes,
-            redo_writes_by_user: d(point::LOG_WRITE_USER).0,
-            redo_bytes,
-            redo_bytes_per_s: redo_bytes as f64 / secs,
-            redo_fsyncs,
-            redo_fsyncs_by_user: d(point::LOG_FLUSH_USER).0,
-            redo_fsync_ns,
+            redo_writes: on(redo_writes),
+            redo_writes_by_user: on(d(point::LOG_WRITE_USER).0),
+            redo_bytes: on(redo_bytes),
+            redo_bytes_per_s: batch.then_some(redo_bytes as f64 / secs),
+            redo_fsyncs: on(redo_fsyncs),
+            redo_fsyncs_by_user: on(d(point::LOG_FLUSH_USER).0),
+            redo_fsync_ns: on(redo_fsync_ns),
             commits_per_fsync: commits
-                .filter(|_| redo_fsyncs > 0)
-                .map(|c| c as f64 / redo_fsyncs as f64),
-            flush_waiters_woken: woken,
+                .filter(|_| fsyncs > 0)
+                .map(|c| c as f64 / fsyncs as f64),
+            flush_waiters_woken: on(woken),
             mode_switches,
             mode_after_switch: (mode_switches > 0).then(|| {
                 if cur.points[point::MODE_SWITCH].last == 1 {

@@ -220,24 +220,30 @@ pub struct EngineEvents {
     pub commits: Option<u64>,
     /// `commits / window`, per second.
     pub commits_per_s: Option<f64>,
+    /// The per-batch fields below (`redo_writes` .. `flush_waiters_woken`)
+    /// come from the per-batch probe points and are absent unless those are
+    /// attached (`AttachOptions::batch_points`, `redoctor probe --batch-probes`).
     /// Redo writes (`redoctor_log_write` hits).
-    pub redo_writes: u64,
+    pub redo_writes: Option<u64>,
     /// Of those, writes led by a user thread (RT0).
-    pub redo_writes_by_user: u64,
+    pub redo_writes_by_user: Option<u64>,
     /// Redo bytes written (sum of `to - from` lsn ranges).
-    pub redo_bytes: u64,
-    /// `redo_bytes / window`, bytes per second.
-    pub redo_bytes_per_s: f64,
+    pub redo_bytes: Option<u64>,
+    /// `redo_bytes / window`, bytes per second (without batch points, see
+    /// `io.redo.write_bytes_per_s`: bytes written to redo files, block padding included).
+    pub redo_bytes_per_s: Option<f64>,
     /// Redo fdatasyncs (`redoctor_log_flush` hits).
-    pub redo_fsyncs: u64,
+    pub redo_fsyncs: Option<u64>,
     /// Of those, flushes led by a user thread (RT0).
-    pub redo_fsyncs_by_user: u64,
+    pub redo_fsyncs_by_user: Option<u64>,
     /// Time in redo fdatasync as the engine measured it, ns.
-    pub redo_fsync_ns: u64,
-    /// `commits / redo_fsyncs` (group commit size); absent without either.
-    pub commits_per_fsync: Option<f64>,
+    pub redo_fsync_ns: Option<u64>,
     /// Waiters woken by flush notifications (`redoctor_flush_notified`).
-    pub flush_waiters_woken: u64,
+    pub flush_waiters_woken: Option<u64>,
+    /// `commits / redo fsyncs` (group commit size): fsyncs from `redo_fsyncs`
+    /// when the batch points are attached, else the fsync/fdatasync calls on
+    /// redo files (`io.redo.fsync_calls`); absent without commits or fsyncs.
+    pub commits_per_fsync: Option<f64>,
     /// Redo mode switches.
     pub mode_switches: u64,
     /// Redo mode after the last switch in the window: `on` (RT1) / `off` (RT0).

@@ -82,6 +82,13 @@ macro_rules! ensure {
     };
 }
 
+/// Every probe, the per-batch probe points included.
+fn all_points(pid: u32) -> AttachOptions {
+    let mut o = AttachOptions::new(pid);
+    o.batch_points = true;
+    o
+}
+
 fn engine_profile() -> Profile {
     Profile::builtin("redoctor-engine").unwrap()
 }
@@ -236,7 +243,7 @@ fn this_exe() -> PathBuf {
 }
 
 fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
-    let (s, commits, fsyncs, bt) = probed_window(&this_exe(), "rt1", AttachOptions::new, true)?;
+    let (s, commits, fsyncs, bt) = probed_window(&this_exe(), "rt1", all_points, true)?;
     ensure!(
         commits > 100,
         "workload committed only {commits} transactions"
@@ -247,8 +254,8 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
         s.engine.commits
     );
     ensure!(
-        s.engine.redo_fsyncs == fsyncs as u64,
-        "redoctor_log_flush hits {} != engine redo_fsyncs {fsyncs}",
+        s.engine.redo_fsyncs == Some(fsyncs as u64),
+        "redoctor_log_flush hits {:?} != engine redo_fsyncs {fsyncs}",
         s.engine.redo_fsyncs
     );
     let redo = s.io.get(&FileKind::Redo).cloned().unwrap_or_default();
@@ -316,7 +323,7 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
 }
 
 fn rt0_has_no_log_threads_and_user_wakes_user() -> Result<(), String> {
-    let (s, commits, fsyncs, _) = probed_window(&this_exe(), "rt0", AttachOptions::new, false)?;
+    let (s, commits, fsyncs, _) = probed_window(&this_exe(), "rt0", all_points, false)?;
     ensure!(
         s.engine.commits == Some(commits as u64),
         "commits {:?} != {commits}",
@@ -362,7 +369,7 @@ fn stripped_binary_loses_only_engine_events() -> Result<(), String> {
         .status()
         .map_err(|e| format!("running strip (apt-get install binutils): {e}"))?;
     ensure!(st.success(), "strip failed");
-    let (s, _, _, _) = probed_window(&copy, "rt1", AttachOptions::new, false)?;
+    let (s, _, _, _) = probed_window(&copy, "rt1", all_points, false)?;
     ensure!(
         s.engine.attached.is_empty(),
         "uprobes attached on a stripped binary: {:?}",
@@ -445,6 +452,19 @@ fn exited_threads_are_pruned_from_the_maps() -> Result<(), String> {
         users.len() == 4,
         "expected 4 user threads: {:?}",
         first.threads
+    );
+    // Default options: no per-batch probe points, commits per fsync from the syscalls.
+    let e = &first.engine;
+    ensure!(
+        e.redo_fsyncs.is_none() && e.redo_bytes_per_s.is_none(),
+        "batch fields without batch probe points: {e:?}"
+    );
+    let redo_fsyncs = first.io.get(&FileKind::Redo).map_or(0, |f| f.fsync_calls);
+    ensure!(
+        e.commits_per_fsync == e.commits.map(|c| c as f64 / redo_fsyncs as f64),
+        "commits per fsync {:?} not commits {:?} / redo fdatasyncs {redo_fsyncs}",
+        e.commits_per_fsync,
+        e.commits
     );
     // The next window sees them unchanged and gone: their entries are dropped.
     sampler.window().map_err(|e| e.to_string())?;
