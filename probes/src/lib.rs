@@ -19,11 +19,13 @@
 pub mod bpf_stats;
 pub mod error;
 mod glob;
+mod histogram;
 pub mod loader;
 pub mod maps;
 pub mod preflight;
 pub mod procfs;
 pub mod profile;
+mod prune;
 pub mod sampler;
 pub mod signals;
 

@@ -5,13 +5,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::bpf_stats::{self, StatsGuard};
 use crate::error::ProbeError;
+use crate::histogram::histogram;
 use crate::loader::Probes;
-use crate::maps::{
-    self, point, FutexKey, FutexWait, MapsReading, ThreadSched, WakePair, HIST_BUCKETS,
-};
+use crate::maps::{point, MapsReading, HIST_BUCKETS};
 use crate::preflight;
 use crate::procfs;
 use crate::profile::{FileKind, Profile, Role};
+use crate::prune;
 use crate::signals::*;
 
 /// How often [`Sampler::wait_window`] checks that the target still runs.
@@ -118,52 +118,8 @@ impl Sampler {
         Ok(sig)
     }
 
-    /// Removes map entries of threads that have exited and had no event in
-    /// this window, so thread churn does not fill the maps over long runs.
-    /// (Only dead threads: an entry of a live one could change between the
-    /// reading and the delete.)
     fn prune_dead_threads(&mut self, cur: &mut MapsReading) -> Result<(), ProbeError> {
-        let pid = self.probes.pid();
-        let Ok(live) = procfs::threads(pid) else {
-            return Ok(());
-        };
-        let dead = |tid: u32| !live.contains_key(&tid);
-        let prev = &self.prev;
-        let threads: Vec<u32> = cur
-            .threads
-            .iter()
-            .filter(|(tid, v)| dead(**tid) && prev.threads.get(tid) == Some(*v))
-            .map(|(tid, _)| *tid)
-            .collect();
-        let pairs: Vec<WakePair> = cur
-            .wakeups
-            .iter()
-            .filter(|(k, n)| {
-                let gone = (k.waker_pid == pid && dead(k.waker_tid))
-                    || (k.wakee_pid == pid && dead(k.wakee_tid));
-                gone && prev.wakeups.get(*k) == Some(*n)
-            })
-            .map(|(k, _)| *k)
-            .collect();
-        let futexes: Vec<FutexKey> = cur
-            .futex
-            .iter()
-            .filter(|(k, v)| dead(k.tid) && prev.futex.get(*k) == Some(*v))
-            .map(|(k, _)| *k)
-            .collect();
-        maps::prune::<u32, ThreadSched>(&mut self.probes, "thread_sched_stats", &threads)?;
-        maps::prune::<WakePair, u64>(&mut self.probes, "wakeups_by_pair", &pairs)?;
-        maps::prune::<FutexKey, FutexWait>(&mut self.probes, "futex_wait_by_lock", &futexes)?;
-        for t in &threads {
-            cur.threads.remove(t);
-        }
-        for k in &pairs {
-            cur.wakeups.remove(k);
-        }
-        for k in &futexes {
-            cur.futex.remove(k);
-        }
-        Ok(())
+        prune::dead_threads(&mut self.probes, &self.prev, cur)
     }
 
     fn role(&self, tid: u32) -> Role {
@@ -478,60 +434,5 @@ impl Sampler {
             checkpoints,
             fail_stop_errno: (fail_stops > 0).then_some(cur.points[point::FAIL_STOP].last as i32),
         }
-    }
-}
-
-/// Builds a [`Histogram`] from log2 bucket counts (bucket i = [2^i, 2^(i+1)) ns).
-fn histogram(counts: &[u64; HIST_BUCKETS]) -> Histogram {
-    let count: u64 = counts.iter().sum();
-    let bound = |i: usize| if i >= 63 { u64::MAX } else { 1u64 << (i + 1) };
-    let buckets = counts
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| **c > 0)
-        .map(|(i, c)| Bucket {
-            lo_ns: if i == 0 { 0 } else { 1u64 << i },
-            hi_ns: bound(i),
-            count: *c,
-        })
-        .collect();
-    let pct = |q: f64| {
-        if count == 0 {
-            return 0;
-        }
-        let want = ((count as f64) * q).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, c) in counts.iter().enumerate() {
-            seen += c;
-            if seen >= want {
-                return bound(i);
-            }
-        }
-        0
-    };
-    Histogram {
-        count,
-        buckets,
-        p50_ns_le: pct(0.5),
-        p99_ns_le: pct(0.99),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn histogram_percentiles_use_bucket_upper_bounds() {
-        let mut c = [0u64; HIST_BUCKETS];
-        c[10] = 98; // [1024, 2048)
-        c[20] = 2; // [1Mi, 2Mi)
-        let h = histogram(&c);
-        assert_eq!(h.count, 100);
-        assert_eq!(h.p50_ns_le, 2048);
-        assert_eq!(h.p99_ns_le, 2 << 20);
-        assert_eq!(h.buckets.len(), 2);
-        assert_eq!(h.buckets[0].lo_ns, 1024);
-        assert_eq!(histogram(&[0; HIST_BUCKETS]).p99_ns_le, 0);
     }
 }
