@@ -118,8 +118,29 @@ fn toggle_gate() {
     unsafe { libc::getppid() };
 }
 
+/// bpftrace's tracepoints need tracefs (the probes themselves do not):
+/// mount it when it is missing, as an operator would.
+fn ensure_tracefs() -> Result<(), String> {
+    let dir = Path::new("/sys/kernel/tracing");
+    if dir.join("events").is_dir() {
+        return Ok(());
+    }
+    let st = Command::new("mount")
+        .args(["-t", "tracefs", "tracefs"])
+        .arg(dir)
+        .status()
+        .map_err(|e| format!("running mount: {e}"))?;
+    ensure!(
+        st.success() && dir.join("events").is_dir(),
+        "tracefs is not mounted and `mount -t tracefs tracefs {}` failed",
+        dir.display()
+    );
+    Ok(())
+}
+
 impl Bpftrace {
     fn start(pid: u32) -> Result<Option<Bpftrace>, String> {
+        ensure_tracefs()?;
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bpftrace/switches_wakeups.bt");
         let text = std::fs::read_to_string(&script).map_err(|e| e.to_string())?;
         ensure!(
