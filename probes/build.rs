@@ -3,8 +3,9 @@
 //! With clang (`$CLANG`, else `clang-19`, else `clang`) on the PATH the C
 //! sources under `src/bpf/` are compiled (`-target bpf -O2 -g`, CO-RE) and
 //! stripped of DWARF with `llvm-strip -g` (BTF, which CO-RE needs, stays).
-//! Without clang the committed `prebuilt/redoctor.bpf.o` is used, so `cargo
-//! build` works on machines without a BPF compiler. `prebuilt/SOURCE_SHA256`
+//! Without clang (or without the libbpf headers, `libbpf-dev`) the committed
+//! `prebuilt/redoctor.bpf.o` is used, so `cargo build` works on machines
+//! without a BPF compiler. `prebuilt/SOURCE_SHA256`
 //! records the hash of the sources it was built from; `.ci/run` fails when it
 //! no longer matches (refresh with `probes/build-bpf.sh`).
 
@@ -39,8 +40,16 @@ fn main() {
     println!("cargo:rerun-if-changed=prebuilt/redoctor.bpf.o");
     println!("cargo:rerun-if-env-changed=CLANG");
     println!("cargo:rerun-if-env-changed=REDOCTOR_BPF_PREBUILT");
+    println!("cargo:rerun-if-changed=/usr/include/bpf/bpf_helpers.h");
 
     let clang = if env::var_os("REDOCTOR_BPF_PREBUILT").is_some() {
+        None
+    } else if !Path::new("/usr/include/bpf/bpf_helpers.h").exists()
+        && env::var_os("CLANG").is_none()
+    {
+        println!(
+            "cargo:warning=libbpf headers missing (apt-get install libbpf-dev): using the prebuilt BPF object"
+        );
         None
     } else {
         find_tool("CLANG", &["clang-19", "clang"])
