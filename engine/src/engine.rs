@@ -183,6 +183,8 @@ impl Engine {
 
     /// The `log_checkpoint` thread: checkpoints when the log fills, and (RT0
     /// with flush_at_commit 0/2) writes and flushes the log once a second.
+    /// Every pass (at most 100 ms apart) it publishes the cumulative commit
+    /// and redo-byte counters through the `redoctor_counters_tick` probe point.
     fn start_background(self: &Arc<Self>) {
         let stop = Arc::new(AtomicBool::new(false));
         let weak: Weak<Engine> = Arc::downgrade(self);
@@ -198,6 +200,10 @@ impl Engine {
                         break;
                     }
                     let Some(engine) = weak.upgrade() else { break };
+                    crate::probe_points::redoctor_counters_tick(
+                        engine.counters.commits.load(Ordering::Relaxed),
+                        engine.counters.redo_bytes.load(Ordering::Relaxed),
+                    );
                     if wanted {
                         if let Err(e) = engine.checkpoint() {
                             eprintln!("redoctor-engine: background checkpoint failed: {e}");

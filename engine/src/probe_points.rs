@@ -85,3 +85,12 @@ pub extern "C" fn redoctor_group_commit(group_size: u64) {
 pub extern "C" fn redoctor_setting_change(setting: u32, old: u64, new: u64) {
     black_box((0x20u8, setting, old, new));
 }
+
+/// Periodic tick (thread `log_checkpoint`, at most 100 ms apart): the
+/// cumulative `commits` and `redo_bytes` counters, so probes count commits
+/// exactly without a probe on the per-commit path.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_counters_tick(commits: u64, redo_bytes: u64) {
+    black_box((0x0au8, commits, redo_bytes));
+}

@@ -130,6 +130,7 @@ fn probe_points_start_with_push_rbp() {
         "redoctor_binlog_flush",
         "redoctor_binlog_sync",
         "redoctor_group_commit",
+        "redoctor_counters_tick",
     ] {
         let header = format!("<{sym}>:");
         let at = text

@@ -1,0 +1,185 @@
+//! `redoctor probe` error paths, run as the real binary.
+//!
+//! The tests that load BPF need root (CI runs as root) and are skipped only
+//! when the kernel lacks BPF or BTF.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn redoctor() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_redoctor"))
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn kernel_lacks_bpf() -> Option<&'static str> {
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("kernel has no BTF");
+    }
+    if !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists() {
+        return Some("kernel has no BPF syscall");
+    }
+    None
+}
+
+#[test]
+fn no_such_pid_names_the_pid() {
+    let o = redoctor()
+        .args(["probe", "--pid", "2147483600"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no process with pid 2147483600"), "{err}");
+}
+
+#[test]
+fn unknown_profile_lists_the_shipped_ones() {
+    let me = std::process::id().to_string();
+    let o = redoctor()
+        .args(["probe", "--pid", &me, "--profile", "oracle"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("unknown profile `oracle`") && err.contains("mariadb"),
+        "{err}"
+    );
+}
+
+#[test]
+fn zero_interval_is_refused() {
+    let o = redoctor()
+        .args(["probe", "--pid", "1", "--interval", "0s"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("longer than 0"), "{err}");
+}
+
+#[test]
+fn without_capabilities_it_says_which_are_missing() {
+    let me = std::process::id().to_string();
+    // Root without any capability: empty bounding and inheritable sets.
+    let o = Command::new("setpriv")
+        .args(["--inh-caps=-all", "--bounding-set=-all"])
+        .arg(env!("CARGO_BIN_EXE_redoctor"))
+        .args(["probe", "--pid", &me])
+        .output()
+        .expect("setpriv (util-linux) is needed");
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not allowed to load BPF programs") && err.contains("CAP_BPF"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bpf_syscall_unavailable_is_reported() {
+    if let Some(why) = kernel_lacks_bpf() {
+        println!("SKIP bpf_syscall_unavailable_is_reported: {why}");
+        return;
+    }
+    let me = std::process::id().to_string();
+    let mut cmd = redoctor();
+    cmd.args(["probe", "--pid", &me]);
+    // SAFETY: only async-signal-safe calls (prctl, seccomp) in the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            deny_bpf_syscall();
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot load the BPF object into the kernel"),
+        "{err}"
+    );
+}
+
+/// Makes bpf(2) fail with ENOSYS, like a kernel without CONFIG_BPF_SYSCALL.
+fn deny_bpf_syscall() {
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    let stmt = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let ld = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+    let filter = [
+        stmt(ld, 4), // seccomp_data.arch
+        jeq(AUDIT_ARCH_X86_64, 1, 0),
+        stmt(ret, libc::SECCOMP_RET_ALLOW),
+        stmt(ld, 0), // seccomp_data.nr
+        jeq(libc::SYS_bpf as u32, 0, 1),
+        stmt(ret, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        stmt(ret, libc::SECCOMP_RET_ALLOW),
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut _,
+    };
+    unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &prog as *const libc::sock_fprog,
+        );
+    }
+}
+
+#[test]
+fn target_exit_ends_the_run_with_its_last_window() {
+    if let Some(why) = kernel_lacks_bpf() {
+        println!("SKIP target_exit_ends_the_run_with_its_last_window: {why}");
+        return;
+    }
+    let mut target = Command::new("sleep")
+        .arg("1.5")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = target.id().to_string();
+    // Reap the target as soon as it exits, so it does not linger as a zombie.
+    let reaper = std::thread::spawn(move || target.wait());
+    let o = redoctor()
+        .args(["probe", "--pid", &pid, "--interval", "1s", "--json"])
+        .args(["--duration", "30s", "--no-uprobes"])
+        .output()
+        .unwrap();
+    reaper.join().unwrap().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "stdout {out}\nstderr {err}");
+    assert!(err.contains("exited during the last window"), "{err}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty() && lines.len() <= 3, "{out}");
+    let last = lines.last().unwrap();
+    assert_eq!(last["target_exited"], true, "{last}");
+    assert_eq!(last["schema_version"], 1);
+    assert!(lines[..lines.len() - 1]
+        .iter()
+        .all(|l| l["target_exited"] == false));
+}

@@ -1,0 +1,57 @@
+/* Kernel types the probes read, declared minimally for CO-RE.
+ *
+ * Instead of a multi-megabyte generated vmlinux.h, only the fields the
+ * programs touch are declared here, each struct marked preserve_access_index:
+ * clang records every field access as a CO-RE relocation and the loader (aya)
+ * resolves it against the running kernel's BTF (/sys/kernel/btf/vmlinux), so
+ * the object works whatever the real layout of these structs is.
+ */
+#ifndef REDOCTOR_KERNEL_TYPES_H
+#define REDOCTOR_KERNEL_TYPES_H
+
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef signed char __s8;
+typedef short __s16;
+typedef int __s32;
+typedef long long __s64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef __u64 u64;
+typedef __u32 u32;
+typedef _Bool bool;
+typedef int pid_t;
+
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+
+struct task_struct {
+	pid_t pid;
+	pid_t tgid;
+} __attribute__((preserve_access_index));
+
+/* x86-64 register file as saved on kernel entry (uprobe context). */
+struct pt_regs {
+	unsigned long di;
+	unsigned long si;
+	unsigned long dx;
+} __attribute__((preserve_access_index));
+
+/* Raw tracepoint context: the tracepoint's TP_PROTO arguments. */
+struct bpf_raw_tracepoint_args {
+	__u64 args[0];
+};
+
+#endif

@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/* redoctor probes: per-process scheduler, I/O, futex and engine signals.
+ *
+ * Every program first checks that the event belongs to the target process
+ * (tgid `target_tgid`, set by the loader) and returns at once otherwise.
+ * Everything is aggregated in maps; user space reads the maps once per
+ * window and takes differences of the cumulative values. Each map is named
+ * after the metric it exports.
+ */
+#include "kernel_types.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Process to observe: set by the loader before the object is loaded. */
+const volatile __u32 target_tgid = 0;
+
+#define HIST_BUCKETS 64
+#define MAX_THREADS 16384
+#define MAX_FDS 4096
+#define MAX_PAIRS 65536
+#define MAX_FUTEX_KEYS 16384
+
+/* ---- scheduler ---------------------------------------------------------- */
+
+/* Per thread of the target: time on CPU and context switches. */
+struct thread_sched {
+	__u64 oncpu_ns;     /* ns on CPU, summed over completed slices */
+	__u64 voluntary;    /* switched out while blocking (futex, I/O, sleep) */
+	__u64 involuntary;  /* switched out while still runnable (preempted, yield) */
+	__u64 runq_wait_ns; /* ns spent runnable but waiting for a CPU */
+	__u64 runq_waits;   /* number of such waits that ended on a CPU */
+	char comm[16];      /* thread name at its last switch-out */
+	__u64 runnable_since_ns; /* when it last became runnable; 0 = running or asleep */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32); /* tid */
+	__type(value, struct thread_sched);
+} thread_sched_stats SEC(".maps");
+
+/* The slice the CPU is running now, when it belongs to the target. */
+struct cpu_slice {
+	__u64 start_ns;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_slice);
+} cpu_current_slice SEC(".maps");
+
+/* Run-queue latency histogram: bucket i counts waits w with
+ * 2^i <= w_ns < 2^(i+1) (bucket 0 also holds w < 1 ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HIST_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u64);
+} runq_latency_ns_log2 SEC(".maps");
+
+/* Wakeups by (waker thread, wakee thread); one side is in the target. */
+struct wake_pair {
+	__u32 waker_tid;
+	__u32 wakee_tid;
+	__u32 waker_pid; /* tgid of the waker */
+	__u32 wakee_pid; /* tgid of the wakee */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PAIRS);
+	__type(key, struct wake_pair);
+	__type(value, __u64);
+} wakeups_by_pair SEC(".maps");
+
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r;
+}
+
+static __always_inline void hist_add(void *map, __u64 v)
+{
+	__u32 b = log2_u64(v);
+	if (b >= HIST_BUCKETS)
+		b = HIST_BUCKETS - 1;
+	__u64 *slot = bpf_map_lookup_elem(map, &b);
+	if (slot)
+		*slot += 1;
+}
+
+static __always_inline struct thread_sched *thread_stats(__u32 tid)
+{
+	struct thread_sched *s = bpf_map_lookup_elem(&thread_sched_stats, &tid);
+	if (s)
+		return s;
+	struct thread_sched zero = {};
+	bpf_map_update_elem(&thread_sched_stats, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&thread_sched_stats, &tid);
+}
+
+/* TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next,
+ *          unsigned int prev_state) */
+SEC("raw_tp/sched_switch")
+int sched_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx->args[1];
+	struct task_struct *next = (struct task_struct *)ctx->args[2];
+	__u32 prev_in = BPF_CORE_READ(prev, tgid) == target_tgid;
+	__u32 next_in = BPF_CORE_READ(next, tgid) == target_tgid;
+	if (!prev_in && !next_in)
+		return 0;
+
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0;
+	struct cpu_slice *slice = bpf_map_lookup_elem(&cpu_current_slice, &zero);
+	if (!slice)
+		return 0;
+
+	if (prev_in) {
+		__u32 tid = BPF_CORE_READ(prev, pid);
+		bool preempt = ctx->args[0];
+		__u32 state = ctx->args[3];
+		bool still_runnable = preempt || state == 0;
+		struct thread_sched *s = thread_stats(tid);
+		if (s) {
+			/* Names of short-lived threads outlive them here. */
+			bpf_get_current_comm(s->comm, sizeof(s->comm));
+			if (slice->tid == tid && slice->start_ns)
+				s->oncpu_ns += now - slice->start_ns;
+			if (still_runnable) {
+				s->involuntary += 1;
+				s->runnable_since_ns = now;
+			} else {
+				s->voluntary += 1;
+				s->runnable_since_ns = 0;
+			}
+		}
+	}
+	slice->start_ns = 0;
+	slice->tid = 0;
+
+	if (next_in) {
+		__u32 tid = BPF_CORE_READ(next, pid);
+		slice->start_ns = now;
+		slice->tid = tid;
+		struct thread_sched *s = thread_stats(tid);
+		if (s && s->runnable_since_ns) {
+			__u64 since = s->runnable_since_ns;
+			__u64 wait = now > since ? now - since : 0;
+			s->runnable_since_ns = 0;
+			s->runq_wait_ns += wait;
+			s->runq_waits += 1;
+			hist_add(&runq_latency_ns_log2, wait);
+		}
+	}
+	return 0;
+}
+
+/* TP_PROTO(struct task_struct *p); runs in the waker's context. */
+SEC("raw_tp/sched_waking")
+int sched_waking(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (struct task_struct *)ctx->args[0];
+	__u64 cur = bpf_get_current_pid_tgid();
+	__u32 waker_pid = cur >> 32;
+	__u32 wakee_pid = BPF_CORE_READ(p, tgid);
+	if (waker_pid != target_tgid && wakee_pid != target_tgid)
+		return 0;
+
+	struct wake_pair key = {
+		.waker_tid = (__u32)cur,
+		.wakee_tid = BPF_CORE_READ(p, pid),
+		.waker_pid = waker_pid,
+		.wakee_pid = wakee_pid,
+	};
+	__u64 *n = bpf_map_lookup_elem(&wakeups_by_pair, &key);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+	} else {
+		__u64 one = 1;
+		if (bpf_map_update_elem(&wakeups_by_pair, &key, &one, BPF_NOEXIST))
+			if ((n = bpf_map_lookup_elem(&wakeups_by_pair, &key)))
+				__sync_fetch_and_add(n, 1);
+	}
+	if (wakee_pid == target_tgid) {
+		struct thread_sched *s = thread_stats(key.wakee_tid);
+		if (s)
+			s->runnable_since_ns = bpf_ktime_get_ns();
+	}
+	return 0;
+}
+
+/* ---- syscalls: writes, fsyncs, futex waits ------------------------------- */
+
+/* Per file descriptor of the target; user space maps fd -> path -> kind. */
+struct fd_io {
+	__u64 write_calls;  /* write/pwrite64/writev/pwritev(2) calls that returned >= 0 */
+	__u64 write_bytes;  /* bytes those calls wrote */
+	__u64 fsync_calls;  /* fsync + fdatasync calls (any result) */
+	__u64 fsync_ns;     /* ns spent inside them */
+	__u64 fsync_ns_log2[HIST_BUCKETS]; /* their latency histogram */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FDS);
+	__type(key, __u32);
+	__type(value, struct fd_io);
+} io_by_fd SEC(".maps");
+
+/* Futex wait time by (lock address, thread). */
+struct futex_key {
+	__u64 uaddr;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct futex_wait {
+	__u64 wait_ns; /* ns blocked in FUTEX_WAIT / FUTEX_WAIT_BITSET */
+	__u64 waits;   /* such calls */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FUTEX_KEYS);
+	__type(key, struct futex_key);
+	__type(value, struct futex_wait);
+} futex_wait_by_lock SEC(".maps");
+
+/* A target thread inside one of the traced syscalls. */
+enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2, CALL_FUTEX_WAIT = 3 };
+
+struct in_call {
+	__u64 start_ns;
+	__u64 arg; /* fd, or futex address */
+	__u32 kind;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct in_call);
+} calls_in_flight SEC(".maps");
+
+static __always_inline struct fd_io *fd_stats(__u32 fd)
+{
+	struct fd_io *s = bpf_map_lookup_elem(&io_by_fd, &fd);
+	if (s)
+		return s;
+	static const struct fd_io zero;
+	bpf_map_update_elem(&io_by_fd, &fd, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&io_by_fd, &fd);
+}
+
+static __always_inline int call_exit(__s64 ret)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	if ((__u32)(cur >> 32) != target_tgid)
+		return 0;
+	__u32 tid = (__u32)cur;
+	struct in_call *c = bpf_map_lookup_elem(&calls_in_flight, &tid);
+	if (!c)
+		return 0;
+	__u64 ns = bpf_ktime_get_ns() - c->start_ns;
+	__u32 kind = c->kind;
+	__u64 arg = c->arg;
+	bpf_map_delete_elem(&calls_in_flight, &tid);
+
+	if (kind == CALL_FUTEX_WAIT) {
+		struct futex_key k = { .uaddr = arg, .tid = tid };
+		struct futex_wait *w = bpf_map_lookup_elem(&futex_wait_by_lock, &k);
+		if (!w) {
+			struct futex_wait z = {};
+			bpf_map_update_elem(&futex_wait_by_lock, &k, &z, BPF_NOEXIST);
+			w = bpf_map_lookup_elem(&futex_wait_by_lock, &k);
+		}
+		if (w) {
+			__sync_fetch_and_add(&w->wait_ns, ns);
+			__sync_fetch_and_add(&w->waits, 1);
+		}
+		return 0;
+	}
+	struct fd_io *s = fd_stats((__u32)arg);
+	if (!s)
+		return 0;
+	if (kind == CALL_WRITE) {
+		if (ret >= 0) {
+			__sync_fetch_and_add(&s->write_calls, 1);
+			__sync_fetch_and_add(&s->write_bytes, ret);
+		}
+	} else if (kind == CALL_FSYNC) {
+		__sync_fetch_and_add(&s->fsync_calls, 1);
+		__sync_fetch_and_add(&s->fsync_ns, ns);
+		__u32 b = log2_u64(ns);
+		if (b >= HIST_BUCKETS)
+			b = HIST_BUCKETS - 1;
+		__sync_fetch_and_add(&s->fsync_ns_log2[b], 1);
+	}
+	return 0;
+}
+
+/* x86-64 syscall numbers. */
+#define NR_write 1
+#define NR_pwrite64 18
+#define NR_writev 20
+#define NR_fsync 74
+#define NR_fdatasync 75
+#define NR_futex 202
+#define NR_pwritev 296
+#define NR_pwritev2 328
+
+#define FUTEX_CMD_MASK 0x7f /* without FUTEX_PRIVATE_FLAG (128), CLOCK_REALTIME (256) */
+#define FUTEX_WAIT 0
+#define FUTEX_WAIT_BITSET 9
+
+/* Raw syscall tracepoints: one program for every syscall, but no per-event
+ * record is built (cheaper than the per-syscall tracepoints, which cost
+ * ~250 ns of dispatch each) and no tracefs is needed.
+ * TP_PROTO(struct pt_regs *regs, long id) */
+SEC("raw_tp/sys_enter")
+int sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	if ((__u32)(cur >> 32) != target_tgid)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	long id = ctx->args[1];
+	__u32 kind;
+	switch (id) {
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2:
+		kind = CALL_WRITE;
+		break;
+	case NR_fsync:
+	case NR_fdatasync:
+		kind = CALL_FSYNC;
+		break;
+	case NR_futex: {
+		__u32 op = BPF_CORE_READ(regs, si) & FUTEX_CMD_MASK;
+		if (op != FUTEX_WAIT && op != FUTEX_WAIT_BITSET)
+			return 0;
+		kind = CALL_FUTEX_WAIT;
+		break;
+	}
+	default:
+		return 0;
+	}
+	__u32 tid = (__u32)cur;
+	struct in_call c = {
+		.start_ns = bpf_ktime_get_ns(),
+		.arg = BPF_CORE_READ(regs, di), /* fd, or the futex address */
+		.kind = kind,
+	};
+	bpf_map_update_elem(&calls_in_flight, &tid, &c, BPF_ANY);
+	return 0;
+}
+
+/* TP_PROTO(struct pt_regs *regs, long ret) */
+SEC("raw_tp/sys_exit")
+int sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	return call_exit(ctx->args[1]);
+}
+
+/* ---- engine probe points (uprobes) -------------------------------------- */
+
+/* Slot per probe point (see engine/PROBES.md): hits, and the sum of one
+ * argument (`sum`), and the last value of another (`last`). */
+enum engine_point {
+	EP_LOG_WRITE = 0,       /* sum: redo bytes (to - from) */
+	EP_LOG_FLUSH = 1,       /* sum: fdatasync ns */
+	EP_FLUSH_NOTIFIED = 2,  /* sum: waiters woken */
+	EP_MODE_SWITCH = 3,     /* last: new mode */
+	EP_CHECKPOINT = 4,      /* sum: image bytes */
+	EP_FAIL_STOP = 5,       /* last: errno */
+	EP_COUNTERS_TICK = 6,   /* last: cumulative commits, last_b: redo bytes; sum: first commits seen */
+	EP_LOG_WRITE_USER = 7,  /* hits: writes led by a user thread (RT0) */
+	EP_LOG_FLUSH_USER = 8,  /* hits: flushes led by a user thread (RT0) */
+	EP_COUNT = 9,
+};
+
+struct engine_point_stats {
+	__u64 hits;
+	__u64 sum;
+	__u64 last;
+	__u64 last_b; /* second value carried by the last hit */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EP_COUNT);
+	__type(key, __u32);
+	__type(value, struct engine_point_stats);
+} engine_probe_point_hits SEC(".maps");
+
+static __always_inline void point_hit(__u32 idx, __u64 add, __u64 last, __u64 last_b)
+{
+	struct engine_point_stats *s = bpf_map_lookup_elem(&engine_probe_point_hits, &idx);
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->hits, 1);
+	__sync_fetch_and_add(&s->sum, add);
+	s->last = last;
+	s->last_b = last_b;
+}
+
+static __always_inline bool in_target(void)
+{
+	return (__u32)(bpf_get_current_pid_tgid() >> 32) == target_tgid;
+}
+
+SEC("uprobe")
+int log_write(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	__u64 from = ctx->di, to = ctx->si;
+	point_hit(EP_LOG_WRITE, to - from, to, 0);
+	if ((__u32)ctx->dx)
+		point_hit(EP_LOG_WRITE_USER, 0, to, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int log_flush(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	point_hit(EP_LOG_FLUSH, ctx->si, ctx->di, 0);
+	if ((__u32)ctx->dx)
+		point_hit(EP_LOG_FLUSH_USER, 0, ctx->di, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int flush_notified(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	point_hit(EP_FLUSH_NOTIFIED, ctx->dx, ctx->si, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int mode_switch(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	point_hit(EP_MODE_SWITCH, 0, (__u32)ctx->si, (__u32)ctx->di);
+	return 0;
+}
+
+SEC("uprobe")
+int checkpoint(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	point_hit(EP_CHECKPOINT, ctx->si, ctx->di, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int fail_stop(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	point_hit(EP_FAIL_STOP, 0, (__s32)ctx->di, 0);
+	return 0;
+}
+
+/* redoctor_counters_tick(commits, redo_bytes): cumulative engine counters. */
+SEC("uprobe")
+int counters_tick(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	__u32 idx = EP_COUNTERS_TICK;
+	struct engine_point_stats *s = bpf_map_lookup_elem(&engine_probe_point_hits, &idx);
+	if (!s)
+		return 0;
+	/* One thread ticks, so plain stores suffice; `sum` keeps the first value. */
+	if (s->hits == 0)
+		s->sum = ctx->di;
+	s->hits += 1;
+	s->last = ctx->di;
+	s->last_b = ctx->si;
+	return 0;
+}

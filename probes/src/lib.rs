@@ -1,0 +1,36 @@
+//! redoctor probes: eBPF programs (C, libbpf style, `src/bpf/`) loaded with
+//! aya that turn one running database process into [`Signals`], one window
+//! at a time.
+//!
+//! ```no_run
+//! use redoctor_probes::{AttachOptions, Probes, Profile, Sampler};
+//! let probes = Probes::attach(&AttachOptions::new(1234))?;
+//! let mut sampler = Sampler::new(probes, Profile::builtin("redoctor-engine")?)?;
+//! std::thread::sleep(std::time::Duration::from_secs(1));
+//! let signals = sampler.window()?;
+//! println!("{}", serde_json::to_string(&signals)?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Only tracepoints, raw tracepoints and uprobes are used (no kprobes, no
+//! fentry), every program filters on the target tgid first and aggregates
+//! in kernel maps, which user space reads once per window.
+
+pub mod bpf_stats;
+pub mod error;
+mod glob;
+mod histogram;
+pub mod loader;
+pub mod maps;
+pub mod preflight;
+pub mod procfs;
+pub mod profile;
+mod prune;
+pub mod sampler;
+pub mod signals;
+
+pub use error::ProbeError;
+pub use loader::{AttachOptions, Probes, Unavailable};
+pub use profile::{FileKind, Profile, ProfileError, Role};
+pub use sampler::Sampler;
+pub use signals::Signals;

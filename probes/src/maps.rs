@@ -1,0 +1,241 @@
+//! The BPF maps as Rust types, and one cumulative reading of all of them.
+//!
+//! The structs mirror `src/bpf/redoctor.bpf.c` field for field (`repr(C)`).
+//! Every value in the maps only grows; a window is the difference of two
+//! readings ([`MapsReading::delta`]).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray};
+use aya::Pod;
+
+use crate::error::ProbeError;
+use crate::loader::Probes;
+
+pub const HIST_BUCKETS: usize = 64;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadSched {
+    pub oncpu_ns: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+    pub runq_wait_ns: u64,
+    pub runq_waits: u64,
+    /// Thread name at its last switch-out (NUL-padded).
+    pub comm: [u8; 16],
+    /// When it last became runnable (0 = running or asleep), kernel ns.
+    pub runnable_since_ns: u64,
+}
+
+impl ThreadSched {
+    /// The recorded thread name.
+    pub fn comm(&self) -> String {
+        let end = self.comm.iter().position(|&b| b == 0).unwrap_or(16);
+        String::from_utf8_lossy(&self.comm[..end]).into_owned()
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct WakePair {
+    pub waker_tid: u32,
+    pub wakee_tid: u32,
+    pub waker_pid: u32,
+    pub wakee_pid: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdIo {
+    pub write_calls: u64,
+    pub write_bytes: u64,
+    pub fsync_calls: u64,
+    pub fsync_ns: u64,
+    pub fsync_ns_log2: [u64; HIST_BUCKETS],
+}
+
+impl Default for FdIo {
+    fn default() -> Self {
+        FdIo {
+            write_calls: 0,
+            write_bytes: 0,
+            fsync_calls: 0,
+            fsync_ns: 0,
+            fsync_ns_log2: [0; HIST_BUCKETS],
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FutexKey {
+    pub uaddr: u64,
+    pub tid: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FutexWait {
+    pub wait_ns: u64,
+    pub waits: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PointStats {
+    pub hits: u64,
+    pub sum: u64,
+    pub last: u64,
+    pub last_b: u64,
+}
+
+// SAFETY: plain `repr(C)` integer structs without padding holes that matter
+// (explicit `pad` fields), valid for any bit pattern.
+unsafe impl Pod for ThreadSched {}
+unsafe impl Pod for WakePair {}
+unsafe impl Pod for FdIo {}
+unsafe impl Pod for FutexKey {}
+unsafe impl Pod for FutexWait {}
+unsafe impl Pod for PointStats {}
+
+/// Slots of `engine_probe_point_hits` (enum `engine_point` in the C source).
+pub mod point {
+    pub const LOG_WRITE: usize = 0;
+    pub const LOG_FLUSH: usize = 1;
+    pub const FLUSH_NOTIFIED: usize = 2;
+    pub const MODE_SWITCH: usize = 3;
+    pub const CHECKPOINT: usize = 4;
+    pub const FAIL_STOP: usize = 5;
+    pub const COUNTERS_TICK: usize = 6;
+    pub const LOG_WRITE_USER: usize = 7;
+    pub const LOG_FLUSH_USER: usize = 8;
+    pub const COUNT: usize = 9;
+}
+
+/// All maps, read at one moment.
+#[derive(Debug, Clone)]
+pub struct MapsReading {
+    pub at: Instant,
+    pub threads: HashMap<u32, ThreadSched>,
+    pub runq_hist: [u64; HIST_BUCKETS],
+    pub wakeups: HashMap<WakePair, u64>,
+    pub io: HashMap<u32, FdIo>,
+    pub futex: HashMap<FutexKey, FutexWait>,
+    pub points: [PointStats; point::COUNT],
+}
+
+impl Default for MapsReading {
+    fn default() -> Self {
+        MapsReading {
+            at: Instant::now(),
+            threads: HashMap::new(),
+            runq_hist: [0; HIST_BUCKETS],
+            wakeups: HashMap::new(),
+            io: HashMap::new(),
+            futex: HashMap::new(),
+            points: [PointStats::default(); point::COUNT],
+        }
+    }
+}
+
+fn map<'a>(p: &'a Probes, name: &'static str) -> Result<&'a aya::maps::Map, ProbeError> {
+    p.bpf.map(name).ok_or(ProbeError::Missing {
+        what: "map",
+        name: name.into(),
+    })
+}
+
+fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> ProbeError {
+    move |e| ProbeError::Map {
+        map,
+        source: Box::new(e),
+    }
+}
+
+fn read_hash<K: Pod + Eq + std::hash::Hash, V: Pod>(
+    p: &Probes,
+    name: &'static str,
+) -> Result<HashMap<K, V>, ProbeError> {
+    let m: BpfHashMap<&MapData, K, V> =
+        BpfHashMap::try_from(map(p, name)?).map_err(map_err(name))?;
+    let mut out = HashMap::new();
+    for kv in m.iter() {
+        match kv {
+            Ok((k, v)) => {
+                out.insert(k, v);
+            }
+            // An entry deleted while iterating: skip it.
+            Err(aya::maps::MapError::KeyNotFound) => continue,
+            Err(e) => return Err(map_err(name)(e)),
+        }
+    }
+    Ok(out)
+}
+
+impl MapsReading {
+    /// Reads every map of `p`.
+    pub fn read(p: &Probes) -> Result<MapsReading, ProbeError> {
+        let at = Instant::now();
+        let threads = read_hash(p, "thread_sched_stats")?;
+        let wakeups = read_hash(p, "wakeups_by_pair")?;
+        let io = read_hash(p, "io_by_fd")?;
+        let futex = read_hash(p, "futex_wait_by_lock")?;
+
+        let name = "runq_latency_ns_log2";
+        let hist: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(map(p, name)?).map_err(map_err(name))?;
+        let mut runq_hist = [0u64; HIST_BUCKETS];
+        for (i, slot) in runq_hist.iter_mut().enumerate() {
+            let per_cpu = hist.get(&(i as u32), 0).map_err(map_err(name))?;
+            *slot = per_cpu.iter().sum();
+        }
+
+        let name = "engine_probe_point_hits";
+        let arr: Array<&MapData, PointStats> =
+            Array::try_from(map(p, name)?).map_err(map_err(name))?;
+        let mut points = [PointStats::default(); point::COUNT];
+        for (i, slot) in points.iter_mut().enumerate() {
+            *slot = arr.get(&(i as u32), 0).map_err(map_err(name))?;
+        }
+        Ok(MapsReading {
+            at,
+            threads,
+            runq_hist,
+            wakeups,
+            io,
+            futex,
+            points,
+        })
+    }
+}
+
+/// Deletes the given keys from a hash map (entries of threads that are gone
+/// and did not change in the last window), so long runs with thread churn
+/// do not fill the maps. Keys already gone are ignored.
+pub(crate) fn prune<K: Pod, V: Pod>(
+    p: &mut Probes,
+    name: &'static str,
+    keys: &[K],
+) -> Result<(), ProbeError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let m = p.bpf.map_mut(name).ok_or(ProbeError::Missing {
+        what: "map",
+        name: name.into(),
+    })?;
+    let mut h: BpfHashMap<&mut MapData, K, V> = match BpfHashMap::try_from(m) {
+        Ok(h) => h,
+        Err(e) => return Err(map_err(name)(e)),
+    };
+    for k in keys {
+        match h.remove(k) {
+            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => {}
+            Err(e) => return Err(map_err(name)(e)),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,309 @@
+//! Target profiles: which thread plays which role, which file is which kind.
+//!
+//! A profile is a TOML file (format in `probes/PROFILES.md`):
+//!
+//! ```toml
+//! name = "redoctor-engine"
+//! description = "..."
+//! [[threads]]            # first matching rule wins; no match = role "other"
+//! pattern = "log_writer" # wildcard (*, ?, [a-z]) on the thread's comm
+//! role = "log_writer"    # log_writer | log_flusher | log_notifier | user | binlog | other
+//! [files]                # wildcards on the absolute path behind each fd
+//! redo = ["*/redo.log"]
+//! binlog = []
+//! data = ["*.ibd"]       # anything else is kind "other"
+//! ```
+//!
+//! Four profiles ship inside the binary: `redoctor-engine`, `mysql8`,
+//! `mariadb`, `postgresql` (see [`Profile::builtin`]).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::glob;
+
+/// What a thread does on the commit path.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Writes the log buffer to the redo file (MySQL `ib_log_writer`).
+    LogWriter,
+    /// fsyncs the redo file (`ib_log_flush`).
+    LogFlusher,
+    /// Wakes committers whose redo is written/durable (`ib_log_*_notif`).
+    LogNotifier,
+    /// Runs client transactions (connection / user threads).
+    User,
+    /// Writes or syncs the binary log.
+    Binlog,
+    /// Any other thread of the target.
+    #[default]
+    Other,
+    /// A thread outside the target process (only as the other side of a wakeup).
+    External,
+}
+
+impl Role {
+    /// Roles whose wakeups lie on the commit path.
+    pub fn on_commit_path(self) -> bool {
+        matches!(
+            self,
+            Role::LogWriter | Role::LogFlusher | Role::LogNotifier | Role::User | Role::Binlog
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::LogWriter => "log_writer",
+            Role::LogFlusher => "log_flusher",
+            Role::LogNotifier => "log_notifier",
+            Role::User => "user",
+            Role::Binlog => "binlog",
+            Role::Other => "other",
+            Role::External => "external",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Kind of file behind a descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    Redo,
+    Binlog,
+    Data,
+    /// Anything else: sockets, pipes, logs, files closed before they could be named.
+    Other,
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileKind::Redo => "redo",
+            FileKind::Binlog => "binlog",
+            FileKind::Data => "data",
+            FileKind::Other => "other",
+        })
+    }
+}
+
+/// One thread-name rule.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadRule {
+    pub pattern: String,
+    pub role: Role,
+}
+
+/// Path patterns per file kind.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRules {
+    #[serde(default)]
+    pub redo: Vec<String>,
+    #[serde(default)]
+    pub binlog: Vec<String>,
+    #[serde(default)]
+    pub data: Vec<String>,
+}
+
+/// A target profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub threads: Vec<ThreadRule>,
+    #[serde(default)]
+    pub files: FileRules,
+}
+
+/// Why a profile could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("unknown profile `{name}`: use one of {known} or the path of a profile TOML file")]
+    Unknown { name: String, known: String },
+    #[error("cannot read profile file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("profile {origin} is not valid (format: probes/PROFILES.md): {source}")]
+    Parse {
+        origin: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error(
+        "profile {origin}: role `external` is reserved for threads outside the target; use `other`"
+    )]
+    ExternalRole { origin: String },
+}
+
+const BUILTIN: &[(&str, &str)] = &[
+    (
+        "redoctor-engine",
+        include_str!("../profiles/redoctor-engine.toml"),
+    ),
+    ("mysql8", include_str!("../profiles/mysql8.toml")),
+    ("mariadb", include_str!("../profiles/mariadb.toml")),
+    ("postgresql", include_str!("../profiles/postgresql.toml")),
+];
+
+impl Profile {
+    /// Names of the profiles shipped in the binary.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A shipped profile by name.
+    pub fn builtin(name: &str) -> Result<Profile, ProfileError> {
+        let (_, text) =
+            BUILTIN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| ProfileError::Unknown {
+                    name: name.to_string(),
+                    known: Self::builtin_names().join(", "),
+                })?;
+        Self::parse(text, &format!("`{name}`"))
+    }
+
+    /// A shipped profile by name, or a TOML file when `spec` names an existing
+    /// file or contains `/` or ends in `.toml`.
+    pub fn resolve(spec: &str) -> Result<Profile, ProfileError> {
+        let path = Path::new(spec);
+        if spec.contains('/') || spec.ends_with(".toml") || path.is_file() {
+            let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            Self::parse(&text, &path.display().to_string())
+        } else {
+            Self::builtin(spec)
+        }
+    }
+
+    /// Parses profile TOML; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Profile, ProfileError> {
+        let p: Profile = toml::from_str(text).map_err(|source| ProfileError::Parse {
+            origin: origin.to_string(),
+            source,
+        })?;
+        if p.threads.iter().any(|r| r.role == Role::External) {
+            return Err(ProfileError::ExternalRole {
+                origin: origin.to_string(),
+            });
+        }
+        Ok(p)
+    }
+
+    /// The role of a thread with this comm (first matching rule; else `other`).
+    pub fn role_of(&self, comm: &str) -> Role {
+        self.threads
+            .iter()
+            .find(|r| glob::matches(&r.pattern, comm))
+            .map_or(Role::Other, |r| r.role)
+    }
+
+    /// The kind of the file at `path`.
+    pub fn kind_of(&self, path: &str) -> FileKind {
+        let any = |pats: &[String]| pats.iter().any(|p| glob::matches(p, path));
+        if any(&self.files.redo) {
+            FileKind::Redo
+        } else if any(&self.files.binlog) {
+            FileKind::Binlog
+        } else if any(&self.files.data) {
+            FileKind::Data
+        } else {
+            FileKind::Other
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_profiles_parse_and_classify() {
+        for name in Profile::builtin_names() {
+            Profile::builtin(name).unwrap();
+        }
+        let e = Profile::builtin("redoctor-engine").unwrap();
+        assert_eq!(e.role_of("log_writer"), Role::LogWriter);
+        assert_eq!(e.role_of("log_fl_notify"), Role::LogNotifier);
+        assert_eq!(e.role_of("log_wr_notify"), Role::LogNotifier);
+        assert_eq!(e.role_of("user/3"), Role::User);
+        assert_eq!(e.role_of("log_checkpoint"), Role::Other);
+        assert_eq!(e.kind_of("/d/redo.log"), FileKind::Redo);
+        assert_eq!(e.kind_of("/d/checkpoint.tmp"), FileKind::Data);
+        assert_eq!(e.kind_of("socket:[123]"), FileKind::Other);
+        let m = Profile::builtin("mysql8").unwrap();
+        assert_eq!(m.role_of("ib_log_fl_notif"), Role::LogNotifier);
+        assert_eq!(m.role_of("connection"), Role::User);
+        assert_eq!(m.kind_of("/var/lib/mysql/binlog.000003"), FileKind::Binlog);
+        assert_eq!(
+            m.kind_of("/var/lib/mysql/#innodb_redo/#ib_redo7"),
+            FileKind::Redo
+        );
+    }
+
+    #[test]
+    fn a_profile_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mine.toml");
+        std::fs::write(
+            &path,
+            "name = \"mine\"\n[[threads]]\npattern = \"w?\"\nrole = \"log_writer\"\n\
+             [files]\nredo = [\"*.redo\"]\n",
+        )
+        .unwrap();
+        let p = Profile::resolve(path.to_str().unwrap()).unwrap();
+        assert_eq!(p.name, "mine");
+        assert_eq!(p.role_of("w1"), Role::LogWriter);
+        assert_eq!(p.role_of("w12"), Role::Other);
+        assert_eq!(p.kind_of("/x/a.redo"), FileKind::Redo);
+        assert_eq!(p.kind_of("/x/a.ibd"), FileKind::Other);
+    }
+
+    #[test]
+    fn bad_profiles_are_refused_with_the_cause() {
+        let e = Profile::resolve("nosuch").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown profile `nosuch`") && e.contains("mysql8"),
+            "{e}"
+        );
+        let e = Profile::resolve("/nonexistent/p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read profile file"), "{e}");
+        let e = Profile::parse(
+            "name = \"x\"\n[[threads]]\npattern = \"a\"\nrole = \"boss\"\n",
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("profile t is not valid"), "{e}");
+        let e = Profile::parse(
+            "name=\"x\"\n[[threads]]\npattern=\"a\"\nrole=\"external\"\n",
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("reserved"), "{e}");
+    }
+}

@@ -1,0 +1,58 @@
+//! Dropping map entries of exited threads, so long runs with thread churn
+//! do not fill the kernel maps.
+
+use crate::error::ProbeError;
+use crate::loader::Probes;
+use crate::maps::{self, FutexKey, FutexWait, MapsReading, ThreadSched, WakePair};
+use crate::procfs;
+
+/// Removes map entries of threads that have exited and had no event in
+/// this window, so thread churn does not fill the maps over long runs.
+/// (Only dead threads: an entry of a live one could change between the
+/// reading and the delete.)
+pub fn dead_threads(
+    probes: &mut Probes,
+    prev: &MapsReading,
+    cur: &mut MapsReading,
+) -> Result<(), ProbeError> {
+    let pid = probes.pid();
+    let Ok(live) = procfs::threads(pid) else {
+        return Ok(());
+    };
+    let dead = |tid: u32| !live.contains_key(&tid);
+    let threads: Vec<u32> = cur
+        .threads
+        .iter()
+        .filter(|(tid, v)| dead(**tid) && prev.threads.get(tid) == Some(*v))
+        .map(|(tid, _)| *tid)
+        .collect();
+    let pairs: Vec<WakePair> = cur
+        .wakeups
+        .iter()
+        .filter(|(k, n)| {
+            let gone = (k.waker_pid == pid && dead(k.waker_tid))
+                || (k.wakee_pid == pid && dead(k.wakee_tid));
+            gone && prev.wakeups.get(*k) == Some(*n)
+        })
+        .map(|(k, _)| *k)
+        .collect();
+    let futexes: Vec<FutexKey> = cur
+        .futex
+        .iter()
+        .filter(|(k, v)| dead(k.tid) && prev.futex.get(*k) == Some(*v))
+        .map(|(k, _)| *k)
+        .collect();
+    maps::prune::<u32, ThreadSched>(probes, "thread_sched_stats", &threads)?;
+    maps::prune::<WakePair, u64>(probes, "wakeups_by_pair", &pairs)?;
+    maps::prune::<FutexKey, FutexWait>(probes, "futex_wait_by_lock", &futexes)?;
+    for t in &threads {
+        cur.threads.remove(t);
+    }
+    for k in &pairs {
+        cur.wakeups.remove(k);
+    }
+    for k in &futexes {
+        cur.futex.remove(k);
+    }
+    Ok(())
+}

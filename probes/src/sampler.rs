@@ -1,0 +1,438 @@
+//! Turns two readings of the maps into one [`Signals`] window.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::bpf_stats::{self, StatsGuard};
+use crate::error::ProbeError;
+use crate::histogram::histogram;
+use crate::loader::Probes;
+use crate::maps::{point, MapsReading, HIST_BUCKETS};
+use crate::preflight;
+use crate::procfs;
+use crate::profile::{FileKind, Profile, Role};
+use crate::prune;
+use crate::signals::*;
+
+/// How often [`Sampler::wait_window`] checks that the target still runs.
+const LIVENESS_POLL: Duration = Duration::from_millis(50);
+
+/// Reads the probes once per window and computes [`Signals`].
+pub struct Sampler {
+    probes: Probes,
+    profile: Profile,
+    prev: MapsReading,
+    prev_costs: BTreeMap<String, (u64, u64)>,
+    stats: StatsGuard,
+    /// Every thread name seen so far (threads that exited keep theirs).
+    comms: HashMap<u32, String>,
+    /// Latest path seen behind each descriptor.
+    fd_paths: HashMap<u32, String>,
+    affinity_cpus: u32,
+    exited: bool,
+}
+
+impl Sampler {
+    /// Starts the first window now.
+    pub fn new(probes: Probes, profile: Profile) -> Result<Sampler, ProbeError> {
+        let pid = probes.pid();
+        let stats = StatsGuard::enable();
+        let prev = MapsReading::read(&probes)?;
+        let prev_costs = bpf_stats::read(&probes);
+        let mut s = Sampler {
+            affinity_cpus: procfs::affinity_cpus(pid).unwrap_or(0),
+            probes,
+            profile,
+            prev,
+            prev_costs,
+            stats,
+            comms: HashMap::new(),
+            fd_paths: HashMap::new(),
+            exited: false,
+        };
+        s.refresh_proc();
+        Ok(s)
+    }
+
+    pub fn probes(&self) -> &Probes {
+        &self.probes
+    }
+
+    /// Whether a window already saw the target exit.
+    pub fn target_exited(&self) -> bool {
+        self.exited
+    }
+
+    fn refresh_proc(&mut self) -> bool {
+        let pid = self.probes.pid();
+        if !preflight::pid_alive(pid) {
+            return false;
+        }
+        if let Ok(t) = procfs::threads(pid) {
+            self.comms.extend(t);
+        }
+        if let Ok(f) = procfs::fds(pid) {
+            self.fd_paths.extend(f);
+        }
+        if let Ok(n) = procfs::affinity_cpus(pid) {
+            self.affinity_cpus = n;
+        }
+        preflight::pid_alive(pid)
+    }
+
+    /// Sleeps until `interval` has passed since the window started, or the
+    /// target exits, then closes the window.
+    pub fn wait_window(&mut self, interval: Duration) -> Result<Signals, ProbeError> {
+        let end = self.prev.at + interval;
+        loop {
+            let now = Instant::now();
+            if now >= end || !preflight::pid_alive(self.probes.pid()) {
+                break;
+            }
+            std::thread::sleep((end - now).min(LIVENESS_POLL));
+        }
+        self.window()
+    }
+
+    /// Closes the current window now and starts the next.
+    pub fn window(&mut self) -> Result<Signals, ProbeError> {
+        let alive = self.refresh_proc();
+        let cur = MapsReading::read(&self.probes)?;
+        // Names recorded by the kernel at each switch-out cover threads
+        // that lived and died within the window.
+        for (tid, t) in &cur.threads {
+            let name = t.comm();
+            if !name.is_empty() {
+                self.comms.insert(*tid, name);
+            }
+        }
+        let costs = bpf_stats::read(&self.probes);
+        let sig = self.compute(&cur, &costs, !alive);
+        let mut cur = cur;
+        if alive {
+            self.prune_dead_threads(&mut cur)?;
+        }
+        self.prev = cur;
+        self.prev_costs = costs;
+        self.exited |= !alive;
+        Ok(sig)
+    }
+
+    fn prune_dead_threads(&mut self, cur: &mut MapsReading) -> Result<(), ProbeError> {
+        prune::dead_threads(&mut self.probes, &self.prev, cur)
+    }
+
+    fn role(&self, tid: u32) -> Role {
+        self.comms
+            .get(&tid)
+            .map_or(Role::Other, |c| self.profile.role_of(c))
+    }
+
+    fn compute(
+        &self,
+        cur: &MapsReading,
+        costs: &BTreeMap<String, (u64, u64)>,
+        exited: bool,
+    ) -> Signals {
+        let prev = &self.prev;
+        let pid = self.probes.pid();
+        let window_ns = cur.at.duration_since(prev.at).as_nanos().max(1) as u64;
+        let secs = window_ns as f64 / 1e9;
+        let mut roles: BTreeMap<Role, RoleSignals> = BTreeMap::new();
+
+        // Threads alive now, per role.
+        if !exited {
+            if let Ok(live) = procfs::threads(pid) {
+                for comm in live.values() {
+                    roles.entry(self.profile.role_of(comm)).or_default().threads += 1;
+                }
+            }
+        }
+
+        // Scheduler.
+        let mut cpu = Cpu {
+            affinity_cpus: self.affinity_cpus,
+            ..Cpu::default()
+        };
+        let mut threads = Vec::new();
+        for (tid, now) in &cur.threads {
+            let was = prev.threads.get(tid).copied().unwrap_or_default();
+            let d = |a: u64, b: u64| a.saturating_sub(b);
+            let t = ThreadSignals {
+                tid: *tid,
+                comm: self.comms.get(tid).cloned().unwrap_or_default(),
+                role: self.role(*tid),
+                oncpu_ns: d(now.oncpu_ns, was.oncpu_ns),
+                voluntary_switches: d(now.voluntary, was.voluntary),
+                involuntary_switches: d(now.involuntary, was.involuntary),
+                runq_wait_ns: d(now.runq_wait_ns, was.runq_wait_ns),
+            };
+            if t.oncpu_ns + t.voluntary_switches + t.involuntary_switches + t.runq_wait_ns == 0 {
+                continue;
+            }
+            cpu.oncpu_ns += t.oncpu_ns;
+            cpu.voluntary_switches += t.voluntary_switches;
+            cpu.involuntary_switches += t.involuntary_switches;
+            cpu.runq_wait_ns += t.runq_wait_ns;
+            let r = roles.entry(t.role).or_default();
+            r.oncpu_ns += t.oncpu_ns;
+            r.voluntary_switches += t.voluntary_switches;
+            r.involuntary_switches += t.involuntary_switches;
+            r.runq_wait_ns += t.runq_wait_ns;
+            threads.push(t);
+        }
+        threads.sort_by_key(|t| std::cmp::Reverse(t.oncpu_ns));
+        cpu.cpus_busy = cpu.oncpu_ns as f64 / window_ns as f64;
+        cpu.avg_runnable_threads = (cpu.oncpu_ns + cpu.runq_wait_ns) as f64 / window_ns as f64;
+        if cpu.affinity_cpus > 0 {
+            cpu.saturation = cpu.avg_runnable_threads / cpu.affinity_cpus as f64;
+        }
+        let mut hist = [0u64; HIST_BUCKETS];
+        for (i, h) in hist.iter_mut().enumerate() {
+            *h = cur.runq_hist[i].saturating_sub(prev.runq_hist[i]);
+        }
+        cpu.runq_latency = histogram(&hist);
+
+        // Wakeups.
+        let mut wakeups = Wakeups::default();
+        let mut by_role: BTreeMap<(Role, Role), u64> = BTreeMap::new();
+        let mut by_thread = Vec::new();
+        for (k, n) in &cur.wakeups {
+            let n = n.saturating_sub(prev.wakeups.get(k).copied().unwrap_or(0));
+            if n == 0 {
+                continue;
+            }
+            let waker_in = k.waker_pid == pid;
+            let wakee_in = k.wakee_pid == pid;
+            let waker = if waker_in {
+                self.role(k.waker_tid)
+            } else {
+                Role::External
+            };
+            let wakee = if wakee_in {
+                self.role(k.wakee_tid)
+            } else {
+                Role::External
+            };
+            match (waker_in, wakee_in) {
+                (true, true) => {
+                    wakeups.internal += n;
+                    if waker.on_commit_path() && wakee.on_commit_path() {
+                        wakeups.commit_path += n;
+                    }
+                    by_thread.push(ThreadWakeEdge {
+                        waker_tid: k.waker_tid,
+                        waker_comm: self.comms.get(&k.waker_tid).cloned().unwrap_or_default(),
+                        wakee_tid: k.wakee_tid,
+                        wakee_comm: self.comms.get(&k.wakee_tid).cloned().unwrap_or_default(),
+                        count: n,
+                    });
+                }
+                (false, true) => wakeups.from_outside += n,
+                (true, false) => wakeups.to_outside += n,
+                (false, false) => continue,
+            }
+            if waker_in {
+                roles.entry(waker).or_default().wakeups_sent += n;
+            }
+            if wakee_in {
+                roles.entry(wakee).or_default().wakeups_received += n;
+            }
+            *by_role.entry((waker, wakee)).or_default() += n;
+        }
+        let mut by_role: Vec<WakeEdge> = by_role
+            .into_iter()
+            .map(|((waker, wakee), count)| WakeEdge {
+                waker,
+                wakee,
+                count,
+            })
+            .collect();
+        by_role.sort_by_key(|e| std::cmp::Reverse(e.count));
+        wakeups.by_role = by_role;
+        by_thread.sort_by_key(|e| std::cmp::Reverse(e.count));
+        by_thread.truncate(50);
+        wakeups.by_thread = by_thread;
+
+        // I/O per file kind.
+        let mut io: BTreeMap<FileKind, (FileIo, [u64; HIST_BUCKETS])> = BTreeMap::new();
+        for (fd, now) in &cur.io {
+            let was = prev.io.get(fd).copied().unwrap_or_default();
+            let kind = self
+                .fd_paths
+                .get(fd)
+                .map_or(FileKind::Other, |p| self.profile.kind_of(p));
+            let (f, h) = io
+                .entry(kind)
+                .or_insert_with(|| (FileIo::default(), [0; HIST_BUCKETS]));
+            f.write_calls += now.write_calls.saturating_sub(was.write_calls);
+            f.write_bytes += now.write_bytes.saturating_sub(was.write_bytes);
+            f.fsync_calls += now.fsync_calls.saturating_sub(was.fsync_calls);
+            f.fsync_ns += now.fsync_ns.saturating_sub(was.fsync_ns);
+            for (i, slot) in h.iter_mut().enumerate() {
+                *slot += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
+            }
+        }
+        let io: BTreeMap<FileKind, FileIo> = io
+            .into_iter()
+            .filter(|(_, (f, _))| f.write_calls + f.fsync_calls > 0)
+            .map(|(k, (mut f, h))| {
+                f.write_bytes_per_s = f.write_bytes as f64 / secs;
+                f.fsync_latency = histogram(&h);
+                (k, f)
+            })
+            .collect();
+
+        // Engine events: commits are needed per wakeup and per fsync.
+        let redo_fsync_calls = io
+            .get(&FileKind::Redo)
+            .map_or(0, |f: &FileIo| f.fsync_calls);
+        let engine = self.engine_events(cur, secs, redo_fsync_calls);
+        wakeups.commit_path_per_commit = engine
+            .commits
+            .filter(|c| *c > 0)
+            .map(|c| wakeups.commit_path as f64 / c as f64);
+
+        // Futex waits by address.
+        let mut locks: HashMap<u64, LockWait> = HashMap::new();
+        for (k, now) in &cur.futex {
+            let was = prev.futex.get(k).copied().unwrap_or_default();
+            let ns = now.wait_ns.saturating_sub(was.wait_ns);
+            let n = now.waits.saturating_sub(was.waits);
+            if n == 0 {
+                continue;
+            }
+            let role = self.role(k.tid);
+            let l = locks.entry(k.uaddr).or_insert_with(|| LockWait {
+                uaddr: format!("{:#x}", k.uaddr),
+                wait_ns: 0,
+                waits: 0,
+                wait_ns_by_role: BTreeMap::new(),
+            });
+            l.wait_ns += ns;
+            l.waits += n;
+            *l.wait_ns_by_role.entry(role).or_default() += ns;
+            let r = roles.entry(role).or_default();
+            r.futex_wait_ns += ns;
+            r.futex_waits += n;
+        }
+        let mut futex_waits: Vec<LockWait> = locks.into_values().collect();
+        futex_waits.sort_by_key(|l| std::cmp::Reverse(l.wait_ns));
+        futex_waits.truncate(20);
+
+        // The probes' own cost.
+        let probe_cost = costs
+            .iter()
+            .map(|(name, (runs, ns))| {
+                let (r0, n0) = self.prev_costs.get(name).copied().unwrap_or((0, 0));
+                let runs = runs.saturating_sub(r0);
+                let run_ns = ns.saturating_sub(n0);
+                ProgramCost {
+                    program: name.clone(),
+                    runs,
+                    run_ns,
+                    ns_per_run: (runs > 0).then(|| run_ns as f64 / runs as f64),
+                }
+            })
+            .filter(|c| c.runs > 0)
+            .collect();
+
+        let mut unavailable = self.probes.unavailable().to_vec();
+        if !self.stats.enabled() {
+            unavailable.push(crate::loader::Unavailable {
+                what: "probe_cost".into(),
+                why: "the kernel refused BPF_ENABLE_STATS; set sysctl kernel.bpf_stats_enabled=1"
+                    .into(),
+            });
+        }
+        Signals {
+            schema_version: SCHEMA_VERSION,
+            pid,
+            profile: self.profile.name.clone(),
+            end_unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            window_ns,
+            target_exited: exited,
+            cpu,
+            roles,
+            threads,
+            wakeups,
+            io,
+            futex_waits,
+            engine,
+            probe_cost,
+            unavailable,
+        }
+    }
+
+    fn engine_events(
+        &self,
+        cur: &MapsReading,
+        secs: f64,
+        redo_fsyncs_by_syscall: u64,
+    ) -> EngineEvents {
+        let prev = &self.prev;
+        let d = |i: usize| {
+            (
+                cur.points[i].hits.saturating_sub(prev.points[i].hits),
+                cur.points[i].sum.saturating_sub(prev.points[i].sum),
+            )
+        };
+        let tick = cur.points[point::COUNTERS_TICK];
+        let commits = if tick.hits == 0 {
+            None
+        } else {
+            let base = if prev.points[point::COUNTERS_TICK].hits > 0 {
+                prev.points[point::COUNTERS_TICK].last
+            } else {
+                tick.sum // first value ever seen
+            };
+            Some(tick.last.saturating_sub(base))
+        };
+        let batch = self
+            .probes
+            .attached_probe_points()
+            .iter()
+            .any(|p| p == "redoctor_log_flush");
+        let on = |v: u64| batch.then_some(v);
+        let (redo_writes, redo_bytes) = d(point::LOG_WRITE);
+        let (redo_fsyncs, redo_fsync_ns) = d(point::LOG_FLUSH);
+        let (_, woken) = d(point::FLUSH_NOTIFIED);
+        let (mode_switches, _) = d(point::MODE_SWITCH);
+        let (checkpoints, _) = d(point::CHECKPOINT);
+        let (fail_stops, _) = d(point::FAIL_STOP);
+        let fsyncs = if batch {
+            redo_fsyncs
+        } else {
+            redo_fsyncs_by_syscall
+        };
+        EngineEvents {
+            attached: self.probes.attached_probe_points().to_vec(),
+            commits,
+            commits_per_s: commits.map(|c| c as f64 / secs),
+            redo_writes: on(redo_writes),
+            redo_writes_by_user: on(d(point::LOG_WRITE_USER).0),
+            redo_bytes: on(redo_bytes),
+            redo_bytes_per_s: batch.then_some(redo_bytes as f64 / secs),
+            redo_fsyncs: on(redo_fsyncs),
+            redo_fsyncs_by_user: on(d(point::LOG_FLUSH_USER).0),
+            redo_fsync_ns: on(redo_fsync_ns),
+            commits_per_fsync: commits
+                .filter(|_| fsyncs > 0)
+                .map(|c| c as f64 / fsyncs as f64),
+            flush_waiters_woken: on(woken),
+            mode_switches,
+            mode_after_switch: (mode_switches > 0).then(|| {
+                if cur.points[point::MODE_SWITCH].last == 1 {
+                    "on"
+                } else {
+                    "off"
+                }
+                .to_string()
+            }),
+            checkpoints,
+            fail_stop_errno: (fail_stops > 0).then_some(cur.points[point::FAIL_STOP].last as i32),
+        }
+    }
+}

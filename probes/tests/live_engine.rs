@@ -1,0 +1,23 @@
+//! Live tests: the probes against a real engine process.
+//!
+//! This binary is its own engine: run with `REDOCTOR_PROBES_CHILD=<mode>` it
+//! opens an engine in the directory `REDOCTOR_PROBES_DIR`, prepares tables,
+//! prints `READY <counters json>`, waits for a line on stdin, runs a
+//! workload, waits 300 ms (so the 100 ms counters tick reports the final
+//! count), prints `DONE <counters json>` and waits for a line before
+//! shutting down. Without that variable it runs the checks below, each
+//! against a fresh child. Needs root and a kernel with BPF; prints SKIP (and
+//! passes) only when the kernel lacks a feature.
+
+#[path = "live_engine/checks.rs"]
+mod checks;
+#[path = "live_engine/child.rs"]
+mod child;
+
+fn main() {
+    if let Ok(mode) = std::env::var(child::CHILD_ENV) {
+        child::run(&mode);
+        return;
+    }
+    checks::run_all();
+}

@@ -1,0 +1,511 @@
+//! The live checks, each against a fresh engine child.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redoctor_probes::{
+    AttachOptions, FileKind, ProbeError, Probes, Profile, Role, Sampler, Signals,
+};
+
+use crate::child::EngineChild;
+
+type Check = fn() -> Result<(), String>;
+
+pub fn run_all() {
+    if let Some(why) = kernel_lacks_features() {
+        println!("SKIP live_engine: {why}");
+        return;
+    }
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let checks: &[(&str, Check)] = &[
+        ("no_such_pid_is_refused", no_such_pid_is_refused),
+        (
+            "rt1_counts_match_engine_and_bpftrace",
+            rt1_counts_match_engine_and_bpftrace,
+        ),
+        (
+            "rt0_has_no_log_threads_and_user_wakes_user",
+            rt0_has_no_log_threads_and_user_wakes_user,
+        ),
+        (
+            "stripped_binary_loses_only_engine_events",
+            stripped_binary_loses_only_engine_events,
+        ),
+        ("probes_are_gone_after_drop", probes_are_gone_after_drop),
+        (
+            "exited_threads_are_pruned_from_the_maps",
+            exited_threads_are_pruned_from_the_maps,
+        ),
+    ];
+    let mut failed = 0;
+    for (name, check) in checks {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let t = Instant::now();
+        match check() {
+            Ok(()) => println!("test {name} ... ok ({:.1}s)", t.elapsed().as_secs_f64()),
+            Err(e) => {
+                println!("test {name} ... FAILED\n{e}");
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        panic!("{failed} live check(s) failed");
+    }
+}
+
+/// Why these tests cannot run on this kernel (then they are skipped).
+fn kernel_lacks_features() -> Option<String> {
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("kernel has no BTF (/sys/kernel/btf/vmlinux)".into());
+    }
+    if !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists() {
+        return Some("kernel has no BPF syscall (CONFIG_BPF_SYSCALL)".into());
+    }
+    None
+}
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)*) => {
+        let ok: bool = $cond;
+        if !ok {
+            return Err(format!($($fmt)*));
+        }
+    };
+}
+
+/// Every probe, the per-batch probe points included.
+fn all_points(pid: u32) -> AttachOptions {
+    let mut o = AttachOptions::new(pid);
+    o.batch_points = true;
+    o
+}
+
+fn engine_profile() -> Profile {
+    Profile::builtin("redoctor-engine").unwrap()
+}
+
+fn no_such_pid_is_refused() -> Result<(), String> {
+    // A pid that cannot exist (above pid_max).
+    let pid = 0x7fff_fff0;
+    match Probes::attach(&AttachOptions::new(pid)) {
+        Err(ProbeError::NoSuchProcess { pid: p }) if p == pid => Ok(()),
+        Err(e) => Err(format!("wrong error for a missing pid: {e}")),
+        Ok(_) => Err("attached to a pid that does not exist".into()),
+    }
+}
+
+/// bpftrace running `bpftrace/switches_wakeups.bt` (the operators' script)
+/// with its counting gated: a getppid(2) call by this test process toggles
+/// the gate, in the kernel, at the very moment it happens. The test opens
+/// the gate just before its first reading of the maps and closes it just
+/// after the last, so bpftrace counts the probes' window plus the few idle
+/// milliseconds of the readings themselves.
+struct Bpftrace {
+    child: std::process::Child,
+}
+
+/// Opens or closes the bpftrace gate (see [`Bpftrace`]).
+fn toggle_gate() {
+    unsafe { libc::getppid() };
+}
+
+/// bpftrace's tracepoints need tracefs (the probes themselves do not):
+/// mount it when it is missing, as an operator would.
+fn ensure_tracefs() -> Result<(), String> {
+    let dir = Path::new("/sys/kernel/tracing");
+    if dir.join("events").is_dir() {
+        return Ok(());
+    }
+    let st = Command::new("mount")
+        .args(["-t", "tracefs", "tracefs"])
+        .arg(dir)
+        .status()
+        .map_err(|e| format!("running mount: {e}"))?;
+    ensure!(
+        st.success() && dir.join("events").is_dir(),
+        "tracefs is not mounted and `mount -t tracefs tracefs {}` failed",
+        dir.display()
+    );
+    Ok(())
+}
+
+impl Bpftrace {
+    fn start(pid: u32) -> Result<Option<Bpftrace>, String> {
+        ensure_tracefs()?;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bpftrace/switches_wakeups.bt");
+        let text = std::fs::read_to_string(&script).map_err(|e| e.to_string())?;
+        ensure!(
+            text.matches("/pid == $1/").count() == 2,
+            "{} changed: expected two `/pid == $1/` predicates",
+            script.display()
+        );
+        let mut program = text.replace("/pid == $1/", "/pid == $1 && @gate == 1/");
+        program.push_str(
+            "\ntracepoint:syscalls:sys_enter_getppid /pid == $2/ { @gate = 1 - @gate; }\n",
+        );
+        let mut child = match Command::new("bpftrace")
+            .arg("-e")
+            .arg(&program)
+            .arg(pid.to_string())
+            .arg(std::process::id().to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("spawning bpftrace: {e}")),
+        };
+        let mut out = child.stdout.take().unwrap();
+        let mut seen = Vec::new();
+        let mut byte = [0u8; 1];
+        while !seen.ends_with(b"\n") || !String::from_utf8_lossy(&seen).contains("Attaching") {
+            if out.read(&mut byte).map_err(|e| e.to_string())? == 0 {
+                return Err(format!(
+                    "bpftrace did not attach: {}",
+                    String::from_utf8_lossy(&seen)
+                ));
+            }
+            seen.push(byte[0]);
+        }
+        child.stdout = Some(out);
+        // "Attaching" is printed before the last probe is live.
+        std::thread::sleep(Duration::from_millis(500));
+        Ok(Some(Bpftrace { child }))
+    }
+
+    /// Interrupts bpftrace and parses its `@name: N` lines.
+    fn stop(mut self) -> Result<BTreeMap<String, u64>, String> {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let mut text = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut text)
+            .map_err(|e| e.to_string())?;
+        let _ = self.child.wait();
+        Ok(text
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.strip_prefix('@')?.split_once(": ")?;
+                Some((k.to_string(), v.trim().parse().ok()?))
+            })
+            .collect())
+    }
+}
+
+fn within_1pct(what: &str, ours: u64, theirs: u64) -> Result<(), String> {
+    let diff = ours.abs_diff(theirs) as f64;
+    ensure!(
+        diff <= theirs.max(1) as f64 * 0.01,
+        "{what}: probes {ours}, bpftrace {theirs} (more than 1% apart)"
+    );
+    Ok(())
+}
+
+fn edge(s: &Signals, waker: Role, wakee: Role) -> u64 {
+    s.wakeups
+        .by_role
+        .iter()
+        .find(|e| e.waker == waker && e.wakee == wakee)
+        .map_or(0, |e| e.count)
+}
+
+/// Signals of one window, the engine's commit and redo fsync deltas over
+/// it, and bpftrace's counts (when it ran).
+type Window = (Signals, i64, i64, Option<BTreeMap<String, u64>>);
+
+/// One probed workload window: counters before/after and the signals.
+fn probed_window(
+    exe: &Path,
+    mode: &str,
+    opts: impl Fn(u32) -> AttachOptions,
+    with_bpftrace: bool,
+) -> Result<Window, String> {
+    let (mut child, before) = EngineChild::start(exe, mode, 4, 2.0);
+    let pid = child.pid();
+    let probes = Probes::attach(&opts(pid)).map_err(|e| format!("attach: {e}"))?;
+    let bt = if with_bpftrace {
+        Bpftrace::start(pid)?
+    } else {
+        None
+    };
+    // Let a counters tick (every 100 ms) carry the idle engine's count, so
+    // the window's commit baseline is taken before the workload starts.
+    std::thread::sleep(Duration::from_millis(250));
+    toggle_gate();
+    let mut sampler = Sampler::new(probes, engine_profile()).map_err(|e| e.to_string())?;
+    let after = child.run_workload();
+    let s = sampler.window().map_err(|e| e.to_string())?;
+    toggle_gate();
+    let bt_counts = match bt {
+        Some(b) => Some(b.stop()?),
+        None => None,
+    };
+    drop(sampler);
+    child.finish();
+    let commits = after.commits as i64 - before.commits as i64;
+    let fsyncs = after.redo_fsyncs as i64 - before.redo_fsyncs as i64;
+    Ok((s, commits, fsyncs, bt_counts))
+}
+
+fn this_exe() -> PathBuf {
+    std::env::current_exe().unwrap()
+}
+
+fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
+    let (s, commits, fsyncs, bt) = probed_window(&this_exe(), "rt1", all_points, true)?;
+    ensure!(
+        commits > 100,
+        "workload committed only {commits} transactions"
+    );
+    ensure!(
+        s.engine.commits == Some(commits as u64),
+        "commits from the probe point {:?} != engine counter {commits}",
+        s.engine.commits
+    );
+    ensure!(
+        s.engine.redo_fsyncs == Some(fsyncs as u64),
+        "redoctor_log_flush hits {:?} != engine redo_fsyncs {fsyncs}",
+        s.engine.redo_fsyncs
+    );
+    let redo = s.io.get(&FileKind::Redo).cloned().unwrap_or_default();
+    ensure!(
+        redo.fsync_calls == fsyncs as u64,
+        "fdatasync calls on the redo file {} != engine redo_fsyncs {fsyncs}",
+        redo.fsync_calls
+    );
+    ensure!(redo.write_bytes > 0, "no redo bytes written: {:?}", s.io);
+    // Roles: RT1's chain user -> writer -> notifier -> user, with the flusher.
+    for (a, b) in [
+        (Role::User, Role::LogWriter),
+        (Role::LogWriter, Role::LogNotifier),
+        (Role::LogNotifier, Role::User),
+    ] {
+        ensure!(
+            edge(&s, a, b) > 0,
+            "no {a} -> {b} wakeups in RT1: {:?}",
+            s.wakeups.by_role
+        );
+    }
+    ensure!(
+        s.roles
+            .get(&Role::LogFlusher)
+            .is_some_and(|r| r.oncpu_ns > 0),
+        "log_flusher never ran: {:?}",
+        s.roles
+    );
+    ensure!(
+        s.cpu.oncpu_ns > 0 && s.cpu.runq_latency.count > 0,
+        "cpu: {:?}",
+        s.cpu
+    );
+    match bt {
+        None => println!("  (bpftrace not installed: cross-check against bpftrace skipped)"),
+        Some(bt) => {
+            let get = |k: &str| bt.get(k).copied().unwrap_or(0);
+            within_1pct(
+                "voluntary switches",
+                s.cpu.voluntary_switches,
+                get("voluntary_switches"),
+            )?;
+            within_1pct(
+                "involuntary switches",
+                s.cpu.involuntary_switches,
+                get("involuntary_switches"),
+            )?;
+            within_1pct(
+                "wakeups issued by the target",
+                s.wakeups.internal + s.wakeups.to_outside,
+                get("wakeups_by_target"),
+            )?;
+            println!(
+                "  switches vol {}/{} invol {}/{} wakeups {}/{} (probes/bpftrace)",
+                s.cpu.voluntary_switches,
+                get("voluntary_switches"),
+                s.cpu.involuntary_switches,
+                get("involuntary_switches"),
+                s.wakeups.internal + s.wakeups.to_outside,
+                get("wakeups_by_target")
+            );
+        }
+    }
+    Ok(())
+}
+
+fn rt0_has_no_log_threads_and_user_wakes_user() -> Result<(), String> {
+    let (s, commits, fsyncs, _) = probed_window(&this_exe(), "rt0", all_points, false)?;
+    ensure!(
+        s.engine.commits == Some(commits as u64),
+        "commits {:?} != {commits}",
+        s.engine.commits
+    );
+    let redo = s.io.get(&FileKind::Redo).cloned().unwrap_or_default();
+    ensure!(
+        redo.fsync_calls == fsyncs as u64,
+        "redo fsyncs {} != {fsyncs}",
+        redo.fsync_calls
+    );
+    for e in &s.wakeups.by_role {
+        ensure!(
+            !matches!(
+                e.waker,
+                Role::LogWriter | Role::LogFlusher | Role::LogNotifier
+            ) && !matches!(
+                e.wakee,
+                Role::LogWriter | Role::LogFlusher | Role::LogNotifier
+            ),
+            "log thread in the RT0 wake chain: {e:?}"
+        );
+    }
+    ensure!(
+        edge(&s, Role::User, Role::User) > 0,
+        "no user -> user wakeups in RT0: {:?}",
+        s.wakeups.by_role
+    );
+    ensure!(
+        s.engine.redo_fsyncs_by_user == s.engine.redo_fsyncs,
+        "RT0 flushes not led by users: {:?}",
+        s.engine
+    );
+    Ok(())
+}
+
+fn stripped_binary_loses_only_engine_events() -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("engine-stripped");
+    std::fs::copy(this_exe(), &copy).map_err(|e| e.to_string())?;
+    let st = Command::new("strip")
+        .arg(&copy)
+        .status()
+        .map_err(|e| format!("running strip (apt-get install binutils): {e}"))?;
+    ensure!(st.success(), "strip failed");
+    let (s, _, _, _) = probed_window(&copy, "rt1", all_points, false)?;
+    ensure!(
+        s.engine.attached.is_empty(),
+        "uprobes attached on a stripped binary: {:?}",
+        s.engine.attached
+    );
+    for (_, sym) in redoctor_probes::loader::PROBE_POINTS {
+        let u = s
+            .unavailable
+            .iter()
+            .find(|u| u.what.contains(sym))
+            .ok_or_else(|| format!("{sym} not reported missing: {:?}", s.unavailable))?;
+        ensure!(
+            u.why.contains("stripped"),
+            "reason does not say stripped: {}",
+            u.why
+        );
+    }
+    ensure!(
+        s.engine.commits.is_none(),
+        "commits without a probe point: {:?}",
+        s.engine.commits
+    );
+    ensure!(
+        s.cpu.oncpu_ns > 0 && s.wakeups.internal > 0,
+        "scheduler signals lost too: {:?}",
+        s.cpu
+    );
+    ensure!(
+        s.io.contains_key(&FileKind::Redo),
+        "io signals lost too: {:?}",
+        s.io
+    );
+    Ok(())
+}
+
+fn probes_are_gone_after_drop() -> Result<(), String> {
+    let (child, _) = EngineChild::start(&this_exe(), "rt1", 1, 0.2);
+    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
+    let ids = probes.program_ids();
+    ensure!(
+        ids.len() >= 4,
+        "expected the programs to be loaded, got ids {ids:?}"
+    );
+    drop(probes);
+    // The kernel frees a program after an RCU grace period / deferred work,
+    // so give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let still = loop {
+        let still: Vec<u32> = aya::programs::loaded_programs()
+            .filter_map(|p| p.ok().map(|i| i.id()))
+            .filter(|id| ids.contains(id))
+            .collect();
+        if still.is_empty() || Instant::now() > deadline {
+            break still;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.finish();
+    ensure!(
+        still.is_empty(),
+        "programs {still:?} still loaded after drop"
+    );
+    Ok(())
+}
+
+fn exited_threads_are_pruned_from_the_maps() -> Result<(), String> {
+    let (mut child, _) = EngineChild::start(&this_exe(), "rt0", 4, 0.5);
+    let pid = child.pid();
+    let probes = Probes::attach(&AttachOptions::new(pid)).map_err(|e| e.to_string())?;
+    let mut sampler = Sampler::new(probes, engine_profile()).map_err(|e| e.to_string())?;
+    child.run_workload(); // its user threads have exited when this returns
+    let first = sampler.window().map_err(|e| e.to_string())?;
+    let users: Vec<u32> = first
+        .threads
+        .iter()
+        .filter(|t| t.role == Role::User)
+        .map(|t| t.tid)
+        .collect();
+    ensure!(
+        users.len() == 4,
+        "expected 4 user threads: {:?}",
+        first.threads
+    );
+    // Default options: no per-batch probe points, commits per fsync from the syscalls.
+    let e = &first.engine;
+    ensure!(
+        e.redo_fsyncs.is_none() && e.redo_bytes_per_s.is_none(),
+        "batch fields without batch probe points: {e:?}"
+    );
+    let redo_fsyncs = first.io.get(&FileKind::Redo).map_or(0, |f| f.fsync_calls);
+    ensure!(
+        e.commits_per_fsync == e.commits.map(|c| c as f64 / redo_fsyncs as f64),
+        "commits per fsync {:?} not commits {:?} / redo fdatasyncs {redo_fsyncs}",
+        e.commits_per_fsync,
+        e.commits
+    );
+    // The next window sees them unchanged and gone: their entries are dropped.
+    sampler.window().map_err(|e| e.to_string())?;
+    let left =
+        redoctor_probes::maps::MapsReading::read(sampler.probes()).map_err(|e| e.to_string())?;
+    drop(sampler);
+    child.finish();
+    let kept: Vec<&u32> = users
+        .iter()
+        .filter(|t| left.threads.contains_key(t))
+        .collect();
+    ensure!(
+        kept.is_empty(),
+        "exited threads {kept:?} still in thread_sched_stats"
+    );
+    let pairs = left
+        .wakeups
+        .keys()
+        .filter(|k| users.contains(&k.waker_tid) || users.contains(&k.wakee_tid))
+        .count();
+    ensure!(pairs == 0, "{pairs} wakeup pairs of exited threads left");
+    Ok(())
+}
