@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use redoctor_engine::engine::TableId;
 use redoctor_engine::recovery::RecoveryReport;
-use redoctor_engine::workload::{self, acks, procstat, RunConfig, WorkloadKind};
+use redoctor_engine::workload::{self, acks, procstat, KeyDist, Mix, RunConfig, WorkloadSpec};
 use redoctor_engine::{Engine, EngineOptions, RedoMode, RedoOptions};
 
 #[derive(Parser, Debug)]
@@ -41,7 +41,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a sysbench-style workload and print its report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Open (and so recover) a data directory; print the recovery report and row counts.
     Recover(RecoverArgs),
     /// Recover a data directory and check that every acknowledged insert survived.
@@ -67,9 +67,27 @@ struct EngineArgs {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Workload: point_select, update_index, update_non_index, insert or read_write.
-    #[arg(long, short = 'w')]
-    workload: WorkloadKind,
+    /// Workload: point_select, update_index, update_non_index, insert, read_write (oltp_rw),
+    /// read_write_plus (oltp_rw+), read_write_plus_plus (oltp_rw++), tpcc, or
+    /// mix:STATEMENT=COUNT,... (e.g. mix:point_select=10,update_index=1,insert=1).
+    #[arg(long, short = 'w', required_unless_present_any = ["mix_file", "check_settings"])]
+    workload: Option<WorkloadSpec>,
+    /// A custom statement mix from a file (`statement=count` per line or comma-separated, `#` comments).
+    #[arg(long, conflicts_with = "workload")]
+    mix_file: Option<PathBuf>,
+    /// Key access: uniform, zipf[:EXPONENT] (default 0.8) or pareto[:H] (default 0.2), as sysbench's --rand-type.
+    #[arg(long, default_value = "uniform")]
+    access: KeyDist,
+    /// TPCC-lite warehouses.
+    #[arg(long, default_value_t = 1)]
+    warehouses: u32,
+    /// Set a server variable before the run, `name=value` (repeatable), e.g.
+    /// innodb_log_writer_threads=OFF or innodb_flush_log_at_trx_commit=2.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    set: Vec<(String, String)>,
+    /// Open a fresh engine, apply --set, and exit without running anything (checks the settings).
+    #[arg(long)]
+    check_settings: bool,
     /// Concurrent user threads.
     #[arg(long, default_value_t = 1)]
     users: usize,
@@ -177,7 +195,7 @@ fn parse_mib(s: &str) -> Result<u64, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(a) => cmd_run(a),
+        Command::Run(a) => cmd_run(*a),
         Command::Recover(a) => cmd_recover(a),
         Command::VerifyAcks(a) => cmd_verify_acks(a),
     };
@@ -257,6 +275,112 @@ fn ensure_existing_datadir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `name=value` for `--set`.
+fn parse_setting(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() && !v.trim().is_empty() => {
+            Ok((n.trim().to_string(), v.trim().to_string()))
+        }
+        _ => Err(format!(
+            "`{s}` is not NAME=VALUE (e.g. innodb_log_writer_threads=OFF)"
+        )),
+    }
+}
+
+/// `ON`/`OFF` (also `1`/`0`, `true`/`false`) as a bool.
+fn parse_on_off(name: &str, value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" => Ok(true),
+        "off" | "0" | "false" => Ok(false),
+        _ => bail!("{name}={value}: the value must be ON or OFF"),
+    }
+}
+
+fn parse_number<T: std::str::FromStr>(name: &str, value: &str, what: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{name}={value}: the value must be {what}"))
+}
+
+/// The settings [`apply_settings`] knows, for error messages.
+const KNOWN_SETTINGS: &str = "innodb_log_writer_threads, innodb_flush_log_at_trx_commit, \
+innodb_log_spin_cpu_pct_hwm, innodb_log_wait_for_flush_spin_hwm, innodb_lock_wait_timeout, log_bin (OFF only)";
+
+/// `SET GLOBAL name = value` for each setting, in order, on the open engine.
+///
+/// This is the one place that maps setting names to the engine; when the
+/// settings registry lands, its body becomes a call to the registry. A name
+/// it does not know is refused with the list of the names it does know.
+/// `log_bin=OFF` is accepted because this build has no binary log (OFF is
+/// its only state); `log_bin=ON` is refused.
+fn apply_settings(engine: &Engine, settings: &[(String, String)]) -> Result<()> {
+    for (name, value) in settings {
+        let (name, value) = (name.as_str(), value.as_str());
+        match name {
+            "innodb_log_writer_threads" => {
+                let mode = if parse_on_off(name, value)? {
+                    RedoMode::On
+                } else {
+                    RedoMode::Off
+                };
+                engine.set_redo_mode(mode)?;
+            }
+            "innodb_flush_log_at_trx_commit" => {
+                let v: u8 = parse_number(name, value, "0, 1 or 2")?;
+                engine
+                    .set_flush_at_commit(v)
+                    .with_context(|| format!("{name}={value}"))?;
+            }
+            "innodb_log_spin_cpu_pct_hwm" => {
+                let v: u32 = parse_number(name, value, "a percentage 0..=100")?;
+                engine
+                    .set_log_spin_cpu_pct_hwm(v)
+                    .with_context(|| format!("{name}={value}"))?;
+            }
+            "innodb_log_wait_for_flush_spin_hwm" => {
+                let v: u64 = parse_number(name, value, "microseconds (a whole number)")?;
+                engine.set_log_wait_for_flush_spin_hwm(v);
+            }
+            "innodb_lock_wait_timeout" => {
+                let t = parse_secs(value).map_err(|e| anyhow::anyhow!("{name}={value}: {e}"))?;
+                if t.is_zero() {
+                    bail!("{name}={value}: the timeout must be longer than 0 s");
+                }
+                engine.set_lock_wait_timeout(t);
+            }
+            "log_bin" => {
+                if parse_on_off(name, value)? {
+                    bail!(
+                        "log_bin=ON: this build has no binary log; use log_bin=OFF or a build with the binlog"
+                    );
+                }
+            }
+            _ => bail!("unknown setting `{name}`: this build knows {KNOWN_SETTINGS}"),
+        }
+    }
+    Ok(())
+}
+
+/// The workload from `--workload` or `--mix-file`.
+fn workload_spec(a: &RunArgs) -> Result<WorkloadSpec> {
+    if let Some(spec) = &a.workload {
+        return Ok(spec.clone());
+    }
+    let path = a
+        .mix_file
+        .as_ref()
+        .context("give --workload or --mix-file")?;
+    let text = fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read the mix file {}; pass a readable file",
+            path.display()
+        )
+    })?;
+    let mix =
+        Mix::parse(&text).with_context(|| format!("{} is not a statement mix", path.display()))?;
+    Ok(WorkloadSpec::custom(mix))
+}
+
 fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     // Before the engine starts any thread, so that every thread inherits the mask.
     if let Some(k) = a.cpus {
@@ -265,8 +389,35 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         })?;
         eprintln!("pinned to CPUs {}", procstat::cpu_list(&chosen));
     }
+    ensure_writable_dir(&a.engine.datadir)?;
+    let mut redo = RedoOptions::default();
+    if let Some(mode) = a.redo_threads {
+        redo.mode = mode.into();
+    }
+    if let Some(f) = a.flush_at_commit {
+        redo.flush_at_commit = f;
+    }
+    if a.check_settings {
+        let engine = open_engine(&a.engine, redo, a.lock_wait_timeout)?;
+        let applied = apply_settings(&engine, &a.set);
+        engine.shutdown().context("the clean shutdown failed")?;
+        applied?;
+        if a.json {
+            let settings: BTreeMap<&str, &str> = a
+                .set
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            println!("{}", serde_json::json!({ "settings_ok": settings }));
+        } else {
+            eprintln!("settings ok");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let spec = workload_spec(&a)?;
     let cfg = RunConfig {
-        workload: a.workload,
+        access: a.access,
+        warehouses: a.warehouses,
         users: a.users,
         duration: a.duration,
         warmup: a.warmup,
@@ -275,19 +426,12 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         ack_file: a.ack_file.clone(),
         switch_every: a.switch_every_ms.map(Duration::from_millis),
         seed: a.seed,
+        ..RunConfig::for_spec(spec)
     };
     cfg.validate().context(
-        "check --users, --duration, --tables, --table-size, --ack-file and --switch-every-ms",
+        "check --workload, --users, --duration, --tables, --table-size, --warehouses, --ack-file and --switch-every-ms",
     )?;
-    ensure_writable_dir(&a.engine.datadir)?;
 
-    let mut redo = RedoOptions::default();
-    if let Some(mode) = a.redo_threads {
-        redo.mode = mode.into();
-    }
-    if let Some(f) = a.flush_at_commit {
-        redo.flush_at_commit = f;
-    }
     let opened = Instant::now();
     let engine = open_engine(&a.engine, redo, a.lock_wait_timeout)?;
     eprintln!(
@@ -298,7 +442,13 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
             .context("serialising the recovery report")?
     );
 
-    let outcome = prepare_and_run(&engine, &a, cfg);
+    let outcome = apply_settings(&engine, &a.set)
+        .context("--set")
+        .and_then(|()| prepare_and_run(&engine, cfg))
+        .map(|mut report| {
+            report.settings = a.set.iter().cloned().collect();
+            report
+        });
     if let Ok(report) = &outcome {
         if a.json {
             println!(
@@ -320,29 +470,14 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn prepare_and_run(
-    engine: &Arc<Engine>,
-    a: &RunArgs,
-    cfg: RunConfig,
-) -> Result<workload::RunReport> {
-    let missing = (1..=a.tables)
-        .filter(|i| engine.table_id(&format!("sbtest{i}")).is_none())
-        .count();
-    if missing > 0 {
-        eprintln!(
-            "preparing {missing} of {} sbtest tables with {} rows each",
-            a.tables, a.table_size
-        );
-        let started = Instant::now();
-        engine
-            .prepare_sbtest(a.tables, a.table_size)
-            .context("preparing the sbtest tables")?;
-        eprintln!("prepared in {:.2} s", started.elapsed().as_secs_f64());
-    }
+fn prepare_and_run(engine: &Arc<Engine>, cfg: RunConfig) -> Result<workload::RunReport> {
+    let started = Instant::now();
+    workload::prepare(engine, &cfg).context("preparing the workload's tables")?;
+    eprintln!("prepared in {:.2} s", started.elapsed().as_secs_f64());
     let status = engine.status();
     eprintln!(
         "running {} with {} users: {:.1} s warm-up + {:.1} s measured, redo log threads {}, flush_at_commit {}{}",
-        cfg.workload,
+        cfg.spec(),
         cfg.users,
         cfg.warmup.as_secs_f64(),
         cfg.duration.as_secs_f64(),
