@@ -6,7 +6,11 @@
 //! - `recover`: open a data directory (which recovers it) and print what
 //!   recovery did and how many rows each table holds;
 //! - `verify-acks`: recover, then check that every insert a crash test saw
-//!   acknowledged (see `workload::acks`) is in the recovered tables.
+//!   acknowledged (see `workload::acks`) is in the recovered tables;
+//! - `sweep`: run a grid of cells, each a fresh `run` process, into one
+//!   resumable JSON results file (see `sweep`);
+//! - `oracle`: the best configuration per scenario of a results file;
+//! - `plot`: SVG charts and an `index.html` from a results file.
 //!
 //! Reports go to stdout, progress and errors to stderr.
 
@@ -24,6 +28,7 @@ use serde::Serialize;
 
 use redoctor_engine::engine::TableId;
 use redoctor_engine::recovery::RecoveryReport;
+use redoctor_engine::sweep;
 use redoctor_engine::workload::{self, acks, procstat, KeyDist, Mix, RunConfig, WorkloadSpec};
 use redoctor_engine::{Engine, EngineOptions, RedoMode, RedoOptions};
 
@@ -46,6 +51,55 @@ enum Command {
     Recover(RecoverArgs),
     /// Recover a data directory and check that every acknowledged insert survived.
     VerifyAcks(VerifyArgs),
+    /// Run a grid of cells (each a fresh `run` process) into one resumable JSON results file.
+    Sweep(SweepArgs),
+    /// The best configuration of every scenario of a results file, and whether it wins beyond noise.
+    Oracle(OracleArgs),
+    /// SVG charts and an index.html from a results file.
+    Plot(PlotArgs),
+}
+
+#[derive(Args, Debug)]
+struct SweepArgs {
+    /// The grid (TOML; see engine/sweeps/default.toml).
+    #[arg(long)]
+    grid: PathBuf,
+    /// The results file (JSON), rewritten after every cell.
+    #[arg(long)]
+    out: PathBuf,
+    /// Continue an interrupted sweep of the same grid: cells already in --out are not run again.
+    #[arg(long)]
+    resume: bool,
+    /// Where the cells' fresh data directories are made (and removed); the system temp dir if absent.
+    #[arg(long)]
+    workdir: Option<PathBuf>,
+    /// Stop after this many cells (resume later with --resume).
+    #[arg(long)]
+    max_cells: Option<usize>,
+    /// Check the grid and the settings, print the cell count, and run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct OracleArgs {
+    /// A results file written by `sweep`.
+    results: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct PlotArgs {
+    /// A results file written by `sweep`.
+    results: PathBuf,
+    /// Directory for the SVG files and index.html (created if needed).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 /// Options for opening the engine, shared by every subcommand.
@@ -198,6 +252,9 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run(*a),
         Command::Recover(a) => cmd_recover(a),
         Command::VerifyAcks(a) => cmd_verify_acks(a),
+        Command::Sweep(a) => cmd_sweep(a),
+        Command::Oracle(a) => cmd_oracle(a),
+        Command::Plot(a) => cmd_plot(a),
     };
     match result {
         Ok(code) => code,
@@ -488,6 +545,79 @@ fn prepare_and_run(engine: &Arc<Engine>, cfg: RunConfig) -> Result<workload::Run
             .unwrap_or_default()
     );
     workload::run(engine, cfg).context("running the workload")
+}
+
+fn cmd_sweep(a: SweepArgs) -> Result<ExitCode> {
+    let grid = sweep::Grid::load(&a.grid)?;
+    let bin = std::env::current_exe().context("cannot find this program's own path")?;
+    let workdir = a.workdir.clone().unwrap_or_else(std::env::temp_dir);
+    let runner = sweep::CellRunner::new(bin, workdir);
+    let cells = grid.cells().len();
+    let per_cell = grid.run.warmup_secs + grid.run.duration_secs;
+    if a.dry_run {
+        sweep::preflight(&grid, &runner)?;
+        println!(
+            "grid ok: {} scenarios x {} configurations x {} repeats = {cells} cells; \
+             at least {:.0} s of warm-up + measurement ({:.1} s per cell) plus process start and load",
+            grid.scenarios().len(),
+            grid.configurations.len(),
+            grid.run.repeats,
+            cells as f64 * per_cell,
+            per_cell
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opts = sweep::SweepOptions {
+        out: a.out.clone(),
+        resume: a.resume,
+        max_cells: a.max_cells,
+        progress: !a.quiet,
+    };
+    let started = Instant::now();
+    let summary = sweep::run_sweep(&grid, &runner, &opts)?;
+    eprintln!(
+        "ran {} cells in {:.0} s ({} failed, {} done earlier, {} in the grid); results in {}",
+        summary.executed.len(),
+        started.elapsed().as_secs_f64(),
+        summary.failed,
+        summary.already_done,
+        summary.total,
+        a.out.display()
+    );
+    if !summary.complete() {
+        eprintln!("the sweep is not complete: run the same command with --resume to finish it");
+    }
+    Ok(if summary.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn cmd_oracle(a: OracleArgs) -> Result<ExitCode> {
+    let results = sweep::SweepResults::load(&a.results)?;
+    let report = sweep::oracle(&results);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).context("serialising the oracle")?
+        );
+    } else {
+        print!("{report}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_plot(a: PlotArgs) -> Result<ExitCode> {
+    let results = sweep::SweepResults::load(&a.results)?;
+    let files = sweep::plot(&results, &a.out)?;
+    println!(
+        "wrote {} charts, {} heatmaps and {}",
+        files.charts.len(),
+        files.heatmaps.len(),
+        files.index.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Row count per table.

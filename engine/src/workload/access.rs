@@ -19,13 +19,9 @@ pub enum KeyDist {
     #[default]
     Uniform,
     /// Zipfian with exponent `s` (> 0).
-    Zipf {
-        s: f64,
-    },
+    Zipf { s: f64 },
     /// Pareto with parameter `h` (0 < h < 1; below 0.5, smaller is more skewed).
-    Pareto {
-        h: f64,
-    },
+    Pareto { h: f64 },
 }
 
 /// sysbench's `--rand-zipfian-exp` default.

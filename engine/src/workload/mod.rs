@@ -135,9 +135,11 @@ impl RunConfig {
                 return bad("the custom workload needs a statement mix (mix:...)".into())
             }
             (WorkloadKind::Custom, Some(_)) | (_, None) => {}
-            (kind, Some(_)) => return bad(format!(
+            (kind, Some(_)) => {
+                return bad(format!(
                 "{kind} has fixed statements; a statement mix goes with the custom workload only"
-            )),
+            ))
+            }
         }
         if self.workload == WorkloadKind::Tpcc
             && (self.warehouses == 0 || self.warehouses > tpcc::MAX_WAREHOUSES)
