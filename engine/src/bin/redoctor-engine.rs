@@ -499,13 +499,10 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
             .context("serialising the recovery report")?
     );
 
-    let outcome = apply_settings(&engine, &a.set)
-        .context("--set")
-        .and_then(|()| prepare_and_run(&engine, cfg))
-        .map(|mut report| {
-            report.settings = a.set.iter().cloned().collect();
-            report
-        });
+    let outcome = prepare_and_run(&engine, cfg, &a.set).map(|mut report| {
+        report.settings = a.set.iter().cloned().collect();
+        report
+    });
     if let Ok(report) = &outcome {
         if a.json {
             println!(
@@ -527,10 +524,18 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn prepare_and_run(engine: &Arc<Engine>, cfg: RunConfig) -> Result<workload::RunReport> {
+/// Loads the tables, applies `settings`, runs. The settings come after the
+/// load so that the load (not measured) runs the same way for every
+/// configuration.
+fn prepare_and_run(
+    engine: &Arc<Engine>,
+    cfg: RunConfig,
+    settings: &[(String, String)],
+) -> Result<workload::RunReport> {
     let started = Instant::now();
     workload::prepare(engine, &cfg).context("preparing the workload's tables")?;
     eprintln!("prepared in {:.2} s", started.elapsed().as_secs_f64());
+    apply_settings(engine, settings).context("--set")?;
     let status = engine.status();
     eprintln!(
         "running {} with {} users: {:.1} s warm-up + {:.1} s measured, redo log threads {}, flush_at_commit {}{}",

@@ -188,7 +188,10 @@ fn engine_err(doing: &'static str) -> impl FnOnce(EngineError) -> TpccError {
     move |source| TpccError::Engine { doing, source }
 }
 
-/// Inserts `rows` into `table` in transactions of 1000 rows.
+/// Rows per load transaction.
+const LOAD_BATCH: usize = 100;
+
+/// Inserts `rows` into `table` in transactions of [`LOAD_BATCH`] rows.
 fn load(
     engine: &Engine,
     table: TableId,
@@ -202,7 +205,7 @@ fn load(
             return Err(e.into());
         }
         n += 1;
-        if n % 1000 == 0 {
+        if n % LOAD_BATCH == 0 {
             engine.commit(std::mem::replace(&mut trx, engine.begin()))?;
         }
     }
