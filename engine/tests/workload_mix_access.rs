@@ -32,7 +32,8 @@ fn mixes_parse_from_flags_and_files() {
 
 #[test]
 fn malformed_mixes_are_refused_with_the_cause() {
-    let cases: [(&str, fn(&MixError) -> bool); 8] = [
+    type Check = fn(&MixError) -> bool;
+    let cases: [(&str, Check); 8] = [
         ("", |e| *e == MixError::Empty),
         ("# only a comment\n , ,", |e| *e == MixError::Empty),
         (
