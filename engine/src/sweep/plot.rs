@@ -13,6 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::oracle::{oracle, OracleReport, ScenarioVerdict};
 use super::results::SweepResults;
@@ -221,52 +222,54 @@ fn heatmap(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let (nx, ny) = (users.len() as i32, cores.len() as i32);
-    let root =
-        SVGBackend::new(path, (220 + 110 * nx as u32, 150 + 70 * ny as u32)).into_drawing_area();
+    let (nx, ny) = (users.len(), cores.len());
+    let width = (200 + 120 * nx as u32).max(440);
+    let root = SVGBackend::new(path, (width, 150 + 70 * ny as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        // A segmented 0..n-1 has n cells (its last segment ends past n-1).
-        .build_cartesian_2d((0..nx - 1).into_segmented(), (0..ny - 1).into_segmented())
+        .build_cartesian_2d(0f64..nx as f64, 0f64..ny as f64)
         .map_err(plot_err)?;
-    let center = |v: &SegmentValue<i32>, names: &[u32]| match v {
-        SegmentValue::CenterOf(i) => names
-            .get(*i as usize)
-            .map(|u| u.to_string())
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
-    let xl = |v: &SegmentValue<i32>| center(v, &users);
-    let yl = |v: &SegmentValue<i32>| center(v, &cores);
+    // Axis lines and titles from plotters; the category labels are placed at
+    // the cell centres below.
     chart
         .configure_mesh()
         .disable_mesh()
-        .x_labels(users.len())
-        .y_labels(cores.len())
-        .x_label_formatter(&xl)
-        .y_label_formatter(&yl)
+        .x_labels(0)
+        .y_labels(0)
         .x_desc("concurrent users")
         .y_desc("cores")
         .draw()
         .map_err(plot_err)?;
-    let at = |x: i32, y: i32| (SegmentValue::Exact(x), SegmentValue::Exact(y));
+    let label_font = ("sans-serif", 13).into_font().color(&BLACK);
+    for (i, u) in users.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+        let style = label_font.pos(Pos::new(HPos::Center, VPos::Top));
+        root.draw(&Text::new(u.to_string(), (px, py + 6), style))
+            .map_err(plot_err)?;
+    }
+    for (j, c) in cores.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(0.0, j as f64 + 0.5));
+        let style = label_font.pos(Pos::new(HPos::Right, VPos::Center));
+        root.draw(&Text::new(c.to_string(), (px - 8, py), style))
+            .map_err(plot_err)?;
+    }
     for s in scenarios {
         let x = users
             .iter()
             .position(|&u| u == s.scenario.users)
-            .unwrap_or(0) as i32;
+            .unwrap_or(0) as f64;
         let y = cores
             .iter()
             .position(|&c| c == s.scenario.cores)
-            .unwrap_or(0) as i32;
+            .unwrap_or(0) as f64;
         let col = color(configs, &s.best);
         chart
             .draw_series(std::iter::once(Rectangle::new(
-                [at(x, y), at(x + 1, y + 1)],
+                [(x, y), (x + 1.0, y + 1.0)],
                 col.mix(0.55).filled(),
             )))
             .map_err(plot_err)?;
@@ -275,12 +278,12 @@ fn heatmap(
         if let Some(c) = s.configs.get(1) {
             lines.push(format!("2nd: {:.2}x", c.ratio_to_best));
         }
-        let origin = chart.backend_coord(&at(x, y + 1));
+        let origin = chart.backend_coord(&(x, y + 1.0));
         for (i, line) in lines.into_iter().enumerate() {
             root.draw(&Text::new(
                 line,
                 (origin.0 + 6, origin.1 + 6 + 16 * i as i32),
-                ("sans-serif", 13).into_font().color(&BLACK),
+                label_font.clone(),
             ))
             .map_err(plot_err)?;
         }
