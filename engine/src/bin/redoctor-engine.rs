@@ -578,6 +578,11 @@ fn cmd_sweep(a: SweepArgs) -> Result<ExitCode> {
         max_cells: a.max_cells,
         progress: !a.quiet,
     };
+    eprintln!(
+        "sweep of {cells} cells ({:.2} s of warm-up + measurement each, plus process start and load); \
+         checking the settings first",
+        per_cell
+    );
     let started = Instant::now();
     let summary = sweep::run_sweep(&grid, &runner, &opts)?;
     eprintln!(
