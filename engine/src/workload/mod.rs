@@ -11,7 +11,8 @@
 //! log threads) apart.
 //!
 //! Module map:
-//! - [`kinds`]: the named workloads and what one transaction of each does;
+//! - [`kinds`]: the named workloads, their labels and statement mixes;
+//! - [`txn_gen`]: one user thread's transaction generator and the sysbench statements;
 //! - [`mix`]: statement mixes (`point_select=10,update_index=1`);
 //! - [`access`]: uniform, Zipfian and Pareto key access;
 //! - [`tpcc`]: TPCC-lite's tables, loader, transactions and consistency check;
@@ -28,6 +29,7 @@ pub mod procstat;
 pub mod report;
 pub mod runner;
 pub mod tpcc;
+pub mod txn_gen;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -20,12 +20,13 @@ use rand::SeedableRng;
 
 use super::access::KeySampler;
 use super::acks::AckWriter;
-use super::kinds::StatementError;
-use super::kinds::{InsertIds, OpCounts, Outcome, SbtestPlan, TxnGen, WorkloadKind};
+use super::kinds::WorkloadKind;
 use super::mix::{Mix, Statement};
 use super::procstat::{self, CtxSwitches};
 use super::report::{CtxSwitchReport, LatencySummary, RunReport};
 use super::tpcc::{self, TpccTables};
+use super::txn_gen::StatementError;
+use super::txn_gen::{InsertIds, OpCounts, Outcome, SbtestPlan, TxnGen};
 use super::{RunConfig, WorkloadError};
 use crate::counters::{CounterValues, StatusSnapshot};
 use crate::engine::{Engine, TableId};
