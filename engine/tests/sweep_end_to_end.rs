@@ -66,6 +66,12 @@ fn tiny_sweep_end_to_end() {
 
     let results = SweepResults::load(&out).unwrap();
     assert_eq!(results.cells.len(), 2);
+    assert_eq!(results.commands.len(), 1);
+    assert!(
+        results.commands[0].starts_with("redoctor-engine sweep --grid"),
+        "{:?}",
+        results.commands
+    );
     for c in &results.cells {
         assert_eq!(c.status, CellStatus::Ok, "{:?}", c.error);
         let m = c.metrics.as_ref().unwrap();
@@ -123,6 +129,7 @@ fn an_interrupted_sweep_resumes_without_running_a_cell_twice() {
         resume,
         max_cells,
         progress: false,
+        command: Some(format!("test resume={resume}")),
     };
     // "Interrupted" after 3 of 4 cells.
     let first = run_sweep(&g, &runner, &opts(false, Some(3))).unwrap();
@@ -156,6 +163,7 @@ fn an_interrupted_sweep_resumes_without_running_a_cell_twice() {
 
     let done = SweepResults::load(&out).unwrap();
     assert_eq!(done.cells.len(), 4);
+    assert_eq!(done.commands, ["test resume=false", "test resume=true"]);
     for c in &saved.cells {
         let now = done.cells.iter().find(|d| d.key == c.key).unwrap();
         assert_eq!(now, c, "the results of the first run are kept as they were");
@@ -179,6 +187,7 @@ fn unknown_settings_fail_before_any_cell_runs() {
         resume: false,
         max_cells: None,
         progress: false,
+        command: None,
     };
     let started = std::time::Instant::now();
     let e = run_sweep(&g, &runner(dir.path()), &opts).unwrap_err();
@@ -221,6 +230,7 @@ fn more_cores_than_the_machine_has_are_refused() {
         resume: false,
         max_cells: None,
         progress: false,
+        command: None,
     };
     let e = run_sweep(&g, &runner(dir.path()), &opts).unwrap_err();
     assert!(e.to_string().contains("4096 cores"), "{e}");

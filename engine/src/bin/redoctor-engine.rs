@@ -577,6 +577,19 @@ fn cmd_sweep(a: SweepArgs) -> Result<ExitCode> {
         resume: a.resume,
         max_cells: a.max_cells,
         progress: !a.quiet,
+        command: Some(
+            std::env::args()
+                .enumerate()
+                .map(|(i, arg)| {
+                    if i == 0 {
+                        "redoctor-engine".to_string()
+                    } else {
+                        arg
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
     };
     eprintln!(
         "sweep of {cells} cells ({:.2} s of warm-up + measurement each, plus process start and load); \

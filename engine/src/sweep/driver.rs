@@ -24,6 +24,8 @@ pub struct SweepOptions {
     pub max_cells: Option<usize>,
     /// Draw a progress bar with an ETA on stderr.
     pub progress: bool,
+    /// The command line, recorded in the results file (None: not recorded).
+    pub command: Option<String>,
 }
 
 /// What a call to [`run_sweep`] did.
@@ -132,6 +134,7 @@ pub fn run_sweep(
 ) -> Result<SweepSummary, SweepError> {
     let mut results = open_results(grid, opts)?;
     preflight(grid, runner)?;
+    results.commands.extend(opts.command.clone());
     results.save(&opts.out)?;
 
     let schedule = grid.schedule();

@@ -10,6 +10,7 @@
 //!   "engine_version": "0.1.0",       // crate version of the binary that ran the cells
 //!   "host": { "cpus": 2, "kernel": "6.18..." },
 //!   "created_unix": 1763700000, "updated_unix": 1763700600,
+//!   "commands": ["redoctor-engine sweep --grid ... --out ..."],  // every invocation that wrote it
 //!   "grid": { "run": {...}, "axes": {...}, "configurations": {...} },   // the grid file, parsed
 //!   "cells": [ {
 //!     "workload": "read_write", "users": 4, "cores": 2, "binlog": false, "flush": 1,
@@ -148,6 +149,9 @@ pub struct SweepResults {
     pub host: HostInfo,
     pub created_unix: u64,
     pub updated_unix: u64,
+    /// The command lines that wrote this file (the first run, then each resume).
+    #[serde(default)]
+    pub commands: Vec<String>,
     pub grid: Grid,
     pub cells: Vec<CellResult>,
 }
@@ -169,6 +173,7 @@ impl SweepResults {
             host: HostInfo::current(),
             created_unix: now,
             updated_unix: now,
+            commands: Vec::new(),
             grid,
             cells: Vec::new(),
         }
