@@ -315,3 +315,61 @@ fn run_refuses_unknown_settings_and_prints_json() {
     let m = redoctor_engine::sweep::CellMetrics::from_report(&v).unwrap();
     assert_eq!(m.commits, v["commits"].as_u64().unwrap());
 }
+
+#[test]
+fn a_killed_sweep_process_resumes_from_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid_path = dir.path().join("g.toml");
+    std::fs::write(&grid_path, grid("[1, 2, 3]", 0.3, RT)).unwrap();
+    let out = dir.path().join("r.json");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let args = [
+        "sweep",
+        "--grid",
+        grid_path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--workdir",
+        work.to_str().unwrap(),
+        "--quiet",
+    ];
+    let mut child = Command::new(BIN).args(args).spawn().unwrap();
+    // Kill it (SIGKILL: no chance to clean up) once the first cell is saved.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let first = loop {
+        if let Ok(r) = SweepResults::load(&out) {
+            if !r.cells.is_empty() {
+                break r;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cell finished in time"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = SweepResults::load(&out).expect("the file is whole after a kill");
+    assert!(killed.cells.len() < 6, "killed before the end");
+    assert!(killed.cells.len() >= first.cells.len());
+
+    let resumed = cli(&[
+        args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], "--resume",
+    ]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let done = SweepResults::load(&out).unwrap();
+    assert_eq!(done.cells.len(), 6);
+    assert!(done.cells.iter().all(|c| c.status == CellStatus::Ok));
+    for c in &killed.cells {
+        let now = done.cells.iter().find(|d| d.key == c.key).unwrap();
+        assert_eq!(now, c, "a cell finished before the kill was not run again");
+    }
+    assert_eq!(done.commands.len(), 2);
+    assert!(done.commands[1].ends_with("--resume"));
+}
