@@ -24,6 +24,7 @@ pub mod probe_points;
 pub mod recovery;
 pub mod redo;
 pub mod settings;
+pub mod sweep;
 mod sync;
 pub mod throttle;
 pub mod trx_sys;

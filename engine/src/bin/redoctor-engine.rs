@@ -6,7 +6,11 @@
 //! - `recover`: open a data directory (which recovers it) and print what
 //!   recovery did and how many rows each table holds;
 //! - `verify-acks`: recover, then check that every insert a crash test saw
-//!   acknowledged (see `workload::acks`) is in the recovered tables.
+//!   acknowledged (see `workload::acks`) is in the recovered tables;
+//! - `sweep`: run a grid of cells, each a fresh `run` process, into one
+//!   resumable JSON results file (see `sweep`);
+//! - `oracle`: the best configuration per scenario of a results file;
+//! - `plot`: SVG charts and an `index.html` from a results file.
 //!
 //! Reports go to stdout, progress and errors to stderr.
 
@@ -24,7 +28,9 @@ use serde::Serialize;
 
 use redoctor_engine::engine::TableId;
 use redoctor_engine::recovery::RecoveryReport;
-use redoctor_engine::workload::{self, acks, procstat, RunConfig, WorkloadKind};
+use redoctor_engine::settings;
+use redoctor_engine::sweep;
+use redoctor_engine::workload::{self, acks, procstat, KeyDist, Mix, RunConfig, WorkloadSpec};
 use redoctor_engine::{Engine, EngineOptions, RedoMode, RedoOptions};
 
 #[derive(Parser, Debug)]
@@ -41,11 +47,60 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a sysbench-style workload and print its report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Open (and so recover) a data directory; print the recovery report and row counts.
     Recover(RecoverArgs),
     /// Recover a data directory and check that every acknowledged insert survived.
     VerifyAcks(VerifyArgs),
+    /// Run a grid of cells (each a fresh `run` process) into one resumable JSON results file.
+    Sweep(SweepArgs),
+    /// The best configuration of every scenario of a results file, and whether it wins beyond noise.
+    Oracle(OracleArgs),
+    /// SVG charts and an index.html from a results file.
+    Plot(PlotArgs),
+}
+
+#[derive(Args, Debug)]
+struct SweepArgs {
+    /// The grid (TOML; see engine/sweeps/default.toml).
+    #[arg(long)]
+    grid: PathBuf,
+    /// The results file (JSON), rewritten after every cell.
+    #[arg(long)]
+    out: PathBuf,
+    /// Continue an interrupted sweep of the same grid: cells already in --out are not run again.
+    #[arg(long)]
+    resume: bool,
+    /// Where the cells' fresh data directories are made (and removed); the system temp dir if absent.
+    #[arg(long)]
+    workdir: Option<PathBuf>,
+    /// Stop after this many cells (resume later with --resume).
+    #[arg(long)]
+    max_cells: Option<usize>,
+    /// Check the grid and the settings, print the cell count, and run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct OracleArgs {
+    /// A results file written by `sweep`.
+    results: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct PlotArgs {
+    /// A results file written by `sweep`.
+    results: PathBuf,
+    /// Directory for the SVG files and index.html (created if needed).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 /// Options for opening the engine, shared by every subcommand.
@@ -67,9 +122,27 @@ struct EngineArgs {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Workload: point_select, update_index, update_non_index, insert or read_write.
-    #[arg(long, short = 'w')]
-    workload: WorkloadKind,
+    /// Workload: point_select, update_index, update_non_index, insert, read_write (oltp_rw),
+    /// read_write_plus (oltp_rw+), read_write_plus_plus (oltp_rw++), tpcc, or
+    /// mix:STATEMENT=COUNT,... (e.g. mix:point_select=10,update_index=1,insert=1).
+    #[arg(long, short = 'w', required_unless_present_any = ["mix_file", "check_settings"])]
+    workload: Option<WorkloadSpec>,
+    /// A custom statement mix from a file (`statement=count` per line or comma-separated, `#` comments).
+    #[arg(long, conflicts_with = "workload")]
+    mix_file: Option<PathBuf>,
+    /// Key access: uniform, zipf[:EXPONENT] (default 0.8) or pareto[:H] (default 0.2), as sysbench's --rand-type.
+    #[arg(long, default_value = "uniform")]
+    access: KeyDist,
+    /// TPCC-lite warehouses.
+    #[arg(long, default_value_t = 1)]
+    warehouses: u32,
+    /// Set a server variable before the run, `name=value` (repeatable), e.g.
+    /// innodb_log_writer_threads=OFF or innodb_flush_log_at_trx_commit=2.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    set: Vec<(String, String)>,
+    /// Open a fresh engine, apply --set, and exit without running anything (checks the settings).
+    #[arg(long)]
+    check_settings: bool,
     /// Concurrent user threads.
     #[arg(long, default_value_t = 1)]
     users: usize,
@@ -177,9 +250,12 @@ fn parse_mib(s: &str) -> Result<u64, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(a) => cmd_run(a),
+        Command::Run(a) => cmd_run(*a),
         Command::Recover(a) => cmd_recover(a),
         Command::VerifyAcks(a) => cmd_verify_acks(a),
+        Command::Sweep(a) => cmd_sweep(a),
+        Command::Oracle(a) => cmd_oracle(a),
+        Command::Plot(a) => cmd_plot(a),
     };
     match result {
         Ok(code) => code,
@@ -195,6 +271,7 @@ fn open_engine(
     args: &EngineArgs,
     mut redo: RedoOptions,
     lock_wait_timeout: Option<Duration>,
+    startup: Vec<(String, String)>,
 ) -> Result<Arc<Engine>> {
     if let Some(bytes) = args.log_buffer_bytes {
         redo.log_buffer_size =
@@ -205,6 +282,7 @@ fn open_engine(
     }
     let mut opts = EngineOptions::new(args.datadir.clone());
     opts.redo = redo;
+    opts.settings = startup;
     if let Some(t) = lock_wait_timeout {
         opts.lock_wait_timeout = t;
     }
@@ -257,6 +335,74 @@ fn ensure_existing_datadir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `name=value` for `--set`.
+fn parse_setting(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() && !v.trim().is_empty() => {
+            Ok((n.trim().to_string(), v.trim().to_string()))
+        }
+        _ => Err(format!(
+            "`{s}` is not NAME=VALUE (e.g. innodb_log_writer_threads=OFF)"
+        )),
+    }
+}
+
+/// The `--set` settings that can only be given at startup (read-only at
+/// run time, e.g. `log_bin`): they go into the engine's options. Unknown
+/// names are left for [`apply_settings`] to refuse.
+fn startup_settings(settings: &[(String, String)]) -> Vec<(String, String)> {
+    settings
+        .iter()
+        .filter(|(name, _)| settings::find(name).is_ok_and(|s| !s.dynamic()))
+        .cloned()
+        .collect()
+}
+
+/// `SET GLOBAL name = value` for each live setting, in order, through the
+/// engine's settings registry (validated; a refused value changes nothing
+/// and names the allowed range). A startup-only setting was applied when
+/// the engine opened: here it is only checked.
+fn apply_settings(engine: &Engine, settings: &[(String, String)]) -> Result<()> {
+    for (name, value) in settings {
+        let s = settings::find(name).map_err(|e| {
+            let known: Vec<&str> = settings::SETTINGS.iter().map(|s| s.name).collect();
+            anyhow::anyhow!("{e}; known settings: {}", known.join(", "))
+        })?;
+        if s.dynamic() {
+            engine
+                .set_global(name, value)
+                .with_context(|| format!("--set {name}={value}"))?;
+        } else {
+            let want = s.parse(value)?.to_string();
+            let have = engine.variable(name)?.value;
+            if want != have {
+                bail!("--set {name}={value}: the engine opened with {name}={have}; it can only be set at startup");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The workload from `--workload` or `--mix-file`.
+fn workload_spec(a: &RunArgs) -> Result<WorkloadSpec> {
+    if let Some(spec) = &a.workload {
+        return Ok(spec.clone());
+    }
+    let path = a
+        .mix_file
+        .as_ref()
+        .context("give --workload or --mix-file")?;
+    let text = fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read the mix file {}; pass a readable file",
+            path.display()
+        )
+    })?;
+    let mix =
+        Mix::parse(&text).with_context(|| format!("{} is not a statement mix", path.display()))?;
+    Ok(WorkloadSpec::custom(mix))
+}
+
 fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     // Before the engine starts any thread, so that every thread inherits the mask.
     if let Some(k) = a.cpus {
@@ -265,8 +411,40 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         })?;
         eprintln!("pinned to CPUs {}", procstat::cpu_list(&chosen));
     }
+    ensure_writable_dir(&a.engine.datadir)?;
+    let mut redo = RedoOptions::default();
+    if let Some(mode) = a.redo_threads {
+        redo.mode = mode.into();
+    }
+    if let Some(f) = a.flush_at_commit {
+        redo.flush_at_commit = f;
+    }
+    if a.check_settings {
+        let engine = open_engine(
+            &a.engine,
+            redo,
+            a.lock_wait_timeout,
+            startup_settings(&a.set),
+        )?;
+        let applied = apply_settings(&engine, &a.set);
+        engine.shutdown().context("the clean shutdown failed")?;
+        applied?;
+        if a.json {
+            let settings: BTreeMap<&str, &str> = a
+                .set
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            println!("{}", serde_json::json!({ "settings_ok": settings }));
+        } else {
+            eprintln!("settings ok");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let spec = workload_spec(&a)?;
     let cfg = RunConfig {
-        workload: a.workload,
+        access: a.access,
+        warehouses: a.warehouses,
         users: a.users,
         duration: a.duration,
         warmup: a.warmup,
@@ -275,21 +453,19 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         ack_file: a.ack_file.clone(),
         switch_every: a.switch_every_ms.map(Duration::from_millis),
         seed: a.seed,
+        ..RunConfig::for_spec(spec)
     };
     cfg.validate().context(
-        "check --users, --duration, --tables, --table-size, --ack-file and --switch-every-ms",
+        "check --workload, --users, --duration, --tables, --table-size, --warehouses, --ack-file and --switch-every-ms",
     )?;
-    ensure_writable_dir(&a.engine.datadir)?;
 
-    let mut redo = RedoOptions::default();
-    if let Some(mode) = a.redo_threads {
-        redo.mode = mode.into();
-    }
-    if let Some(f) = a.flush_at_commit {
-        redo.flush_at_commit = f;
-    }
     let opened = Instant::now();
-    let engine = open_engine(&a.engine, redo, a.lock_wait_timeout)?;
+    let engine = open_engine(
+        &a.engine,
+        redo,
+        a.lock_wait_timeout,
+        startup_settings(&a.set),
+    )?;
     eprintln!(
         "opened {} in {:.2} s; recovery: {}",
         a.engine.datadir.display(),
@@ -298,7 +474,10 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
             .context("serialising the recovery report")?
     );
 
-    let outcome = prepare_and_run(&engine, &a, cfg);
+    let outcome = prepare_and_run(&engine, cfg, &a.set).map(|mut report| {
+        report.settings = a.set.iter().cloned().collect();
+        report
+    });
     if let Ok(report) = &outcome {
         if a.json {
             println!(
@@ -320,29 +499,22 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Loads the tables, applies `settings`, runs. The settings come after the
+/// load so that the load (not measured) runs the same way for every
+/// configuration.
 fn prepare_and_run(
     engine: &Arc<Engine>,
-    a: &RunArgs,
     cfg: RunConfig,
+    settings: &[(String, String)],
 ) -> Result<workload::RunReport> {
-    let missing = (1..=a.tables)
-        .filter(|i| engine.table_id(&format!("sbtest{i}")).is_none())
-        .count();
-    if missing > 0 {
-        eprintln!(
-            "preparing {missing} of {} sbtest tables with {} rows each",
-            a.tables, a.table_size
-        );
-        let started = Instant::now();
-        engine
-            .prepare_sbtest(a.tables, a.table_size)
-            .context("preparing the sbtest tables")?;
-        eprintln!("prepared in {:.2} s", started.elapsed().as_secs_f64());
-    }
+    let started = Instant::now();
+    workload::prepare(engine, &cfg).context("preparing the workload's tables")?;
+    eprintln!("prepared in {:.2} s", started.elapsed().as_secs_f64());
+    apply_settings(engine, settings).context("--set")?;
     let status = engine.status();
     eprintln!(
         "running {} with {} users: {:.1} s warm-up + {:.1} s measured, redo log threads {}, flush_at_commit {}{}",
-        cfg.workload,
+        cfg.spec(),
         cfg.users,
         cfg.warmup.as_secs_f64(),
         cfg.duration.as_secs_f64(),
@@ -353,6 +525,97 @@ fn prepare_and_run(
             .unwrap_or_default()
     );
     workload::run(engine, cfg).context("running the workload")
+}
+
+fn cmd_sweep(a: SweepArgs) -> Result<ExitCode> {
+    let grid = sweep::Grid::load(&a.grid)?;
+    let bin = std::env::current_exe().context("cannot find this program's own path")?;
+    let workdir = a.workdir.clone().unwrap_or_else(std::env::temp_dir);
+    let runner = sweep::CellRunner::new(bin, workdir);
+    let cells = grid.cells().len();
+    let per_cell = grid.run.warmup_secs + grid.run.duration_secs;
+    if a.dry_run {
+        sweep::preflight(&grid, &runner)?;
+        println!(
+            "grid ok: {} scenarios x {} configurations x {} repeats = {cells} cells; \
+             at least {:.0} s of warm-up + measurement ({:.1} s per cell) plus process start and load",
+            grid.scenarios().len(),
+            grid.configurations.len(),
+            grid.run.repeats,
+            cells as f64 * per_cell,
+            per_cell
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opts = sweep::SweepOptions {
+        out: a.out.clone(),
+        resume: a.resume,
+        max_cells: a.max_cells,
+        progress: !a.quiet,
+        command: Some(
+            std::env::args()
+                .enumerate()
+                .map(|(i, arg)| {
+                    if i == 0 {
+                        "redoctor-engine".to_string()
+                    } else {
+                        arg
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+    };
+    eprintln!(
+        "sweep of {cells} cells ({:.2} s of warm-up + measurement each, plus process start and load); \
+         checking the settings first",
+        per_cell
+    );
+    let started = Instant::now();
+    let summary = sweep::run_sweep(&grid, &runner, &opts)?;
+    eprintln!(
+        "ran {} cells in {:.0} s ({} failed, {} done earlier, {} in the grid); results in {}",
+        summary.executed.len(),
+        started.elapsed().as_secs_f64(),
+        summary.failed,
+        summary.already_done,
+        summary.total,
+        a.out.display()
+    );
+    if !summary.complete() {
+        eprintln!("the sweep is not complete: run the same command with --resume to finish it");
+    }
+    Ok(if summary.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn cmd_oracle(a: OracleArgs) -> Result<ExitCode> {
+    let results = sweep::SweepResults::load(&a.results)?;
+    let report = sweep::oracle(&results);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).context("serialising the oracle")?
+        );
+    } else {
+        print!("{report}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_plot(a: PlotArgs) -> Result<ExitCode> {
+    let results = sweep::SweepResults::load(&a.results)?;
+    let files = sweep::plot(&results, &a.out)?;
+    println!(
+        "wrote {} charts, {} heatmaps and {}",
+        files.charts.len(),
+        files.heatmaps.len(),
+        files.index.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Row count per table.
@@ -373,7 +636,7 @@ fn cmd_recover(a: RecoverArgs) -> Result<ExitCode> {
     }
     ensure_existing_datadir(&a.engine.datadir)?;
     let started = Instant::now();
-    let engine = open_engine(&a.engine, RedoOptions::default(), None)?;
+    let engine = open_engine(&a.engine, RedoOptions::default(), None, vec![])?;
     let elapsed = started.elapsed();
     let out = Output {
         datadir: &a.engine.datadir,
@@ -427,7 +690,7 @@ fn cmd_verify_acks(a: VerifyArgs) -> Result<ExitCode> {
     }
     ensure_existing_datadir(&a.engine.datadir)?;
     let started = Instant::now();
-    let engine = open_engine(&a.engine, RedoOptions::default(), None)?;
+    let engine = open_engine(&a.engine, RedoOptions::default(), None, vec![])?;
     let recovered_in = started.elapsed();
 
     let names: HashMap<TableId, String> = engine

@@ -1,8 +1,9 @@
-//! Load driver: sysbench-style workloads run by many user threads.
+//! Load driver: sysbench-style and TPCC-lite workloads run by many user threads.
 //!
 //! The workloads ([`WorkloadKind`]) mirror sysbench's OLTP scripts on tables
-//! `sbtest1..=N` (ids `1..=table_size`, uniform random keys, a random table
-//! per statement). [`run`] starts `users` OS threads named `user/N`, lets them
+//! `sbtest1..=N` (ids `1..=table_size`, keys uniform or skewed — see
+//! [`access`] — and a random table per statement), any statement [`mix`]
+//! written as text, and TPCC-lite ([`tpcc`]). [`run`] starts `users` OS threads named `user/N`, lets them
 //! warm up, then measures for a fixed window and returns a [`RunReport`]:
 //! throughput, commit latency percentiles, lock retries, and the cost side
 //! — commits per redo fsync, context switches and CPU time per commit — that
@@ -10,25 +11,35 @@
 //! log threads) apart.
 //!
 //! Module map:
-//! - [`kinds`]: what one transaction of each workload does;
+//! - [`kinds`]: the named workloads, their labels and statement mixes;
+//! - [`txn_gen`]: one user thread's transaction generator and the sysbench statements;
+//! - [`mix`]: statement mixes (`point_select=10,update_index=1`);
+//! - [`access`]: uniform, Zipfian and Pareto key access;
+//! - [`tpcc`]: TPCC-lite's tables, loader, transactions and consistency check;
 //! - [`runner`]: the threads, phases and measurement window;
 //! - [`report`]: the result, as JSON (serde) and as text;
 //! - [`procstat`]: context switches and CPU time from `/proc`, CPU affinity;
 //! - [`acks`]: the acknowledgement log the crash test checks after recovery.
 
+pub mod access;
 pub mod acks;
 pub mod kinds;
+pub mod mix;
 pub mod procstat;
 pub mod report;
 pub mod runner;
+pub mod tpcc;
+pub mod txn_gen;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use access::{KeyDist, KeySampler};
 pub use acks::{AckCheck, AckWriter, ParsedAcks};
-pub use kinds::{UnknownWorkload, WorkloadKind};
+pub use kinds::{UnknownWorkload, WorkloadKind, WorkloadSpec, WorkloadSpecError};
+pub use mix::{Mix, MixError, Statement};
 pub use report::{CtxSwitchReport, LatencySummary, RunReport};
-pub use runner::run;
+pub use runner::{prepare, run};
 
 use crate::error::EngineError;
 
@@ -36,6 +47,12 @@ use crate::error::EngineError;
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub workload: WorkloadKind,
+    /// The statements of a [`WorkloadKind::Custom`] transaction (None otherwise).
+    pub mix: Option<Mix>,
+    /// How statements choose row ids.
+    pub access: KeyDist,
+    /// TPCC-lite warehouses (other workloads ignore it).
+    pub warehouses: u32,
     /// Concurrent user threads (sysbench `--threads`).
     pub users: usize,
     /// Length of the measured window.
@@ -61,6 +78,9 @@ impl RunConfig {
     pub fn new(workload: WorkloadKind) -> Self {
         RunConfig {
             workload,
+            mix: None,
+            access: KeyDist::Uniform,
+            warehouses: 1,
             users: 1,
             duration: Duration::from_secs(10),
             warmup: Duration::from_secs(1),
@@ -70,6 +90,27 @@ impl RunConfig {
             switch_every: None,
             seed: None,
         }
+    }
+
+    /// A configuration for `spec` (a named workload or a custom mix).
+    pub fn for_spec(spec: WorkloadSpec) -> Self {
+        RunConfig {
+            mix: spec.mix,
+            ..RunConfig::new(spec.kind)
+        }
+    }
+
+    /// The workload as written on a command line (`read_write`, `mix:...`).
+    pub fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            kind: self.workload,
+            mix: self.mix.clone(),
+        }
+    }
+
+    /// The statements of one transaction, for the sysbench-style workloads.
+    pub fn statement_mix(&self) -> Option<Mix> {
+        self.workload.mix().or_else(|| self.mix.clone())
     }
 
     /// Checks the values [`run`] cannot work with.
@@ -89,6 +130,26 @@ impl RunConfig {
                 "table size {} is out of range: use 1..={} (k is a 32-bit column)",
                 self.table_size,
                 i32::MAX
+            ));
+        }
+        match (self.workload, &self.mix) {
+            (WorkloadKind::Custom, None) => {
+                return bad("the custom workload needs a statement mix (mix:...)".into())
+            }
+            (WorkloadKind::Custom, Some(_)) | (_, None) => {}
+            (kind, Some(_)) => {
+                return bad(format!(
+                "{kind} has fixed statements; a statement mix goes with the custom workload only"
+            ))
+            }
+        }
+        if self.workload == WorkloadKind::Tpcc
+            && (self.warehouses == 0 || self.warehouses > tpcc::MAX_WAREHOUSES)
+        {
+            return bad(format!(
+                "warehouses must be 1..={}, not {}",
+                tpcc::MAX_WAREHOUSES,
+                self.warehouses
             ));
         }
         if self.ack_file.is_some() && self.workload != WorkloadKind::Insert {
@@ -126,6 +187,8 @@ pub enum WorkloadError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Tpcc(#[from] tpcc::TpccError),
     #[error("cannot read process statistics from /proc: {0}")]
     ProcStat(#[source] std::io::Error),
     #[error("cannot spawn thread `{name}`: {source}")]

@@ -52,6 +52,12 @@ pub struct CtxSwitchReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
     pub workload: WorkloadKind,
+    /// The workload as given (`read_write`, `tpcc`, `mix:point_select=10,...`).
+    pub workload_spec: String,
+    /// Key access distribution (`uniform`, `zipf:0.8`, `pareto:0.2`).
+    pub access: String,
+    /// TPCC-lite warehouses (absent for other workloads).
+    pub warehouses: Option<u32>,
     pub users: usize,
     /// CPUs in the process's affinity mask.
     pub cpus: usize,
@@ -76,6 +82,12 @@ pub struct RunReport {
     pub latency_us: LatencySummary,
     /// Rollbacks and re-executions after a deadlock or lock wait timeout.
     pub retries: u64,
+    /// Transactions the workload rolled back on purpose (TPC-C's 1 % of
+    /// new-orders), not counted in `commits`.
+    pub planned_rollbacks: u64,
+    /// Statements (and TPCC-lite transactions) of the transactions that ended
+    /// in the window, by name; retried attempts included.
+    pub statements: BTreeMap<String, u64>,
     /// Non-retryable errors (any one stops the run).
     pub errors: u64,
     /// The first non-retryable error; the run stopped early because of it.
@@ -94,6 +106,8 @@ pub struct RunReport {
     pub acks_written: u64,
     /// Every engine counter's change over the window.
     pub engine_counters_delta: BTreeMap<String, u64>,
+    /// Settings applied before the run (`--set name=value`), as given.
+    pub settings: BTreeMap<String, String>,
 }
 
 impl RunReport {
@@ -118,9 +132,27 @@ impl fmt::Display for RunReport {
         };
         writeln!(
             f,
-            "workload {}: {} users on {} cpus, {} tables x {} rows",
-            self.workload, self.users, self.cpus, self.tables, self.table_size
+            "workload {} ({}): {} users on {} cpus, {}",
+            self.workload_spec,
+            self.workload.label(),
+            self.users,
+            self.cpus,
+            match self.warehouses {
+                Some(w) => format!("{w} warehouses"),
+                None => format!(
+                    "{} tables x {} rows, {} keys",
+                    self.tables, self.table_size, self.access
+                ),
+            }
         )?;
+        if !self.settings.is_empty() {
+            let s: Vec<String> = self
+                .settings
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            writeln!(f, "settings {}", s.join(" "))?;
+        }
         writeln!(
             f,
             "redo log threads {} ({}){}, flush_at_commit {}",
@@ -144,8 +176,8 @@ impl fmt::Display for RunReport {
         )?;
         writeln!(
             f,
-            "  retries        {:>12}   errors {}",
-            self.retries, self.errors
+            "  retries        {:>12}   errors {}   planned rollbacks {}",
+            self.retries, self.errors, self.planned_rollbacks
         )?;
         writeln!(
             f,
@@ -196,6 +228,9 @@ mod tests {
         }
         RunReport {
             workload: WorkloadKind::UpdateIndex,
+            workload_spec: "update_index".into(),
+            access: "uniform".into(),
+            warehouses: None,
             users: 16,
             cpus: 2,
             redo_mode: "off".into(),
@@ -211,6 +246,8 @@ mod tests {
             tps: 200.0,
             latency_us: LatencySummary::from_histogram(&h),
             retries: 2,
+            planned_rollbacks: 0,
+            statements: BTreeMap::from([("update_index".to_string(), 1000)]),
             errors: 0,
             first_error: None,
             engine_commits: 1001,
@@ -228,6 +265,7 @@ mod tests {
             cpu_us_per_commit: Some(500.0),
             acks_written: 0,
             engine_counters_delta: BTreeMap::new(),
+            settings: BTreeMap::new(),
         }
     }
 

@@ -18,10 +18,15 @@ use parking_lot::{Condvar, Mutex};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use super::access::KeySampler;
 use super::acks::AckWriter;
-use super::kinds::{InsertIds, TxnGen, WorkloadKind};
+use super::kinds::WorkloadKind;
+use super::mix::{Mix, Statement};
 use super::procstat::{self, CtxSwitches};
 use super::report::{CtxSwitchReport, LatencySummary, RunReport};
+use super::tpcc::{self, TpccTables};
+use super::txn_gen::StatementError;
+use super::txn_gen::{InsertIds, OpCounts, Outcome, SbtestPlan, TxnGen};
 use super::{RunConfig, WorkloadError};
 use crate::counters::{CounterValues, StatusSnapshot};
 use crate::engine::{Engine, TableId};
@@ -120,6 +125,10 @@ impl Shared {
 struct ThreadStats {
     latency: Histogram<u64>,
     commits: u64,
+    /// Transactions the workload rolled back on purpose (measured window).
+    planned_rollbacks: u64,
+    /// Statements of the transactions that ended in the window.
+    ops: OpCounts,
     retries: u64,
     errors: u64,
     acks: u64,
@@ -131,6 +140,8 @@ impl ThreadStats {
             latency: Histogram::new(3)
                 .expect("3 significant figures is a valid histogram precision"),
             commits: 0,
+            planned_rollbacks: 0,
+            ops: OpCounts::default(),
             retries: 0,
             errors: 0,
             acks: 0,
@@ -162,20 +173,98 @@ struct Window {
     length: Duration,
 }
 
+/// Creates and loads what `cfg.workload` needs, unless it is already there:
+/// the sbtest tables ([`Engine::prepare_sbtest`]) or the TPCC-lite tables
+/// ([`tpcc::prepare`]).
+pub fn prepare(engine: &Engine, cfg: &RunConfig) -> Result<(), WorkloadError> {
+    cfg.validate()?;
+    if cfg.workload == WorkloadKind::Tpcc {
+        tpcc::prepare(engine, cfg.warehouses)?;
+        return Ok(());
+    }
+    engine
+        .prepare_sbtest(cfg.tables, cfg.table_size)
+        .map_err(|source| WorkloadError::Engine {
+            doing: "preparing the sbtest tables",
+            source,
+        })
+}
+
+/// What every user thread's generator is built from.
+enum Setup {
+    Sbtest {
+        tables: Vec<TableId>,
+        keys: KeySampler,
+        first_free: Vec<i64>,
+        mix: Mix,
+    },
+    Tpcc {
+        tables: TpccTables,
+        first_history_id: i64,
+    },
+}
+
+impl Setup {
+    fn new(engine: &Engine, cfg: &RunConfig) -> Result<Setup, WorkloadError> {
+        let Some(mix) = cfg.statement_mix() else {
+            let tables = TpccTables::resolve(engine)?;
+            return Ok(Setup::Tpcc {
+                tables,
+                first_history_id: tpcc::first_free_history_id(engine, &tables)?,
+            });
+        };
+        let tables = resolve_tables(engine, cfg.tables)?;
+        let first_free = if mix.count(Statement::Insert) > 0 {
+            first_free_ids(engine, &tables, cfg.table_size)?
+        } else {
+            vec![cfg.table_size as i64 + 1; tables.len()]
+        };
+        Ok(Setup::Sbtest {
+            tables,
+            keys: KeySampler::new(cfg.access, cfg.table_size),
+            first_free,
+            mix,
+        })
+    }
+
+    /// The generator of user thread `i` of `users`.
+    fn generator(&self, cfg: &RunConfig, rng: SmallRng, i: usize) -> TxnGen {
+        match self {
+            Setup::Sbtest {
+                tables,
+                keys,
+                first_free,
+                mix,
+            } => TxnGen::sbtest(
+                rng,
+                SbtestPlan {
+                    tables: tables.clone(),
+                    keys: keys.clone(),
+                    table_size: cfg.table_size,
+                    insert_ids: InsertIds::new(first_free, i, cfg.users),
+                    mix: mix.clone(),
+                },
+            ),
+            Setup::Tpcc {
+                tables,
+                first_history_id,
+            } => TxnGen::tpcc(
+                rng,
+                tpcc::TpccGen::new(*tables, cfg.warehouses, i, cfg.users, *first_history_id),
+            ),
+        }
+    }
+}
+
 /// Runs `cfg.workload` against `engine` and reports on the measured window.
 ///
-/// The sbtest tables must exist (see [`Engine::prepare_sbtest`]). A
-/// deadlock or lock wait timeout rolls the transaction back and re-runs it
-/// (counted in `retries`); any other engine error stops the run and is
-/// reported in [`RunReport::first_error`].
+/// The workload's tables must exist (see [`prepare`]). A deadlock or lock
+/// wait timeout rolls the transaction back and re-runs it (counted in
+/// `retries`); any other engine error stops the run and is reported in
+/// [`RunReport::first_error`].
 pub fn run(engine: &Arc<Engine>, cfg: RunConfig) -> Result<RunReport, WorkloadError> {
     cfg.validate()?;
-    let tables = resolve_tables(engine, cfg.tables)?;
-    let first_free = if cfg.workload == WorkloadKind::Insert {
-        first_free_ids(engine, &tables, cfg.table_size)?
-    } else {
-        vec![cfg.table_size as i64 + 1; tables.len()]
-    };
+    let setup = Setup::new(engine, &cfg)?;
     let acks = match &cfg.ack_file {
         Some(path) => Some(Arc::new(AckWriter::open(path).map_err(|source| {
             WorkloadError::AckFile {
@@ -198,12 +287,7 @@ pub fn run(engine: &Arc<Engine>, cfg: RunConfig) -> Result<RunReport, WorkloadEr
     for i in 0..cfg.users {
         let rng =
             SmallRng::seed_from_u64(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let gen = TxnGen::new(
-            rng,
-            tables.clone(),
-            cfg.table_size,
-            InsertIds::new(&first_free, i, cfg.users),
-        );
+        let gen = setup.generator(&cfg, rng, i);
         let (engine, shared, acks, kind) = (
             Arc::clone(engine),
             Arc::clone(&shared),
@@ -359,8 +443,15 @@ fn user_loop(
         let mut retries = 0u64;
         let outcome = loop {
             let mut trx = engine.begin();
-            let result = match gen.execute(kind, &mut trx) {
-                Ok(ack) => engine.commit(trx).map(|_lsn| ack),
+            let result = match gen.execute(&mut trx) {
+                Ok(Outcome::Commit(ack)) => engine
+                    .commit(trx)
+                    .map(|_lsn| Some(ack))
+                    .map_err(StatementError::from),
+                Ok(Outcome::Rollback) => {
+                    engine.rollback(trx);
+                    Ok(None)
+                }
                 Err(e) => {
                     engine.rollback(trx);
                     Err(e)
@@ -378,8 +469,15 @@ fn user_loop(
             }
         };
         let latency = started.elapsed();
+        let ops = gen.take_counts();
         match outcome {
-            Ok(ack) => {
+            Ok(None) => {
+                if shared.phase() == Phase::Measure {
+                    stats.planned_rollbacks += 1;
+                    stats.ops.add(&ops);
+                }
+            }
+            Ok(Some(ack)) => {
                 if let (Some(writer), Some((table, id))) = (acks, ack) {
                     if let Err(e) = writer.append(table, id) {
                         stats.errors += 1;
@@ -392,6 +490,7 @@ fn user_loop(
                 }
                 if shared.phase() == Phase::Measure {
                     stats.commits += 1;
+                    stats.ops.add(&ops);
                     stats.retries += retries;
                     record_latency(&mut stats.latency, latency);
                 }
@@ -481,7 +580,10 @@ fn build_report(
     let mut latency =
         Histogram::<u64>::new(3).expect("3 significant figures is a valid histogram precision");
     let (mut commits, mut retries, mut errors, mut acks) = (0, 0, 0, 0);
+    let (mut planned_rollbacks, mut ops) = (0, OpCounts::default());
     for s in &stats {
+        planned_rollbacks += s.planned_rollbacks;
+        ops.add(&s.ops);
         latency
             .add(&s.latency)
             .expect("auto-resizing histograms accept any other histogram");
@@ -506,6 +608,9 @@ fn build_report(
     let secs = window.length.as_secs_f64();
     RunReport {
         workload: cfg.workload,
+        workload_spec: cfg.spec().to_string(),
+        access: cfg.access.to_string(),
+        warehouses: (cfg.workload == WorkloadKind::Tpcc).then_some(cfg.warehouses),
         users: cfg.users,
         cpus,
         redo_mode: initial.redo_mode.clone(),
@@ -530,6 +635,8 @@ fn build_report(
         },
         latency_us: LatencySummary::from_histogram(&latency),
         retries,
+        planned_rollbacks,
+        statements: ops.to_map(),
         errors,
         first_error,
         engine_commits,
@@ -547,6 +654,7 @@ fn build_report(
         cpu_us_per_commit: per(cpu.as_secs_f64() * 1e6, commits),
         acks_written: acks,
         engine_counters_delta: counters_delta(&b.status.counters, &e.status.counters),
+        settings: BTreeMap::new(),
     }
 }
 
