@@ -32,13 +32,18 @@ impl RedoLog {
 }
 
 /// Body of the `log_flusher` thread. With innodb_flush_log_at_trx_commit=1
-/// it flushes whenever something is written; otherwise about once a second.
+/// it flushes whenever something is written; otherwise about once a second,
+/// and at once when an explicit durable wait asks (`flush_request`).
 pub(crate) fn flusher_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) {
     let mut last = Instant::now();
     let second = Duration::from_secs(1);
     while !stop.load(Ordering::Acquire) {
         let every_commit = log.flush_at_commit() == 1;
-        let due = every_commit || last.elapsed() >= second;
+        // Only once the writer has written something to flush: otherwise
+        // the writer's notify wakes this thread.
+        let requested = log.flush_request.load(Ordering::Acquire) > log.flushed_lsn()
+            && log.write_lsn() > log.flushed_lsn();
+        let due = every_commit || requested || last.elapsed() >= second;
         if due && log.write_lsn() > log.flushed_lsn() {
             let r = {
                 let _g = log.flusher.lock();
@@ -67,6 +72,8 @@ pub(crate) fn flusher_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) 
         log.flusher_event.wait(timeout, || {
             stop.load(Ordering::Acquire)
                 || (log.flush_at_commit() == 1 && log.write_lsn() > log.flushed_lsn())
+                || (log.flush_request.load(Ordering::Acquire) > log.flushed_lsn()
+                    && log.write_lsn() > log.flushed_lsn())
         });
     }
 }

@@ -199,6 +199,10 @@ pub struct RedoLog {
     recent_closed: LinkBuffer,
     write_lsn: CachePadded<AtomicU64>,
     flushed_lsn: CachePadded<AtomicU64>,
+    /// The highest lsn an explicit durable wait (`wait_flushed`: a
+    /// checkpoint, DDL, a binlog FLUSH stage) asked the RT1 flusher for; it
+    /// flushes at once for it even when flush_at_commit is 0 or 2.
+    pub(crate) flush_request: AtomicU64,
     checkpoint_lsn: AtomicU64,
     writer: Mutex<WriterState>,
     flusher: Mutex<()>,
@@ -245,6 +249,7 @@ impl RedoLog {
             recent_closed: LinkBuffer::new(opts.link_slots, lsn),
             write_lsn: CachePadded::new(AtomicU64::new(lsn)),
             flushed_lsn: CachePadded::new(AtomicU64::new(lsn)),
+            flush_request: AtomicU64::new(lsn),
             checkpoint_lsn: AtomicU64::new(resume.checkpoint_lsn),
             writer: Mutex::new(WriterState::new(resume.epoch, resume.partial_block)),
             flusher: Mutex::new(()),
@@ -535,6 +540,9 @@ impl RedoLog {
             }
             match self.mode() {
                 RedoMode::On => {
+                    if self.flush_request.fetch_max(lsn, Ordering::AcqRel) < lsn {
+                        self.flusher_event.notify();
+                    }
                     self.wait_rt1(&self.flush_waits, lsn, &mut spun, || self.flushed_lsn())
                 }
                 RedoMode::Off => {

@@ -126,7 +126,9 @@ pub(crate) fn writer_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) {
             Err(_) => return,
             Ok(Some(_)) => {
                 log.wr_notifier_event.notify();
-                if log.flush_at_commit() == 1 {
+                if log.flush_at_commit() == 1
+                    || log.flush_request.load(Ordering::Acquire) > log.flushed_lsn()
+                {
                     log.flusher_event.notify();
                 }
             }
