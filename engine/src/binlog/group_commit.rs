@@ -248,7 +248,7 @@ impl GroupCommit {
 
     /// Two-phase commit of a transaction with changes: prepare, then the
     /// ordered FLUSH / SYNC / COMMIT stages. Returns its commit mark's end lsn.
-    pub fn commit(&self, trx: Trx) -> Result<Lsn, crate::EngineError> {
+    pub fn commit(&self, mut trx: Trx) -> Result<Lsn, crate::EngineError> {
         if let Err(e) = self.check_failed() {
             self.rollback(trx);
             return Err(e.into());
@@ -275,6 +275,10 @@ impl GroupCommit {
                 return Err(e.into());
             }
         };
+        // Prepared: leave the concurrency gate before queueing for the
+        // group commit, as InnoDB's prepare does, so a small
+        // innodb_thread_concurrency cannot cap the group size.
+        trx.leave_gate();
         let ticket = Arc::new(Ticket {
             xid,
             event,

@@ -230,6 +230,15 @@ impl Trx {
         }
     }
 
+    /// Leaves the concurrency gate now, keeping the transaction open: a
+    /// prepared transaction waiting in the binlog group commit holds no slot
+    /// (InnoDB's prepare calls `srv_conc_force_exit_innodb` likewise).
+    pub fn leave_gate(&mut self) {
+        if let Some(h) = self.hooks.as_mut() {
+            h.gate.force_exit();
+        }
+    }
+
     /// The transaction id.
     pub fn id(&self) -> u64 {
         self.id
