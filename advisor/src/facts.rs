@@ -1,0 +1,85 @@
+//! `facts.*`: what is known about the target besides its signals — cores,
+//! binlog on/off, the engine kind and its current settings.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::summary::Summary;
+
+/// Facts about the diagnosed server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Facts {
+    /// CPUs the server may use (its affinity mask).
+    pub cores: u32,
+    /// Binary log enabled (`log_bin`).
+    pub binlog: bool,
+    /// Engine kind: the probe profile name (`redoctor-engine`, `mysql8`, ...).
+    pub engine: String,
+    /// Current value of each known setting, as `SHOW GLOBAL VARIABLES` prints it.
+    pub settings: BTreeMap<String, String>,
+    /// Where each setting's value came from (`stated`, `observed`, `default`).
+    pub settings_source: BTreeMap<String, String>,
+}
+
+/// Defaults of the settings the rules read (the bundled engine's; MySQL 8.0's
+/// for the redo and concurrency settings are the same).
+pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
+    ("innodb_log_writer_threads", "ON"),
+    ("innodb_flush_log_at_trx_commit", "1"),
+    ("innodb_thread_concurrency", "0"),
+    ("innodb_admission_policy", "seed001"),
+    ("innodb_max_active_transactions", "0"),
+    ("log_bin", "OFF"),
+    ("sync_binlog", "1"),
+];
+
+impl Facts {
+    /// Facts from the signals alone: the redo mode from whether dedicated log
+    /// threads exist, binlog from writes to binlog files, everything else at
+    /// its default; `stated` (`name=value`, e.g. from `--setting`) overrides.
+    pub fn infer(engine: &str, summary: &Summary, stated: &[(String, String)]) -> Facts {
+        let mut settings = BTreeMap::new();
+        let mut source = BTreeMap::new();
+        for (k, v) in DEFAULT_SETTINGS {
+            settings.insert(k.to_string(), v.to_string());
+            source.insert(k.to_string(), "default".to_string());
+        }
+        let get = |k: &str| summary.get(k).copied().unwrap_or(0.0);
+        let redo_on = get("log_threads") > 0.0;
+        settings.insert(
+            "innodb_log_writer_threads".into(),
+            if redo_on { "ON" } else { "OFF" }.into(),
+        );
+        source.insert("innodb_log_writer_threads".into(), "observed".into());
+        if get("binlog_write_bytes_per_s") > 0.0 {
+            settings.insert("log_bin".into(), "ON".into());
+            source.insert("log_bin".into(), "observed".into());
+        }
+        for (k, v) in stated {
+            settings.insert(k.clone(), normalize(v));
+            source.insert(k.clone(), "stated".into());
+        }
+        let binlog = settings.get("log_bin").is_some_and(|v| v == "ON");
+        Facts {
+            cores: get("cores").max(1.0) as u32,
+            binlog,
+            engine: engine.to_string(),
+            settings,
+            settings_source: source,
+        }
+    }
+}
+
+/// Booleans as SHOW GLOBAL VARIABLES prints them (ON/OFF); others unchanged.
+pub fn normalize(v: &str) -> String {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" if is_boolish(v) => "ON".into(),
+        "off" | "false" | "0" if is_boolish(v) => "OFF".into(),
+        _ => v.to_string(),
+    }
+}
+
+fn is_boolish(v: &str) -> bool {
+    !v.chars().all(|c| c.is_ascii_digit())
+}

@@ -1,0 +1,50 @@
+//! Report rendering: text for the terminal, JSON (the [`Diagnosis`] itself,
+//! versioned), Markdown for tickets, HTML with inline SVG charts.
+
+mod charts;
+mod html;
+mod markdown;
+mod tables;
+mod text;
+
+use crate::advice::Diagnosis;
+use crate::error::AdvisorError;
+
+pub use charts::{fsync_latency_svg, runq_latency_svg, timeline_svg, wakeup_heatmap_svg};
+pub use html::html;
+pub use markdown::markdown;
+pub use text::text;
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Markdown,
+    Html,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s {
+            "text" => Ok(Format::Text),
+            "json" => Ok(Format::Json),
+            "md" | "markdown" => Ok(Format::Markdown),
+            "html" => Ok(Format::Html),
+            _ => Err(format!(
+                "unknown report format '{s}': use text, json, md or html"
+            )),
+        }
+    }
+}
+
+/// Renders `d` in `format`.
+pub fn render(d: &Diagnosis, format: Format) -> Result<String, AdvisorError> {
+    Ok(match format {
+        Format::Text => text(d),
+        Format::Json => d.to_json(),
+        Format::Markdown => markdown(d),
+        Format::Html => html(d)?,
+    })
+}

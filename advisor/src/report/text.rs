@@ -1,0 +1,103 @@
+//! The terminal report: verdict first, then recommendations with their
+//! evidence, then what did not apply, then the signal tables.
+
+use std::fmt::Write;
+
+use super::tables::{tables, Table};
+use crate::advice::Diagnosis;
+
+pub fn text(d: &Diagnosis) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "VERDICT: {}", d.verdict.text);
+    let _ = writeln!(
+        o,
+        "pid {} ({}), {} cores, binlog {}; {} rules, {} window(s)",
+        d.pid,
+        d.facts.engine,
+        d.facts.cores,
+        if d.facts.binlog { "ON" } else { "OFF" },
+        d.rules_evaluated,
+        d.windows.len()
+    );
+    for (i, r) in d.recommendations.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "\n{}. {}: {} -> {}   [{:?}, confidence {:.2}, rule {}]",
+            i + 1,
+            r.setting,
+            r.current,
+            r.proposed,
+            r.severity,
+            r.confidence,
+            r.rule
+        );
+        let _ = writeln!(o, "   why: {}", r.rationale);
+        let _ = writeln!(o, "   fired: {}", r.condition);
+        for e in &r.evidence {
+            let _ = writeln!(o, "     {:<44} = {}", e.name, e.value);
+        }
+        let _ = writeln!(o, "   expected: {}", r.expected_effect);
+        let _ = writeln!(o, "   sources: {}", r.sources.join("; "));
+        let _ = writeln!(o, "   apply (bundled engine): {}", r.apply_engine);
+        let _ = writeln!(
+            o,
+            "   apply (MySQL 8): {}",
+            r.apply_mysql.as_deref().unwrap_or("no MySQL 8 equivalent")
+        );
+    }
+    if let Some(t) = &d.trial {
+        let _ = writeln!(o, "\nTRIAL: {}", t.reason);
+        let _ = writeln!(
+            o,
+            "   baseline commits/s:  {:?}",
+            t.baseline.iter().map(|x| x.round()).collect::<Vec<_>>()
+        );
+        let _ = writeln!(
+            o,
+            "   candidate commits/s: {:?}",
+            t.candidate.iter().map(|x| x.round()).collect::<Vec<_>>()
+        );
+        let _ = writeln!(o, "   test: {}", t.test);
+    }
+    if !d.not_applied.is_empty() {
+        let _ = writeln!(o, "\nNot applied:");
+        for n in &d.not_applied {
+            let _ = writeln!(
+                o,
+                "   {} ({}): {}: {}",
+                n.rule, n.setting, n.status, n.reason
+            );
+        }
+    }
+    for t in tables(d) {
+        o.push('\n');
+        table(&mut o, &t);
+    }
+    o
+}
+
+fn table(o: &mut String, t: &Table) {
+    let _ = writeln!(o, "{}", t.title);
+    let mut w: Vec<usize> = t.header.iter().map(|h| h.len()).collect();
+    for r in &t.rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{:<width$}", c, width = w[i]))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let _ = writeln!(o, "  {}", line(t.header.clone()).trim_end());
+    for r in &t.rows {
+        let _ = writeln!(
+            o,
+            "  {}",
+            line(r.iter().map(|s| s.as_str()).collect()).trim_end()
+        );
+    }
+}
