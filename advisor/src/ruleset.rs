@@ -15,7 +15,38 @@ pub struct RuleSet {
     pub disabled: Vec<String>,
 }
 
+/// The shipped rule files (`rules/` in the repository), built into the
+/// library so the agent needs no installed rule directory. A new file in
+/// `rules/` is added here.
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("rules/redo.toml", include_str!("../../rules/redo.toml")),
+    (
+        "rules/admission.toml",
+        include_str!("../../rules/admission.toml"),
+    ),
+];
+
 impl RuleSet {
+    /// The shipped rules, then each user directory's (same override rules as [`RuleSet::load`]).
+    pub fn shipped_and(dirs: &[PathBuf]) -> Result<RuleSet, AdvisorError> {
+        let mut set = RuleSet::default();
+        let mut shipped = Vec::new();
+        for (name, text) in SHIPPED {
+            shipped.extend(parse_file(Path::new(name), text)?);
+        }
+        set.merge(shipped);
+        let user = RuleSet::load(dirs)?;
+        set.merge(user.rules);
+        Ok(set)
+    }
+
+    fn merge(&mut self, rules: Vec<Rule>) {
+        for rule in rules {
+            self.rules.retain(|r| r.id != rule.id);
+            self.rules.push(rule);
+        }
+    }
+
     /// Loads every `*.toml` file of each directory, in name order. A rule id
     /// defined twice in the same directory is an error (file and line of the
     /// second); in a later directory it replaces the earlier rule.
@@ -43,10 +74,7 @@ impl RuleSet {
                     this_dir.push(rule);
                 }
             }
-            for rule in this_dir {
-                set.rules.retain(|r| r.id != rule.id);
-                set.rules.push(rule);
-            }
+            set.merge(this_dir);
         }
         Ok(set)
     }

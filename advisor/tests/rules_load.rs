@@ -140,3 +140,30 @@ fn missing_dir_is_an_io_error() {
     let err = RuleSet::load(&["/nonexistent-rules-dir".into()]).unwrap_err();
     assert!(err.to_string().contains("nonexistent-rules-dir"), "{err}");
 }
+
+#[test]
+fn built_in_copy_matches_the_rules_directory() {
+    let shipped = RuleSet::shipped_and(&[]).unwrap();
+    let from_dir = RuleSet::load(&[common::shipped_rules()]).unwrap();
+    let ids = |s: &RuleSet| {
+        let mut v: Vec<String> = s.rules.iter().map(|r| r.id.clone()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        ids(&shipped),
+        ids(&from_dir),
+        "every file of rules/ is listed in ruleset::SHIPPED"
+    );
+    let files = std::fs::read_dir(common::shipped_rules())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count();
+    assert_eq!(files, redoctor_advisor::ruleset::SHIPPED.len());
+}

@@ -1,8 +1,12 @@
 //! `redoctor`: the command-line agent. One module per subcommand.
+//! `diagnose` prints its report and exits 0 whatever the verdict (the
+//! verdict is the report's first line, and `verdict.kind` in JSON).
 //!
 //! Exit codes: 0 success; 1 error (message on stderr); 3 the target process
 //! exited during `probe` (its last window was still printed).
 
+mod demo;
+mod diagnose;
 mod duration;
 mod probe;
 mod table;
@@ -26,12 +30,15 @@ struct Cli {
 enum Command {
     /// Attach the probes to a running process and stream one window of signals per interval.
     Probe(probe::ProbeArgs),
+    /// Observe a running server (or the bundled engine with --demo) and advise on its settings.
+    Diagnose(diagnose::DiagnoseArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Probe(args) => probe::run(args),
+        Command::Diagnose(args) => diagnose::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,135 @@
+//! `redoctor diagnose --demo`: the bundled engine running a default workload
+//! in a temporary directory, removed (and the engine killed) on drop.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Environment variable naming the engine binary (else next to `redoctor`).
+pub const ENGINE_ENV: &str = "REDOCTOR_ENGINE";
+/// How long the engine may take to load its tables and start its users.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What the demo engine runs.
+#[derive(Debug, Clone)]
+pub struct DemoWorkload {
+    pub workload: String,
+    pub users: u32,
+    pub cpus: Option<u32>,
+    /// `--set name=value` passed to the engine at start.
+    pub settings: Vec<(String, String)>,
+}
+
+/// A running demo engine.
+pub struct DemoEngine {
+    child: Child,
+    _dir: tempfile::TempDir,
+    pub settings: Vec<(String, String)>,
+}
+
+/// The engine binary: `explicit`, else `$REDOCTOR_ENGINE`, else
+/// `redoctor-engine` next to the running `redoctor`.
+pub fn engine_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os(ENGINE_ENV) {
+        return Ok(PathBuf::from(p));
+    }
+    let me = std::env::current_exe().context("finding the redoctor binary's directory")?;
+    let p = me.with_file_name("redoctor-engine");
+    if !p.is_file() {
+        bail!(
+            "the bundled engine was not found at {}: build it (`cargo build --release -p redoctor-engine`) or name it with --engine-bin or ${ENGINE_ENV}",
+            p.display()
+        );
+    }
+    Ok(p)
+}
+
+impl DemoEngine {
+    /// Starts the engine and waits until its user threads run (tables loaded).
+    /// It runs for `run_for` at most (the demo kills it earlier when done).
+    pub fn start(bin: &Path, w: &DemoWorkload, run_for: Duration) -> Result<DemoEngine> {
+        let dir = tempfile::Builder::new()
+            .prefix("redoctor-demo-")
+            .tempdir()
+            .context("creating the demo's temporary directory")?;
+        let mut cmd = Command::new(bin);
+        cmd.arg("run")
+            .arg("--datadir")
+            .arg(dir.path().join("data"))
+            .args(["--workload", &w.workload])
+            .args(["--users", &w.users.to_string()])
+            .args(["--warmup", "0", "--duration"])
+            .arg(format!("{:.1}", run_for.as_secs_f64()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(c) = w.cpus {
+            cmd.args(["--cpus", &c.to_string()]);
+        }
+        for (k, v) in &w.settings {
+            cmd.arg("--set").arg(format!("{k}={v}"));
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting the bundled engine {}", bin.display()))?;
+        let mut e = DemoEngine {
+            child,
+            _dir: dir,
+            settings: w.settings.clone(),
+        };
+        e.wait_for_users()?;
+        Ok(e)
+    }
+
+    /// The temporary directory (removed on drop).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn wait_for_users(&mut self) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                let mut err = String::new();
+                if let Some(mut s) = self.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut s, &mut err);
+                }
+                bail!(
+                    "the demo engine exited before its workload started ({status}): {}",
+                    err.trim()
+                );
+            }
+            if has_user_threads(self.pid()) {
+                return Ok(());
+            }
+            if started.elapsed() > START_TIMEOUT {
+                bail!("the demo engine did not start its user threads within {START_TIMEOUT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for DemoEngine {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn has_user_threads(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("user/"))
+    })
+}

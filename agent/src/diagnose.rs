@@ -1,0 +1,170 @@
+//! `redoctor diagnose --pid P | --demo [--duration 10s] [--format text|json|md|html]
+//! [--out FILE] [--rules DIR] [--disable ID] [--setting NAME=VALUE]`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use redoctor_advisor::report::{render, Format};
+use redoctor_advisor::{diagnose, summarize, Facts, RuleSet};
+use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
+
+use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
+
+#[derive(Args, Debug)]
+pub struct DiagnoseArgs {
+    /// Process id of the database server to diagnose.
+    #[arg(long, required_unless_present = "demo", conflicts_with = "demo")]
+    pid: Option<u32>,
+    /// Start the bundled engine with a default workload in a temporary
+    /// directory, diagnose it, and clean up.
+    #[arg(long)]
+    demo: bool,
+    /// How long to observe (default 10s; 5s with --demo).
+    #[arg(long, value_parser = crate::duration::parse)]
+    duration: Option<Duration>,
+    /// Window length within the observation (windows feed the trends and charts).
+    #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
+    interval: Duration,
+    /// Report format: text, json, md or html.
+    #[arg(long, default_value = "text")]
+    format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// An extra rule directory (repeatable; its rules replace shipped ones with the same id).
+    #[arg(long = "rules", value_name = "DIR")]
+    rules: Vec<PathBuf>,
+    /// Disable a rule by id (repeatable).
+    #[arg(long = "disable", value_name = "ID")]
+    disable: Vec<String>,
+    /// The server's current value of a setting, NAME=VALUE (repeatable); unstated
+    /// settings are inferred from the signals (redo threads, binlog) or taken as defaults.
+    #[arg(long = "setting", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    settings: Vec<(String, String)>,
+    /// Target profile: a shipped name (redoctor-engine, mysql8, mariadb, postgresql) or a TOML file.
+    #[arg(long, default_value = "redoctor-engine")]
+    profile: String,
+    /// --demo: the engine binary (default: $REDOCTOR_ENGINE, else redoctor-engine next to redoctor).
+    #[arg(long)]
+    engine_bin: Option<PathBuf>,
+    /// --demo: the workload.
+    #[arg(long, default_value = "update_index")]
+    workload: String,
+    /// --demo: concurrent users.
+    #[arg(long, default_value_t = 64)]
+    users: u32,
+    /// --demo: bind the engine to this many CPUs.
+    #[arg(long)]
+    cpus: Option<u32>,
+    /// --demo: a setting the engine starts with, NAME=VALUE (repeatable), e.g. log_bin=ON.
+    #[arg(long = "engine-set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    engine_set: Vec<(String, String)>,
+}
+
+pub fn parse_setting(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        }
+        _ => Err(format!(
+            "`{s}` is not NAME=VALUE (e.g. innodb_log_writer_threads=OFF)"
+        )),
+    }
+}
+
+pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
+    if args.interval.is_zero() {
+        bail!("--interval must be above zero (e.g. 1s)");
+    }
+    let mut rules = RuleSet::shipped_and(&args.rules).context("loading the rules")?;
+    for id in &args.disable {
+        rules.disable(id)?;
+    }
+    let profile = Profile::resolve(&args.profile).context("loading the target profile")?;
+    let (pid, demo, duration) = if args.demo {
+        let duration = args.duration.unwrap_or(Duration::from_secs(5));
+        let bin = engine_binary(args.engine_bin.as_deref())?;
+        let w = DemoWorkload {
+            workload: args.workload.clone(),
+            users: args.users,
+            cpus: args.cpus,
+            settings: args.engine_set.clone(),
+        };
+        let e = DemoEngine::start(&bin, &w, duration + Duration::from_secs(60))?;
+        eprintln!(
+            "redoctor: demo: {} run --workload {} --users {}{} (pid {}) in {}",
+            bin.display(),
+            w.workload,
+            w.users,
+            w.cpus.map(|c| format!(" --cpus {c}")).unwrap_or_default(),
+            e.pid(),
+            e.dir().display()
+        );
+        (e.pid(), Some(e), duration)
+    } else {
+        let pid = args.pid.expect("clap requires --pid without --demo");
+        (pid, None, args.duration.unwrap_or(Duration::from_secs(10)))
+    };
+    let windows = observe(pid, profile, duration, args.interval)?;
+    let mut stated = args.settings.clone();
+    if let Some(e) = &demo {
+        for (k, v) in &e.settings {
+            if !stated.iter().any(|(s, _)| s == k) {
+                stated.push((k.clone(), v.clone()));
+            }
+        }
+    }
+    drop(demo);
+    let facts = Facts::infer(&args.profile, &summarize(&windows), &stated);
+    let d = diagnose(pid, windows, facts, &rules)?;
+    let out = render(&d, args.format)?;
+    match &args.out {
+        Some(p) => {
+            std::fs::write(p, out)
+                .with_context(|| format!("writing the report to {}", p.display()))?;
+            eprintln!(
+                "redoctor: {}; report written to {}",
+                d.verdict.text,
+                p.display()
+            );
+        }
+        None => print!("{out}"),
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Attaches the probes to `pid` and collects windows for `duration`.
+pub fn observe(
+    pid: u32,
+    profile: Profile,
+    duration: Duration,
+    interval: Duration,
+) -> Result<Vec<Signals>> {
+    let probes = Probes::attach(&AttachOptions::new(pid))
+        .with_context(|| format!("attaching the probes to pid {pid}"))?;
+    for u in probes.unavailable() {
+        eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
+    }
+    let mut sampler = Sampler::new(probes, profile).context("reading the probes' maps")?;
+    let started = Instant::now();
+    let mut windows = Vec::new();
+    loop {
+        let left = duration.saturating_sub(started.elapsed());
+        // A remainder shorter than this adds a noisy window, not evidence.
+        if left < Duration::from_millis(100) {
+            break;
+        }
+        let w = sampler
+            .wait_window(interval.min(left))
+            .context("reading the probes' maps")?;
+        let exited = w.target_exited;
+        windows.push(w);
+        if exited {
+            eprintln!("redoctor: warning: pid {pid} exited during the observation; diagnosing what was seen");
+            break;
+        }
+    }
+    Ok(windows)
+}
