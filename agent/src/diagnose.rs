@@ -2,7 +2,7 @@
 //! [--out FILE] [--rules DIR] [--disable ID] [--setting NAME=VALUE]`.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -148,17 +148,21 @@ pub fn observe(
         eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
     }
     let mut sampler = Sampler::new(probes, profile).context("reading the probes' maps")?;
-    let started = Instant::now();
-    let mut windows = Vec::new();
-    loop {
-        let left = duration.saturating_sub(started.elapsed());
-        // A remainder shorter than this adds a noisy window, not evidence.
-        if left < Duration::from_millis(100) {
-            break;
-        }
+    let mut windows: Vec<Signals> = Vec::new();
+    let mut observed = Duration::ZERO;
+    // Windows of `interval`; a remainder under 100 ms joins the last window
+    // (a tiny window adds noise, not evidence).
+    while observed + Duration::from_millis(1) < duration {
+        let left = duration - observed;
+        let len = if left < interval + Duration::from_millis(100) {
+            left
+        } else {
+            interval
+        };
         let w = sampler
-            .wait_window(interval.min(left))
+            .wait_window(len)
             .context("reading the probes' maps")?;
+        observed += Duration::from_nanos(w.window_ns);
         let exited = w.target_exited;
         windows.push(w);
         if exited {
