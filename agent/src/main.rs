@@ -5,10 +5,14 @@
 //! Exit codes: 0 success; 1 error (message on stderr); 3 the target process
 //! exited during `probe` (its last window was still printed).
 
+mod admin;
+mod apply;
 mod demo;
 mod diagnose;
 mod duration;
 mod probe;
+mod revert;
+mod state;
 mod table;
 
 use std::process::ExitCode;
@@ -32,6 +36,10 @@ enum Command {
     Probe(probe::ProbeArgs),
     /// Observe a running server (or the bundled engine with --demo) and advise on its settings.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Apply settings (or a report's recommendations) through the server's admin interface, recording the old values.
+    Apply(apply::ApplyArgs),
+    /// Restore the settings `redoctor apply` changed on a server.
+    Revert(revert::RevertArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +47,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Probe(args) => probe::run(args),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Apply(args) => apply::run(args),
+        Command::Revert(args) => revert::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,98 @@
+//! `redoctor apply --socket S (--set NAME=VALUE ... | --from-report FILE)
+//! [--state FILE] [--allow-durability-changes]`: applies settings through
+//! the server's admin interface (SET GLOBAL over the MySQL protocol) after
+//! recording their current values for `redoctor revert`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use redoctor_advisor::Diagnosis;
+
+use crate::admin::{Admin, DURABILITY_SETTINGS};
+use crate::state::{default_path, State};
+
+#[derive(Args, Debug)]
+pub struct ApplyArgs {
+    /// The server's Unix socket.
+    #[arg(long)]
+    socket: PathBuf,
+    /// A setting to apply, NAME=VALUE (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::diagnose::parse_setting)]
+    set: Vec<(String, String)>,
+    /// Apply every recommendation of a JSON report (`redoctor diagnose --format json`).
+    #[arg(long)]
+    from_report: Option<PathBuf>,
+    /// Allow changing innodb_flush_log_at_trx_commit and sync_binlog (durability).
+    #[arg(long)]
+    allow_durability_changes: bool,
+    /// State file recording the values before the change (default: $REDOCTOR_STATE,
+    /// else $XDG_STATE_HOME/redoctor/applied.json, else ~/.local/state/redoctor/applied.json).
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// MySQL user to connect as.
+    #[arg(long, default_value = "root")]
+    user: String,
+}
+
+pub fn run(args: ApplyArgs) -> Result<ExitCode> {
+    let mut changes = args.set.clone();
+    if let Some(p) = &args.from_report {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("reading the report {}", p.display()))?;
+        let d = Diagnosis::from_json(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e}: pass a report written by `redoctor diagnose --format json`",
+                p.display()
+            )
+        })?;
+        changes.extend(d.proposed_settings());
+    }
+    if changes.is_empty() {
+        bail!("nothing to apply: give --set NAME=VALUE or --from-report FILE (a report with recommendations)");
+    }
+    for (k, _) in &changes {
+        if DURABILITY_SETTINGS.contains(&k.as_str()) && !args.allow_durability_changes {
+            bail!("refusing to change {k}: it trades durability for speed; pass --allow-durability-changes if that is intended");
+        }
+    }
+    let state_path = match &args.state {
+        Some(p) => p.clone(),
+        None => default_path()?,
+    };
+    let mut state = State::load(&state_path)?;
+    let unchanged = state.clone();
+    let mut admin = Admin::connect(&args.socket, &args.user)?;
+    let mut before = Vec::new();
+    for (k, v) in &changes {
+        before.push((k.clone(), admin.get(k)?, v.clone()));
+    }
+    for (k, old, new) in &before {
+        state.record(admin.socket(), k, old, new);
+    }
+    state.save(&state_path)?;
+    let mut done: Vec<&(String, String, String)> = Vec::new();
+    for c in &before {
+        if let Err(e) = admin.set(&c.0, &c.2) {
+            for (k, old, _) in done.iter().rev() {
+                let _ = admin.set(k, old);
+            }
+            unchanged.save(&state_path)?;
+            return Err(
+                e.context("nothing was left changed (settings already applied were restored)")
+            );
+        }
+        done.push(c);
+    }
+    for (k, old, _) in &before {
+        let now = admin.get(k)?;
+        println!("{k}: {old} -> {now}");
+    }
+    eprintln!(
+        "redoctor: previous values recorded in {}; `redoctor revert --socket {}` restores them",
+        state_path.display(),
+        args.socket.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

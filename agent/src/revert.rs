@@ -1,0 +1,58 @@
+//! `redoctor revert --socket S [--state FILE]`: restores every setting
+//! `redoctor apply` changed on that server to its value before the first
+//! change, and forgets them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::admin::Admin;
+use crate::state::{default_path, State};
+
+#[derive(Args, Debug)]
+pub struct RevertArgs {
+    /// The server's Unix socket.
+    #[arg(long)]
+    socket: PathBuf,
+    /// State file written by `redoctor apply` (same default).
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// MySQL user to connect as.
+    #[arg(long, default_value = "root")]
+    user: String,
+}
+
+pub fn run(args: RevertArgs) -> Result<ExitCode> {
+    let state_path = match &args.state {
+        Some(p) => p.clone(),
+        None => default_path()?,
+    };
+    let mut state = State::load(&state_path)?;
+    let mut admin = Admin::connect(&args.socket, &args.user)?;
+    let socket = admin.socket().to_string();
+    let mine: Vec<_> = state
+        .entries
+        .iter()
+        .filter(|e| e.socket == socket)
+        .cloned()
+        .collect();
+    if mine.is_empty() {
+        println!(
+            "nothing to revert for {socket} (state file {})",
+            state_path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for e in mine.iter().rev() {
+        admin.set(&e.setting, &e.original)?;
+        state
+            .entries
+            .retain(|x| !(x.socket == socket && x.setting == e.setting));
+        state.save(&state_path)?;
+        let now = admin.get(&e.setting)?;
+        println!("{}: {} -> {now}", e.setting, e.applied);
+    }
+    Ok(ExitCode::SUCCESS)
+}
