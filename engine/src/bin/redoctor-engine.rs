@@ -364,9 +364,12 @@ fn startup_settings(settings: &[(String, String)]) -> Vec<(String, String)> {
 /// the engine opened: here it is only checked.
 fn apply_settings(engine: &Engine, settings: &[(String, String)]) -> Result<()> {
     for (name, value) in settings {
-        let s = settings::find(name).map_err(|e| {
+        let s = settings::find(name).map_err(|_| {
             let known: Vec<&str> = settings::SETTINGS.iter().map(|s| s.name).collect();
-            anyhow::anyhow!("{e}; known settings: {}", known.join(", "))
+            anyhow::anyhow!(
+                "unknown setting `{name}`: this engine knows {}",
+                known.join(", ")
+            )
         })?;
         if s.dynamic() {
             engine
