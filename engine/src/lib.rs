@@ -21,6 +21,7 @@ pub mod error;
 pub mod probe_points;
 pub mod recovery;
 pub mod redo;
+pub mod server;
 pub mod vfs;
 pub mod workload;
 

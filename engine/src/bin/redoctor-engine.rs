@@ -46,6 +46,8 @@ enum Command {
     Recover(RecoverArgs),
     /// Recover a data directory and check that every acknowledged insert survived.
     VerifyAcks(VerifyArgs),
+    /// Serve the MySQL protocol on a Unix socket (and optionally 127.0.0.1) until SIGTERM/SIGINT.
+    Serve(redoctor_engine::server::cli::ServeArgs),
 }
 
 /// Options for opening the engine, shared by every subcommand.
@@ -180,6 +182,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run(a),
         Command::Recover(a) => cmd_recover(a),
         Command::VerifyAcks(a) => cmd_verify_acks(a),
+        Command::Serve(a) => redoctor_engine::server::cli::run(a),
     };
     match result {
         Ok(code) => code,

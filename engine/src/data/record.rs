@@ -8,6 +8,7 @@
 //!   Put:       0x01 table:u32 id:i64 k:i32 c:str pad:str
 //!   Delete:    0x02 table:u32 id:i64
 //! CreateTable: 0x02 table:u32 name:str
+//! DropTable:   0x03 table:u32
 //! str:         len:u32 utf8-bytes
 //! ```
 //!
@@ -18,6 +19,7 @@ use crate::data::table::{Row, TableId};
 
 const TYPE_COMMIT: u8 = 0x01;
 const TYPE_CREATE_TABLE: u8 = 0x02;
+const TYPE_DROP_TABLE: u8 = 0x03;
 const OP_PUT: u8 = 0x01;
 const OP_DELETE: u8 = 0x02;
 
@@ -40,6 +42,8 @@ pub enum RedoRecord {
     Commit { trx_id: u64, ops: Vec<RowOp> },
     /// `CREATE TABLE name` with the id it was given.
     CreateTable { table: TableId, name: String },
+    /// `DROP TABLE` of the table with this id (see `Catalog::drop_table`).
+    DropTable { table: TableId },
 }
 
 /// Why a record body could not be decoded.
@@ -128,6 +132,10 @@ pub fn encode(rec: &RedoRecord, out: &mut Vec<u8>) {
             out.push(TYPE_CREATE_TABLE);
             out.extend_from_slice(&table.to_le_bytes());
             put_str(name, out);
+        }
+        RedoRecord::DropTable { table } => {
+            out.push(TYPE_DROP_TABLE);
+            out.extend_from_slice(&table.to_le_bytes());
         }
     }
 }
@@ -256,6 +264,9 @@ pub fn decode(body: &[u8]) -> Result<RedoRecord, RecordError> {
             table: r.u32("table id")?,
             name: r.string("table name")?,
         },
+        TYPE_DROP_TABLE => RedoRecord::DropTable {
+            table: r.u32("table id")?,
+        },
         other => return Err(RecordError::UnknownType(other)),
     };
     r.finish()?;
@@ -288,6 +299,7 @@ mod tests {
                 .prop_map(|(trx_id, ops)| RedoRecord::Commit { trx_id, ops }),
             (any::<u32>(), "\\PC{0,16}")
                 .prop_map(|(table, name)| RedoRecord::CreateTable { table, name }),
+            any::<u32>().prop_map(|table| RedoRecord::DropTable { table }),
         ]
     }
 
