@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::admission::{ConcurrencyGate, GateSession};
 use crate::checkpoint;
 use crate::counters::{Counters, StatusSnapshot};
 use crate::data::catalog::Catalog;
@@ -26,11 +27,14 @@ use crate::data::lock_sys::LockSys;
 use crate::data::record::{self, RedoRecord};
 use crate::data::table::Row;
 pub use crate::data::table::TableId;
-use crate::data::trx::Trx;
+use crate::data::trx::{EngineHooks, Trx, TrxError};
 use crate::error::EngineError;
 use crate::probe_points;
 use crate::recovery::{self, RecoveryReport};
 use crate::redo::{Lsn, RedoLog, RedoMode, RedoOptions};
+use crate::settings::{self, Registry, SettingChange, SettingsError, Variable};
+use crate::throttle::{Admitted, Throttle};
+use crate::trx_sys::{Registered, TrxSys};
 use crate::vfs::{OsVfs, Vfs};
 
 #[derive(Clone)]
@@ -46,6 +50,9 @@ pub struct EngineOptions {
     pub checkpoint_fill_pct: u32,
     /// Lock-sys shards (MySQL uses 512).
     pub lock_shards: usize,
+    /// Startup `SET GLOBAL`s by MySQL name (see `crate::settings`), all
+    /// validated before anything is created; later entries win.
+    pub settings: Vec<(String, String)>,
 }
 
 impl EngineOptions {
@@ -57,6 +64,7 @@ impl EngineOptions {
             lock_wait_timeout: Duration::from_secs(50),
             checkpoint_fill_pct: 50,
             lock_shards: 512,
+            settings: Vec::new(),
         }
     }
 }
@@ -67,7 +75,10 @@ pub struct Engine {
     catalog: Arc<Catalog>,
     lock_sys: Arc<LockSys>,
     counters: Arc<Counters>,
-    next_trx_id: AtomicU64,
+    trx_sys: Arc<TrxSys>,
+    gate: Arc<ConcurrencyGate>,
+    throttle: Arc<Throttle>,
+    settings: Registry,
     report: RecoveryReport,
     checkpoint_lock: Mutex<()>,
     ddl_lock: Mutex<()>,
@@ -83,7 +94,8 @@ thread_local! {
 impl Engine {
     /// Opens the data directory (creating it when new), recovers, and starts
     /// the log threads and the background checkpoint thread.
-    pub fn open(opts: EngineOptions) -> Result<Arc<Engine>, EngineError> {
+    pub fn open(mut opts: EngineOptions) -> Result<Arc<Engine>, EngineError> {
+        let startup = settings::Startup::prepare(&opts.settings.clone(), &mut opts)?;
         opts.redo.validate()?;
         let vfs: Arc<dyn Vfs> = match &opts.vfs {
             Some(v) => v.clone(),
@@ -104,7 +116,10 @@ impl Engine {
             catalog: Arc::new(rec.catalog),
             lock_sys: Arc::new(LockSys::new(opts.lock_shards, opts.lock_wait_timeout)),
             counters,
-            next_trx_id: AtomicU64::new(rec.report.max_trx_id + 1),
+            trx_sys: Arc::new(TrxSys::new(rec.report.max_trx_id + 1)),
+            gate: Arc::new(ConcurrencyGate::default()),
+            throttle: Arc::new(Throttle::new(0, Duration::from_secs(50))),
+            settings: Registry::default(),
             report: rec.report,
             checkpoint_lock: Mutex::new(()),
             ddl_lock: Mutex::new(()),
@@ -112,6 +127,10 @@ impl Engine {
             checkpoint_fill_pct: opts.checkpoint_fill_pct,
             shut: AtomicBool::new(false),
         });
+        if let Err(e) = startup.apply_live(&engine) {
+            let _ = engine.shutdown();
+            return Err(e.into());
+        }
         engine.start_background();
         Ok(engine)
     }
@@ -155,7 +174,7 @@ impl Engine {
         &self.redo
     }
 
-    fn check_open(&self) -> Result<(), EngineError> {
+    pub(crate) fn check_open(&self) -> Result<(), EngineError> {
         if self.shut.load(Ordering::Acquire) {
             return Err(EngineError::ShutDown);
         }
@@ -261,23 +280,60 @@ impl Engine {
         Ok(())
     }
 
+    /// Starts a transaction, first waiting in the transaction throttle
+    /// (`innodb_max_active_transactions`); fails with
+    /// [`TrxError::Throttled`] if it is not admitted within
+    /// `innodb_max_active_transactions_wait_timeout`.
+    pub fn try_begin(&self) -> Result<Trx, EngineError> {
+        let admitted = Admitted::wait(&self.throttle).map_err(TrxError::from)?;
+        let id = self.trx_sys.assign_id();
+        let hooks = EngineHooks {
+            gate: GateSession::new(self.gate.clone()),
+            registered: Registered::new(&self.trx_sys, id),
+            admitted,
+        };
+        Ok(Trx::with_hooks(
+            id,
+            self.catalog.clone(),
+            self.lock_sys.clone(),
+            hooks,
+        ))
+    }
+
+    /// Like [`try_begin`](Self::try_begin), but never fails: a transaction
+    /// the throttle refused fails its first statement (and its commit) with
+    /// [`TrxError::Throttled`], as InnoDB reports errors of a transaction's
+    /// start at its first statement. Roll it back and retry.
     pub fn begin(&self) -> Trx {
-        let id = self.next_trx_id.fetch_add(1, Ordering::Relaxed);
-        Trx::new(id, self.catalog.clone(), self.lock_sys.clone())
+        match self.try_begin() {
+            Ok(trx) => trx,
+            Err(EngineError::Trx(TrxError::Throttled(why))) => Trx::refused(
+                self.trx_sys.assign_id(),
+                self.catalog.clone(),
+                self.lock_sys.clone(),
+                why,
+            ),
+            Err(e) => unreachable!("try_begin fails only in the throttle: {e}"),
+        }
     }
 
     /// Commits: returns the commit's end lsn once it is as durable as
     /// innodb_flush_log_at_trx_commit says. A read-only transaction writes no redo.
-    pub fn commit(&self, trx: Trx) -> Result<Lsn, EngineError> {
+    pub fn commit(&self, mut trx: Trx) -> Result<Lsn, EngineError> {
         if let Err(e) = self.check_open() {
             self.rollback(trx);
             return Err(e);
         }
         if trx.is_rolled_back() {
-            // A lock error already rolled it back: nothing to commit.
+            // A lock error (or the throttle) already ended it: nothing to commit.
+            let e = trx.end_error();
             self.rollback(trx);
-            return Err(crate::data::trx::TrxError::RolledBack.into());
+            return Err(e.into());
         }
+        // The commit is a statement inside the concurrency gate; applying
+        // it ends the transaction and leaves the gate, so the wait for the
+        // redo to become durable (below) holds no slot.
+        trx.enter_commit();
         if trx.is_read_only() {
             trx.apply_commit();
             self.counters.commits.fetch_add(1, Ordering::Relaxed);
@@ -308,46 +364,84 @@ impl Engine {
         self.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `SET GLOBAL innodb_log_writer_threads`.
+    /// `SET GLOBAL innodb_log_writer_threads` (through the settings
+    /// registry, so the change is recorded).
     pub fn set_redo_mode(&self, mode: RedoMode) -> Result<(), EngineError> {
-        self.check_open()?;
-        self.redo.set_mode(mode);
-        Ok(())
+        let v = if mode == RedoMode::On { "ON" } else { "OFF" };
+        Ok(self.set_global("innodb_log_writer_threads", v)?)
     }
 
-    /// `SET GLOBAL innodb_flush_log_at_trx_commit`.
+    /// `SET GLOBAL innodb_flush_log_at_trx_commit` (recorded).
     pub fn set_flush_at_commit(&self, v: u8) -> Result<(), EngineError> {
-        Ok(self.redo.set_flush_at_commit(v)?)
+        Ok(self.set_global("innodb_flush_log_at_trx_commit", &v.to_string())?)
     }
 
-    /// `SET GLOBAL innodb_log_spin_cpu_pct_hwm` (0..=100).
+    /// `SET GLOBAL innodb_log_spin_cpu_pct_hwm` (0..=100; recorded).
     pub fn set_log_spin_cpu_pct_hwm(&self, pct: u32) -> Result<(), EngineError> {
-        if pct > 100 {
-            return Err(crate::redo::RedoError::InvalidOption(format!(
-                "innodb_log_spin_cpu_pct_hwm={pct} (allowed: 0..=100)"
-            ))
-            .into());
-        }
-        self.redo.spin.cpu_pct_hwm.store(pct, Ordering::Relaxed);
-        Ok(())
+        Ok(self.set_global("innodb_log_spin_cpu_pct_hwm", &pct.to_string())?)
     }
 
-    /// `SET GLOBAL innodb_log_wait_for_flush_spin_hwm` (µs).
+    /// `SET GLOBAL innodb_log_wait_for_flush_spin_hwm` (µs; recorded).
+    /// Values above `u32::MAX` are refused and change nothing.
     pub fn set_log_wait_for_flush_spin_hwm(&self, us: u64) {
-        self.redo
-            .spin
-            .flush_spin_hwm_us
-            .store(us, Ordering::Relaxed);
+        let _ = self.set_global("innodb_log_wait_for_flush_spin_hwm", &us.to_string());
     }
 
-    /// `SET GLOBAL innodb_lock_wait_timeout`.
+    /// `SET GLOBAL innodb_lock_wait_timeout` with sub-second precision (for
+    /// tests; not recorded: `set_global` takes whole seconds and records).
     pub fn set_lock_wait_timeout(&self, t: Duration) {
         self.lock_sys.set_wait_timeout(t);
     }
 
-    /// The current `innodb_lock_wait_timeout`.
     pub fn lock_wait_timeout(&self) -> Duration {
         self.lock_sys.wait_timeout()
+    }
+
+    /// `SET GLOBAL name = value` (MySQL names and values, case-insensitive).
+    /// A refused value changes nothing; an accepted one is applied live and
+    /// recorded in [`setting_changes`](Self::setting_changes).
+    pub fn set_global(&self, name: &str, value: &str) -> Result<(), SettingsError> {
+        self.settings.set_global(self, name, value)
+    }
+
+    /// `SHOW GLOBAL VARIABLES`, with each setting's type, range, default,
+    /// dynamic flag and doc line.
+    pub fn variables(&self) -> Vec<Variable> {
+        settings::SETTINGS
+            .iter()
+            .map(|s| settings::variable(self, s))
+            .collect()
+    }
+
+    /// One setting by name (case-insensitive).
+    pub fn variable(&self, name: &str) -> Result<Variable, SettingsError> {
+        Ok(settings::variable(self, settings::find(name)?))
+    }
+
+    /// Accepted `SET GLOBAL`s, oldest first (the last
+    /// [`settings::HISTORY_LEN`]).
+    pub fn setting_changes(&self) -> Vec<SettingChange> {
+        self.settings.changes()
+    }
+
+    /// `SHOW GLOBAL STATUS`: (name, value) rows sorted by name.
+    pub fn global_status(&self) -> Vec<(String, u64)> {
+        settings::status::global_status(self)
+    }
+
+    /// The `innodb_thread_concurrency` gate.
+    pub fn concurrency_gate(&self) -> &Arc<ConcurrencyGate> {
+        &self.gate
+    }
+
+    /// The transaction throttle (`innodb_max_active_transactions`).
+    pub fn throttle(&self) -> &Arc<Throttle> {
+        &self.throttle
+    }
+
+    /// The transaction system (active transactions, id assignment).
+    pub fn trx_sys(&self) -> &Arc<TrxSys> {
+        &self.trx_sys
     }
 
     pub fn status(&self) -> StatusSnapshot {
@@ -374,7 +468,7 @@ impl Engine {
         let lsn = self.redo.closed_lsn();
         let mut image = Vec::new();
         self.catalog.write_image(&mut image);
-        let max_trx_id = self.next_trx_id.load(Ordering::Acquire);
+        let max_trx_id = self.trx_sys.peek_next_id();
         // WAL rule: nothing in the image may be missing from the durable log.
         self.redo.wait_flushed(self.redo.current_lsn())?;
         let bytes =

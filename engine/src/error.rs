@@ -4,6 +4,7 @@ use crate::data::catalog::DataError;
 use crate::data::trx::TrxError;
 use crate::recovery::RecoveryError;
 use crate::redo::RedoError;
+use crate::settings::SettingsError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -15,6 +16,8 @@ pub enum EngineError {
     Data(#[from] DataError),
     #[error(transparent)]
     Recovery(#[from] RecoveryError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
     #[error("checkpoint failed in {dir}: {source}; check free space and permissions there")]
     Checkpoint {
         dir: String,
@@ -26,11 +29,14 @@ pub enum EngineError {
 }
 
 impl EngineError {
-    /// Deadlocks and lock wait timeouts: roll back and retry the transaction.
+    /// Deadlocks, lock wait timeouts and throttle timeouts: roll back and
+    /// retry the transaction.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            EngineError::Trx(TrxError::Deadlock | TrxError::LockWaitTimeout)
+            EngineError::Trx(
+                TrxError::Deadlock | TrxError::LockWaitTimeout | TrxError::Throttled(_)
+            )
         )
     }
 }

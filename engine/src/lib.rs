@@ -13,6 +13,7 @@
 //! See `engine/DESIGN.md` for the on-disk layout and failure analysis and
 //! `engine/PROBES.md` for the probe points.
 
+pub mod admission;
 pub mod checkpoint;
 pub mod counters;
 pub mod data;
@@ -22,9 +23,14 @@ pub mod probe_points;
 pub mod recovery;
 pub mod redo;
 pub mod server;
+pub mod settings;
+mod sync;
+pub mod throttle;
+pub mod trx_sys;
 pub mod vfs;
 pub mod workload;
 
 pub use engine::{Engine, EngineOptions};
 pub use error::EngineError;
 pub use redo::{Lsn, RedoMode, RedoOptions};
+pub use settings::{SettingChange, SettingsError, Variable};

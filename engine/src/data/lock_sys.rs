@@ -225,6 +225,19 @@ impl LockSys {
     /// [`LockError::LockWaitTimeout`] if the lock is not granted within the
     /// wait timeout. Either way the transaction keeps the locks it holds.
     pub fn lock(&self, trx_id: u64, key: RowKey) -> Result<LockOutcome, LockError> {
+        self.lock_with(trx_id, key, &mut || {})
+    }
+
+    /// Like [`lock`](Self::lock), but calls `before_wait` once, after the
+    /// request is queued and before the thread sleeps, if it must wait (the
+    /// engine gives the concurrency-gate slot up there). It runs under the
+    /// shard mutex: it must not take lock-sys latches.
+    pub fn lock_with(
+        &self,
+        trx_id: u64,
+        key: RowKey,
+        before_wait: &mut dyn FnMut(),
+    ) -> Result<LockOutcome, LockError> {
         let mut queues = self.shard(key).lock();
         let holder = match queues.entry(key) {
             Entry::Vacant(vacant) => {
@@ -259,6 +272,7 @@ impl LockSys {
             .waiters
             .push_back(Arc::clone(&waiter));
         self.counters.waits.fetch_add(1, Relaxed);
+        before_wait();
 
         let deadline = Instant::now().checked_add(self.wait_timeout());
         loop {

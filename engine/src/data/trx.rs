@@ -37,6 +37,17 @@ use crate::data::catalog::Catalog;
 use crate::data::lock_sys::{BuildKeyHasher, LockError, LockSys, RowKey};
 use crate::data::record::{self, RedoRecord, RowOp};
 use crate::data::table::{Row, Table, TableId, WriteResult};
+use crate::throttle::ThrottleTimeout;
+
+/// What ties a transaction to the engine's admission machinery: its place
+/// at the concurrency gate, its entry in trx-sys and its place in the
+/// throttle. Dropped (in this field order) when the transaction ends.
+#[derive(Debug)]
+pub struct EngineHooks {
+    pub gate: crate::admission::GateSession,
+    pub registered: crate::trx_sys::Registered,
+    pub admitted: crate::throttle::Admitted,
+}
 
 /// Statement and transaction errors, worded as MySQL words them.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -56,6 +67,9 @@ pub enum TrxError {
     /// The transaction was already rolled back by a lock error.
     #[error("Transaction was rolled back by an earlier lock error; roll it back and restart it")]
     RolledBack,
+    /// The transaction throttle did not let the transaction start in time.
+    #[error(transparent)]
+    Throttled(#[from] ThrottleTimeout),
 }
 
 impl From<LockError> for TrxError {
@@ -125,6 +139,10 @@ pub struct Trx {
     /// `tables`, id), in the order they were first changed.
     writes: Vec<(usize, i64)>,
     state: State,
+    /// Set by the engine; None for a bare transaction (tests, tools).
+    hooks: Option<EngineHooks>,
+    /// Why the throttle refused to start this transaction.
+    refusal: Option<ThrottleTimeout>,
 }
 
 impl std::fmt::Debug for Trx {
@@ -149,6 +167,66 @@ impl Trx {
             locks: HeldLocks::default(),
             writes: Vec::new(),
             state: State::Active,
+            hooks: None,
+            refusal: None,
+        }
+    }
+
+    /// Starts transaction `id` tied to the engine's gate, trx-sys and throttle.
+    pub fn with_hooks(
+        id: u64,
+        catalog: Arc<Catalog>,
+        lock_sys: Arc<LockSys>,
+        hooks: EngineHooks,
+    ) -> Trx {
+        let mut trx = Trx::new(id, catalog, lock_sys);
+        trx.hooks = Some(hooks);
+        trx
+    }
+
+    /// A transaction the throttle refused: every statement and the commit
+    /// fail with [`TrxError::Throttled`]; roll it back.
+    pub fn refused(
+        id: u64,
+        catalog: Arc<Catalog>,
+        lock_sys: Arc<LockSys>,
+        why: ThrottleTimeout,
+    ) -> Trx {
+        let mut trx = Trx::new(id, catalog, lock_sys);
+        trx.state = State::RolledBack;
+        trx.refusal = Some(why);
+        trx
+    }
+
+    /// The error that ended this transaction before its commit: the
+    /// throttle's refusal, or [`TrxError::RolledBack`].
+    pub fn end_error(&self) -> TrxError {
+        match &self.refusal {
+            Some(r) => TrxError::Throttled(r.clone()),
+            None => TrxError::RolledBack,
+        }
+    }
+
+    /// Runs one statement inside the concurrency gate.
+    fn statement<R>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<R, TrxError>,
+    ) -> Result<R, TrxError> {
+        if let Some(h) = self.hooks.as_mut() {
+            h.gate.enter_statement();
+        }
+        let r = f(self);
+        if let Some(h) = self.hooks.as_mut() {
+            h.gate.leave_statement();
+        }
+        r
+    }
+
+    /// The commit is a statement: enter the gate (ending the transaction
+    /// leaves it).
+    pub fn enter_commit(&mut self) {
+        if let Some(h) = self.hooks.as_mut() {
+            h.gate.enter_statement();
         }
     }
 
@@ -181,7 +259,7 @@ impl Trx {
     fn check_active(&self) -> Result<(), TrxError> {
         match self.state {
             State::Active => Ok(()),
-            State::RolledBack | State::Finished => Err(TrxError::RolledBack),
+            State::RolledBack | State::Finished => Err(self.end_error()),
         }
     }
 
@@ -208,14 +286,18 @@ impl Trx {
 
     /// `SELECT * FROM table WHERE id = ?` (non-locking; sees own changes).
     pub fn get(&mut self, table: TableId, id: i64) -> Result<Option<Row>, TrxError> {
-        let trx_id = self.id;
-        Ok(self.readable(table)?.get(trx_id, id))
+        self.statement(|t| {
+            let trx_id = t.id;
+            Ok(t.readable(table)?.get(trx_id, id))
+        })
     }
 
     /// `SELECT * FROM table WHERE id BETWEEN lo AND hi ORDER BY id`.
     pub fn range(&mut self, table: TableId, lo: i64, hi: i64) -> Result<Vec<(i64, Row)>, TrxError> {
-        let trx_id = self.id;
-        Ok(self.readable(table)?.range(trx_id, lo, hi))
+        self.statement(|t| {
+            let trx_id = t.id;
+            Ok(t.readable(table)?.range(trx_id, lo, hi))
+        })
     }
 
     /// Like [`range`](Self::range), but calls `f` for each row instead of
@@ -227,15 +309,19 @@ impl Trx {
         hi: i64,
         f: impl FnMut(i64, &Row),
     ) -> Result<(), TrxError> {
-        let trx_id = self.id;
-        self.readable(table)?.scan_range(trx_id, lo, hi, f);
-        Ok(())
+        self.statement(|t| {
+            let trx_id = t.id;
+            t.readable(table)?.scan_range(trx_id, lo, hi, f);
+            Ok(())
+        })
     }
 
     /// `SELECT * FROM table WHERE k = ?` through index `k_1`, ordered by id.
     pub fn get_by_k(&mut self, table: TableId, k: i32) -> Result<Vec<(i64, Row)>, TrxError> {
-        let trx_id = self.id;
-        Ok(self.readable(table)?.get_by_k(trx_id, k))
+        self.statement(|t| {
+            let trx_id = t.id;
+            Ok(t.readable(table)?.get_by_k(trx_id, k))
+        })
     }
 
     // ---- writes ------------------------------------------------------------
@@ -247,8 +333,20 @@ impl Trx {
         if self.locks.contains(key) {
             return Ok(());
         }
-        match self.lock_sys.lock(self.id, key) {
+        // A row-lock waiter gives its gate slot up for the wait.
+        let result = match self.hooks.as_mut() {
+            Some(h) => {
+                let gate = &mut h.gate;
+                self.lock_sys
+                    .lock_with(self.id, key, &mut || gate.suspend_for_lock_wait())
+            }
+            None => self.lock_sys.lock(self.id, key),
+        };
+        match result {
             Ok(_) => {
+                if let Some(h) = self.hooks.as_mut() {
+                    h.gate.resume_after_lock_wait();
+                }
                 self.locks.insert(key);
                 Ok(())
             }
@@ -267,14 +365,16 @@ impl Trx {
         id: i64,
         write: impl FnOnce(&Table, u64) -> WriteResult,
     ) -> Result<WriteResult, TrxError> {
-        self.check_active()?;
-        let i = self.table_index(table)?;
-        self.lock_row(table, id)?;
-        let result = write(&self.tables[i], self.id);
-        if result == (WriteResult::Applied { first_touch: true }) {
-            self.writes.push((i, id));
-        }
-        Ok(result)
+        self.statement(|t| {
+            t.check_active()?;
+            let i = t.table_index(table)?;
+            t.lock_row(table, id)?;
+            let result = write(&t.tables[i], t.id);
+            if result == (WriteResult::Applied { first_touch: true }) {
+                t.writes.push((i, id));
+            }
+            Ok(result)
+        })
     }
 
     /// `UPDATE table SET k = k + delta WHERE id = ?` (wrapping); false if no
@@ -401,6 +501,8 @@ impl Trx {
         self.lock_sys.release_all(trx_id, &self.locks.keys);
         self.locks.clear();
         self.state = State::Finished;
+        // Leave trx-sys, the throttle (admitting a waiter) and the gate.
+        self.hooks = None;
     }
 }
 

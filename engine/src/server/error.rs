@@ -65,6 +65,8 @@ pub fn trx_error(e: TrxError, table: &str) -> SqlError {
         TrxError::Deadlock => SqlError::new(ErrorKind::ER_LOCK_DEADLOCK, e.to_string()),
         TrxError::LockWaitTimeout => SqlError::new(ErrorKind::ER_LOCK_WAIT_TIMEOUT, e.to_string()),
         TrxError::RolledBack => SqlError::new(ErrorKind::ER_LOCK_DEADLOCK, e.to_string()),
+        // The throttle refused to start the transaction: a retryable wait timeout.
+        TrxError::Throttled(_) => SqlError::new(ErrorKind::ER_LOCK_WAIT_TIMEOUT, e.to_string()),
     }
 }
 

@@ -182,24 +182,27 @@ impl Session {
             }
             Stmt::SetSessionIgnored | Stmt::Use => Ok(Outcome::ok()),
             Stmt::SetGlobal(pairs) => {
-                // Validate every value first so a refused one changes nothing.
-                let mut values = Vec::with_capacity(pairs.len());
-                for (name, v) in pairs {
-                    values.push((name.as_str(), args.text(v, name, 4096)?));
-                }
-                for (name, value) in &values {
-                    self.shared.settings.set_global(name, value).map_err(|e| {
-                        let kind = match e {
-                            super::admin::SettingError::Unknown(_) => {
-                                ErrorKind::ER_UNKNOWN_SYSTEM_VARIABLE
-                            }
-                            super::admin::SettingError::BadValue { .. } => {
-                                ErrorKind::ER_WRONG_VALUE_FOR_VAR
-                            }
-                        };
-                        SqlError::new(kind, e.to_string())
-                    })?;
-                }
+                // One variable per statement, so a refused value changes nothing.
+                let [(name, v)] = &pairs[..] else {
+                    return Err(SqlError::unsupported(
+                        "several variables in one SET GLOBAL (set one per statement)",
+                    ));
+                };
+                let value = args.text(v, name, 4096)?;
+                self.shared.settings.set_global(name, &value).map_err(|e| {
+                    let kind = match e {
+                        super::admin::SettingError::Unknown(_) => {
+                            ErrorKind::ER_UNKNOWN_SYSTEM_VARIABLE
+                        }
+                        super::admin::SettingError::BadValue(_) => {
+                            ErrorKind::ER_WRONG_VALUE_FOR_VAR
+                        }
+                        super::admin::SettingError::ReadOnly(_) => {
+                            ErrorKind::ER_INCORRECT_GLOBAL_LOCAL_VAR
+                        }
+                    };
+                    SqlError::new(kind, e.to_string())
+                })?;
                 Ok(Outcome::ok())
             }
             Stmt::SelectConst(items) => self.select_const(items, args),

@@ -1,0 +1,321 @@
+//! One registry of typed, validated, live settings with MySQL names.
+//!
+//! Every setting is one [`Setting`] row in [`table::SETTINGS`]: its name,
+//! type and range ([`Kind`]), default, whether it can change at run time, a
+//! doc line, and three functions — read the live value from the engine,
+//! apply a new value to the running engine, and (optionally) apply it to
+//! [`EngineOptions`](crate::EngineOptions) before the engine is built. Adding
+//! a setting is adding a row.
+//!
+//! `SET GLOBAL` ([`Engine::set_global`](crate::Engine::set_global)) parses and
+//! validates the value first, so a refused value changes nothing; accepted
+//! changes are serialised by one mutex and recorded (old, new, time) in a
+//! bounded history. The engine's typed setters (`set_redo_mode`, ...) call
+//! `set_global` too. The current value is always read back from the engine.
+
+pub mod status;
+pub mod table;
+
+use std::collections::VecDeque;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Engine, EngineOptions};
+
+pub use table::SETTINGS;
+
+/// Changes kept in the history (oldest dropped first).
+pub const HISTORY_LEN: usize = 256;
+
+/// Why a setting was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("Unknown system variable '{name}'; Engine::variables() lists the known ones")]
+    Unknown { name: String },
+    #[error("Variable '{name}' can't be set to the value of '{value}'; allowed: {allowed}")]
+    InvalidValue {
+        name: &'static str,
+        value: String,
+        allowed: String,
+    },
+    #[error(
+        "Variable '{name}' is a read only variable; set it at startup (EngineOptions::settings)"
+    )]
+    ReadOnly { name: &'static str },
+    #[error("Variable '{name}' was not changed: {reason}")]
+    Apply { name: &'static str, reason: String },
+}
+
+/// A setting's type and allowed values.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// ON/OFF (also accepts 1/0, TRUE/FALSE).
+    Bool,
+    /// An unsigned integer in `min..=max`, in `unit`.
+    UInt {
+        min: u64,
+        max: u64,
+        unit: &'static str,
+    },
+    /// One of the names (case-insensitive; also accepts the index).
+    Enum(&'static [&'static str]),
+}
+
+impl Kind {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Kind::Bool => "boolean",
+            Kind::UInt { .. } => "integer",
+            Kind::Enum(_) => "enumeration",
+        }
+    }
+
+    /// The allowed values, as an error message states them.
+    pub fn range_text(&self) -> String {
+        match self {
+            Kind::Bool => "ON|OFF (or 1|0)".into(),
+            Kind::UInt { min, max, unit: "" } => format!("{min}..={max}"),
+            Kind::UInt { min, max, unit } => format!("{min}..={max} ({unit})"),
+            Kind::Enum(names) => names.join("|"),
+        }
+    }
+
+    /// Parses a MySQL-style value.
+    pub fn parse(&self, text: &str) -> Option<Value> {
+        let t = text.trim();
+        let t = t
+            .strip_prefix('\'')
+            .and_then(|s| s.strip_suffix('\''))
+            .unwrap_or(t);
+        match self {
+            Kind::Bool => match t.to_ascii_uppercase().as_str() {
+                "ON" | "1" | "TRUE" => Some(Value::Bool(true)),
+                "OFF" | "0" | "FALSE" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            Kind::UInt { min, max, .. } => {
+                if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let v: u64 = t.parse().ok()?;
+                (*min..=*max).contains(&v).then_some(Value::UInt(v))
+            }
+            Kind::Enum(names) => {
+                if let Some(n) = names.iter().find(|n| n.eq_ignore_ascii_case(t)) {
+                    return Some(Value::Enum(n));
+                }
+                let i: usize = t.parse().ok()?;
+                names.get(i).map(|n| Value::Enum(n))
+            }
+        }
+    }
+}
+
+/// A parsed setting value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value {
+    Bool(bool),
+    UInt(u64),
+    Enum(&'static str),
+}
+
+impl Value {
+    pub fn as_bool(&self) -> bool {
+        matches!(self, Value::Bool(true))
+    }
+    pub fn as_u64(&self) -> u64 {
+        match *self {
+            Value::UInt(v) => v,
+            Value::Bool(b) => b as u64,
+            Value::Enum(_) => 0,
+        }
+    }
+    pub fn as_str(&self) -> &'static str {
+        match *self {
+            Value::Enum(s) => s,
+            Value::Bool(true) => "ON",
+            Value::Bool(false) => "OFF",
+            Value::UInt(_) => "",
+        }
+    }
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Bool(b) => f.write_str(if *b { "ON" } else { "OFF" }),
+            Value::UInt(v) => write!(f, "{v}"),
+            Value::Enum(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Applies a value to the running engine.
+pub type ApplyLive = fn(&Engine, &Value) -> Result<(), SettingsError>;
+/// Applies a value to the options before the engine is built.
+pub type ApplyAtStartup = fn(&mut EngineOptions, &Value);
+
+/// One row of the registry.
+pub struct Setting {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// MySQL-style default text (must parse under `kind`).
+    pub default: &'static str,
+    pub doc: &'static str,
+    /// The live value.
+    pub get: fn(&Engine) -> Value,
+    /// None = read-only at run time (settable only at startup).
+    pub set: Option<ApplyLive>,
+    /// Used at open instead of `set`, when the value has an options field.
+    pub at_startup: Option<ApplyAtStartup>,
+}
+
+impl Setting {
+    pub fn dynamic(&self) -> bool {
+        self.set.is_some()
+    }
+
+    /// Parses `value`, or says what is allowed.
+    pub fn parse(&self, value: &str) -> Result<Value, SettingsError> {
+        self.kind
+            .parse(value)
+            .ok_or_else(|| SettingsError::InvalidValue {
+                name: self.name,
+                value: value.to_string(),
+                allowed: self.kind.range_text(),
+            })
+    }
+}
+
+/// Looks a setting up by name (case-insensitive).
+pub fn find(name: &str) -> Result<&'static Setting, SettingsError> {
+    let n = name.trim();
+    SETTINGS
+        .iter()
+        .find(|s| s.name.eq_ignore_ascii_case(n))
+        .ok_or_else(|| SettingsError::Unknown {
+            name: name.to_string(),
+        })
+}
+
+/// One row of `SHOW GLOBAL VARIABLES`, with its metadata.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Variable {
+    pub name: String,
+    pub value: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub range: String,
+    pub default: String,
+    pub dynamic: bool,
+    pub doc: String,
+}
+
+/// One accepted `SET GLOBAL`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingChange {
+    pub name: String,
+    pub old: String,
+    pub new: String,
+    /// Unix time of the change, in milliseconds.
+    pub unix_ms: u64,
+}
+
+/// The engine's registry state: the change history (whose mutex also
+/// serialises changes).
+#[derive(Default)]
+pub struct Registry {
+    history: Mutex<VecDeque<SettingChange>>,
+}
+
+impl Registry {
+    /// `SET GLOBAL name = value` on `engine`.
+    pub fn set_global(
+        &self,
+        engine: &Engine,
+        name: &str,
+        value: &str,
+    ) -> Result<(), SettingsError> {
+        let s = find(name)?;
+        let Some(apply) = s.set else {
+            return Err(SettingsError::ReadOnly { name: s.name });
+        };
+        let v = s.parse(value)?;
+        let mut history = self.history.lock();
+        let old = (s.get)(engine);
+        apply(engine, &v)?;
+        let new = (s.get)(engine);
+        if history.len() == HISTORY_LEN {
+            history.pop_front();
+        }
+        history.push_back(SettingChange {
+            name: s.name.to_string(),
+            old: old.to_string(),
+            new: new.to_string(),
+            unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+        });
+        Ok(())
+    }
+
+    pub fn changes(&self) -> Vec<SettingChange> {
+        self.history.lock().iter().cloned().collect()
+    }
+}
+
+/// The live value and metadata of `s`.
+pub fn variable(engine: &Engine, s: &Setting) -> Variable {
+    Variable {
+        name: s.name.to_string(),
+        value: (s.get)(engine).to_string(),
+        kind: s.kind.type_name().to_string(),
+        range: s.kind.range_text(),
+        default: s.default.to_string(),
+        dynamic: s.dynamic(),
+        doc: s.doc.to_string(),
+    }
+}
+
+/// Startup settings, validated before anything is created.
+pub struct Startup {
+    live: Vec<(&'static Setting, Value)>,
+}
+
+impl Startup {
+    /// Validates `settings` and applies those with an options field to
+    /// `opts`; the rest are applied by [`apply_live`](Self::apply_live)
+    /// once the engine exists (before it is returned to the caller).
+    pub fn prepare(
+        settings: &[(String, String)],
+        opts: &mut EngineOptions,
+    ) -> Result<Startup, SettingsError> {
+        let mut parsed = Vec::with_capacity(settings.len());
+        for (name, value) in settings {
+            let s = find(name)?;
+            let v = s.parse(value)?;
+            if s.at_startup.is_none() && s.set.is_none() {
+                return Err(SettingsError::ReadOnly { name: s.name });
+            }
+            parsed.push((s, v));
+        }
+        let mut live = Vec::new();
+        for (s, v) in parsed {
+            match s.at_startup {
+                Some(f) => f(opts, &v),
+                None => live.push((s, v)),
+            }
+        }
+        Ok(Startup { live })
+    }
+
+    pub fn apply_live(self, engine: &Engine) -> Result<(), SettingsError> {
+        for (s, v) in self.live {
+            (s.set.expect("checked in prepare"))(engine, &v)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,76 @@
+//! `SHOW GLOBAL STATUS`: every engine counter under a MySQL-style name.
+//!
+//! Counters of [`Counters`](crate::counters::Counters) appear under the
+//! MySQL name where the meaning matches (see [`MYSQL_NAMES`]) and as
+//! `Innodb_<counter>` otherwise, so new counters show up without an edit
+//! here. Gate, throttle and trx-sys counters follow.
+
+use serde_json::Value as Json;
+
+use crate::engine::Engine;
+
+/// Engine counter → MySQL status name.
+pub const MYSQL_NAMES: &[(&str, &str)] = &[
+    ("commits", "Com_commit"),
+    ("rollbacks", "Com_rollback"),
+    ("redo_bytes", "Innodb_os_log_written"),
+    ("redo_writes", "Innodb_log_writes"),
+    ("redo_fsyncs", "Innodb_os_log_fsyncs"),
+    ("redo_buffer_waits", "Innodb_log_waits"),
+    ("lock_waits", "Innodb_row_lock_waits"),
+    ("lock_deadlocks", "Innodb_deadlocks"),
+    ("lock_timeouts", "Innodb_row_lock_timeouts"),
+];
+
+/// The status rows, sorted by name.
+pub fn global_status(engine: &Engine) -> Vec<(String, u64)> {
+    let snap = engine.status();
+    let mut rows = Vec::new();
+    if let Ok(Json::Object(map)) = serde_json::to_value(&snap.counters) {
+        for (k, v) in map {
+            let name = MYSQL_NAMES
+                .iter()
+                .find(|(c, _)| *c == k)
+                .map(|(_, m)| m.to_string())
+                .unwrap_or_else(|| format!("Innodb_{k}"));
+            rows.push((name, v.as_u64().unwrap_or(0)));
+        }
+    }
+    rows.push(("Innodb_lsn_current".into(), snap.lsn));
+    rows.push(("Innodb_lsn_flushed".into(), snap.flushed_lsn));
+    rows.push(("Innodb_lsn_last_checkpoint".into(), snap.checkpoint_lsn));
+
+    let g = engine.concurrency_gate().stats();
+    rows.push(("Innodb_concurrency_enters".into(), g.enters));
+    rows.push(("Innodb_concurrency_ticket_enters".into(), g.ticket_enters));
+    rows.push(("Innodb_concurrency_waits".into(), g.waits));
+    rows.push(("Innodb_concurrency_sleeps".into(), g.sleeps));
+    rows.push(("Innodb_concurrency_forced_enters".into(), g.forced));
+    rows.push((
+        "Innodb_concurrency_lock_wait_exits".into(),
+        g.lock_wait_exits,
+    ));
+    rows.push(("Innodb_concurrency_queue_length".into(), g.queued));
+    rows.push(("Innodb_threads_inside".into(), g.inside));
+    rows.push((
+        "Innodb_threads_inside_high_water".into(),
+        g.inside_high_water,
+    ));
+
+    let t = engine.throttle().stats();
+    rows.push(("Innodb_trx_throttle_admitted".into(), t.admitted));
+    rows.push(("Innodb_trx_throttle_waits".into(), t.waits));
+    rows.push(("Innodb_trx_throttle_timeouts".into(), t.timeouts));
+    rows.push(("Innodb_trx_throttle_queue_length".into(), t.queued));
+
+    let s = engine.trx_sys().stats();
+    rows.push(("Innodb_active_transactions".into(), s.active));
+    rows.push(("Innodb_trx_sys_registered".into(), s.registered));
+    rows.push((
+        "Innodb_trx_sys_shard_acquisitions".into(),
+        s.shard_acquisitions,
+    ));
+    rows.push(("Innodb_trx_sys_shard_contended".into(), s.shard_contended));
+    rows.sort();
+    rows
+}

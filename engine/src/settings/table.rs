@@ -1,0 +1,178 @@
+//! The settings themselves: one row each (see [`Setting`]).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use super::{Kind, Setting, SettingsError, Value};
+use crate::admission::Policy;
+use crate::redo::RedoMode;
+
+/// Turns an engine error from a setter into a refusal naming the setting.
+fn failed(name: &'static str) -> impl FnOnce(crate::EngineError) -> SettingsError {
+    move |e| SettingsError::Apply {
+        name,
+        reason: e.to_string(),
+    }
+}
+
+const U32_MAX: u64 = u32::MAX as u64;
+
+pub static SETTINGS: &[Setting] = &[
+    Setting {
+        name: "innodb_log_writer_threads",
+        kind: Kind::Bool,
+        default: "ON",
+        doc: "Dedicated log writer/flusher/notifier threads (ON, RT1) or user threads write and flush the redo log themselves (OFF, RT0).",
+        get: |e| Value::Bool(e.redo().mode() == RedoMode::On),
+        set: Some(|e, v| {
+            let mode = if v.as_bool() { RedoMode::On } else { RedoMode::Off };
+            e.check_open().map_err(failed("innodb_log_writer_threads"))?;
+            e.redo().set_mode(mode);
+            Ok(())
+        }),
+        at_startup: Some(|o, v| {
+            o.redo.mode = if v.as_bool() { RedoMode::On } else { RedoMode::Off };
+        }),
+    },
+    Setting {
+        name: "innodb_flush_log_at_trx_commit",
+        kind: Kind::UInt { min: 0, max: 2, unit: "" },
+        default: "1",
+        doc: "At commit: 1 = wait until the redo is durable, 2 = until written to the OS, 0 = do not wait (flushed once a second).",
+        get: |e| Value::UInt(e.redo().flush_at_commit() as u64),
+        set: Some(|e, v| {
+            e.redo()
+                .set_flush_at_commit(v.as_u64() as u8)
+                .map_err(|err| failed("innodb_flush_log_at_trx_commit")(err.into()))
+        }),
+        at_startup: Some(|o, v| o.redo.flush_at_commit = v.as_u64() as u8),
+    },
+    Setting {
+        name: "innodb_log_spin_cpu_pct_hwm",
+        kind: Kind::UInt { min: 0, max: 100, unit: "percent of usable CPUs" },
+        default: "50",
+        doc: "Committers spin while waiting for the redo only while the process uses less CPU than this.",
+        get: |e| Value::UInt(e.redo().spin.cpu_pct_hwm.load(Relaxed) as u64),
+        set: Some(|e, v| {
+            e.redo().spin.cpu_pct_hwm.store(v.as_u64() as u32, Relaxed);
+            Ok(())
+        }),
+        at_startup: Some(|o, v| o.redo.spin_cpu_pct_hwm = v.as_u64() as u32),
+    },
+    Setting {
+        name: "innodb_log_wait_for_flush_spin_hwm",
+        kind: Kind::UInt { min: 0, max: U32_MAX, unit: "microseconds" },
+        default: "400",
+        doc: "Committers spin while waiting for a flush only while the average fdatasync is shorter than this.",
+        get: |e| Value::UInt(e.redo().spin.flush_spin_hwm_us.load(Relaxed)),
+        set: Some(|e, v| {
+            e.redo().spin.flush_spin_hwm_us.store(v.as_u64(), Relaxed);
+            Ok(())
+        }),
+        at_startup: Some(|o, v| o.redo.wait_for_flush_spin_hwm_us = v.as_u64()),
+    },
+    Setting {
+        name: "innodb_lock_wait_timeout",
+        kind: Kind::UInt { min: 1, max: 1_073_741_824, unit: "seconds" },
+        default: "50",
+        doc: "How long a row-lock wait lasts before the transaction is rolled back with a lock wait timeout; applies to waits that start afterwards.",
+        get: |e| Value::UInt(e.lock_wait_timeout().as_secs()),
+        set: Some(|e, v| {
+            e.set_lock_wait_timeout(Duration::from_secs(v.as_u64()));
+            Ok(())
+        }),
+        at_startup: Some(|o, v| o.lock_wait_timeout = Duration::from_secs(v.as_u64())),
+    },
+    Setting {
+        name: "innodb_thread_concurrency",
+        kind: Kind::UInt { min: 0, max: 1000, unit: "threads; 0 = unlimited" },
+        default: "0",
+        doc: "Most threads working inside the engine at once (each statement and each commit enters); row-lock waiters do not count.",
+        get: |e| Value::UInt(e.concurrency_gate().cap() as u64),
+        set: Some(|e, v| {
+            e.concurrency_gate().set_cap(v.as_u64() as usize);
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "innodb_concurrency_tickets",
+        kind: Kind::UInt { min: 1, max: U32_MAX, unit: "statements" },
+        default: "5000",
+        doc: "Statements a transaction may run after passing the concurrency gate before it must pass it again; it keeps its slot meanwhile.",
+        get: |e| Value::UInt(e.concurrency_gate().tickets() as u64),
+        set: Some(|e, v| {
+            e.concurrency_gate().set_tickets(v.as_u64() as u32);
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "innodb_thread_sleep_delay",
+        kind: Kind::UInt { min: 0, max: 1_000_000, unit: "microseconds" },
+        default: "10000",
+        doc: "How long the seed001 admission policy sleeps between tries at a full gate (twice at most).",
+        get: |e| Value::UInt(e.concurrency_gate().sleep_delay_us()),
+        set: Some(|e, v| {
+            e.concurrency_gate().set_sleep_delay_us(v.as_u64());
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "innodb_admission_policy",
+        kind: Kind::Enum(&["seed001", "fifo"]),
+        default: "seed001",
+        doc: "How threads wait at a full concurrency gate: seed001 (no queue: yield, sleep twice, enter regardless; soft cap) or fifo (queue, one waiter woken per exit; hard cap).",
+        get: |e| Value::Enum(e.concurrency_gate().policy().name()),
+        set: Some(|e, v| {
+            let p = if v.as_str() == "fifo" { Policy::Fifo } else { Policy::Seed001 };
+            e.concurrency_gate().set_policy(p);
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "innodb_max_active_transactions",
+        kind: Kind::UInt { min: 0, max: 1_000_000, unit: "transactions; 0 = unlimited" },
+        default: "0",
+        doc: "Transaction throttle: a transaction starts only while fewer than this many are active; others queue (FIFO), one admitted per finish.",
+        get: |e| Value::UInt(e.throttle().limit()),
+        set: Some(|e, v| {
+            e.throttle().set_limit(v.as_u64());
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "innodb_max_active_transactions_wait_timeout",
+        kind: Kind::UInt { min: 1, max: 3_600_000, unit: "milliseconds" },
+        default: "50000",
+        doc: "How long a transaction waits in the throttle queue before it fails with a throttle timeout; applies to waits that start afterwards.",
+        get: |e| Value::UInt(e.throttle().timeout().as_millis() as u64),
+        set: Some(|e, v| {
+            e.throttle().set_timeout(Duration::from_millis(v.as_u64()));
+            Ok(())
+        }),
+        at_startup: None,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse_and_names_are_unique() {
+        let mut names = std::collections::HashSet::new();
+        for s in SETTINGS {
+            assert!(s.kind.parse(s.default).is_some(), "{} default", s.name);
+            assert!(
+                names.insert(s.name.to_ascii_lowercase()),
+                "{} twice",
+                s.name
+            );
+            assert!(!s.doc.is_empty());
+        }
+    }
+}
