@@ -111,6 +111,8 @@ impl Server {
             auto_inc: Default::default(),
             shutting_down: AtomicBool::new(false),
             max_packet: cfg.max_packet,
+            socket: cfg.socket.display().to_string(),
+            port: tcp_port.unwrap_or(0),
             threads_connected: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             questions: AtomicU64::new(0),

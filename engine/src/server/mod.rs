@@ -89,6 +89,9 @@ pub struct Shared {
     pub auto_inc: exec::AutoInc,
     pub shutting_down: AtomicBool,
     pub max_packet: usize,
+    /// `@@socket` and `@@port` (0 when TCP is off).
+    pub socket: String,
+    pub port: u16,
     pub threads_connected: AtomicU64,
     pub connections: AtomicU64,
     pub questions: AtomicU64,

@@ -294,6 +294,9 @@ impl Session {
             ("version", VERSION.to_string()),
             ("version_comment", "redoctor bundled engine".into()),
             ("max_allowed_packet", max),
+            ("socket", self.shared.socket.clone()),
+            ("port", self.shared.port.to_string()),
+            ("hostname", "localhost".into()),
             (
                 "autocommit",
                 if self.autocommit { "ON" } else { "OFF" }.into(),
