@@ -292,7 +292,7 @@ fn spawn_conn<S: Stream>(
     });
     shared.connections.fetch_add(1, Ordering::Relaxed);
     shared.threads_connected.fetch_add(1, Ordering::Relaxed);
-    let (sh, st) = (shared.clone(), state.clone());
+    let (sh, st, reg_of_thread) = (shared.clone(), state.clone(), conns.clone());
     // Hold the registry lock across the spawn so the thread is registered
     // before it can finish.
     let mut reg = conns.lock();
@@ -316,6 +316,8 @@ fn spawn_conn<S: Stream>(
                 ),
             }
             sh.threads_connected.fetch_sub(1, Ordering::Relaxed);
+            // Dropping the registry's clone of the socket closes it for good.
+            reg_of_thread.lock().remove(&id);
         });
     match thread {
         Ok(t) => {
@@ -327,19 +329,6 @@ fn spawn_conn<S: Stream>(
                     thread: Some(t),
                 },
             );
-            // Reap finished connections so the registry stays small.
-            let done: Vec<u64> = reg
-                .iter()
-                .filter(|(_, c)| c.thread.as_ref().is_some_and(|t| t.is_finished()))
-                .map(|(id, _)| *id)
-                .collect();
-            for d in done {
-                if let Some(mut c) = reg.remove(&d) {
-                    if let Some(t) = c.thread.take() {
-                        let _ = t.join();
-                    }
-                }
-            }
         }
         Err(e) => {
             shared.threads_connected.fetch_sub(1, Ordering::Relaxed);
