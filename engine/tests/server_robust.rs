@@ -76,7 +76,7 @@ fn random_bytes_and_malformed_packets_leave_the_server_serving() {
     for round in 0..60 {
         let mut s = if round % 3 == 0 {
             // Garbage instead of a handshake.
-            let mut s = UnixStream::connect(t.socket()).unwrap();
+            let s = UnixStream::connect(t.socket()).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             s
         } else {
