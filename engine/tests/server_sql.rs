@@ -311,6 +311,21 @@ fn admin_set_global_show_and_select_variables() {
 }
 
 #[test]
+fn each_connection_runs_on_its_own_named_thread() {
+    let t = TestServer::start();
+    let conns: Vec<_> = (0..3).map(|_| t.conn()).collect();
+    let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .map(|s| s.trim().to_string())
+        .collect();
+    let conn_threads = names.iter().filter(|n| n.starts_with("conn/")).count();
+    assert!(conn_threads >= 3, "threads: {names:?}");
+    assert!(names.iter().any(|n| n == "conn_acceptor"));
+    drop(conns);
+}
+
+#[test]
 fn data_survives_a_restart_and_auto_increment_resumes() {
     let mut t = TestServer::start();
     let mut c = t.conn();

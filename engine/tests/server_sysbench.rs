@@ -95,7 +95,7 @@ fn sysbench(socket: &Path, script: &str, cmd: &str, threads: u32) -> String {
             "--mysql-user=root",
             "--mysql-db=sbtest",
             "--tables=2",
-            "--table-size=2000",
+            "--table-size=10000",
             &format!("--threads={threads}"),
             "--time=2",
             "--report-interval=0",
@@ -144,6 +144,14 @@ fn sysbench_oltp_scripts_prepare_run_cleanup() {
         ("oltp_point_select", 4),
     ] {
         sysbench(&s.socket, script, "prepare", 1);
+        // The bulk load (multi-row INSERTs of ~512 KiB) arrived whole.
+        let mut c = server_util::connect(&s.socket);
+        let rows: i64 = c
+            .query_first("SELECT COUNT(*) FROM sbtest2")
+            .unwrap()
+            .unwrap();
+        assert_eq!(rows, 10_000, "{script}: prepare loaded {rows} rows");
+        drop(c);
         let commits = s.status("Com_commit");
         let lock_errors = s.status("Innodb_deadlocks") + s.status("Innodb_row_lock_timeouts");
         let report = sysbench(&s.socket, script, "run", threads);

@@ -51,6 +51,10 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         )
     })?;
     let mut opts = EngineOptions::new(a.datadir.clone());
+    // Clients send multi-row INSERTs of ~512 KiB (sysbench's bulk load) as one
+    // autocommit transaction: allow redo records up to 2 MiB (the link
+    // buffer caps a record at half its slots; 4 Mi slots take 32 MiB).
+    opts.redo.link_slots = opts.redo.link_slots.max(1 << 22);
     if let Some(m) = &a.redo_threads {
         opts.redo.mode = m.parse::<RedoMode>().map_err(anyhow::Error::msg)?;
     }
