@@ -233,3 +233,50 @@ fn mariadb_client_sets_and_shows_globals() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
     s.stop();
 }
+
+#[test]
+fn only_the_servers_user_may_connect() {
+    if !installed("mariadb") {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: needs root to run a client as another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let s = Served::start();
+    let as_nobody = || {
+        Command::new("mariadb")
+            .arg(format!("--socket={}", s.socket.display()))
+            .args(["--user=root", "-e", "SELECT 1"])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap()
+    };
+    // The socket's mode keeps other users out ...
+    let out = as_nobody();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("2002"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ... and if the mode is loosened, the peer-credential check still does.
+    let dir = s.socket.parent().unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&s.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = as_nobody();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("1045"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The owner still connects.
+    let out = mariadb(&s.socket, "SELECT 1");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+    s.stop();
+}
