@@ -257,3 +257,59 @@ fn shutdown_lets_a_transaction_that_commits_in_the_grace_period_finish() {
     drop(c);
     server.shutdown().unwrap();
 }
+
+#[test]
+fn concurrent_transfers_with_disconnects_conserve_the_sum() {
+    let mut t = TestServer::start();
+    let mut c = t.conn();
+    load(&mut c, 40);
+    let sum = |c: &mut mysql::Conn| -> i64 {
+        c.query_first("SELECT SUM(k) FROM sbtest1")
+            .unwrap()
+            .unwrap()
+    };
+    let before = sum(&mut c);
+    let socket = t.socket();
+    let workers: Vec<_> = (0..12u64)
+        .map(|w| {
+            let socket = socket.clone();
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(w);
+                let mut conn = connect(&socket);
+                let mut committed = 0;
+                for _ in 0..150 {
+                    let a = rng.gen_range(1..=40);
+                    let b = rng.gen_range(1..=40);
+                    let r: mysql::Result<()> = (|| {
+                        conn.query_drop("BEGIN")?;
+                        conn.exec_drop("UPDATE sbtest1 SET k=k+? WHERE id=?", (5, a))?;
+                        conn.exec_drop("UPDATE sbtest1 SET k=k-? WHERE id=?", (5, b))?;
+                        Ok(())
+                    })();
+                    match r {
+                        Ok(()) if rng.gen_bool(0.1) => {
+                            // Vanish mid-transaction: it must roll back.
+                            conn = connect(&socket);
+                        }
+                        Ok(()) => {
+                            conn.query_drop("COMMIT").unwrap();
+                            committed += 1;
+                        }
+                        Err(mysql::Error::MySqlError(e)) if e.code == 1213 || e.code == 1205 => {
+                            conn.query_drop("ROLLBACK").unwrap();
+                        }
+                        Err(e) => panic!("worker {w}: {e}"),
+                    }
+                }
+                committed
+            })
+        })
+        .collect();
+    let committed: u32 = workers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(committed > 0);
+    assert_eq!(sum(&mut c), before, "a transfer was half applied");
+    drop(c);
+    t.restart();
+    let mut c = t.conn();
+    assert_eq!(sum(&mut c), before, "after restart");
+}
