@@ -343,3 +343,26 @@ fn data_survives_a_restart_and_auto_increment_resumes() {
         .unwrap();
     assert_eq!(c.last_insert_id(), 10);
 }
+
+#[test]
+fn tcp_on_loopback_when_asked() {
+    let t = TestServer::start_with(|cfg| cfg.tcp_port = Some(0));
+    let port = t.server().tcp_port().expect("TCP is on");
+    let opts = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(port)
+        .prefer_socket(false)
+        .user(Some("root"));
+    let mut c = mysql::Conn::new(opts).unwrap();
+    load(&mut c, 3);
+    let n: i64 = c
+        .query_first("SELECT COUNT(*) FROM sbtest1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 3);
+    let p: String = c.query_first("SELECT @@port").unwrap().unwrap();
+    assert_eq!(p, port.to_string());
+    // Off unless asked.
+    let t2 = TestServer::start();
+    assert_eq!(t2.server().tcp_port(), None);
+}

@@ -42,7 +42,7 @@ pub struct Session {
     peer: Result<(), String>,
     trx: Option<Trx>,
     autocommit: bool,
-    stmts: HashMap<u32, (Parsed, Vec<Column>)>,
+    stmts: HashMap<u32, Arc<Parsed>>,
     next_stmt: u32,
     /// Parameter counts, shared with the connection's framing guard.
     stmt_params: StmtParams,
@@ -468,7 +468,7 @@ impl<W: Read + Write> MysqlShim<W> for Session {
                 let cols = self.prepared_columns(&p.stmt);
                 let r = info.reply(id, &params, &cols);
                 self.stmt_params.lock().insert(id, p.params);
-                self.stmts.insert(id, (p, cols));
+                self.stmts.insert(id, Arc::new(p));
                 r
             }
         }
@@ -480,13 +480,13 @@ impl<W: Read + Write> MysqlShim<W> for Session {
         params: ParamParser<'_>,
         results: QueryResultWriter<'_, W>,
     ) -> io::Result<()> {
-        let Some((parsed, _)) = self.stmts.get(&id) else {
+        let Some(parsed) = self.stmts.get(&id) else {
             return results.error(
                 ErrorKind::ER_UNKNOWN_STMT_HANDLER,
                 format!("Unknown prepared statement handler ({id}) given to EXECUTE").as_bytes(),
             );
         };
-        let parsed = parsed.clone();
+        let parsed = Arc::clone(parsed);
         let mut values = Vec::with_capacity(parsed.params);
         let mut bad = None;
         for p in params {
