@@ -313,3 +313,24 @@ fn concurrent_transfers_with_disconnects_conserve_the_sum() {
     let mut c = t.conn();
     assert_eq!(sum(&mut c), before, "after restart");
 }
+
+#[test]
+fn a_client_that_never_logs_in_is_dropped_after_connect_timeout() {
+    let t = TestServer::start_with(|cfg| cfg.connect_timeout = Duration::from_millis(300));
+    let mut silent = UnixStream::connect(t.socket()).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    drain(&mut silent); // greeting, then EOF when the server gives up
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(5),
+        "closed after {waited:?}"
+    );
+    // A logged-in connection may stay idle longer than connect_timeout.
+    let mut c = t.conn();
+    std::thread::sleep(Duration::from_millis(600));
+    let v: i64 = c.query_first("SELECT 1").unwrap().unwrap();
+    assert_eq!(v, 1);
+}

@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// Seconds shutdown lets open transactions finish before rolling them back.
     #[arg(long, default_value_t = 5)]
     pub shutdown_grace: u64,
+    /// connect_timeout: seconds a client has to log in after connecting.
+    #[arg(long, default_value_t = 10)]
+    pub connect_timeout: u64,
 }
 
 /// Opens the engine, serves until SIGTERM/SIGINT, shuts down gracefully.
@@ -77,6 +80,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     cfg.tcp_port = a.tcp;
     cfg.max_packet = a.max_packet;
     cfg.shutdown_grace = Duration::from_secs(a.shutdown_grace);
+    cfg.connect_timeout = Duration::from_secs(a.connect_timeout.max(1));
     let settings = Arc::new(EngineSettings(engine.clone()));
     let server = Server::start(engine, settings, cfg).context("starting the server")?;
     match server.tcp_port() {

@@ -111,6 +111,7 @@ impl Server {
             auto_inc: Default::default(),
             shutting_down: AtomicBool::new(false),
             max_packet: cfg.max_packet,
+            connect_timeout: cfg.connect_timeout.max(Duration::from_millis(1)),
             socket: cfg.socket.display().to_string(),
             port: tcp_port.unwrap_or(0),
             threads_connected: AtomicU64::new(0),
@@ -261,19 +262,33 @@ fn accept_loop(
     }
 }
 
-trait Stream: io::Read + io::Write + Send + 'static {
+trait Stream: io::Read + io::Write + Send + Sized + 'static {
     fn set_blocking(&self) -> io::Result<()>;
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
+    fn try_clone(&self) -> io::Result<Self>;
 }
 
 impl Stream for UnixStream {
     fn set_blocking(&self) -> io::Result<()> {
         self.set_nonblocking(false)
     }
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        UnixStream::set_read_timeout(self, t)
+    }
+    fn try_clone(&self) -> io::Result<Self> {
+        UnixStream::try_clone(self)
+    }
 }
 
 impl Stream for TcpStream {
     fn set_blocking(&self) -> io::Result<()> {
         self.set_nonblocking(false)
+    }
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        TcpStream::set_read_timeout(self, t)
+    }
+    fn try_clone(&self) -> io::Result<Self> {
+        TcpStream::try_clone(self)
     }
 }
 
@@ -293,6 +308,7 @@ fn spawn_conn<S: Stream>(
     shared.connections.fetch_add(1, Ordering::Relaxed);
     shared.threads_connected.fetch_add(1, Ordering::Relaxed);
     let (sh, st, reg_of_thread) = (shared.clone(), state.clone(), conns.clone());
+    let connect_timeout = shared.connect_timeout;
     // Hold the registry lock across the spawn so the thread is registered
     // before it can finish.
     let mut reg = conns.lock();
@@ -302,13 +318,27 @@ fn spawn_conn<S: Stream>(
             let max = sh.max_packet;
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 stream.set_blocking()?;
+                // connect_timeout: the handshake must arrive in time; once
+                // logged in, a connection may stay idle.
+                stream.set_read_timeout(Some(connect_timeout))?;
+                let after_login = stream.try_clone()?;
+                let on_login: Box<dyn FnOnce() + Send> = Box::new(move || {
+                    let _ = after_login.set_read_timeout(None);
+                });
                 let params = StmtParams::default();
-                let session = Session::new(sh.clone(), st, peer, params.clone());
+                let session = Session::new(sh.clone(), st, peer, params.clone(), on_login);
                 MysqlIntermediary::run_on(session, Guard::new(stream, max, params))
             }));
             match r {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) if is_disconnect(&e) => {}
+                Ok(Err(e))
+                    if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+                {
+                    eprintln!(
+                        "redoctor-engine serve: connection {id} closed: no login within connect_timeout"
+                    )
+                }
                 Ok(Err(e)) => eprintln!("redoctor-engine serve: connection {id} closed: {e}"),
                 Err(_) => eprintln!(
                     "redoctor-engine serve: connection {id} closed: the protocol library \

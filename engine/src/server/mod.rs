@@ -50,6 +50,8 @@ pub struct ServerConfig {
     pub max_packet: usize,
     /// How long shutdown lets open transactions finish before rolling them back.
     pub shutdown_grace: Duration,
+    /// `connect_timeout`: a client must finish the handshake within this.
+    pub connect_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -59,6 +61,7 @@ impl ServerConfig {
             tcp_port: None,
             max_packet: DEFAULT_MAX_PACKET,
             shutdown_grace: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -89,6 +92,7 @@ pub struct Shared {
     pub auto_inc: exec::AutoInc,
     pub shutting_down: AtomicBool,
     pub max_packet: usize,
+    pub connect_timeout: Duration,
     /// `@@socket` and `@@port` (0 when TCP is off).
     pub socket: String,
     pub port: u16,

@@ -46,6 +46,8 @@ pub struct Session {
     next_stmt: u32,
     /// Parameter counts, shared with the connection's framing guard.
     stmt_params: StmtParams,
+    /// Run once the client has logged in (lifts the connect timeout).
+    on_login: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Session {
@@ -54,6 +56,7 @@ impl Session {
         conn: Arc<ConnState>,
         peer: Result<(), String>,
         stmt_params: StmtParams,
+        on_login: Box<dyn FnOnce() + Send>,
     ) -> Session {
         Session {
             shared,
@@ -64,6 +67,7 @@ impl Session {
             stmts: HashMap::new(),
             next_stmt: 1,
             stmt_params,
+            on_login: Some(on_login),
         }
     }
 
@@ -533,6 +537,11 @@ impl<W: Read + Write> MysqlShim<W> for Session {
     }
 
     fn after_authentication(&mut self, _ctx: &AuthenticationContext<'_>) -> io::Result<()> {
+        if self.peer.is_ok() {
+            if let Some(f) = self.on_login.take() {
+                f();
+            }
+        }
         self.peer
             .clone()
             .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))
