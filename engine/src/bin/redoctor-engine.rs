@@ -58,6 +58,8 @@ enum Command {
     Oracle(OracleArgs),
     /// SVG charts and an index.html from a results file.
     Plot(PlotArgs),
+    /// Serve the MySQL protocol on a Unix socket (and optionally 127.0.0.1) until SIGTERM/SIGINT.
+    Serve(redoctor_engine::server::cli::ServeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -256,6 +258,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => cmd_sweep(a),
         Command::Oracle(a) => cmd_oracle(a),
         Command::Plot(a) => cmd_plot(a),
+        Command::Serve(a) => redoctor_engine::server::cli::run(a),
     };
     match result {
         Ok(code) => code,
