@@ -19,7 +19,10 @@ fn engine() -> PathBuf {
         if me.components().any(|c| c.as_os_str() == "release") {
             b.arg("--release");
         }
-        assert!(b.status().unwrap().success(), "building redoctor-engine failed");
+        assert!(
+            b.status().unwrap().success(),
+            "building redoctor-engine failed"
+        );
     }
     p
 }
@@ -46,7 +49,10 @@ impl Served {
         let s = Served { child, dir };
         let t = Instant::now();
         while !s.socket().exists() {
-            assert!(t.elapsed() < Duration::from_secs(30), "server did not start");
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "server did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         s
@@ -62,8 +68,9 @@ impl Served {
             .socket(Some(self.socket().to_str().unwrap().to_string()))
             .user(Some("root"));
         let mut c = Conn::new(opts).unwrap();
-        let rows: Vec<(String, String)> =
-            c.query(format!("SHOW GLOBAL VARIABLES LIKE '{name}'")).unwrap();
+        let rows: Vec<(String, String)> = c
+            .query(format!("SHOW GLOBAL VARIABLES LIKE '{name}'"))
+            .unwrap();
         rows.into_iter().next().unwrap().1
     }
     fn redoctor(&self, args: &[&str]) -> Output {
@@ -98,10 +105,19 @@ fn err(o: &Output) -> String {
 fn apply_then_revert_restores_the_old_values() {
     let s = Served::start();
     assert_eq!(s.var("innodb_log_writer_threads"), "ON");
-    let o = s.redoctor(&["apply", "--set", "innodb_log_writer_threads=OFF", "--set", "innodb_thread_concurrency=4"]);
+    let o = s.redoctor(&[
+        "apply",
+        "--set",
+        "innodb_log_writer_threads=OFF",
+        "--set",
+        "innodb_thread_concurrency=4",
+    ]);
     assert!(o.status.success(), "{}", err(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("innodb_log_writer_threads: ON -> OFF"), "{out}");
+    assert!(
+        out.contains("innodb_log_writer_threads: ON -> OFF"),
+        "{out}"
+    );
     assert!(out.contains("innodb_thread_concurrency: 0 -> 4"), "{out}");
     assert_eq!(s.var("innodb_log_writer_threads"), "OFF");
     assert_eq!(s.var("innodb_thread_concurrency"), "4");
@@ -123,9 +139,18 @@ fn durability_settings_need_the_flag() {
     let s = Served::start();
     let o = s.redoctor(&["apply", "--set", "innodb_flush_log_at_trx_commit=2"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("--allow-durability-changes"), "{}", err(&o));
+    assert!(
+        err(&o).contains("--allow-durability-changes"),
+        "{}",
+        err(&o)
+    );
     assert_eq!(s.var("innodb_flush_log_at_trx_commit"), "1");
-    let o = s.redoctor(&["apply", "--allow-durability-changes", "--set", "innodb_flush_log_at_trx_commit=2"]);
+    let o = s.redoctor(&[
+        "apply",
+        "--allow-durability-changes",
+        "--set",
+        "innodb_flush_log_at_trx_commit=2",
+    ]);
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(s.var("innodb_flush_log_at_trx_commit"), "2");
     assert!(s.redoctor(&["revert"]).status.success());
@@ -135,9 +160,19 @@ fn durability_settings_need_the_flag() {
 #[test]
 fn a_refused_value_leaves_nothing_changed() {
     let s = Served::start();
-    let o = s.redoctor(&["apply", "--set", "innodb_log_writer_threads=OFF", "--set", "innodb_thread_concurrency=abc"]);
+    let o = s.redoctor(&[
+        "apply",
+        "--set",
+        "innodb_log_writer_threads=OFF",
+        "--set",
+        "innodb_thread_concurrency=abc",
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("nothing was left changed") && err(&o).contains("abc"), "{}", err(&o));
+    assert!(
+        err(&o).contains("nothing was left changed") && err(&o).contains("abc"),
+        "{}",
+        err(&o)
+    );
     assert_eq!(s.var("innodb_log_writer_threads"), "ON");
     assert_eq!(s.state_entries(), 0);
     let o = s.redoctor(&["apply", "--set", "no_such_variable=1"]);
@@ -149,7 +184,8 @@ fn a_refused_value_leaves_nothing_changed() {
 fn from_report_applies_the_recommendations() {
     let s = Served::start();
     let report = s.dir.path().join("report.json");
-    let mut d: serde_json::Value = serde_json::from_str(include_str!("data/report_redo_off.json")).unwrap();
+    let mut d: serde_json::Value =
+        serde_json::from_str(include_str!("data/report_redo_off.json")).unwrap();
     d["pid"] = 1.into();
     std::fs::write(&report, d.to_string()).unwrap();
     let o = s.redoctor(&["apply", "--from-report", report.to_str().unwrap()]);

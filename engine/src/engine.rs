@@ -267,6 +267,26 @@ impl Engine {
         Ok(id)
     }
 
+    /// DROP TABLE: logged and durable on return. The id is never reused
+    /// (see `Catalog::drop_table`), so transactions that still commit
+    /// changes to the dropped table replay harmlessly into its tombstone.
+    pub fn drop_table(&self, name: &str) -> Result<TableId, EngineError> {
+        self.check_open()?;
+        let _g = self.ddl_lock.lock();
+        let id = self.catalog.drop_table(name)?;
+        let mut body = Vec::new();
+        record::encode(&RedoRecord::DropTable { table: id }, &mut body);
+        let end = self.log_and_apply(&body, || {}, false)?;
+        self.redo.wait_flushed(end)?;
+        Ok(id)
+    }
+
+    /// The highest committed row id of table `id` (None if empty or unknown);
+    /// the SQL front end starts AUTO_INCREMENT above it.
+    pub fn max_row_id(&self, id: TableId) -> Option<i64> {
+        self.catalog.table(id)?.max_committed_id()
+    }
+
     pub fn table_id(&self, name: &str) -> Option<TableId> {
         self.catalog.table_id(name)
     }

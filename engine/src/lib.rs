@@ -23,6 +23,7 @@ pub mod error;
 pub mod probe_points;
 pub mod recovery;
 pub mod redo;
+pub mod server;
 pub mod settings;
 pub mod sweep;
 mod sync;

@@ -58,6 +58,8 @@ enum Command {
     Oracle(OracleArgs),
     /// SVG charts and an index.html from a results file.
     Plot(PlotArgs),
+    /// Serve the MySQL protocol on a Unix socket (and optionally 127.0.0.1) until SIGTERM/SIGINT.
+    Serve(redoctor_engine::server::cli::ServeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -256,6 +258,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => cmd_sweep(a),
         Command::Oracle(a) => cmd_oracle(a),
         Command::Plot(a) => cmd_plot(a),
+        Command::Serve(a) => redoctor_engine::server::cli::run(a),
     };
     match result {
         Ok(code) => code,
@@ -364,9 +367,12 @@ fn startup_settings(settings: &[(String, String)]) -> Vec<(String, String)> {
 /// the engine opened: here it is only checked.
 fn apply_settings(engine: &Engine, settings: &[(String, String)]) -> Result<()> {
     for (name, value) in settings {
-        let s = settings::find(name).map_err(|e| {
+        let s = settings::find(name).map_err(|_| {
             let known: Vec<&str> = settings::SETTINGS.iter().map(|s| s.name).collect();
-            anyhow::anyhow!("{e}; known settings: {}", known.join(", "))
+            anyhow::anyhow!(
+                "unknown setting `{name}`: this engine knows {}",
+                known.join(", ")
+            )
         })?;
         if s.dynamic() {
             engine

@@ -14,6 +14,16 @@
 //!
 //! All integers are little-endian; the CRC-32 trailer covers every byte
 //! before it. [`Catalog::read_image`] rejects anything else.
+//!
+//! # Dropped tables
+//!
+//! `DROP TABLE` replaces the table by an empty *tombstone* under the same id,
+//! named [`TOMBSTONE_PREFIX`]`<id>` (a name no client can create). Keeping the
+//! id taken means ids are never reused, so a commit record of a transaction
+//! that wrote to the table before the drop and committed after it replays
+//! into the invisible tombstone, never into a later table. Tombstones are
+//! hidden from names, [`Catalog::table_names`] and [`Catalog::dump`]; they
+//! are kept in checkpoint images like any table (they hold no rows).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -22,6 +32,17 @@ use parking_lot::RwLock;
 
 use crate::data::record::{self, Reader, RecordError, RedoRecord, RowOp};
 use crate::data::table::{Row, Table, TableId};
+
+/// Name prefix of dropped-table tombstones; table names starting with it are refused.
+pub const TOMBSTONE_PREFIX: &str = "#dropped-";
+
+fn tombstone_name(id: TableId) -> String {
+    format!("{TOMBSTONE_PREFIX}{id}")
+}
+
+fn is_tombstone(name: &str) -> bool {
+    name.starts_with(TOMBSTONE_PREFIX)
+}
 
 const IMAGE_MAGIC: &[u8; 8] = b"RDXIMAGE";
 const IMAGE_VERSION: u32 = 1;
@@ -57,6 +78,12 @@ pub enum DataError {
     /// No table has this id.
     #[error("Table with id {0} doesn't exist")]
     NoSuchTable(TableId),
+    /// `DROP TABLE` of a name that does not exist.
+    #[error("Unknown table '{0}'")]
+    UnknownTable(String),
+    /// A client asked for a table name reserved for dropped-table tombstones.
+    #[error("table name '{0}' is reserved (names starting with '#dropped-' are internal); choose another name")]
+    ReservedTableName(String),
     /// A checkpoint image failed validation.
     #[error("corrupt checkpoint image: {0}")]
     CorruptImage(String),
@@ -110,6 +137,9 @@ impl Catalog {
 
     /// Creates an empty table with the next id (ids are sequential from 1).
     pub fn create_table(&self, name: &str) -> Result<TableId, DataError> {
+        if is_tombstone(name) {
+            return Err(DataError::ReservedTableName(name.to_owned()));
+        }
         let mut inner = self.inner.write();
         if inner.names.contains_key(name) {
             return Err(DataError::TableExists(name.to_owned()));
@@ -129,7 +159,9 @@ impl Catalog {
         }
         let mut inner = self.inner.write();
         if let Some(existing) = inner.tables.get(&id) {
-            return if existing.name() == name {
+            // A tombstone: the table was created and dropped after the
+            // checkpoint lsn, and the image already saw the drop.
+            return if existing.name() == name || is_tombstone(existing.name()) {
                 Ok(())
             } else {
                 Err(DataError::TableIdConflict {
@@ -150,6 +182,37 @@ impl Catalog {
         Ok(())
     }
 
+    /// `DROP TABLE name`: replaces the table by an empty tombstone under the
+    /// same id (see the module docs) and returns the id.
+    pub fn drop_table(&self, name: &str) -> Result<TableId, DataError> {
+        if is_tombstone(name) {
+            return Err(DataError::UnknownTable(name.to_owned()));
+        }
+        let mut inner = self.inner.write();
+        let id = inner
+            .names
+            .remove(name)
+            .ok_or_else(|| DataError::UnknownTable(name.to_owned()))?;
+        inner.tables.remove(&id);
+        inner.insert(id, &tombstone_name(id));
+        Ok(id)
+    }
+
+    /// Replays a drop of table `id`: idempotent, and it also takes the id
+    /// when the table is unknown (so the id is never given out again).
+    fn drop_table_id(&self, id: TableId) {
+        let mut inner = self.inner.write();
+        if let Some(t) = inner.tables.get(&id) {
+            if is_tombstone(t.name()) {
+                return;
+            }
+            let name = t.name().to_owned();
+            inner.names.remove(&name);
+            inner.tables.remove(&id);
+        }
+        inner.insert(id, &tombstone_name(id));
+    }
+
     /// The table with id `id`.
     pub fn table(&self, id: TableId) -> Option<Arc<Table>> {
         self.inner.read().tables.get(&id).cloned()
@@ -160,10 +223,15 @@ impl Catalog {
         self.inner.read().names.get(name).copied()
     }
 
-    /// Table names in id order.
+    /// Table names in id order (dropped tables excluded).
     pub fn table_names(&self) -> Vec<String> {
         let inner = self.inner.read();
-        inner.tables.values().map(|t| t.name().to_owned()).collect()
+        inner
+            .tables
+            .values()
+            .map(|t| t.name().to_owned())
+            .filter(|n| !is_tombstone(n))
+            .collect()
     }
 
     /// All tables in id order.
@@ -191,6 +259,10 @@ impl Catalog {
     pub fn apply(&self, rec: &RedoRecord) -> Result<(), DataError> {
         match rec {
             RedoRecord::CreateTable { table, name } => self.create_table_with_id(*table, name),
+            RedoRecord::DropTable { table } => {
+                self.drop_table_id(*table);
+                Ok(())
+            }
             RedoRecord::Commit { ops, .. } => {
                 let mut cached: Option<Arc<Table>> = None;
                 for op in ops {
@@ -214,10 +286,11 @@ impl Catalog {
         }
     }
 
-    /// The committed contents of every table, by name.
+    /// The committed contents of every table, by name (dropped tables excluded).
     pub fn dump(&self) -> BTreeMap<String, BTreeMap<i64, Row>> {
         self.tables()
             .into_iter()
+            .filter(|t| !is_tombstone(t.name()))
             .map(|t| {
                 let mut rows = BTreeMap::new();
                 t.for_each_committed(|id, row| {
@@ -337,6 +410,65 @@ mod tests {
             c: format!("c-{k}"),
             pad: "pad".into(),
         }
+    }
+
+    #[test]
+    fn drop_table_leaves_a_hidden_tombstone_and_never_reuses_the_id() {
+        let cat = sample();
+        let id = cat.table_id("empty").unwrap();
+        assert_eq!(cat.drop_table("empty"), Ok(id));
+        assert_eq!(cat.table_id("empty"), None);
+        assert!(!cat.table_names().contains(&"empty".to_string()));
+        assert!(!cat.dump().contains_key("empty"));
+        assert_eq!(
+            cat.drop_table("empty"),
+            Err(DataError::UnknownTable("empty".into()))
+        );
+        let again = cat.create_table("empty").unwrap();
+        assert!(again > id, "id {id} reused");
+        assert!(matches!(
+            cat.create_table("#dropped-99"),
+            Err(DataError::ReservedTableName(_))
+        ));
+        // The image keeps the tombstone, so the id stays taken after a restart.
+        let mut img = Vec::new();
+        cat.write_image(&mut img);
+        let back = Catalog::read_image(&img).unwrap();
+        assert_eq!(back.dump(), cat.dump());
+        assert_eq!(back.create_table("x").unwrap(), again + 1);
+    }
+
+    #[test]
+    fn drop_replay_is_idempotent_and_tolerates_a_later_image() {
+        let cat = Catalog::new();
+        let id = cat.create_table("t").unwrap();
+        cat.bulk_insert(id, [(1, row(1))]).unwrap();
+        // Records replayed over an image that already saw the drop.
+        cat.drop_table("t").unwrap();
+        let create = RedoRecord::CreateTable {
+            table: id,
+            name: "t".into(),
+        };
+        let put = RedoRecord::Commit {
+            trx_id: 9,
+            ops: vec![RowOp::Put {
+                table: id,
+                id: 2,
+                row: row(2),
+            }],
+        };
+        let drop = RedoRecord::DropTable { table: id };
+        for rec in [&create, &put, &drop, &drop] {
+            cat.apply(rec).unwrap();
+        }
+        assert!(cat.dump().is_empty());
+        // Replaying onto an empty catalog gives the same visible state.
+        let fresh = Catalog::new();
+        for rec in [&create, &put, &drop] {
+            fresh.apply(rec).unwrap();
+        }
+        assert!(fresh.dump().is_empty());
+        assert_eq!(fresh.create_table("t").unwrap(), id + 1);
     }
 
     fn sample() -> Catalog {

@@ -10,6 +10,7 @@
 //! CreateTable: 0x02 table:u32 name:str
 //! Prepare:     0x03 trx_id:u64 n_ops:u32 op*     (log_bin=ON: phase one of two)
 //! CommitMark:  0x04 trx_id:u64                   (log_bin=ON: phase two, the xid)
+//! DropTable:   0x05 table:u32
 //! str:         len:u32 utf8-bytes
 //! ```
 //!
@@ -27,6 +28,7 @@ const TYPE_COMMIT: u8 = 0x01;
 const TYPE_CREATE_TABLE: u8 = 0x02;
 const TYPE_PREPARE: u8 = 0x03;
 const TYPE_COMMIT_MARK: u8 = 0x04;
+const TYPE_DROP_TABLE: u8 = 0x05;
 const OP_PUT: u8 = 0x01;
 const OP_DELETE: u8 = 0x02;
 
@@ -54,6 +56,8 @@ pub enum RedoRecord {
     Prepare { trx_id: u64, ops: Vec<RowOp> },
     /// Phase two: the prepared transaction `trx_id` committed.
     CommitMark { trx_id: u64 },
+    /// `DROP TABLE` of the table with this id (see `Catalog::drop_table`).
+    DropTable { table: TableId },
 }
 
 /// Why a record body could not be decoded.
@@ -172,6 +176,10 @@ pub fn encode(rec: &RedoRecord, out: &mut Vec<u8>) {
             commit_body_to_prepare(&mut out[at..]);
         }
         RedoRecord::CommitMark { trx_id } => encode_commit_mark(*trx_id, out),
+        RedoRecord::DropTable { table } => {
+            out.push(TYPE_DROP_TABLE);
+            out.extend_from_slice(&table.to_le_bytes());
+        }
     }
 }
 
@@ -306,6 +314,9 @@ pub fn decode(body: &[u8]) -> Result<RedoRecord, RecordError> {
             table: r.u32("table id")?,
             name: r.string("table name")?,
         },
+        TYPE_DROP_TABLE => RedoRecord::DropTable {
+            table: r.u32("table id")?,
+        },
         other => return Err(RecordError::UnknownType(other)),
     };
     r.finish()?;
@@ -341,6 +352,7 @@ mod tests {
             (any::<u64>(), prop::collection::vec(op_strategy(), 0..8))
                 .prop_map(|(trx_id, ops)| RedoRecord::Prepare { trx_id, ops }),
             any::<u64>().prop_map(|trx_id| RedoRecord::CommitMark { trx_id }),
+            any::<u32>().prop_map(|table| RedoRecord::DropTable { table }),
         ]
     }
 

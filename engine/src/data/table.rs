@@ -429,6 +429,17 @@ impl Table {
         out
     }
 
+    /// The highest id with a committed version, if any.
+    pub fn max_committed_id(&self) -> Option<i64> {
+        let inner = self.inner.read();
+        inner
+            .rows
+            .iter()
+            .rev()
+            .find(|(_, slot)| slot.committed.is_some())
+            .map(|(&id, _)| id)
+    }
+
     /// Number of committed rows.
     pub fn len_committed(&self) -> usize {
         self.inner.read().committed

@@ -68,9 +68,20 @@ mod tests {
         // up as a timeout (the test would take far longer and fail).
         let ev = Arc::new((Event::new(), Event::new(), AtomicBool::new(false)));
         let e2 = ev.clone();
+        // `wait` may return early (false) on a stale notify from the previous
+        // round; only reaching the 10 s deadline means a wakeup was lost.
+        fn wait_until(ev: &Event, ready: impl Fn() -> bool) -> bool {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !ev.wait(Duration::from_secs(10), &ready) {
+                if std::time::Instant::now() >= deadline {
+                    return false;
+                }
+            }
+            true
+        }
         let t = std::thread::spawn(move || {
             for _ in 0..20_000 {
-                assert!(e2.0.wait(Duration::from_secs(10), || e2.2.load(SeqCst)));
+                assert!(wait_until(&e2.0, || e2.2.load(SeqCst)));
                 e2.2.store(false, SeqCst);
                 e2.1.notify();
             }
@@ -78,7 +89,7 @@ mod tests {
         for _ in 0..20_000 {
             ev.2.store(true, SeqCst);
             ev.0.notify();
-            assert!(ev.1.wait(Duration::from_secs(10), || !ev.2.load(SeqCst)));
+            assert!(wait_until(&ev.1, || !ev.2.load(SeqCst)));
         }
         t.join().unwrap();
     }
