@@ -400,7 +400,7 @@ fn recommendation(w: &Fired, current: String, summary: &Summary, facts: &Facts) 
         sources: r.sources.clone(),
         expected_effect: r.expected_effect.clone(),
         apply_engine: format!(
-            "SET GLOBAL {} = {} (live), or at start: redoctor-engine run --set {}={}",
+            "redoctor apply --socket SOCKET --set {}={} (SET GLOBAL over the server's socket; `redoctor revert` undoes it), or at start: redoctor-engine run --set {}={}",
             r.setting, w.proposed, r.setting, w.proposed
         ),
         apply_mysql: r.mysql.as_ref().map(|m| m.replace("{value}", &w.proposed)),

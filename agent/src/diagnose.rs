@@ -1,5 +1,7 @@
 //! `redoctor diagnose --pid P | --demo [--duration 10s] [--format text|json|md|html]
-//! [--out FILE] [--rules DIR] [--disable ID] [--setting NAME=VALUE]`.
+//! [--out FILE] [--rules DIR] [--disable ID] [--setting NAME=VALUE]
+//! [--socket S [--trial]]`. With `--socket` the current settings are read
+//! from the server (SHOW GLOBAL VARIABLES) instead of inferred.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,7 +12,9 @@ use redoctor_advisor::report::{render, Format};
 use redoctor_advisor::{diagnose, summarize, Facts, RuleSet};
 use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
 
+use crate::admin::Admin;
 use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
+use redoctor_advisor::facts::DEFAULT_SETTINGS;
 
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {
@@ -46,6 +50,25 @@ pub struct DiagnoseArgs {
     /// Target profile: a shipped name (redoctor-engine, mysql8, mariadb, postgresql) or a TOML file.
     #[arg(long, default_value = "redoctor-engine")]
     profile: String,
+    /// Try the recommendations live: interleaved baseline/candidate windows,
+    /// kept only if faster beyond noise (Welch's t-test), else rolled back. Needs --socket.
+    #[arg(long, requires = "socket", conflicts_with = "demo")]
+    trial: bool,
+    /// --trial: the server's admin socket (MySQL protocol).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// --trial: baseline/candidate window pairs.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=50))]
+    trial_rounds: u32,
+    /// --trial: allow trying durability settings.
+    #[arg(long)]
+    allow_durability_changes: bool,
+    /// --trial: state file recording a kept candidate's old values (as for `redoctor apply`).
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// MySQL user for --socket.
+    #[arg(long, default_value = "root")]
+    user: String,
     /// --demo: the engine binary (default: $REDOCTOR_ENGINE, else redoctor-engine next to redoctor).
     #[arg(long)]
     engine_bin: Option<PathBuf>,
@@ -107,8 +130,20 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         let pid = args.pid.expect("clap requires --pid without --demo");
         (pid, None, args.duration.unwrap_or(Duration::from_secs(10)))
     };
-    let windows = observe(pid, profile, duration, args.interval)?;
+    let mut admin = match &args.socket {
+        Some(sock) => Some(Admin::connect(sock, &args.user)?),
+        None => None,
+    };
     let mut stated = args.settings.clone();
+    if let Some(a) = admin.as_mut() {
+        for (k, _) in DEFAULT_SETTINGS {
+            if !stated.iter().any(|(s, _)| s == k) {
+                stated.push((k.to_string(), a.get(k)?));
+            }
+        }
+    }
+    let mut sampler = attach(pid, profile)?;
+    let windows = observe(&mut sampler, pid, duration, args.interval)?;
     if let Some(e) = &demo {
         for (k, v) in &e.settings {
             if !stated.iter().any(|(s, _)| s == k) {
@@ -118,7 +153,29 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     }
     drop(demo);
     let facts = Facts::infer(&args.profile, &summarize(&windows), &stated);
-    let d = diagnose(pid, windows, facts, &rules)?;
+    let mut d = diagnose(pid, windows, facts, &rules)?;
+    if let (true, Some(a)) = (args.trial, admin.as_mut()) {
+        let candidate = d.proposed_settings();
+        if candidate.is_empty() {
+            eprintln!("redoctor: no recommendation to trial");
+        } else {
+            let state = match &args.state {
+                Some(p) => p.clone(),
+                None => crate::state::default_path()?,
+            };
+            let t = crate::trial_run::run(
+                &mut sampler,
+                a,
+                candidate,
+                args.trial_rounds as usize,
+                args.interval,
+                args.allow_durability_changes,
+                &state,
+            )?;
+            eprintln!("redoctor: trial: {}", t.reason);
+            d.trial = Some(t);
+        }
+    }
     let out = render(&d, args.format)?;
     match &args.out {
         Some(p) => {
@@ -135,19 +192,23 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-/// Attaches the probes to `pid` and collects windows for `duration`.
-pub fn observe(
-    pid: u32,
-    profile: Profile,
-    duration: Duration,
-    interval: Duration,
-) -> Result<Vec<Signals>> {
+/// Attaches the probes to `pid`.
+pub fn attach(pid: u32, profile: Profile) -> Result<Sampler> {
     let probes = Probes::attach(&AttachOptions::new(pid))
         .with_context(|| format!("attaching the probes to pid {pid}"))?;
     for u in probes.unavailable() {
         eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
     }
-    let mut sampler = Sampler::new(probes, profile).context("reading the probes' maps")?;
+    Sampler::new(probes, profile).context("reading the probes' maps")
+}
+
+/// Collects windows for `duration`.
+pub fn observe(
+    sampler: &mut Sampler,
+    pid: u32,
+    duration: Duration,
+    interval: Duration,
+) -> Result<Vec<Signals>> {
     let mut windows: Vec<Signals> = Vec::new();
     let mut observed = Duration::ZERO;
     // Windows of `interval`; a remainder under 100 ms joins the last window

@@ -14,6 +14,7 @@ mod probe;
 mod revert;
 mod state;
 mod table;
+mod trial_run;
 
 use std::process::ExitCode;
 

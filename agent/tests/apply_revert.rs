@@ -3,99 +3,11 @@
 //! durability guard, a refused value leaving nothing changed, and
 //! `--from-report`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder};
+use std::process::{Command, Output};
 
-fn engine() -> PathBuf {
-    let me = Path::new(env!("CARGO_BIN_EXE_redoctor"));
-    let p = me.with_file_name("redoctor-engine");
-    if !p.is_file() {
-        let mut b = Command::new(env!("CARGO"));
-        b.args(["build", "-p", "redoctor-engine", "--bin", "redoctor-engine"]);
-        if me.components().any(|c| c.as_os_str() == "release") {
-            b.arg("--release");
-        }
-        assert!(
-            b.status().unwrap().success(),
-            "building redoctor-engine failed"
-        );
-    }
-    p
-}
-
-/// A served engine in a temporary directory, killed on drop.
-struct Served {
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl Served {
-    fn start() -> Served {
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new(engine())
-            .arg("serve")
-            .arg("--datadir")
-            .arg(dir.path().join("data"))
-            .arg("--socket")
-            .arg(dir.path().join("s.sock"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let s = Served { child, dir };
-        let t = Instant::now();
-        while !s.socket().exists() {
-            assert!(
-                t.elapsed() < Duration::from_secs(30),
-                "server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        s
-    }
-    fn socket(&self) -> PathBuf {
-        self.dir.path().join("s.sock")
-    }
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state.json")
-    }
-    fn var(&self, name: &str) -> String {
-        let opts = OptsBuilder::new()
-            .socket(Some(self.socket().to_str().unwrap().to_string()))
-            .user(Some("root"));
-        let mut c = Conn::new(opts).unwrap();
-        let rows: Vec<(String, String)> = c
-            .query(format!("SHOW GLOBAL VARIABLES LIKE '{name}'"))
-            .unwrap();
-        rows.into_iter().next().unwrap().1
-    }
-    fn redoctor(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_redoctor"))
-            .args(args)
-            .arg("--socket")
-            .arg(self.socket())
-            .arg("--state")
-            .arg(self.state())
-            .output()
-            .unwrap()
-    }
-    fn state_entries(&self) -> usize {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(self.state()).unwrap()).unwrap();
-        v["entries"].as_array().unwrap().len()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::Served;
 
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -1,0 +1,102 @@
+//! A bundled engine served over the MySQL protocol for the agent's tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, OptsBuilder};
+
+pub fn engine() -> PathBuf {
+    let me = Path::new(env!("CARGO_BIN_EXE_redoctor"));
+    let p = me.with_file_name("redoctor-engine");
+    if !p.is_file() {
+        let mut b = Command::new(env!("CARGO"));
+        b.args(["build", "-p", "redoctor-engine", "--bin", "redoctor-engine"]);
+        if me.components().any(|c| c.as_os_str() == "release") {
+            b.arg("--release");
+        }
+        assert!(
+            b.status().unwrap().success(),
+            "building redoctor-engine failed"
+        );
+    }
+    p
+}
+
+/// A served engine in a temporary directory, killed on drop.
+pub struct Served {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+}
+
+impl Served {
+    pub fn start() -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new(engine())
+            .arg("serve")
+            .arg("--datadir")
+            .arg(dir.path().join("data"))
+            .arg("--socket")
+            .arg(dir.path().join("s.sock"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let s = Served { child, dir };
+        let t = Instant::now();
+        while !s.socket().exists() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("s.sock")
+    }
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state.json")
+    }
+    pub fn var(&self, name: &str) -> String {
+        let mut c = self.conn();
+        let rows: Vec<(String, String)> = c
+            .query(format!("SHOW GLOBAL VARIABLES LIKE '{name}'"))
+            .unwrap();
+        rows.into_iter().next().unwrap().1
+    }
+    pub fn redoctor(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_redoctor"))
+            .args(args)
+            .arg("--socket")
+            .arg(self.socket())
+            .arg("--state")
+            .arg(self.state())
+            .output()
+            .unwrap()
+    }
+    pub fn state_entries(&self) -> usize {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(self.state()).unwrap()).unwrap();
+        v["entries"].as_array().unwrap().len()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    pub fn conn(&self) -> Conn {
+        let opts = OptsBuilder::new()
+            .socket(Some(self.socket().to_str().unwrap().to_string()))
+            .user(Some("root"));
+        Conn::new(opts).unwrap()
+    }
+}
