@@ -3,30 +3,17 @@
 //! paths. The tests that load BPF need root (CI runs as root) and are
 //! skipped only when the kernel lacks BPF or BTF.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use common::engine;
 
 fn redoctor() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_redoctor"));
     c.env("REDOCTOR_ENGINE", engine());
     c
-}
-
-/// The engine binary next to `redoctor` (built by `cargo test --workspace`;
-/// built here when this package's tests run alone).
-fn engine() -> PathBuf {
-    let me = Path::new(env!("CARGO_BIN_EXE_redoctor"));
-    let p = me.with_file_name("redoctor-engine");
-    if !p.is_file() {
-        let mut b = Command::new(env!("CARGO"));
-        b.args(["build", "-p", "redoctor-engine", "--bin", "redoctor-engine"]);
-        if me.components().any(|c| c.as_os_str() == "release") {
-            b.arg("--release");
-        }
-        let st = b.status().expect("running cargo to build the engine");
-        assert!(st.success(), "building redoctor-engine failed");
-    }
-    p
 }
 
 fn text(o: &Output) -> (String, String) {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::status;
 use redoctor_engine::redo::RedoMode;
 use redoctor_engine::vfs::SimVfs;
 use redoctor_engine::{Engine, EngineError, EngineOptions, SettingsError};
@@ -19,14 +20,6 @@ fn engine() -> Arc<Engine> {
 
 fn value(e: &Engine, name: &str) -> String {
     e.variable(name).unwrap().value
-}
-
-fn status(e: &Engine, name: &str) -> u64 {
-    e.global_status()
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no status row {name}"))
-        .1
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
+use common::status;
 use redoctor_engine::redo::RedoMode;
 use redoctor_engine::vfs::SimVfs;
 use redoctor_engine::{Engine, EngineError, SettingsError};
@@ -18,14 +19,6 @@ fn open(log_bin: &str) -> Arc<Engine> {
         ("sync_binlog".into(), "1".into()),
     ];
     Engine::open(o).unwrap()
-}
-
-fn status(e: &Engine, name: &str) -> u64 {
-    e.global_status()
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no status row {name}"))
-        .1
 }
 
 #[test]

@@ -21,3 +21,13 @@ pub fn sim_opts(vfs: Arc<SimVfs>, mode: RedoMode, fac: u8, log_file_size: u64) -
     };
     o
 }
+
+/// A SHOW GLOBAL STATUS row's value; panics when the row is missing.
+#[allow(dead_code)]
+pub fn status(e: &redoctor_engine::Engine, name: &str) -> u64 {
+    e.global_status()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no status row {name}"))
+        .1
+}
