@@ -270,7 +270,8 @@ pub fn summarize(windows: &[Signals]) -> Summary {
     s
 }
 
-fn ratio(a: f64, b: f64) -> f64 {
+/// `a / b`, or 0 when `b` is not positive.
+pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
     } else {

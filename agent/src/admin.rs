@@ -11,6 +11,22 @@ use mysql::{Conn, OptsBuilder};
 /// Settings that trade durability for speed: never changed without an explicit flag.
 pub const DURABILITY_SETTINGS: &[&str] = &["innodb_flush_log_at_trx_commit", "sync_binlog"];
 
+/// Refuses, naming the first one, any of [`DURABILITY_SETTINGS`] among
+/// `names` unless `allowed`; `action` is what would be done to it ("change", "trial").
+pub fn guard_durability<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    allowed: bool,
+    action: &str,
+) -> Result<()> {
+    if allowed {
+        return Ok(());
+    }
+    if let Some(k) = names.into_iter().find(|k| DURABILITY_SETTINGS.contains(k)) {
+        bail!("refusing to {action} {k}: it trades durability for speed; pass --allow-durability-changes if that is intended");
+    }
+    Ok(())
+}
+
 /// A connection to a server's admin interface.
 pub struct Admin {
     conn: Conn,

@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use redoctor_advisor::Diagnosis;
 
-use crate::admin::{Admin, DURABILITY_SETTINGS};
-use crate::state::{default_path, State};
+use crate::admin::{guard_durability, Admin};
+use crate::state::{path_or_default, State};
 
 #[derive(Args, Debug)]
 pub struct ApplyArgs {
@@ -52,15 +52,12 @@ pub fn run(args: ApplyArgs) -> Result<ExitCode> {
     if changes.is_empty() {
         bail!("nothing to apply: give --set NAME=VALUE or --from-report FILE (a report with recommendations)");
     }
-    for (k, _) in &changes {
-        if DURABILITY_SETTINGS.contains(&k.as_str()) && !args.allow_durability_changes {
-            bail!("refusing to change {k}: it trades durability for speed; pass --allow-durability-changes if that is intended");
-        }
-    }
-    let state_path = match &args.state {
-        Some(p) => p.clone(),
-        None => default_path()?,
-    };
+    guard_durability(
+        changes.iter().map(|(k, _)| k.as_str()),
+        args.allow_durability_changes,
+        "change",
+    )?;
+    let state_path = path_or_default(args.state.as_deref())?;
     let mut state = State::load(&state_path)?;
     let unchanged = state.clone();
     let mut admin = Admin::connect(&args.socket, &args.user)?;

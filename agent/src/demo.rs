@@ -126,10 +126,6 @@ impl Drop for DemoEngine {
 }
 
 fn has_user_threads(pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    tasks.flatten().any(|t| {
-        std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("user/"))
-    })
+    redoctor_probes::procfs::threads(pid)
+        .is_ok_and(|threads| threads.values().any(|comm| comm.starts_with("user/")))
 }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use redoctor_advisor::report::{render, Format};
 use redoctor_advisor::{diagnose, summarize, Facts, RuleSet};
-use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
+use redoctor_probes::{AttachOptions, Profile, Sampler, Signals};
 
 use crate::admin::Admin;
 use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
@@ -142,7 +142,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             }
         }
     }
-    let mut sampler = attach(pid, profile)?;
+    let mut sampler = crate::probe::attach(&AttachOptions::new(pid), profile)?;
     let windows = observe(&mut sampler, pid, duration, args.interval)?;
     if let Some(e) = &demo {
         for (k, v) in &e.settings {
@@ -159,10 +159,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         if candidate.is_empty() {
             eprintln!("redoctor: no recommendation to trial");
         } else {
-            let state = match &args.state {
-                Some(p) => p.clone(),
-                None => crate::state::default_path()?,
-            };
+            let state = crate::state::path_or_default(args.state.as_deref())?;
             let t = crate::trial_run::run(
                 &mut sampler,
                 a,
@@ -190,16 +187,6 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         None => print!("{out}"),
     }
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// Attaches the probes to `pid`.
-pub fn attach(pid: u32, profile: Profile) -> Result<Sampler> {
-    let probes = Probes::attach(&AttachOptions::new(pid))
-        .with_context(|| format!("attaching the probes to pid {pid}"))?;
-    for u in probes.unavailable() {
-        eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
-    }
-    Sampler::new(probes, profile).context("reading the probes' maps")
 }
 
 /// Collects windows for `duration`.

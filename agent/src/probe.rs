@@ -40,18 +40,24 @@ pub struct ProbeArgs {
     no_syscalls: bool,
 }
 
+/// Attaches the probes as `opts` asks (warning about any that are
+/// unavailable) and starts sampling them.
+pub fn attach(opts: &AttachOptions, profile: Profile) -> Result<Sampler> {
+    let probes = Probes::attach(opts)
+        .with_context(|| format!("attaching the probes to pid {}", opts.pid))?;
+    for u in probes.unavailable() {
+        eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
+    }
+    Sampler::new(probes, profile).context("reading the probes' maps")
+}
+
 pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     let profile = Profile::resolve(&args.profile).context("loading the target profile")?;
     let mut opts = AttachOptions::new(args.pid);
     opts.uprobes = !args.no_uprobes;
     opts.syscalls = !args.no_syscalls;
     opts.batch_points = args.batch_probes;
-    let probes = Probes::attach(&opts)
-        .with_context(|| format!("attaching the probes to pid {}", args.pid))?;
-    for u in probes.unavailable() {
-        eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
-    }
-    let mut sampler = Sampler::new(probes, profile).context("reading the probes' maps")?;
+    let mut sampler = attach(&opts, profile)?;
     let started = Instant::now();
     let stdout = std::io::stdout();
     loop {

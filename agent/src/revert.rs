@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::admin::Admin;
-use crate::state::{default_path, State};
+use crate::state::{path_or_default, State};
 
 #[derive(Args, Debug)]
 pub struct RevertArgs {
@@ -25,10 +25,7 @@ pub struct RevertArgs {
 }
 
 pub fn run(args: RevertArgs) -> Result<ExitCode> {
-    let state_path = match &args.state {
-        Some(p) => p.clone(),
-        None => default_path()?,
-    };
+    let state_path = path_or_default(args.state.as_deref())?;
     let mut state = State::load(&state_path)?;
     let mut admin = Admin::connect(&args.socket, &args.user)?;
     let socket = admin.socket().to_string();

@@ -27,6 +27,14 @@ pub struct State {
     pub entries: Vec<Entry>,
 }
 
+/// `explicit` (a `--state FILE`), else [`default_path`].
+pub fn path_or_default(explicit: Option<&Path>) -> Result<PathBuf> {
+    match explicit {
+        Some(p) => Ok(p.to_path_buf()),
+        None => default_path(),
+    }
+}
+
 /// `$REDOCTOR_STATE`, else `$XDG_STATE_HOME/redoctor/applied.json`, else
 /// `~/.local/state/redoctor/applied.json`.
 pub fn default_path() -> Result<PathBuf> {

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use redoctor_advisor::trial::{decide, TrialReport};
 use redoctor_probes::Sampler;
 
-use crate::admin::{Admin, DURABILITY_SETTINGS};
+use crate::admin::{guard_durability, Admin};
 use crate::state::State;
 
 /// Time given to a setting change before its window starts (dropped).
@@ -49,12 +49,11 @@ pub fn run(
     allow_durability: bool,
     state_path: &Path,
 ) -> Result<TrialReport> {
-    if let Some(k) = candidate
-        .keys()
-        .find(|k| DURABILITY_SETTINGS.contains(&k.as_str()) && !allow_durability)
-    {
-        anyhow::bail!("refusing to trial {k}: it trades durability for speed; pass --allow-durability-changes if that is intended");
-    }
+    guard_durability(
+        candidate.keys().map(String::as_str),
+        allow_durability,
+        "trial",
+    )?;
     let mut baseline = BTreeMap::new();
     for k in candidate.keys() {
         baseline.insert(k.clone(), admin.get(k)?);

@@ -8,37 +8,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::engine;
+use common::{engine, skip, text};
 
 fn redoctor() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_redoctor"));
     c.env("REDOCTOR_ENGINE", engine());
     c
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn kernel_lacks_bpf() -> Option<&'static str> {
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("kernel has no BTF");
-    }
-    if !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists() {
-        return Some("kernel has no BPF syscall");
-    }
-    None
-}
-
-fn skip() -> bool {
-    if let Some(why) = kernel_lacks_bpf() {
-        eprintln!("skipped: {why}");
-        return true;
-    }
-    false
 }
 
 /// The demo's temporary directory, from its stderr line `... in DIR`.
@@ -50,26 +25,26 @@ fn demo_dir(stderr: &str) -> PathBuf {
     PathBuf::from(line.rsplit_once(" in ").unwrap().1)
 }
 
+/// `redoctor diagnose --demo --duration 3s ARGS --out OUT`, and its stderr.
+fn demo(args: &[&str], out: &Path) -> (Output, String) {
+    let o = redoctor()
+        .args(["diagnose", "--demo", "--duration", "3s"])
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    (o, err)
+}
+
 #[test]
 fn demo_end_to_end_json() {
     if skip() {
         return;
     }
     let out = tempfile::NamedTempFile::new().unwrap();
-    let o = redoctor()
-        .args([
-            "diagnose",
-            "--demo",
-            "--duration",
-            "3s",
-            "--format",
-            "json",
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    let (_, err) = text(&o);
+    let (o, err) = demo(&["--format", "json"], out.path());
     assert_eq!(o.status.code(), Some(0), "{err}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
@@ -107,24 +82,17 @@ fn demo_with_binlog_advises_redo_threads_off_in_html() {
         return;
     }
     let out = tempfile::NamedTempFile::new().unwrap();
-    let o = redoctor()
-        .args([
-            "diagnose",
-            "--demo",
-            "--duration",
-            "3s",
+    let (o, err) = demo(
+        &[
             "--users",
             "16",
             "--engine-set",
             "log_bin=ON",
             "--format",
             "html",
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    let (_, err) = text(&o);
+        ],
+        out.path(),
+    );
     assert_eq!(o.status.code(), Some(0), "{err}");
     let html = std::fs::read_to_string(out.path()).unwrap();
     let doc = roxmltree::Document::parse(html.trim_start_matches("<!DOCTYPE html>\n"))

@@ -3,29 +3,15 @@
 //! The tests that load BPF need root (CI runs as root) and are skipped only
 //! when the kernel lacks BPF or BTF.
 
+mod common;
+
 use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
+
+use common::{skip, text};
 
 fn redoctor() -> Command {
     Command::new(env!("CARGO_BIN_EXE_redoctor"))
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn kernel_lacks_bpf() -> Option<&'static str> {
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("kernel has no BTF");
-    }
-    if !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists() {
-        return Some("kernel has no BPF syscall");
-    }
-    None
 }
 
 #[test]
@@ -85,8 +71,7 @@ fn without_capabilities_it_says_which_are_missing() {
 
 #[test]
 fn bpf_syscall_unavailable_is_reported() {
-    if let Some(why) = kernel_lacks_bpf() {
-        println!("SKIP bpf_syscall_unavailable_is_reported: {why}");
+    if skip() {
         return;
     }
     let me = std::process::id().to_string();
@@ -150,8 +135,7 @@ fn deny_bpf_syscall() {
 
 #[test]
 fn target_exit_ends_the_run_with_its_last_window() {
-    if let Some(why) = kernel_lacks_bpf() {
-        println!("SKIP target_exit_ends_the_run_with_its_last_window: {why}");
+    if skip() {
         return;
     }
     let mut target = Command::new("sleep")

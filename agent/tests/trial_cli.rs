@@ -4,17 +4,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::Served;
 use mysql::prelude::Queryable;
-
-fn kernel_lacks_bpf() -> bool {
-    !Path::new("/sys/kernel/btf/vmlinux").exists()
-        || !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists()
-}
 
 const ALWAYS_OFF: &str = r#"[[rule]]
 id = "test-always-redo-off"
@@ -33,8 +27,7 @@ expected_effect = "test"
 
 #[test]
 fn trial_measures_interleaved_windows_and_applies_its_decision() {
-    if kernel_lacks_bpf() {
-        eprintln!("skipped: kernel lacks BPF or BTF");
+    if common::skip() {
         return;
     }
     let s = Served::start();

@@ -112,7 +112,7 @@ impl Engine {
     /// Opens the data directory (creating it when new), recovers, and starts
     /// the log threads and the background checkpoint thread.
     pub fn open(mut opts: EngineOptions) -> Result<Arc<Engine>, EngineError> {
-        let startup = settings::Startup::prepare(&opts.settings.clone(), &mut opts)?;
+        let startup = settings::Startup::prepare(&std::mem::take(&mut opts.settings), &mut opts)?;
         opts.redo.validate()?;
         let binlog_settings = Arc::new(BinlogSettings::new(
             opts.sync_binlog,

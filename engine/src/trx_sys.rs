@@ -17,7 +17,9 @@
 //!   at a time.
 //!
 //! Contention is measured: every shard access first tries the mutex and
-//! counts a failed try as contended before blocking.
+//! counts a failed try as contended before blocking. The counters live in
+//! each shard, on its cache line, and are summed only by [`TrxSys::stats`],
+//! so counting adds no globally shared cache line to `begin` or commit.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,18 +44,19 @@ pub struct TrxSysStats {
     pub shard_acquisitions: u64,
 }
 
+#[derive(Default)]
 struct Shard {
     /// Active trx id → start time.
     active: Mutex<HashMap<u64, Instant>>,
     count: AtomicU64,
+    registered: AtomicU64,
+    contended: AtomicU64,
+    acquisitions: AtomicU64,
 }
 
 pub struct TrxSys {
     next_id: CachePadded<AtomicU64>,
     shards: Box<[CachePadded<Shard>]>,
-    registered: AtomicU64,
-    contended: AtomicU64,
-    acquisitions: AtomicU64,
 }
 
 impl std::fmt::Debug for TrxSys {
@@ -70,17 +73,7 @@ impl TrxSys {
     pub fn new(next_id: u64) -> TrxSys {
         TrxSys {
             next_id: CachePadded::new(AtomicU64::new(next_id)),
-            shards: (0..TRX_SHARDS)
-                .map(|_| {
-                    CachePadded::new(Shard {
-                        active: Mutex::new(HashMap::new()),
-                        count: AtomicU64::new(0),
-                    })
-                })
-                .collect(),
-            registered: AtomicU64::new(0),
-            contended: AtomicU64::new(0),
-            acquisitions: AtomicU64::new(0),
+            shards: (0..TRX_SHARDS).map(|_| CachePadded::default()).collect(),
         }
     }
 
@@ -98,50 +91,45 @@ impl TrxSys {
         &self.shards[(id as usize) % TRX_SHARDS]
     }
 
-    fn lock<'a>(&self, shard: &'a Shard) -> MutexGuard<'a, HashMap<u64, Instant>> {
-        self.acquisitions.fetch_add(1, Ordering::Relaxed);
-        if let Some(g) = shard.active.try_lock() {
-            return g;
-        }
-        self.contended.fetch_add(1, Ordering::Relaxed);
-        shard.active.lock()
+    fn sum(&self, counter: impl Fn(&Shard) -> &AtomicU64) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| counter(s).load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Adds `id` to the active set.
     pub fn register(&self, id: u64) {
         let shard = self.shard(id);
-        let fresh = self.lock(shard).insert(id, Instant::now()).is_none();
+        let fresh = shard.lock().insert(id, Instant::now()).is_none();
         assert!(fresh, "trx id {id} registered twice");
         shard.count.fetch_add(1, Ordering::Relaxed);
-        self.registered.fetch_add(1, Ordering::Relaxed);
+        shard.registered.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Removes `id` from the active set (no-op if absent).
     pub fn deregister(&self, id: u64) {
         let shard = self.shard(id);
-        if self.lock(shard).remove(&id).is_some() {
+        if shard.lock().remove(&id).is_some() {
             shard.count.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// Whether `id` is active.
     pub fn is_active(&self, id: u64) -> bool {
-        self.lock(self.shard(id)).contains_key(&id)
+        self.shard(id).lock().contains_key(&id)
     }
 
     /// Number of active transactions (sum of per-shard counts; exact when quiet).
     pub fn active_count(&self) -> u64 {
-        self.shards
-            .iter()
-            .map(|s| s.count.load(Ordering::Relaxed))
-            .sum()
+        self.sum(|s| &s.count)
     }
 
     /// Active ids with their age, oldest first (monitoring: walks every shard).
     pub fn active_ids(&self) -> Vec<(u64, Instant)> {
         let mut all = Vec::new();
         for shard in self.shards.iter() {
-            all.extend(self.lock(shard).iter().map(|(&id, &t)| (id, t)));
+            all.extend(shard.lock().iter().map(|(&id, &t)| (id, t)));
         }
         all.sort_by_key(|&(id, t)| (t, id));
         all
@@ -149,11 +137,24 @@ impl TrxSys {
 
     pub fn stats(&self) -> TrxSysStats {
         TrxSysStats {
-            registered: self.registered.load(Ordering::Relaxed),
+            registered: self.sum(|s| &s.registered),
             active: self.active_count(),
-            shard_contended: self.contended.load(Ordering::Relaxed),
-            shard_acquisitions: self.acquisitions.load(Ordering::Relaxed),
+            shard_contended: self.sum(|s| &s.contended),
+            shard_acquisitions: self.sum(|s| &s.acquisitions),
         }
+    }
+}
+
+impl Shard {
+    /// Locks the active set, counting the acquisition (and whether it found
+    /// the mutex held).
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Instant>> {
+        self.acquisitions.fetch_add(1, Ordering::Relaxed);
+        if let Some(g) = self.active.try_lock() {
+            return g;
+        }
+        self.contended.fetch_add(1, Ordering::Relaxed);
+        self.active.lock()
     }
 }
 

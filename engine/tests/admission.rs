@@ -11,30 +11,13 @@ use std::time::{Duration, Instant};
 
 use redoctor_engine::admission::{ConcurrencyGate, Entry, Policy};
 use redoctor_engine::data::trx::TrxError;
-use redoctor_engine::redo::RedoMode;
-use redoctor_engine::vfs::SimVfs;
-use redoctor_engine::Engine;
 
-fn engine(rows: u64) -> (Arc<Engine>, redoctor_engine::data::table::TableId) {
-    let vfs = Arc::new(SimVfs::new());
-    let e = Engine::open(common::sim_opts(vfs, RedoMode::On, 1, 1 << 20)).unwrap();
-    e.prepare_sbtest(1, rows).unwrap();
-    let t = e.table_id("sbtest1").unwrap();
-    (e, t)
-}
+use common::{sbtest_engine as engine, wait_until};
 
 fn busy(us: u64) {
     let t = Instant::now();
     while t.elapsed() < Duration::from_micros(us) {
         std::hint::spin_loop();
-    }
-}
-
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let t = Instant::now();
-    while !cond() {
-        assert!(t.elapsed() < Duration::from_secs(10), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -22,15 +22,21 @@ fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
     v
 }
 
+/// Reads one packet's payload.
+fn read_packet(s: &mut UnixStream) -> Vec<u8> {
+    let mut hdr = [0u8; 4];
+    s.read_exact(&mut hdr).unwrap();
+    let len = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], 0]) as usize;
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).unwrap();
+    payload
+}
+
 /// Reads the server greeting, then sends a minimal 4.1 handshake response.
 fn raw_login(socket: &std::path::Path) -> UnixStream {
     let mut s = UnixStream::connect(socket).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut hdr = [0u8; 4];
-    s.read_exact(&mut hdr).unwrap();
-    let len = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], 0]) as usize;
-    let mut greeting = vec![0u8; len];
-    s.read_exact(&mut greeting).unwrap();
+    let greeting = read_packet(&mut s);
     assert_eq!(greeting[0], 10, "protocol version 10");
     let mut resp = Vec::new();
     resp.extend_from_slice(&(0x0200u32 | 0x8000).to_le_bytes()); // PROTOCOL_41 | SECURE_CONNECTION
@@ -40,11 +46,7 @@ fn raw_login(socket: &std::path::Path) -> UnixStream {
     resp.extend_from_slice(b"root\0");
     resp.push(0);
     s.write_all(&packet(1, &resp)).unwrap();
-    let mut hdr = [0u8; 4];
-    s.read_exact(&mut hdr).unwrap();
-    let len = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], 0]) as usize;
-    let mut ok = vec![0u8; len];
-    s.read_exact(&mut ok).unwrap();
+    let ok = read_packet(&mut s);
     assert_eq!(ok[0], 0, "OK packet after login");
     s
 }

@@ -40,6 +40,17 @@ fn runner(work: &Path) -> CellRunner {
     CellRunner::new(PathBuf::from(BIN), work.to_path_buf())
 }
 
+/// A new sweep into `out`, every cell, no progress bar, no command recorded.
+fn fresh_options(out: PathBuf) -> SweepOptions {
+    SweepOptions {
+        out,
+        resume: false,
+        max_cells: None,
+        progress: false,
+        command: None,
+    }
+}
+
 fn cli(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).output().unwrap()
 }
@@ -182,13 +193,7 @@ fn unknown_settings_fail_before_any_cell_runs() {
     let configs = format!("{RT}\n\"RT1+bogus\" = {{ innodb_log_writer_threads = \"ON\", innodb_no_such_knob = \"8\" }}");
     let g = Grid::parse(&grid("[1]", 0.2, &configs)).unwrap();
     let out = dir.path().join("r.json");
-    let opts = SweepOptions {
-        out: out.clone(),
-        resume: false,
-        max_cells: None,
-        progress: false,
-        command: None,
-    };
+    let opts = fresh_options(out.clone());
     let started = std::time::Instant::now();
     let e = run_sweep(&g, &runner(dir.path()), &opts).unwrap_err();
     assert!(matches!(e, SweepError::Settings(_)), "{e}");
@@ -225,13 +230,7 @@ fn more_cores_than_the_machine_has_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let text = grid("[1]", 0.2, RT).replace("cores = [1]", "cores = [1, 4096]");
     let g = Grid::parse(&text).unwrap();
-    let opts = SweepOptions {
-        out: dir.path().join("r.json"),
-        resume: false,
-        max_cells: None,
-        progress: false,
-        command: None,
-    };
+    let opts = fresh_options(dir.path().join("r.json"));
     let e = run_sweep(&g, &runner(dir.path()), &opts).unwrap_err();
     assert!(e.to_string().contains("4096 cores"), "{e}");
 }
@@ -240,38 +239,27 @@ fn more_cores_than_the_machine_has_are_refused() {
 fn run_refuses_unknown_settings_and_prints_json() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("d");
-    let o = cli(&[
-        "run",
-        "--check-settings",
-        "--datadir",
-        d.to_str().unwrap(),
-        "--set",
-        "innodb_bogus=1",
-    ]);
+    let check = |setting: &str| {
+        cli(&[
+            "run",
+            "--check-settings",
+            "--datadir",
+            d.to_str().unwrap(),
+            "--set",
+            setting,
+        ])
+    };
+    let o = check("innodb_bogus=1");
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("unknown setting `innodb_bogus`") && err.contains("innodb_log_writer_threads"),
         "{err}"
     );
-    let o = cli(&[
-        "run",
-        "--check-settings",
-        "--datadir",
-        d.to_str().unwrap(),
-        "--set",
-        "innodb_flush_log_at_trx_commit=7",
-    ]);
+    let o = check("innodb_flush_log_at_trx_commit=7");
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("0..=2"));
-    let o = cli(&[
-        "run",
-        "--check-settings",
-        "--datadir",
-        d.to_str().unwrap(),
-        "--set",
-        "innodb_log_writer_threads=maybe",
-    ]);
+    let o = check("innodb_log_writer_threads=maybe");
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("ON|OFF"));
     let o = cli(&["run", "--datadir", d.to_str().unwrap(), "--set", "novalue"]);
@@ -357,9 +345,7 @@ fn a_killed_sweep_process_resumes_from_its_file() {
     assert!(killed.cells.len() < 6, "killed before the end");
     assert!(killed.cells.len() >= first.cells.len());
 
-    let resumed = cli(&[
-        args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], "--resume",
-    ]);
+    let resumed = cli(&[&args[..], &["--resume"]].concat());
     assert!(
         resumed.status.success(),
         "{}",

@@ -3,47 +3,43 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use crate::error::ProbeError;
 
 /// `tid -> comm` for every live thread of `pid`.
 pub fn threads(pid: u32) -> Result<HashMap<u32, String>, ProbeError> {
-    let dir = PathBuf::from(format!("/proc/{pid}/task"));
-    let rd = fs::read_dir(&dir).map_err(|source| ProbeError::Proc {
-        path: dir.clone(),
-        source,
-    })?;
-    let mut out = HashMap::new();
-    for e in rd.flatten() {
-        let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        // A thread may exit between listing and reading: skip it.
-        if let Ok(comm) = fs::read_to_string(e.path().join("comm")) {
-            out.insert(tid, comm.trim_end_matches('\n').to_string());
-        }
-    }
-    Ok(out)
+    numbered_entries(format!("/proc/{pid}/task"), |task| {
+        Ok(fs::read_to_string(task.join("comm"))?
+            .trim_end_matches('\n')
+            .to_string())
+    })
 }
 
 /// `fd -> path` (the `readlink` of `/proc/PID/fd/N`: a path, or e.g. `socket:[123]`).
 pub fn fds(pid: u32) -> Result<HashMap<u32, String>, ProbeError> {
-    let dir = PathBuf::from(format!("/proc/{pid}/fd"));
-    let rd = fs::read_dir(&dir).map_err(|source| ProbeError::Proc {
-        path: dir.clone(),
-        source,
-    })?;
-    let mut out = HashMap::new();
-    for e in rd.flatten() {
-        let Some(fd) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Ok(target) = fs::read_link(e.path()) {
-            out.insert(fd, target.to_string_lossy().into_owned());
-        }
-    }
-    Ok(out)
+    numbered_entries(format!("/proc/{pid}/fd"), |fd| {
+        Ok(fs::read_link(fd)?.to_string_lossy().into_owned())
+    })
+}
+
+/// `N -> read(dir/N)` for every numeric entry of `dir`.
+fn numbered_entries(
+    dir: String,
+    read: impl Fn(&Path) -> io::Result<String>,
+) -> Result<HashMap<u32, String>, ProbeError> {
+    let dir = PathBuf::from(dir);
+    let rd = fs::read_dir(&dir).map_err(|source| ProbeError::Proc { path: dir, source })?;
+    Ok(rd
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_str()?.parse::<u32>().ok()?;
+            // An entry may go away (a thread exits, an fd closes) between
+            // listing and reading: skip it.
+            Some((n, read(&e.path()).ok()?))
+        })
+        .collect())
 }
 
 /// Number of CPUs in the affinity mask of `pid` (its main thread).

@@ -1,24 +1,24 @@
 //! Dropping map entries of exited threads, so long runs with thread churn
 //! do not fill the kernel maps.
 
+use std::collections::HashMap;
+
 use crate::error::ProbeError;
 use crate::loader::Probes;
 use crate::maps::{self, FutexKey, FutexWait, MapsReading, ThreadSched, WakePair};
-use crate::procfs;
 
-/// Removes map entries of threads that have exited and had no event in
-/// this window, so thread churn does not fill the maps over long runs.
-/// (Only dead threads: an entry of a live one could change between the
-/// reading and the delete.)
+/// Removes map entries of threads that have exited (are not in `live`,
+/// the target's threads as `/proc` listed them before `cur` was read) and
+/// had no event in this window, so thread churn does not fill the maps over
+/// long runs. (Only dead threads: an entry of a live one could change
+/// between the reading and the delete.)
 pub fn dead_threads(
     probes: &mut Probes,
     prev: &MapsReading,
     cur: &mut MapsReading,
+    live: &HashMap<u32, String>,
 ) -> Result<(), ProbeError> {
     let pid = probes.pid();
-    let Ok(live) = procfs::threads(pid) else {
-        return Ok(());
-    };
     let dead = |tid: u32| !live.contains_key(&tid);
     let threads: Vec<u32> = cur
         .threads

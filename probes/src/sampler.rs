@@ -35,12 +35,11 @@ pub struct Sampler {
 impl Sampler {
     /// Starts the first window now.
     pub fn new(probes: Probes, profile: Profile) -> Result<Sampler, ProbeError> {
-        let pid = probes.pid();
         let stats = StatsGuard::enable();
         let prev = MapsReading::read(&probes)?;
         let prev_costs = bpf_stats::read(&probes);
         let mut s = Sampler {
-            affinity_cpus: procfs::affinity_cpus(pid).unwrap_or(0),
+            affinity_cpus: 0,
             probes,
             profile,
             prev,
@@ -63,13 +62,18 @@ impl Sampler {
         self.exited
     }
 
-    fn refresh_proc(&mut self) -> bool {
+    /// Reads thread names, descriptor paths and affinity from `/proc`.
+    /// Returns whether the target still runs and, if it does, its live
+    /// threads (`tid -> comm`; `None` when unreadable), read once per window.
+    fn refresh_proc(&mut self) -> (bool, Option<HashMap<u32, String>>) {
         let pid = self.probes.pid();
         if !preflight::pid_alive(pid) {
-            return false;
+            return (false, None);
         }
-        if let Ok(t) = procfs::threads(pid) {
-            self.comms.extend(t);
+        let live = procfs::threads(pid);
+        if let Ok(t) = &live {
+            self.comms
+                .extend(t.iter().map(|(tid, comm)| (*tid, comm.clone())));
         }
         if let Ok(f) = procfs::fds(pid) {
             self.fd_paths.extend(f);
@@ -77,7 +81,11 @@ impl Sampler {
         if let Ok(n) = procfs::affinity_cpus(pid) {
             self.affinity_cpus = n;
         }
-        preflight::pid_alive(pid)
+        if preflight::pid_alive(pid) {
+            (true, live.ok())
+        } else {
+            (false, None)
+        }
     }
 
     /// Sleeps until `interval` has passed since the window started, or the
@@ -96,7 +104,7 @@ impl Sampler {
 
     /// Closes the current window now and starts the next.
     pub fn window(&mut self) -> Result<Signals, ProbeError> {
-        let alive = self.refresh_proc();
+        let (alive, live) = self.refresh_proc();
         let cur = MapsReading::read(&self.probes)?;
         // Names recorded by the kernel at each switch-out cover threads
         // that lived and died within the window.
@@ -107,10 +115,10 @@ impl Sampler {
             }
         }
         let costs = bpf_stats::read(&self.probes);
-        let sig = self.compute(&cur, &costs, !alive);
+        let sig = self.compute(&cur, &costs, !alive, live.as_ref());
         let mut cur = cur;
-        if alive {
-            self.prune_dead_threads(&mut cur)?;
+        if let Some(live) = &live {
+            prune::dead_threads(&mut self.probes, &self.prev, &mut cur, live)?;
         }
         self.prev = cur;
         self.prev_costs = costs;
@@ -118,8 +126,9 @@ impl Sampler {
         Ok(sig)
     }
 
-    fn prune_dead_threads(&mut self, cur: &mut MapsReading) -> Result<(), ProbeError> {
-        prune::dead_threads(&mut self.probes, &self.prev, cur)
+    /// Name last seen for thread `tid` (empty if none).
+    fn comm(&self, tid: u32) -> String {
+        self.comms.get(&tid).cloned().unwrap_or_default()
     }
 
     fn role(&self, tid: u32) -> Role {
@@ -128,11 +137,14 @@ impl Sampler {
             .map_or(Role::Other, |c| self.profile.role_of(c))
     }
 
+    /// `live`: the target's threads now (`None` when it exited or they
+    /// could not be read).
     fn compute(
         &self,
         cur: &MapsReading,
         costs: &BTreeMap<String, (u64, u64)>,
         exited: bool,
+        live: Option<&HashMap<u32, String>>,
     ) -> Signals {
         let prev = &self.prev;
         let pid = self.probes.pid();
@@ -141,12 +153,8 @@ impl Sampler {
         let mut roles: BTreeMap<Role, RoleSignals> = BTreeMap::new();
 
         // Threads alive now, per role.
-        if !exited {
-            if let Ok(live) = procfs::threads(pid) {
-                for comm in live.values() {
-                    roles.entry(self.profile.role_of(comm)).or_default().threads += 1;
-                }
-            }
+        for comm in live.into_iter().flat_map(HashMap::values) {
+            roles.entry(self.profile.role_of(comm)).or_default().threads += 1;
         }
 
         // Scheduler.
@@ -160,7 +168,7 @@ impl Sampler {
             let d = |a: u64, b: u64| a.saturating_sub(b);
             let t = ThreadSignals {
                 tid: *tid,
-                comm: self.comms.get(tid).cloned().unwrap_or_default(),
+                comm: self.comm(*tid),
                 role: self.role(*tid),
                 oncpu_ns: d(now.oncpu_ns, was.oncpu_ns),
                 voluntary_switches: d(now.voluntary, was.voluntary),
@@ -222,9 +230,9 @@ impl Sampler {
                     }
                     by_thread.push(ThreadWakeEdge {
                         waker_tid: k.waker_tid,
-                        waker_comm: self.comms.get(&k.waker_tid).cloned().unwrap_or_default(),
+                        waker_comm: self.comm(k.waker_tid),
                         wakee_tid: k.wakee_tid,
-                        wakee_comm: self.comms.get(&k.wakee_tid).cloned().unwrap_or_default(),
+                        wakee_comm: self.comm(k.wakee_tid),
                         count: n,
                     });
                 }

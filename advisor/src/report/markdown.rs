@@ -11,6 +11,16 @@ pub fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// A pipe table of already formatted cells, then a blank line.
+fn pipe_table(o: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
+    let _ = writeln!(o, "| {} |", header.join(" | "));
+    let _ = writeln!(o, "|{}", "---|".repeat(header.len()));
+    for r in rows {
+        let _ = writeln!(o, "| {} |", r.join(" | "));
+    }
+    o.push('\n');
+}
+
 pub fn markdown(d: &Diagnosis) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# redoctor diagnosis of pid {}\n", d.pid);
@@ -43,45 +53,40 @@ pub fn markdown(d: &Diagnosis) -> String {
             r.apply_engine,
             r.apply_mysql.as_ref().map_or("no MySQL 8 equivalent".to_string(), |m| format!("`{m}`"))
         );
-        let _ = writeln!(
-            o,
-            "Condition: `{}`\n\n| evidence | value |\n|---|---|",
-            r.condition
+        let _ = writeln!(o, "Condition: `{}`\n", r.condition);
+        pipe_table(
+            &mut o,
+            &["evidence", "value"],
+            r.evidence
+                .iter()
+                .map(|e| vec![format!("`{}`", e.name), cell(&e.value)]),
         );
-        for e in &r.evidence {
-            let _ = writeln!(o, "| `{}` | {} |", e.name, cell(&e.value));
-        }
-        o.push('\n');
     }
     if let Some(t) = &d.trial {
         let _ = writeln!(o, "## Trial\n\n{}\n\n- baseline commits/s: {:?}\n- candidate commits/s: {:?}\n- test: {}\n", t.reason, t.baseline, t.candidate, t.test);
     }
     if !d.not_applied.is_empty() {
-        let _ = writeln!(
-            o,
-            "## Not applied\n\n| rule | setting | status | reason |\n|---|---|---|---|"
+        let _ = writeln!(o, "## Not applied\n");
+        pipe_table(
+            &mut o,
+            &["rule", "setting", "status", "reason"],
+            d.not_applied.iter().map(|n| {
+                vec![
+                    format!("`{}`", n.rule),
+                    n.setting.clone(),
+                    n.status.clone(),
+                    cell(&n.reason),
+                ]
+            }),
         );
-        for n in &d.not_applied {
-            let _ = writeln!(
-                o,
-                "| `{}` | {} | {} | {} |",
-                n.rule,
-                n.setting,
-                n.status,
-                cell(&n.reason)
-            );
-        }
-        o.push('\n');
     }
     for t in tables(d) {
         let _ = writeln!(o, "## {}\n", t.title);
-        let _ = writeln!(o, "| {} |", t.header.join(" | "));
-        let _ = writeln!(o, "|{}", "---|".repeat(t.header.len()));
-        for r in &t.rows {
-            let cells: Vec<String> = r.iter().map(|c| cell(c)).collect();
-            let _ = writeln!(o, "| {} |", cells.join(" | "));
-        }
-        o.push('\n');
+        pipe_table(
+            &mut o,
+            &t.header,
+            t.rows.iter().map(|r| r.iter().map(|c| cell(c)).collect()),
+        );
     }
     o
 }

@@ -4,7 +4,7 @@ use redoctor_probes::Role;
 
 use crate::advice::Diagnosis;
 use crate::evaluate::fmt_num;
-use crate::summary::SIGNAL_DOCS;
+use crate::summary::{ratio, SIGNAL_DOCS};
 
 /// A table: title, header, rows.
 pub struct Table {
@@ -59,11 +59,7 @@ pub fn tables(d: &Diagnosis) -> Vec<Table> {
                     fmt_num(e[0]),
                     fmt_num(e[1] / 1e9 / secs),
                     fmt_num(e[2] / secs),
-                    fmt_num(if e[1] + e[3] > 0.0 {
-                        e[3] / (e[1] + e[3])
-                    } else {
-                        0.0
-                    }),
+                    fmt_num(ratio(e[3], e[1] + e[3])),
                     fmt_num(e[4] / secs),
                     fmt_num(e[5] / 1e9 / secs),
                 ]
@@ -97,7 +93,7 @@ pub fn tables(d: &Diagnosis) -> Vec<Table> {
                     fmt_num(e[0] / secs),
                     fmt_num(e[1] / 1e6 / secs),
                     fmt_num(e[2] / secs),
-                    fmt_num(if e[2] > 0.0 { e[3] / e[2] / 1e3 } else { 0.0 }),
+                    fmt_num(ratio(e[3], e[2]) / 1e3),
                 ]
             })
             .collect(),

@@ -1,4 +1,5 @@
-//! A bundled engine served over the MySQL protocol for the agent's tests.
+//! The agent's test scaffolding: the redoctor binary's output, the BPF
+//! skip check, and a bundled engine served over the MySQL protocol.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -7,6 +8,34 @@ use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
+
+/// A finished run's (stdout, stderr) as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Why BPF tests cannot run on this kernel, if they cannot.
+pub fn kernel_lacks_bpf() -> Option<&'static str> {
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("kernel has no BTF");
+    }
+    if !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists() {
+        return Some("kernel has no BPF syscall");
+    }
+    None
+}
+
+/// True (after saying why) when a BPF test must be skipped.
+pub fn skip() -> bool {
+    if let Some(why) = kernel_lacks_bpf() {
+        eprintln!("skipped: {why}");
+        return true;
+    }
+    false
+}
 
 pub fn engine() -> PathBuf {
     let me = Path::new(env!("CARGO_BIN_EXE_redoctor"));

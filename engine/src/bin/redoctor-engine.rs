@@ -425,13 +425,9 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     if let Some(f) = a.flush_at_commit {
         redo.flush_at_commit = f;
     }
+    let startup = startup_settings(&a.set);
     if a.check_settings {
-        let engine = open_engine(
-            &a.engine,
-            redo,
-            a.lock_wait_timeout,
-            startup_settings(&a.set),
-        )?;
+        let engine = open_engine(&a.engine, redo, a.lock_wait_timeout, startup)?;
         let applied = apply_settings(&engine, &a.set);
         engine.shutdown().context("the clean shutdown failed")?;
         applied?;
@@ -466,12 +462,7 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     )?;
 
     let opened = Instant::now();
-    let engine = open_engine(
-        &a.engine,
-        redo,
-        a.lock_wait_timeout,
-        startup_settings(&a.set),
-    )?;
+    let engine = open_engine(&a.engine, redo, a.lock_wait_timeout, startup)?;
     eprintln!(
         "opened {} in {:.2} s; recovery: {}",
         a.engine.datadir.display(),

@@ -426,9 +426,9 @@ impl GroupCommit {
                     Err(StageError::Redo(e))
                 }
             };
-            self.in_flight.lock().remove(&t.prepare_start);
             *t.result.lock() = Some(r);
         }
+        self.leave_in_flight(&group);
         probe_points::redoctor_group_commit(group.len() as u64);
         Self::wake(group);
     }
@@ -441,10 +441,20 @@ impl GroupCommit {
             if let Some(trx) = t.trx.lock().take() {
                 self.rollback(trx);
             }
-            self.in_flight.lock().remove(&t.prepare_start);
             *t.result.lock() = Some(Err(cause.clone()));
         }
+        self.leave_in_flight(&group);
         Self::wake(group);
+    }
+
+    /// The group's transactions are decided: one `in_flight` lock for the
+    /// whole group (the mutex every prepare takes too). Until then a
+    /// checkpoint only stays lower than it needs to.
+    fn leave_in_flight(&self, group: &Group) {
+        let mut in_flight = self.in_flight.lock();
+        for t in group {
+            in_flight.remove(&t.prepare_start);
+        }
     }
 
     fn wake(group: Group) {

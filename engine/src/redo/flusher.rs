@@ -39,11 +39,7 @@ pub(crate) fn flusher_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) 
     let second = Duration::from_secs(1);
     while !stop.load(Ordering::Acquire) {
         let every_commit = log.flush_at_commit() == 1;
-        // Only once the writer has written something to flush: otherwise
-        // the writer's notify wakes this thread.
-        let requested = log.flush_request.load(Ordering::Acquire) > log.flushed_lsn()
-            && log.write_lsn() > log.flushed_lsn();
-        let due = every_commit || requested || last.elapsed() >= second;
+        let due = every_commit || flush_requested(log) || last.elapsed() >= second;
         if due && log.write_lsn() > log.flushed_lsn() {
             let r = {
                 let _g = log.flusher.lock();
@@ -72,8 +68,15 @@ pub(crate) fn flusher_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) 
         log.flusher_event.wait(timeout, || {
             stop.load(Ordering::Acquire)
                 || (log.flush_at_commit() == 1 && log.write_lsn() > log.flushed_lsn())
-                || (log.flush_request.load(Ordering::Acquire) > log.flushed_lsn()
-                    && log.write_lsn() > log.flushed_lsn())
+                || flush_requested(log)
         });
     }
+}
+
+/// An explicit durable wait asked for more than is flushed, and the writer
+/// has written something to flush (until it has, its notify wakes the
+/// flusher).
+fn flush_requested(log: &RedoLog) -> bool {
+    let flushed = log.flushed_lsn();
+    log.flush_request.load(Ordering::Acquire) > flushed && log.write_lsn() > flushed
 }

@@ -2,13 +2,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::{wait_for_signal, EngineSettings, Server, ServerConfig};
+use super::{wait_for_signal, Server, ServerConfig};
 use crate::{Engine, EngineOptions, RedoMode};
 
 #[derive(Args, Debug)]
@@ -81,8 +80,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     cfg.max_packet = a.max_packet;
     cfg.shutdown_grace = Duration::from_secs(a.shutdown_grace);
     cfg.connect_timeout = Duration::from_secs(a.connect_timeout.max(1));
-    let settings = Arc::new(EngineSettings(engine.clone()));
-    let server = Server::start(engine, settings, cfg).context("starting the server")?;
+    let server = Server::start(engine, cfg).context("starting the server")?;
     match server.tcp_port() {
         Some(p) => eprintln!(
             "redoctor-engine serve: listening on {} and 127.0.0.1:{p}",

@@ -7,6 +7,7 @@ use msql_srv::ErrorKind;
 use crate::data::catalog::DataError;
 use crate::data::trx::TrxError;
 use crate::error::EngineError;
+use crate::settings::SettingsError;
 
 /// One failed statement; the connection stays usable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,6 +77,20 @@ pub fn no_such_table(table: &str) -> SqlError {
         ErrorKind::ER_NO_SUCH_TABLE,
         format!("Table '{table}' doesn't exist"),
     )
+}
+
+/// A refused `SET GLOBAL`: the registry's message under MySQL's code.
+impl From<SettingsError> for SqlError {
+    fn from(e: SettingsError) -> SqlError {
+        let kind = match e {
+            SettingsError::Unknown { .. } => ErrorKind::ER_UNKNOWN_SYSTEM_VARIABLE,
+            SettingsError::ReadOnly { .. } => ErrorKind::ER_INCORRECT_GLOBAL_LOCAL_VAR,
+            SettingsError::InvalidValue { .. } | SettingsError::Apply { .. } => {
+                ErrorKind::ER_WRONG_VALUE_FOR_VAR
+            }
+        };
+        SqlError::new(kind, e.to_string())
+    }
 }
 
 impl From<EngineError> for SqlError {

@@ -77,25 +77,30 @@ pub fn select_columns(s: &Select) -> Vec<Column> {
 pub struct AutoInc(Mutex<HashMap<TableId, i64>>);
 
 impl AutoInc {
-    fn next(&self, engine: &Engine, table: TableId) -> i64 {
+    /// Runs `f` on `table`'s counter (the next id to hand out).
+    fn with<R>(&self, engine: &Engine, table: TableId, f: impl FnOnce(&mut i64) -> R) -> R {
         let mut m = self.0.lock();
         let v = m
             .entry(table)
             .or_insert_with(|| engine.max_row_id(table).unwrap_or(0).max(0) + 1);
-        let id = *v;
-        *v += 1;
-        id
+        f(v)
+    }
+
+    fn next(&self, engine: &Engine, table: TableId) -> i64 {
+        self.with(engine, table, |v| {
+            let id = *v;
+            *v += 1;
+            id
+        })
     }
 
     /// An explicit id moves the counter past it.
     fn saw(&self, engine: &Engine, table: TableId, id: i64) {
-        let mut m = self.0.lock();
-        let v = m
-            .entry(table)
-            .or_insert_with(|| engine.max_row_id(table).unwrap_or(0).max(0) + 1);
-        if id >= *v {
-            *v = id.saturating_add(1);
-        }
+        self.with(engine, table, |v| {
+            if id >= *v {
+                *v = id.saturating_add(1);
+            }
+        })
     }
 }
 
@@ -116,19 +121,7 @@ impl Args<'_> {
     }
 
     pub fn int(&self, o: &Operand, what: &str) -> Result<i64, SqlError> {
-        match self.get(o)? {
-            Lit::Int(i) => Ok(i),
-            Lit::Str(s) => s.trim().parse().map_err(|_| {
-                SqlError::new(
-                    ErrorKind::ER_TRUNCATED_WRONG_VALUE,
-                    format!("Incorrect integer value: '{s}' for {what}"),
-                )
-            }),
-            Lit::Null => Err(SqlError::new(
-                ErrorKind::ER_BAD_NULL_ERROR,
-                format!("{what} cannot be null"),
-            )),
-        }
+        lit_int(self.get(o)?, what)
     }
 
     fn i32(&self, o: &Operand, what: &str) -> Result<i32, SqlError> {
@@ -167,12 +160,28 @@ impl Args<'_> {
     /// The id of an INSERT row: None means AUTO_INCREMENT (absent, NULL or 0).
     fn insert_id(&self, o: Option<&Operand>) -> Result<Option<i64>, SqlError> {
         match o.map(|o| self.get(o)).transpose()? {
-            None | Some(Lit::Null) | Some(Lit::Int(0)) => Ok(None),
-            Some(_) => match self.int(o.expect("present"), "column 'id'")? {
+            None | Some(Lit::Null) => Ok(None),
+            Some(l) => match lit_int(l, "column 'id'")? {
                 0 => Ok(None),
                 id => Ok(Some(id)),
             },
         }
+    }
+}
+
+fn lit_int(l: Lit, what: &str) -> Result<i64, SqlError> {
+    match l {
+        Lit::Int(i) => Ok(i),
+        Lit::Str(s) => s.trim().parse().map_err(|_| {
+            SqlError::new(
+                ErrorKind::ER_TRUNCATED_WRONG_VALUE,
+                format!("Incorrect integer value: '{s}' for {what}"),
+            )
+        }),
+        Lit::Null => Err(SqlError::new(
+            ErrorKind::ER_BAD_NULL_ERROR,
+            format!("{what} cannot be null"),
+        )),
     }
 }
 

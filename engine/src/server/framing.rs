@@ -35,6 +35,7 @@ const KNOWN_COMMANDS: &[u8] = &[
 ];
 const COM_QUERY: u8 = 0x03;
 const COM_STMT_EXECUTE: u8 = 0x17;
+const COM_STMT_CLOSE: u8 = 0x19;
 const MAX_CHUNK: usize = 0xff_ffff;
 
 /// Parameter counts of the connection's prepared statements (kept by the session).
@@ -115,6 +116,13 @@ impl<S> Guard<S> {
                 _ => {}
             },
             COM_STMT_EXECUTE => self.fix_execute(p)?,
+            // The statement is gone: so are the types it was bound with.
+            COM_STMT_CLOSE => {
+                if let Some(id) = p.get(1..5) {
+                    let id = u32::from_le_bytes(id.try_into().expect("four bytes"));
+                    self.types.remove(&id);
+                }
+            }
             _ => {}
         }
         Ok(())

@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 use super::framing::{Guard, StmtParams};
 use super::session::Session;
-use super::{peer, ConnState, ServerConfig, ServerError, Settings, Shared};
+use super::{peer, ConnState, ServerConfig, ServerError, Shared};
 use crate::engine::Engine;
 
 enum Sock {
@@ -78,11 +78,7 @@ fn prepare_socket_path(path: &Path) -> Result<(), ServerError> {
 
 impl Server {
     /// Listens and starts accepting connections.
-    pub fn start(
-        engine: Arc<Engine>,
-        settings: Arc<dyn Settings>,
-        cfg: ServerConfig,
-    ) -> Result<Server, ServerError> {
+    pub fn start(engine: Arc<Engine>, cfg: ServerConfig) -> Result<Server, ServerError> {
         prepare_socket_path(&cfg.socket)?;
         let sock_err = |source| ServerError::Socket {
             path: cfg.socket.display().to_string(),
@@ -107,7 +103,6 @@ impl Server {
             .map(|l| l.local_addr().map(|a| a.port()).unwrap_or(0));
         let shared = Arc::new(Shared {
             engine,
-            settings,
             auto_inc: Default::default(),
             shutting_down: AtomicBool::new(false),
             max_packet: cfg.max_packet,

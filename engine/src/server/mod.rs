@@ -31,7 +31,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use admin::{EngineSettings, SettingError, Settings};
 pub use listener::{wait_for_signal, Server};
 
 use crate::engine::Engine;
@@ -88,7 +87,6 @@ pub enum ServerError {
 /// State shared by every connection.
 pub struct Shared {
     pub engine: Arc<Engine>,
-    pub settings: Arc<dyn Settings>,
     pub auto_inc: exec::AutoInc,
     pub shutting_down: AtomicBool,
     pub max_packet: usize,

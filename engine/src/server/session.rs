@@ -193,20 +193,7 @@ impl Session {
                     ));
                 };
                 let value = args.text(v, name, 4096)?;
-                self.shared.settings.set_global(name, &value).map_err(|e| {
-                    let kind = match e {
-                        super::admin::SettingError::Unknown(_) => {
-                            ErrorKind::ER_UNKNOWN_SYSTEM_VARIABLE
-                        }
-                        super::admin::SettingError::BadValue(_) => {
-                            ErrorKind::ER_WRONG_VALUE_FOR_VAR
-                        }
-                        super::admin::SettingError::ReadOnly(_) => {
-                            ErrorKind::ER_INCORRECT_GLOBAL_LOCAL_VAR
-                        }
-                    };
-                    SqlError::new(kind, e.to_string())
-                })?;
+                self.engine().set_global(name, &value)?;
                 Ok(Outcome::ok())
             }
             Stmt::SelectConst(items) => self.select_const(items, args),
@@ -286,10 +273,32 @@ impl Session {
 
     /// Global variables from the registry plus the server's own.
     fn all_variables(&self) -> Vec<(String, String)> {
-        let mut v = self.shared.settings.variables();
+        let mut v: Vec<(String, String)> = self
+            .engine()
+            .variables()
+            .into_iter()
+            .map(|v| (v.name, v.value))
+            .collect();
         v.extend(self.server_variables());
         v.sort();
         v
+    }
+
+    /// `@@name`: one of the server's own variables, else the registry's.
+    fn variable(&self, name: &str) -> Result<String, SqlError> {
+        if let Some((_, v)) = self
+            .server_variables()
+            .into_iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Ok(v);
+        }
+        self.engine().variable(name).map(|v| v.value).map_err(|_| {
+            SqlError::new(
+                ErrorKind::ER_UNKNOWN_SYSTEM_VARIABLE,
+                format!("Unknown system variable '{name}'"),
+            )
+        })
     }
 
     fn server_variables(&self) -> Vec<(String, String)> {
@@ -326,7 +335,7 @@ impl Session {
 
     fn all_status(&self) -> Vec<(String, u64)> {
         let s = &self.shared;
-        let mut v = s.settings.global_status();
+        let mut v = s.engine.global_status();
         v.extend([
             (
                 "Threads_connected".to_string(),
@@ -349,19 +358,7 @@ impl Session {
         let mut row = Vec::new();
         for (label, item) in items {
             let (int, cell) = match item {
-                ConstItem::Var { name, .. } => {
-                    let v = self
-                        .all_variables()
-                        .into_iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                        .ok_or_else(|| {
-                            SqlError::new(
-                                ErrorKind::ER_UNKNOWN_SYSTEM_VARIABLE,
-                                format!("Unknown system variable '{name}'"),
-                            )
-                        })?;
-                    (false, Cell::Str(v.1))
-                }
+                ConstItem::Var { name, .. } => (false, Cell::Str(self.variable(name)?)),
                 ConstItem::Lit(o) => match args.int(o, label) {
                     Ok(i) => (true, Cell::Int(i)),
                     Err(_) => match args.text(o, label, usize::MAX) {

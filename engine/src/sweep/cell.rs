@@ -101,10 +101,7 @@ impl CellRunner {
     /// (`run --check-settings`); the error is the engine's own message.
     pub fn check_settings(&self, settings: &[(String, String)]) -> Result<(), String> {
         let mut args = vec!["run".to_string(), "--check-settings".to_string()];
-        for (k, v) in settings {
-            args.push("--set".into());
-            args.push(format!("{k}={v}"));
-        }
+        push_sets(&mut args, settings);
         let f = self.spawn(&args, self.slack)?;
         if f.success {
             Ok(())
@@ -142,10 +139,7 @@ impl CellRunner {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        for (k, v) in grid.settings(key) {
-            args.push("--set".into());
-            args.push(format!("{k}={v}"));
-        }
+        push_sets(&mut args, &grid.settings(key));
         args
     }
 
@@ -169,6 +163,14 @@ impl CellRunner {
                 last_error_line(&f.stderr).unwrap_or_default()
             )),
         }
+    }
+}
+
+/// Appends `--set name=value` for each setting.
+fn push_sets(args: &mut Vec<String>, settings: &[(String, String)]) {
+    for (k, v) in settings {
+        args.push("--set".into());
+        args.push(format!("{k}={v}"));
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::cell::CellRunner;
-use super::grid::{CellKey, Grid};
+use super::grid::{on_off, CellKey, Grid};
 use super::results::{now_unix, CellMetrics, CellResult, CellStatus, SweepResults};
 use super::SweepError;
 
@@ -74,7 +74,7 @@ pub fn preflight(grid: &Grid, runner: &CellRunner) -> Result<(), SweepError> {
             failures.push(format!(
                 "configuration `{}` (binlog {}, flush {}): {e} [settings: {}]",
                 key.config,
-                if key.scenario.binlog { "ON" } else { "OFF" },
+                on_off(key.scenario.binlog),
                 key.scenario.flush,
                 shown.join(" ")
             ));
@@ -159,31 +159,23 @@ pub fn run_sweep(
             Ok((metrics, report))
         });
         let wall_secs = started.elapsed().as_secs_f64();
-        let result = match outcome {
-            Ok((metrics, report)) => CellResult {
-                key: key.clone(),
-                seq: seq as u64,
-                started_unix,
-                wall_secs,
-                status: CellStatus::Ok,
-                error: None,
-                metrics: Some(metrics),
-                report: Some(report),
-            },
+        let (status, error, metrics, report) = match outcome {
+            Ok((metrics, report)) => (CellStatus::Ok, None, Some(metrics), Some(report)),
             Err(e) => {
                 summary.failed += 1;
                 pb.println(format!("cell {key} failed: {e}"));
-                CellResult {
-                    key: key.clone(),
-                    seq: seq as u64,
-                    started_unix,
-                    wall_secs,
-                    status: CellStatus::Failed,
-                    error: Some(e),
-                    metrics: None,
-                    report: None,
-                }
+                (CellStatus::Failed, Some(e), None, None)
             }
+        };
+        let result = CellResult {
+            key: key.clone(),
+            seq: seq as u64,
+            started_unix,
+            wall_secs,
+            status,
+            error,
+            metrics,
+            report,
         };
         results.record(result);
         results.save(&opts.out)?;

@@ -140,11 +140,20 @@ impl std::fmt::Display for CellKey {
             s.workload,
             s.users,
             s.cores,
-            if s.binlog { "ON" } else { "OFF" },
+            on_off(s.binlog),
             s.flush,
             self.config,
             self.repeat + 1
         )
+    }
+}
+
+/// `ON` or `OFF`, as the engine spells a boolean setting.
+pub(crate) fn on_off(b: bool) -> &'static str {
+    if b {
+        "ON"
+    } else {
+        "OFF"
     }
 }
 
@@ -327,7 +336,7 @@ impl Grid {
         let mut out = vec![
             (
                 "log_bin".to_string(),
-                if key.scenario.binlog { "ON" } else { "OFF" }.to_string(),
+                on_off(key.scenario.binlog).to_string(),
             ),
             (
                 "innodb_flush_log_at_trx_commit".to_string(),

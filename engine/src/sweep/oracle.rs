@@ -15,7 +15,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::grid::Scenario;
+use super::grid::{on_off, Scenario};
 use super::results::{CellStatus, SweepResults};
 use super::stats::{median, welch_p_value};
 
@@ -169,7 +169,7 @@ impl fmt::Display for OracleReport {
                 sc.workload,
                 sc.users,
                 sc.cores,
-                if sc.binlog { "ON" } else { "OFF" },
+                on_off(sc.binlog),
                 sc.flush,
                 s.best,
                 s.best_tps,

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::grid::{on_off, Scenario};
 use super::oracle::{oracle, OracleReport, ScenarioVerdict};
 use super::results::SweepResults;
 use super::SweepError;
@@ -44,6 +45,29 @@ fn color(configs: &[String], name: &str) -> RGBColor {
     RGBColor(c.0, c.1, c.2)
 }
 
+/// The scenarios grouped by `key`, in key order (one chart per group).
+fn group<K: Ord>(
+    scenarios: &[ScenarioVerdict],
+    key: impl Fn(&Scenario) -> K,
+) -> BTreeMap<K, Vec<&ScenarioVerdict>> {
+    let mut out: BTreeMap<K, Vec<&ScenarioVerdict>> = BTreeMap::new();
+    for s in scenarios {
+        out.entry(key(&s.scenario)).or_default().push(s);
+    }
+    out
+}
+
+/// The distinct values of one axis, ascending: the chart's categories.
+fn axis(scenarios: &[&ScenarioVerdict], value: impl Fn(&Scenario) -> u32) -> Vec<u32> {
+    let set: BTreeSet<u32> = scenarios.iter().map(|s| value(&s.scenario)).collect();
+    set.into_iter().collect()
+}
+
+/// The category index of `v` on `axis`, as a chart coordinate.
+fn index_on(axis: &[u32], v: u32) -> f64 {
+    axis.iter().position(|&a| a == v).unwrap_or(0) as f64
+}
+
 /// Writes the charts and `index.html` for `results` into `dir` (created if needed).
 pub fn plot(results: &SweepResults, dir: &Path) -> Result<PlotFiles, SweepError> {
     fs::create_dir_all(dir).map_err(|source| SweepError::Io {
@@ -67,36 +91,24 @@ pub fn plot(results: &SweepResults, dir: &Path) -> Result<PlotFiles, SweepError>
     let mut files = PlotFiles::default();
 
     // TPS vs users, one chart per workload × cores × binlog.
-    let mut charts: BTreeMap<(String, u32, bool), Vec<&ScenarioVerdict>> = BTreeMap::new();
-    for s in &report.scenarios {
-        let sc = &s.scenario;
-        charts
-            .entry((sc.workload.clone(), sc.cores, sc.binlog))
-            .or_default()
-            .push(s);
-    }
+    let charts = group(&report.scenarios, |sc| {
+        (sc.workload.clone(), sc.cores, sc.binlog)
+    });
     for ((workload, cores, binlog), scenarios) in &charts {
         let path = dir.join(format!(
             "tps_{}_c{cores}_binlog{}.svg",
             slug(workload),
             u8::from(*binlog)
         ));
-        let title = format!(
-            "{workload}: {cores} core(s), binlog {}",
-            if *binlog { "ON" } else { "OFF" }
-        );
+        let title = format!("{workload}: {cores} core(s), binlog {}", on_off(*binlog));
         tps_chart(&path, &title, scenarios, &configs, several_flush)?;
         files.charts.push(path);
     }
 
     // The winner over users × cores, one heatmap per workload × binlog × flush.
-    let mut maps: BTreeMap<(String, bool, u8), Vec<&ScenarioVerdict>> = BTreeMap::new();
-    for s in &report.scenarios {
-        let sc = &s.scenario;
-        maps.entry((sc.workload.clone(), sc.binlog, sc.flush))
-            .or_default()
-            .push(s);
-    }
+    let maps = group(&report.scenarios, |sc| {
+        (sc.workload.clone(), sc.binlog, sc.flush)
+    });
     for ((workload, binlog, flush), scenarios) in &maps {
         let path = dir.join(format!(
             "winner_{}_binlog{}_flush{flush}.svg",
@@ -105,7 +117,7 @@ pub fn plot(results: &SweepResults, dir: &Path) -> Result<PlotFiles, SweepError>
         ));
         let title = format!(
             "winner: {workload}, binlog {}, flush {flush}",
-            if *binlog { "ON" } else { "OFF" }
+            on_off(*binlog)
         );
         heatmap(&path, &title, scenarios, &configs)?;
         files.heatmaps.push(path);
@@ -127,20 +139,12 @@ fn tps_chart(
     configs: &[String],
     several_flush: bool,
 ) -> Result<(), SweepError> {
-    let users: Vec<u32> = scenarios
-        .iter()
-        .map(|s| s.scenario.users)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let users = axis(scenarios, |s| s.users);
     // (config, flush) → [(x index, median tps)]
     let mut series: BTreeMap<(String, u8), Vec<(f64, f64)>> = BTreeMap::new();
     let mut ymax: f64 = 1.0;
     for s in scenarios {
-        let x = users
-            .iter()
-            .position(|&u| u == s.scenario.users)
-            .unwrap_or(0) as f64;
+        let x = index_on(&users, s.scenario.users);
         for c in &s.configs {
             ymax = ymax.max(c.median_tps);
             series
@@ -210,18 +214,8 @@ fn heatmap(
     scenarios: &[&ScenarioVerdict],
     configs: &[String],
 ) -> Result<(), SweepError> {
-    let users: Vec<u32> = scenarios
-        .iter()
-        .map(|s| s.scenario.users)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let cores: Vec<u32> = scenarios
-        .iter()
-        .map(|s| s.scenario.cores)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let users = axis(scenarios, |s| s.users);
+    let cores = axis(scenarios, |s| s.cores);
     let (nx, ny) = (users.len(), cores.len());
     let width = (200 + 120 * nx as u32).max(440);
     let root = SVGBackend::new(path, (width, 150 + 70 * ny as u32)).into_drawing_area();
@@ -258,14 +252,8 @@ fn heatmap(
             .map_err(plot_err)?;
     }
     for s in scenarios {
-        let x = users
-            .iter()
-            .position(|&u| u == s.scenario.users)
-            .unwrap_or(0) as f64;
-        let y = cores
-            .iter()
-            .position(|&c| c == s.scenario.cores)
-            .unwrap_or(0) as f64;
+        let x = index_on(&users, s.scenario.users);
+        let y = index_on(&cores, s.scenario.cores);
         let col = color(configs, &s.best);
         chart
             .draw_series(std::iter::once(Rectangle::new(
@@ -356,7 +344,7 @@ fn index_html(results: &SweepResults, report: &OracleReport, files: &PlotFiles) 
             esc(&sc.workload),
             sc.users,
             sc.cores,
-            if sc.binlog { "ON" } else { "OFF" },
+            on_off(sc.binlog),
             sc.flush,
             esc(&s.best),
             s.best_tps,

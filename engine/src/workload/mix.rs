@@ -67,7 +67,8 @@ impl Statement {
         }
     }
 
-    fn index(self) -> usize {
+    /// The position of `self` in [`Statement::ALL`].
+    pub(crate) fn index(self) -> usize {
         Statement::ALL
             .iter()
             .position(|&s| s == self)

@@ -31,3 +31,32 @@ pub fn status(e: &redoctor_engine::Engine, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no status row {name}"))
         .1
 }
+
+/// An engine on a simulated disk (RT1, flush at commit) with `sbtest1` of
+/// `rows` rows.
+#[allow(dead_code)]
+pub fn sbtest_engine(
+    rows: u64,
+) -> (
+    Arc<redoctor_engine::Engine>,
+    redoctor_engine::data::table::TableId,
+) {
+    let vfs = Arc::new(SimVfs::new());
+    let e = redoctor_engine::Engine::open(sim_opts(vfs, RedoMode::On, 1, 1 << 20)).unwrap();
+    e.prepare_sbtest(1, rows).unwrap();
+    let t = e.table_id("sbtest1").unwrap();
+    (e, t)
+}
+
+/// Polls `cond` every millisecond; panics after 10 s.
+#[allow(dead_code)]
+pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let t = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "timed out: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

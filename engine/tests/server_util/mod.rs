@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
-use redoctor_engine::server::{EngineSettings, Server, ServerConfig};
+use redoctor_engine::server::{Server, ServerConfig};
 use redoctor_engine::{Engine, EngineOptions};
 
 pub struct TestServer {
@@ -72,7 +72,7 @@ pub fn start_in(dir: PathBuf, tune: impl FnOnce(&mut ServerConfig)) -> Server {
     let mut cfg = ServerConfig::new(dir.join("s.sock"));
     cfg.shutdown_grace = Duration::from_millis(500);
     tune(&mut cfg);
-    Server::start(engine.clone(), Arc::new(EngineSettings(engine)), cfg).unwrap()
+    Server::start(engine, cfg).unwrap()
 }
 
 pub fn connect(socket: &std::path::Path) -> Conn {

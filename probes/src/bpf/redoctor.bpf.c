@@ -92,24 +92,37 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
-static __always_inline void hist_add(void *map, __u64 v)
+/* Histogram bucket of `v` (see runq_latency_ns_log2), bounded for the verifier. */
+static __always_inline __u32 log2_bucket(__u64 v)
 {
 	__u32 b = log2_u64(v);
-	if (b >= HIST_BUCKETS)
-		b = HIST_BUCKETS - 1;
+	return b < HIST_BUCKETS ? b : HIST_BUCKETS - 1;
+}
+
+static __always_inline void hist_add(void *map, __u64 v)
+{
+	__u32 b = log2_bucket(v);
 	__u64 *slot = bpf_map_lookup_elem(map, &b);
 	if (slot)
 		*slot += 1;
 }
 
+/* The value at `key` in a hash map, inserted as `init` first when absent
+ * (a concurrent insert of the same key wins; either way the entry is found).
+ * Callers pass a `static const` zero: nothing is built on the stack per event. */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
 static __always_inline struct thread_sched *thread_stats(__u32 tid)
 {
-	struct thread_sched *s = bpf_map_lookup_elem(&thread_sched_stats, &tid);
-	if (s)
-		return s;
-	struct thread_sched zero = {};
-	bpf_map_update_elem(&thread_sched_stats, &tid, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&thread_sched_stats, &tid);
+	static const struct thread_sched zero;
+	return lookup_or_init(&thread_sched_stats, &tid, &zero);
 }
 
 /* TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -187,15 +200,10 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 		.waker_pid = waker_pid,
 		.wakee_pid = wakee_pid,
 	};
-	__u64 *n = bpf_map_lookup_elem(&wakeups_by_pair, &key);
-	if (n) {
+	static const __u64 none;
+	__u64 *n = lookup_or_init(&wakeups_by_pair, &key, &none);
+	if (n)
 		__sync_fetch_and_add(n, 1);
-	} else {
-		__u64 one = 1;
-		if (bpf_map_update_elem(&wakeups_by_pair, &key, &one, BPF_NOEXIST))
-			if ((n = bpf_map_lookup_elem(&wakeups_by_pair, &key)))
-				__sync_fetch_and_add(n, 1);
-	}
 	if (wakee_pid == target_tgid) {
 		struct thread_sched *s = thread_stats(key.wakee_tid);
 		if (s)
@@ -260,12 +268,8 @@ struct {
 
 static __always_inline struct fd_io *fd_stats(__u32 fd)
 {
-	struct fd_io *s = bpf_map_lookup_elem(&io_by_fd, &fd);
-	if (s)
-		return s;
 	static const struct fd_io zero;
-	bpf_map_update_elem(&io_by_fd, &fd, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&io_by_fd, &fd);
+	return lookup_or_init(&io_by_fd, &fd, &zero);
 }
 
 static __always_inline int call_exit(__s64 ret)
@@ -284,12 +288,8 @@ static __always_inline int call_exit(__s64 ret)
 
 	if (kind == CALL_FUTEX_WAIT) {
 		struct futex_key k = { .uaddr = arg, .tid = tid };
-		struct futex_wait *w = bpf_map_lookup_elem(&futex_wait_by_lock, &k);
-		if (!w) {
-			struct futex_wait z = {};
-			bpf_map_update_elem(&futex_wait_by_lock, &k, &z, BPF_NOEXIST);
-			w = bpf_map_lookup_elem(&futex_wait_by_lock, &k);
-		}
+		static const struct futex_wait zero;
+		struct futex_wait *w = lookup_or_init(&futex_wait_by_lock, &k, &zero);
 		if (w) {
 			__sync_fetch_and_add(&w->wait_ns, ns);
 			__sync_fetch_and_add(&w->waits, 1);
@@ -307,10 +307,7 @@ static __always_inline int call_exit(__s64 ret)
 	} else if (kind == CALL_FSYNC) {
 		__sync_fetch_and_add(&s->fsync_calls, 1);
 		__sync_fetch_and_add(&s->fsync_ns, ns);
-		__u32 b = log2_u64(ns);
-		if (b >= HIST_BUCKETS)
-			b = HIST_BUCKETS - 1;
-		__sync_fetch_and_add(&s->fsync_ns_log2[b], 1);
+		__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
 	}
 	return 0;
 }
