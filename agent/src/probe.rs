@@ -35,9 +35,14 @@ pub struct ProbeArgs {
     /// engine-timed fsyncs, waiters woken); ~1.4 µs per batch in the target.
     #[arg(long)]
     batch_probes: bool,
-    /// Do not trace syscalls (no write/fsync/futex signals; cheaper on syscall-heavy targets).
+    /// Do not trace syscalls (no write/fsync signals; cheaper on syscall-heavy targets).
     #[arg(long)]
     no_syscalls: bool,
+    /// Measure the probes' own cost (`probe_cost`) in one window of every N
+    /// (1 = every window, 0 = never); the kernel's timing of each BPF run
+    /// costs ~20-30 ns per event while on.
+    #[arg(long, default_value_t = redoctor_probes::bpf_stats::DEFAULT_COST_EVERY)]
+    cost_every: u32,
 }
 
 /// Attaches the probes as `opts` asks (warning about any that are
@@ -58,6 +63,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     opts.syscalls = !args.no_syscalls;
     opts.batch_points = args.batch_probes;
     let mut sampler = attach(&opts, profile)?;
+    sampler.set_cost_every(args.cost_every);
     let started = Instant::now();
     let stdout = std::io::stdout();
     loop {

@@ -31,7 +31,7 @@ const SCHED_TRACEPOINTS: &[(&str, &str)] = &[
     ("sched_waking", "sched_waking"),
 ];
 
-/// Raw syscall tracepoints (writes, fsyncs, futex waits).
+/// Raw syscall tracepoints (writes and fsyncs; futex waits come from `sched_switch`).
 const SYSCALL_TRACEPOINTS: &[(&str, &str)] =
     &[("sys_enter", "sys_enter"), ("sys_exit", "sys_exit")];
 
@@ -64,10 +64,10 @@ pub struct AttachOptions {
     pub pid: u32,
     /// Attach uprobes to the engine probe points (`redoctor_*` symbols).
     pub uprobes: bool,
-    /// Attach the syscall tracepoints (write bytes, fsyncs, futex waits).
+    /// Attach the syscall tracepoints (write bytes, fsyncs).
     /// They fire on every syscall of every process, so they are the largest
-    /// cost on syscall-heavy targets; without them `io` and `futex_waits`
-    /// stay empty and are listed as unavailable.
+    /// cost on syscall-heavy targets; without them `io` stays
+    /// empty and is listed as unavailable.
     pub syscalls: bool,
     /// Also attach the per-batch probe points ([`BATCH_PROBE_POINTS`]).
     pub batch_points: bool,
@@ -121,7 +121,7 @@ impl Probes {
             raw.extend_from_slice(SYSCALL_TRACEPOINTS);
         } else {
             unavailable.push(Unavailable {
-                what: "io and futex_waits".into(),
+                what: "io".into(),
                 why: "syscall tracepoints not attached (asked for)".into(),
             });
         }

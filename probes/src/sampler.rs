@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::bpf_stats::{self, StatsGuard};
+use crate::bpf_stats::{CostMeter, DEFAULT_COST_EVERY};
 use crate::error::ProbeError;
 use crate::histogram::histogram;
 use crate::loader::Probes;
@@ -22,8 +22,7 @@ pub struct Sampler {
     probes: Probes,
     profile: Profile,
     prev: MapsReading,
-    prev_costs: BTreeMap<String, (u64, u64)>,
-    stats: StatsGuard,
+    cost: CostMeter,
     /// Every thread name seen so far (threads that exited keep theirs).
     comms: HashMap<u32, String>,
     /// Latest path seen behind each descriptor.
@@ -35,22 +34,27 @@ pub struct Sampler {
 impl Sampler {
     /// Starts the first window now.
     pub fn new(probes: Probes, profile: Profile) -> Result<Sampler, ProbeError> {
-        let stats = StatsGuard::enable();
         let prev = MapsReading::read(&probes)?;
-        let prev_costs = bpf_stats::read(&probes);
+        let cost = CostMeter::new(DEFAULT_COST_EVERY, &probes);
         let mut s = Sampler {
             affinity_cpus: 0,
             probes,
             profile,
             prev,
-            prev_costs,
-            stats,
+            cost,
             comms: HashMap::new(),
             fd_paths: HashMap::new(),
             exited: false,
         };
         s.refresh_proc();
         Ok(s)
+    }
+
+    /// Measures the programs' own cost (`probe_cost`) in one window of
+    /// every `every` (1 = all, 0 = never), starting with the current one;
+    /// the default is [`DEFAULT_COST_EVERY`].
+    pub fn set_cost_every(&mut self, every: u32) {
+        self.cost = CostMeter::new(every, &self.probes);
     }
 
     pub fn probes(&self) -> &Probes {
@@ -114,14 +118,13 @@ impl Sampler {
                 self.comms.insert(*tid, name);
             }
         }
-        let costs = bpf_stats::read(&self.probes);
-        let sig = self.compute(&cur, &costs, !alive, live.as_ref());
+        let cost = self.cost.close(&self.probes);
+        let sig = self.compute(&cur, cost, !alive, live.as_ref());
         let mut cur = cur;
         if let Some(live) = &live {
             prune::dead_threads(&mut self.probes, &self.prev, &mut cur, live)?;
         }
         self.prev = cur;
-        self.prev_costs = costs;
         self.exited |= !alive;
         Ok(sig)
     }
@@ -142,7 +145,7 @@ impl Sampler {
     fn compute(
         &self,
         cur: &MapsReading,
-        costs: &BTreeMap<String, (u64, u64)>,
+        probe_cost: Option<Vec<ProgramCost>>,
         exited: bool,
         live: Option<&HashMap<u32, String>>,
     ) -> Signals {
@@ -328,25 +331,8 @@ impl Sampler {
         futex_waits.sort_by_key(|l| std::cmp::Reverse(l.wait_ns));
         futex_waits.truncate(20);
 
-        // The probes' own cost.
-        let probe_cost = costs
-            .iter()
-            .map(|(name, (runs, ns))| {
-                let (r0, n0) = self.prev_costs.get(name).copied().unwrap_or((0, 0));
-                let runs = runs.saturating_sub(r0);
-                let run_ns = ns.saturating_sub(n0);
-                ProgramCost {
-                    program: name.clone(),
-                    runs,
-                    run_ns,
-                    ns_per_run: (runs > 0).then(|| run_ns as f64 / runs as f64),
-                }
-            })
-            .filter(|c| c.runs > 0)
-            .collect();
-
         let mut unavailable = self.probes.unavailable().to_vec();
-        if !self.stats.enabled() {
+        if self.cost.refused() {
             unavailable.push(crate::loader::Unavailable {
                 what: "probe_cost".into(),
                 why: "the kernel refused BPF_ENABLE_STATS; set sysctl kernel.bpf_stats_enabled=1"
@@ -369,7 +355,7 @@ impl Sampler {
             io,
             futex_waits,
             engine,
-            probe_cost,
+            probe_cost: probe_cost.unwrap_or_default(),
             unavailable,
         }
     }

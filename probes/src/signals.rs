@@ -44,7 +44,10 @@ pub struct Signals {
     pub futex_waits: Vec<LockWait>,
     /// Engine events from the uprobes on its probe points.
     pub engine: EngineEvents,
-    /// Per BPF program: events handled and time spent in the window (the probes' own cost).
+    /// Per BPF program: events handled and time spent in the window (the
+    /// probes' own cost). Measured in one window of every N (`--cost-every`,
+    /// default 10, the first included), because the kernel's run-time
+    /// statistics add to every event while on; empty in the other windows.
     pub probe_cost: Vec<ProgramCost>,
     /// Measurements that were not available, with why (e.g. stripped probe symbols).
     pub unavailable: Vec<crate::loader::Unavailable>,

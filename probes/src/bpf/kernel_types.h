@@ -42,11 +42,13 @@ struct task_struct {
 	pid_t tgid;
 } __attribute__((preserve_access_index));
 
-/* x86-64 register file as saved on kernel entry (uprobe context). */
+/* x86-64 register file as saved on kernel entry (uprobe context, and a
+ * task's user registers at syscall entry: `orig_ax` is the syscall number). */
 struct pt_regs {
 	unsigned long di;
 	unsigned long si;
 	unsigned long dx;
+	unsigned long orig_ax;
 } __attribute__((preserve_access_index));
 
 /* Raw tracepoint context: the tracepoint's TP_PROTO arguments. */

@@ -31,9 +31,16 @@ struct thread_sched {
 	__u64 involuntary;  /* switched out while still runnable (preempted, yield) */
 	__u64 runq_wait_ns; /* ns spent runnable but waiting for a CPU */
 	__u64 runq_waits;   /* number of such waits that ended on a CPU */
-	char comm[16];      /* thread name at its last switch-out */
+	char comm[16];      /* thread name, refreshed every COMM_REFRESH-th switch-out */
 	__u64 runnable_since_ns; /* when it last became runnable; 0 = running or asleep */
+	__u64 futex_uaddr;       /* futex word it blocked on at its last switch-out; 0 = none */
+	__u64 futex_since_ns;    /* when it blocked there */
 };
+
+/* The thread name is copied at the first switch-out of a thread and then at
+ * every 64th: names are set once at thread start, and copying 16 bytes on
+ * every switch is measurable at 200k switches/s. */
+#define COMM_REFRESH 64
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -125,14 +132,69 @@ static __always_inline struct thread_sched *thread_stats(__u32 tid)
 	return lookup_or_init(&thread_sched_stats, &tid, &zero);
 }
 
+/* Futex wait time by (lock address, thread). */
+struct futex_key {
+	__u64 uaddr;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct futex_wait {
+	__u64 wait_ns; /* ns blocked in FUTEX_WAIT / FUTEX_WAIT_BITSET */
+	__u64 waits;   /* such calls */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FUTEX_KEYS);
+	__type(key, struct futex_key);
+	__type(value, struct futex_wait);
+} futex_wait_by_lock SEC(".maps");
+
+#define NR_futex 202
+#define FUTEX_CMD_MASK 0x7f /* without FUTEX_PRIVATE_FLAG (128), CLOCK_REALTIME (256) */
+#define FUTEX_WAIT 0
+#define FUTEX_WAIT_BITSET 9
+
+/* The futex word `current` is blocking on, or 0. Called in sched_switch for
+ * a thread that switches out without being runnable, where current is still
+ * that thread: its user registers as saved at syscall entry tell the call
+ * (orig_ax), the futex word (di) and the operation (si). Futex waits are
+ * measured from the scheduler events alone, so no program runs on the
+ * futex syscalls themselves, the most frequent syscall of a busy engine. */
+static __always_inline __u64 blocked_futex(void)
+{
+	/* A BTF pointer: plain loads, checked by the verifier, no helper calls. */
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (regs->orig_ax != NR_futex)
+		return 0;
+	__u32 op = regs->si & FUTEX_CMD_MASK;
+	if (op != FUTEX_WAIT && op != FUTEX_WAIT_BITSET)
+		return 0;
+	return regs->di;
+}
+
+/* Adds one wait of `ns` on futex word `uaddr` by thread `tid`. */
+static __always_inline void futex_wait_add(__u64 uaddr, __u32 tid, __u64 ns)
+{
+	struct futex_key k = { .uaddr = uaddr, .tid = tid };
+	static const struct futex_wait zero;
+	struct futex_wait *w = lookup_or_init(&futex_wait_by_lock, &k, &zero);
+	if (w) {
+		__sync_fetch_and_add(&w->wait_ns, ns);
+		__sync_fetch_and_add(&w->waits, 1);
+	}
+}
+
 /* TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next,
  *          unsigned int prev_state) */
 SEC("raw_tp/sched_switch")
 int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct task_struct *prev = (struct task_struct *)ctx->args[1];
+	/* `prev` is still `current` here: its ids come without a memory read. */
+	__u64 cur = bpf_get_current_pid_tgid();
 	struct task_struct *next = (struct task_struct *)ctx->args[2];
-	__u32 prev_in = BPF_CORE_READ(prev, tgid) == target_tgid;
+	__u32 prev_in = (__u32)(cur >> 32) == target_tgid;
 	__u32 next_in = BPF_CORE_READ(next, tgid) == target_tgid;
 	if (!prev_in && !next_in)
 		return 0;
@@ -144,14 +206,15 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 
 	if (prev_in) {
-		__u32 tid = BPF_CORE_READ(prev, pid);
+		__u32 tid = (__u32)cur;
 		bool preempt = ctx->args[0];
 		__u32 state = ctx->args[3];
 		bool still_runnable = preempt || state == 0;
 		struct thread_sched *s = thread_stats(tid);
 		if (s) {
 			/* Names of short-lived threads outlive them here. */
-			bpf_get_current_comm(s->comm, sizeof(s->comm));
+			if ((s->voluntary + s->involuntary) % COMM_REFRESH == 0)
+				bpf_get_current_comm(s->comm, sizeof(s->comm));
 			if (slice->tid == tid && slice->start_ns)
 				s->oncpu_ns += now - slice->start_ns;
 			if (still_runnable) {
@@ -160,6 +223,8 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 			} else {
 				s->voluntary += 1;
 				s->runnable_since_ns = 0;
+				s->futex_uaddr = blocked_futex();
+				s->futex_since_ns = now;
 			}
 		}
 	}
@@ -171,13 +236,21 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		slice->start_ns = now;
 		slice->tid = tid;
 		struct thread_sched *s = thread_stats(tid);
-		if (s && s->runnable_since_ns) {
+		if (!s)
+			return 0;
+		if (s->runnable_since_ns) {
 			__u64 since = s->runnable_since_ns;
 			__u64 wait = now > since ? now - since : 0;
 			s->runnable_since_ns = 0;
 			s->runq_wait_ns += wait;
 			s->runq_waits += 1;
 			hist_add(&runq_latency_ns_log2, wait);
+		}
+		if (s->futex_uaddr) {
+			/* Blocked from switch-out to switch-in, as futexctn counts
+			 * the wait syscall's time (run-queue wait included). */
+			futex_wait_add(s->futex_uaddr, tid, now - s->futex_since_ns);
+			s->futex_uaddr = 0;
 		}
 	}
 	return 0;
@@ -212,7 +285,7 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-/* ---- syscalls: writes, fsyncs, futex waits ------------------------------- */
+/* ---- syscalls: writes and fsyncs ---------------------------------------- */
 
 /* Per file descriptor of the target; user space maps fd -> path -> kind. */
 struct fd_io {
@@ -230,31 +303,12 @@ struct {
 	__type(value, struct fd_io);
 } io_by_fd SEC(".maps");
 
-/* Futex wait time by (lock address, thread). */
-struct futex_key {
-	__u64 uaddr;
-	__u32 tid;
-	__u32 pad;
-};
-
-struct futex_wait {
-	__u64 wait_ns; /* ns blocked in FUTEX_WAIT / FUTEX_WAIT_BITSET */
-	__u64 waits;   /* such calls */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_FUTEX_KEYS);
-	__type(key, struct futex_key);
-	__type(value, struct futex_wait);
-} futex_wait_by_lock SEC(".maps");
-
 /* A target thread inside one of the traced syscalls. */
-enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2, CALL_FUTEX_WAIT = 3 };
+enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2 };
 
 struct in_call {
 	__u64 start_ns;
-	__u64 arg; /* fd, or futex address */
+	__u64 fd;
 	__u32 kind;
 	__u32 pad;
 };
@@ -272,63 +326,38 @@ static __always_inline struct fd_io *fd_stats(__u32 fd)
 	return lookup_or_init(&io_by_fd, &fd, &zero);
 }
 
-static __always_inline int call_exit(__s64 ret)
-{
-	__u64 cur = bpf_get_current_pid_tgid();
-	if ((__u32)(cur >> 32) != target_tgid)
-		return 0;
-	__u32 tid = (__u32)cur;
-	struct in_call *c = bpf_map_lookup_elem(&calls_in_flight, &tid);
-	if (!c)
-		return 0;
-	__u64 ns = bpf_ktime_get_ns() - c->start_ns;
-	__u32 kind = c->kind;
-	__u64 arg = c->arg;
-	bpf_map_delete_elem(&calls_in_flight, &tid);
-
-	if (kind == CALL_FUTEX_WAIT) {
-		struct futex_key k = { .uaddr = arg, .tid = tid };
-		static const struct futex_wait zero;
-		struct futex_wait *w = lookup_or_init(&futex_wait_by_lock, &k, &zero);
-		if (w) {
-			__sync_fetch_and_add(&w->wait_ns, ns);
-			__sync_fetch_and_add(&w->waits, 1);
-		}
-		return 0;
-	}
-	struct fd_io *s = fd_stats((__u32)arg);
-	if (!s)
-		return 0;
-	if (kind == CALL_WRITE) {
-		if (ret >= 0) {
-			__sync_fetch_and_add(&s->write_calls, 1);
-			__sync_fetch_and_add(&s->write_bytes, ret);
-		}
-	} else if (kind == CALL_FSYNC) {
-		__sync_fetch_and_add(&s->fsync_calls, 1);
-		__sync_fetch_and_add(&s->fsync_ns, ns);
-		__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
-	}
-	return 0;
-}
-
 /* x86-64 syscall numbers. */
 #define NR_write 1
 #define NR_pwrite64 18
 #define NR_writev 20
 #define NR_fsync 74
 #define NR_fdatasync 75
-#define NR_futex 202
 #define NR_pwritev 296
 #define NR_pwritev2 328
 
-#define FUTEX_CMD_MASK 0x7f /* without FUTEX_PRIVATE_FLAG (128), CLOCK_REALTIME (256) */
-#define FUTEX_WAIT 0
-#define FUTEX_WAIT_BITSET 9
+/* Which traced call syscall `id` is, or 0. */
+static __always_inline __u32 call_kind_of(long id)
+{
+	switch (id) {
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2:
+		return CALL_WRITE;
+	case NR_fsync:
+	case NR_fdatasync:
+		return CALL_FSYNC;
+	default:
+		return 0;
+	}
+}
 
 /* Raw syscall tracepoints: one program for every syscall, but no per-event
  * record is built (cheaper than the per-syscall tracepoints, which cost
- * ~250 ns of dispatch each) and no tracefs is needed.
+ * ~250 ns of dispatch each) and no tracefs is needed. Both programs decide
+ * from the syscall number alone, before any map access, so the untraced
+ * syscalls (futex above all) cost only the check.
  * TP_PROTO(struct pt_regs *regs, long id) */
 SEC("raw_tp/sys_enter")
 int sys_enter(struct bpf_raw_tracepoint_args *ctx)
@@ -336,35 +365,14 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	__u64 cur = bpf_get_current_pid_tgid();
 	if ((__u32)(cur >> 32) != target_tgid)
 		return 0;
-	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	long id = ctx->args[1];
-	__u32 kind;
-	switch (id) {
-	case NR_write:
-	case NR_pwrite64:
-	case NR_writev:
-	case NR_pwritev:
-	case NR_pwritev2:
-		kind = CALL_WRITE;
-		break;
-	case NR_fsync:
-	case NR_fdatasync:
-		kind = CALL_FSYNC;
-		break;
-	case NR_futex: {
-		__u32 op = BPF_CORE_READ(regs, si) & FUTEX_CMD_MASK;
-		if (op != FUTEX_WAIT && op != FUTEX_WAIT_BITSET)
-			return 0;
-		kind = CALL_FUTEX_WAIT;
-		break;
-	}
-	default:
+	__u32 kind = call_kind_of(ctx->args[1]);
+	if (!kind)
 		return 0;
-	}
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
 	__u32 tid = (__u32)cur;
 	struct in_call c = {
 		.start_ns = bpf_ktime_get_ns(),
-		.arg = BPF_CORE_READ(regs, di), /* fd, or the futex address */
+		.fd = BPF_CORE_READ(regs, di),
 		.kind = kind,
 	};
 	bpf_map_update_elem(&calls_in_flight, &tid, &c, BPF_ANY);
@@ -375,7 +383,36 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/sys_exit")
 int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	return call_exit(ctx->args[1]);
+	__u64 cur = bpf_get_current_pid_tgid();
+	if ((__u32)(cur >> 32) != target_tgid)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	if (!call_kind_of(BPF_CORE_READ(regs, orig_ax)))
+		return 0;
+	__s64 ret = ctx->args[1];
+	__u32 tid = (__u32)cur;
+	struct in_call *c = bpf_map_lookup_elem(&calls_in_flight, &tid);
+	if (!c)
+		return 0;
+	__u64 ns = bpf_ktime_get_ns() - c->start_ns;
+	__u32 kind = c->kind;
+	__u32 fd = c->fd;
+	bpf_map_delete_elem(&calls_in_flight, &tid);
+
+	struct fd_io *s = fd_stats(fd);
+	if (!s)
+		return 0;
+	if (kind == CALL_WRITE) {
+		if (ret >= 0) {
+			__sync_fetch_and_add(&s->write_calls, 1);
+			__sync_fetch_and_add(&s->write_bytes, ret);
+		}
+	} else {
+		__sync_fetch_and_add(&s->fsync_calls, 1);
+		__sync_fetch_and_add(&s->fsync_ns, ns);
+		__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
+	}
+	return 0;
 }
 
 /* ---- engine probe points (uprobes) -------------------------------------- */

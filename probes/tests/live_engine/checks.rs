@@ -152,6 +152,15 @@ impl Bpftrace {
         program.push_str(
             "\ntracepoint:syscalls:sys_enter_getppid /pid == $2/ { @gate = 1 - @gate; }\n",
         );
+        // Futex waits the classic way (futexctn): FUTEX_WAIT(_BITSET) syscalls
+        // entered in the window, timed to their exit.
+        program.push_str(
+            "tracepoint:syscalls:sys_enter_futex /pid == $1 && @gate == 1 && \
+             ((args->op & 0x7f) == 0 || (args->op & 0x7f) == 9)/ { @fts[tid] = nsecs; }\n\
+             tracepoint:syscalls:sys_exit_futex /@fts[tid]/ { @futex_wait_calls = count(); \
+             @futex_wait_ns = sum(nsecs - @fts[tid]); delete(@fts[tid]); }\n\
+             END { clear(@fts); }\n",
+        );
         let mut child = match Command::new("bpftrace")
             .arg("-e")
             .arg(&program)
@@ -329,6 +338,25 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
                 s.wakeups.internal + s.wakeups.to_outside,
                 get("wakeups_by_target"),
             )?;
+            // The probes count a futex wait when a thread blocked in
+            // FUTEX_WAIT is switched back in; bpftrace counts the syscalls.
+            // A call that finds the word changed returns without blocking
+            // (~1% here), and each thread may have one wait straddling the
+            // window's start: they agree within 3% plus one per thread.
+            let futex_waits: u64 = s.roles.values().map(|r| r.futex_waits).sum();
+            let calls = get("futex_wait_calls");
+            let threads = s.threads.len() as u64;
+            ensure!(
+                calls > 100 && futex_waits.abs_diff(calls) <= calls * 3 / 100 + threads,
+                "futex waits: probes {futex_waits}, bpftrace FUTEX_WAIT calls {calls} \
+                 ({threads} threads)"
+            );
+            let futex_ns: u64 = s.roles.values().map(|r| r.futex_wait_ns).sum();
+            println!(
+                "  futex waits {futex_waits}/{calls}, wait time {:.3}/{:.3} s (probes/bpftrace)",
+                futex_ns as f64 / 1e9,
+                get("futex_wait_ns") as f64 / 1e9
+            );
             println!(
                 "  switches vol {}/{} invol {}/{} wakeups {}/{} (probes/bpftrace)",
                 s.cpu.voluntary_switches,
