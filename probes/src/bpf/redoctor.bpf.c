@@ -126,6 +126,20 @@ static __always_inline void *lookup_or_init(void *map, const void *key, const vo
 	return bpf_map_lookup_elem(map, key);
 }
 
+/* `tgid << 32 | pid` of task `t` (the layout of bpf_get_current_pid_tgid),
+ * in one memory read when the kernel keeps the two fields adjacent, as every
+ * kernel does; the offsets are CO-RE constants fixed at load time. */
+static __always_inline __u64 task_ids(struct task_struct *t)
+{
+	if (bpf_core_field_offset(struct task_struct, tgid) ==
+	    bpf_core_field_offset(struct task_struct, pid) + 4) {
+		__u64 ids = 0;
+		bpf_probe_read_kernel(&ids, sizeof(ids), __builtin_preserve_access_index(&t->pid));
+		return ids;
+	}
+	return (__u64)BPF_CORE_READ(t, tgid) << 32 | (__u32)BPF_CORE_READ(t, pid);
+}
+
 static __always_inline struct thread_sched *thread_stats(__u32 tid)
 {
 	static const struct thread_sched zero;
@@ -180,9 +194,10 @@ static __always_inline void futex_wait_add(__u64 uaddr, __u32 tid, __u64 ns)
 	struct futex_key k = { .uaddr = uaddr, .tid = tid };
 	static const struct futex_wait zero;
 	struct futex_wait *w = lookup_or_init(&futex_wait_by_lock, &k, &zero);
+	/* Keyed by the thread, updated only at its own switch-in: no atomic. */
 	if (w) {
-		__sync_fetch_and_add(&w->wait_ns, ns);
-		__sync_fetch_and_add(&w->waits, 1);
+		w->wait_ns += ns;
+		w->waits += 1;
 	}
 }
 
@@ -193,9 +208,9 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 {
 	/* `prev` is still `current` here: its ids come without a memory read. */
 	__u64 cur = bpf_get_current_pid_tgid();
-	struct task_struct *next = (struct task_struct *)ctx->args[2];
+	__u64 next_ids = task_ids((struct task_struct *)ctx->args[2]);
 	__u32 prev_in = (__u32)(cur >> 32) == target_tgid;
-	__u32 next_in = BPF_CORE_READ(next, tgid) == target_tgid;
+	__u32 next_in = (__u32)(next_ids >> 32) == target_tgid;
 	if (!prev_in && !next_in)
 		return 0;
 
@@ -232,7 +247,7 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 	slice->tid = 0;
 
 	if (next_in) {
-		__u32 tid = BPF_CORE_READ(next, pid);
+		__u32 tid = (__u32)next_ids;
 		slice->start_ns = now;
 		slice->tid = tid;
 		struct thread_sched *s = thread_stats(tid);
@@ -260,23 +275,25 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/sched_waking")
 int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct task_struct *p = (struct task_struct *)ctx->args[0];
 	__u64 cur = bpf_get_current_pid_tgid();
+	__u64 wakee = task_ids((struct task_struct *)ctx->args[0]);
 	__u32 waker_pid = cur >> 32;
-	__u32 wakee_pid = BPF_CORE_READ(p, tgid);
+	__u32 wakee_pid = wakee >> 32;
 	if (waker_pid != target_tgid && wakee_pid != target_tgid)
 		return 0;
 
 	struct wake_pair key = {
 		.waker_tid = (__u32)cur,
-		.wakee_tid = BPF_CORE_READ(p, pid),
+		.wakee_tid = (__u32)wakee,
 		.waker_pid = waker_pid,
 		.wakee_pid = wakee_pid,
 	};
 	static const __u64 none;
 	__u64 *n = lookup_or_init(&wakeups_by_pair, &key, &none);
+	/* Only the waker's thread counts under its key, one CPU at a time (a
+	 * nested run on the same CPU is refused by the kernel): no atomic. */
 	if (n)
-		__sync_fetch_and_add(n, 1);
+		*n += 1;
 	if (wakee_pid == target_tgid) {
 		struct thread_sched *s = thread_stats(key.wakee_tid);
 		if (s)
