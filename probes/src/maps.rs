@@ -25,8 +25,9 @@ pub struct ThreadSched {
     pub runq_waits: u64,
     /// Thread name at its first and every 64th switch-out (NUL-padded).
     pub comm: [u8; 16],
-    /// When it last became runnable (0 = running or asleep), kernel ns.
-    pub runnable_since_ns: u64,
+    /// The kernel's cumulative run-queue wait of the thread at its last
+    /// switch-out, ns.
+    pub run_delay_ns: u64,
     /// Futex word it is blocked on (0 = none).
     pub futex_uaddr: u64,
     /// When it blocked there, kernel ns.

@@ -37,9 +37,15 @@ enum {
 	BPF_EXIST = 2,
 };
 
+/* Scheduler statistics the kernel keeps per task (CONFIG_SCHED_INFO). */
+struct sched_info {
+	unsigned long long run_delay; /* ns waited on a run queue, cumulative */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
+	struct sched_info sched_info;
 } __attribute__((preserve_access_index));
 
 /* x86-64 register file as saved on kernel entry (uprobe context, and a

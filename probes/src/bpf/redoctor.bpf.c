@@ -32,9 +32,9 @@ struct thread_sched {
 	__u64 runq_wait_ns; /* ns spent runnable but waiting for a CPU */
 	__u64 runq_waits;   /* number of such waits that ended on a CPU */
 	char comm[16];      /* thread name, refreshed every COMM_REFRESH-th switch-out */
-	__u64 runnable_since_ns; /* when it last became runnable; 0 = running or asleep */
-	__u64 futex_uaddr;       /* futex word it blocked on at its last switch-out; 0 = none */
-	__u64 futex_since_ns;    /* when it blocked there */
+	__u64 run_delay_ns; /* the kernel's run_delay at its last switch-out */
+	__u64 futex_uaddr;  /* futex word it blocked on at its last switch-out; 0 = none */
+	__u64 futex_since_ns; /* when it blocked there */
 };
 
 /* The thread name is copied at the first switch-out of a thread and then at
@@ -201,7 +201,17 @@ static __always_inline void futex_wait_add(__u64 uaddr, __u32 tid, __u64 ns)
 	}
 }
 
-/* TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next,
+/* Everything per thread is accounted when the thread switches OUT, where it
+ * is still `current`: one map lookup per switch, none when it switches in
+ * (only the per-CPU slice start is noted) and none in sched_waking.
+ *   - on-CPU time: the slice that ends now, from the per-CPU slice start;
+ *   - run-queue wait: the wait before that slice, from the kernel's own
+ *     cumulative `sched_info.run_delay` (enqueue to arrival on a CPU, what
+ *     runqlat measures), as the difference from the last switch-out; the
+ *     first switch-out seen of a thread only takes the baseline;
+ *   - futex wait: a thread that blocked in FUTEX_WAIT at its last
+ *     switch-out waited until this slice started.
+ * TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next,
  *          unsigned int prev_state) */
 SEC("raw_tp/sched_switch")
 int sched_switch(struct bpf_raw_tracepoint_args *ctx)
@@ -227,17 +237,30 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		bool still_runnable = preempt || state == 0;
 		struct thread_sched *s = thread_stats(tid);
 		if (s) {
+			__u64 seen = s->voluntary + s->involuntary;
 			/* Names of short-lived threads outlive them here. */
-			if ((s->voluntary + s->involuntary) % COMM_REFRESH == 0)
+			if (seen % COMM_REFRESH == 0)
 				bpf_get_current_comm(s->comm, sizeof(s->comm));
-			if (slice->tid == tid && slice->start_ns)
+			bool whole_slice = slice->tid == tid && slice->start_ns;
+			if (whole_slice)
 				s->oncpu_ns += now - slice->start_ns;
+			__u64 run_delay = bpf_get_current_task_btf()->sched_info.run_delay;
+			if (seen) {
+				__u64 wait = run_delay - s->run_delay_ns;
+				s->runq_wait_ns += wait;
+				s->runq_waits += 1;
+				hist_add(&runq_latency_ns_log2, wait);
+			}
+			s->run_delay_ns = run_delay;
+			if (s->futex_uaddr && whole_slice)
+				/* Blocked from switch-out to switch-in, as futexctn
+				 * counts the wait syscall (run-queue wait included). */
+				futex_wait_add(s->futex_uaddr, tid, slice->start_ns - s->futex_since_ns);
+			s->futex_uaddr = 0;
 			if (still_runnable) {
 				s->involuntary += 1;
-				s->runnable_since_ns = now;
 			} else {
 				s->voluntary += 1;
-				s->runnable_since_ns = 0;
 				s->futex_uaddr = blocked_futex();
 				s->futex_since_ns = now;
 			}
@@ -247,26 +270,8 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 	slice->tid = 0;
 
 	if (next_in) {
-		__u32 tid = (__u32)next_ids;
 		slice->start_ns = now;
-		slice->tid = tid;
-		struct thread_sched *s = thread_stats(tid);
-		if (!s)
-			return 0;
-		if (s->runnable_since_ns) {
-			__u64 since = s->runnable_since_ns;
-			__u64 wait = now > since ? now - since : 0;
-			s->runnable_since_ns = 0;
-			s->runq_wait_ns += wait;
-			s->runq_waits += 1;
-			hist_add(&runq_latency_ns_log2, wait);
-		}
-		if (s->futex_uaddr) {
-			/* Blocked from switch-out to switch-in, as futexctn counts
-			 * the wait syscall's time (run-queue wait included). */
-			futex_wait_add(s->futex_uaddr, tid, now - s->futex_since_ns);
-			s->futex_uaddr = 0;
-		}
+		slice->tid = (__u32)next_ids;
 	}
 	return 0;
 }
@@ -294,11 +299,6 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 	 * nested run on the same CPU is refused by the kernel): no atomic. */
 	if (n)
 		*n += 1;
-	if (wakee_pid == target_tgid) {
-		struct thread_sched *s = thread_stats(key.wakee_tid);
-		if (s)
-			s->runnable_since_ns = bpf_ktime_get_ns();
-	}
 	return 0;
 }
 
