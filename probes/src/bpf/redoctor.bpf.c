@@ -403,8 +403,9 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	__u64 cur = bpf_get_current_pid_tgid();
 	if ((__u32)(cur >> 32) != target_tgid)
 		return 0;
-	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	if (!call_kind_of(BPF_CORE_READ(regs, orig_ax)))
+	/* The same registers as args[0], but through a BTF pointer: a plain load. */
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!call_kind_of(regs->orig_ax))
 		return 0;
 	__s64 ret = ctx->args[1];
 	__u32 tid = (__u32)cur;
