@@ -1,10 +1,15 @@
 //! A cheap "something changed" event: `notify` costs one fence and one load
 //! when nobody sleeps, which is what a committer pays to poke a log thread.
+//!
+//! Sleepers block on the `std` mutex and condvar inside the event, so the
+//! futex address of a wait lies inside it: the owner names an event (or an
+//! array of them) with [`crate::named_locks`].
 
 use std::sync::atomic::{fence, AtomicU32, Ordering::SeqCst};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use crate::named_locks::{lock, wait_timeout};
 
 #[derive(Default)]
 pub struct Event {
@@ -25,7 +30,7 @@ impl Event {
         if self.sleepers.load(SeqCst) == 0 {
             return false;
         }
-        let _g = self.lock.lock();
+        let _g = lock(&self.lock);
         self.cond.notify_all();
         true
     }
@@ -43,12 +48,12 @@ impl Event {
             return true;
         }
         self.sleepers.fetch_add(1, SeqCst);
-        let mut g = self.lock.lock();
-        let ok = if ready() {
-            true
+        let g = lock(&self.lock);
+        let (g, ok) = if ready() {
+            (g, true)
         } else {
-            let _ = self.cond.wait_for(&mut g, timeout);
-            ready()
+            let (g, _) = wait_timeout(&self.cond, g, timeout);
+            (g, ready())
         };
         drop(g);
         self.sleepers.fetch_sub(1, SeqCst);
