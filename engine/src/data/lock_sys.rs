@@ -348,6 +348,9 @@ impl LockSys {
                     wait_for.insert(waiter.trx_id, next.trx_id);
                 }
             }
+            // Woken after the shard mutex is released, so the waiter does
+            // not wake into a held mutex; it reads `granted` under it.
+            drop(queues);
             next.wake.notify_one();
         }
     }

@@ -25,12 +25,19 @@ impl Event {
 
     /// Wakes every sleeper. The caller must have published the state change
     /// that `ready` observes before calling this.
+    ///
+    /// Taking and releasing the lock orders this call after any sleeper's
+    /// check of `ready` (a sleeper that checked before the change is already
+    /// inside `wait`, whose futex sees the notify's bump); the notify itself
+    /// comes after the unlock, so the woken do not wake into a held mutex
+    /// (a `std` condvar wakes all of them rather than queueing them on the
+    /// mutex as parking_lot's does).
     pub fn notify(&self) -> bool {
         fence(SeqCst);
         if self.sleepers.load(SeqCst) == 0 {
             return false;
         }
-        let _g = lock(&self.lock);
+        drop(lock(&self.lock));
         self.cond.notify_all();
         true
     }
@@ -49,13 +56,15 @@ impl Event {
         }
         self.sleepers.fetch_add(1, SeqCst);
         let g = lock(&self.lock);
-        let (g, ok) = if ready() {
-            (g, true)
+        let ok = if ready() {
+            drop(g);
+            true
         } else {
-            let (g, _) = wait_timeout(&self.cond, g, timeout);
-            (g, ready())
+            // Re-checked outside the lock: only the check before sleeping
+            // must be under it.
+            drop(wait_timeout(&self.cond, g, timeout).0);
+            ready()
         };
-        drop(g);
         self.sleepers.fetch_sub(1, SeqCst);
         ok
     }
