@@ -57,6 +57,8 @@ pub enum TableError {
     Read { pid: u32, errno_text: String },
     #[error("the table changed while it was read (a new generation was published)")]
     Changed,
+    #[error("cannot re-read the engine_named_locks map after reading the table: {0}")]
+    Recheck(String),
 }
 
 /// Parses and validates `count` entries from `bytes`: names NUL-terminated,
@@ -132,7 +134,7 @@ pub fn read_table(pid: u32, t: &NamedLocksTable) -> Result<Vec<NamedRange>, Tabl
     if t.count > MAX_ENTRIES {
         return Err(TableError::TooLarge { count: t.count });
     }
-    if t.count > 0 && (t.table == 0 || t.table % 8 != 0) {
+    if t.count > 0 && (t.table == 0 || !t.table.is_multiple_of(8)) {
         return Err(TableError::BadAddress { addr: t.table });
     }
     let bytes = read_memory(pid, t.table, t.count as usize * ENTRY_LEN)?;

@@ -91,10 +91,7 @@ impl Sampler {
             let again = match maps::read_named_locks(&self.probes) {
                 Ok(t) => t,
                 Err(e) => {
-                    result = Err(TableError::Read {
-                        pid: self.probes.pid(),
-                        errno_text: e.to_string(),
-                    });
+                    result = Err(TableError::Recheck(e.to_string()));
                     break;
                 }
             };
