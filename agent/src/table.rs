@@ -91,10 +91,23 @@ pub fn print(out: &mut impl Write, s: &Signals) -> io::Result<()> {
     for l in s.futex_waits.iter().take(3) {
         writeln!(
             out,
-            "futex {}: {} waits, {:.1} ms",
+            "futex {}{}: {} waits, {:.1} ms",
             l.uaddr,
+            l.lock
+                .as_deref()
+                .map_or(String::new(), |n| format!(" ({n})")),
             l.waits,
             ms(l.wait_ns)
+        )?;
+    }
+    for w in s.named_lock_waits.iter().take(5) {
+        writeln!(
+            out,
+            "lock {}: {} waits on {} word(s), {:.1} ms",
+            w.lock,
+            w.waits,
+            w.addresses,
+            ms(w.wait_ns)
         )?;
     }
     writeln!(out)

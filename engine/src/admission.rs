@@ -145,7 +145,7 @@ impl ConcurrencyGate {
             fifo: AtomicBool::new(policy == Policy::Fifo),
             inside: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::named("admission", VecDeque::new()),
             enters: AtomicU64::new(0),
             ticket_enters: AtomicU64::new(0),
             waits: AtomicU64::new(0),

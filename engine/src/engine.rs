@@ -184,7 +184,8 @@ impl Engine {
     /// The `log_checkpoint` thread: checkpoints when the log fills, and (RT0
     /// with flush_at_commit 0/2) writes and flushes the log once a second.
     /// Every pass (at most 100 ms apart) it publishes the cumulative commit
-    /// and redo-byte counters through the `redoctor_counters_tick` probe point.
+    /// and redo-byte counters through the `redoctor_counters_tick` probe point
+    /// and the table of named locks through `redoctor_named_locks`.
     fn start_background(self: &Arc<Self>) {
         let stop = Arc::new(AtomicBool::new(false));
         let weak: Weak<Engine> = Arc::downgrade(self);
@@ -204,6 +205,7 @@ impl Engine {
                         engine.counters.commits.load(Ordering::Relaxed),
                         engine.counters.redo_bytes.load(Ordering::Relaxed),
                     );
+                    crate::named_locks::publish();
                     if wanted {
                         if let Err(e) = engine.checkpoint() {
                             eprintln!("redoctor-engine: background checkpoint failed: {e}");
@@ -216,6 +218,13 @@ impl Engine {
             })
             .expect("spawning log_checkpoint");
         *self.background.lock() = Some((stop, h));
+    }
+
+    /// The named locks of this process (every engine in it, and the
+    /// threads' own wait condvars), sorted by start: what the next
+    /// `redoctor_named_locks` table holds (see `crate::named_locks`).
+    pub fn named_locks(&self) -> Vec<crate::named_locks::NamedLockEntry> {
+        crate::named_locks::named_locks()
     }
 
     pub fn recovery_report(&self) -> &RecoveryReport {

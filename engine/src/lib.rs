@@ -20,6 +20,7 @@ pub mod counters;
 pub mod data;
 pub mod engine;
 pub mod error;
+pub mod named_locks;
 pub mod probe_points;
 pub mod recovery;
 pub mod redo;

@@ -94,3 +94,20 @@ pub extern "C" fn redoctor_setting_change(setting: u32, old: u64, new: u64) {
 pub extern "C" fn redoctor_counters_tick(commits: u64, redo_bytes: u64) {
     black_box((0x0au8, commits, redo_bytes));
 }
+
+/// The table of named locks (thread `log_checkpoint`, with
+/// `redoctor_counters_tick`): `count` entries of
+/// `{start: u64, len: u64, name: [u8; 32]}` (NUL-padded UTF-8) at `table`,
+/// sorted by start, describing registry `generation`. A futex word inside
+/// `[start, start + len)` belongs to the lock `name`. The table stays
+/// allocated and unchanged until at least the next table (next generation)
+/// is published; the same pointer is passed again while nothing changed.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_named_locks(
+    table: *const crate::named_locks::NamedLockEntry,
+    count: u64,
+    generation: u64,
+) {
+    black_box((0x0bu8, table, count, generation));
+}

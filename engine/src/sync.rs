@@ -7,28 +7,33 @@ mod imp {
     pub use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
     use std::time::Duration;
 
-    pub struct Mutex<T>(parking_lot::Mutex<T>);
-    pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+    use crate::named_locks::NamedMutex;
+
+    /// A named `std` mutex (see [`crate::named_locks`]).
+    pub struct Mutex<T>(NamedMutex<T>);
+    pub type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
 
     impl<T> Mutex<T> {
-        pub fn new(t: T) -> Self {
-            Mutex(parking_lot::Mutex::new(t))
+        pub fn named(name: &str, t: T) -> Self {
+            Mutex(NamedMutex::new(name, t))
         }
         pub fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock()
         }
     }
 
+    /// An unnamed `std` condvar (poisoning ignored).
     #[derive(Default)]
-    pub struct Condvar(parking_lot::Condvar);
+    pub struct Condvar(std::sync::Condvar);
 
     impl Condvar {
         pub fn new() -> Self {
-            Condvar(parking_lot::Condvar::new())
+            Condvar(std::sync::Condvar::new())
         }
-        pub fn wait<'a, T>(&self, mut g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-            self.0.wait(&mut g);
-            g
+        pub fn wait<'a, T>(&self, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            self.0
+                .wait(g)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
         }
         pub fn notify_one(&self) {
             self.0.notify_one();
@@ -53,7 +58,8 @@ mod imp {
     pub type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
 
     impl<T> Mutex<T> {
-        pub fn new(t: T) -> Self {
+        /// Names mean nothing in a model.
+        pub fn named(_name: &str, t: T) -> Self {
             Mutex(loom::sync::Mutex::new(t))
         }
         pub fn lock(&self) -> MutexGuard<'_, T> {

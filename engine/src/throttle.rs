@@ -20,13 +20,16 @@
 //! sequentially consistent, each store-then-load pair separated by a SeqCst
 //! fence), so one of them always sees the other. The concurrency gate uses
 //! the same protocol and is model-checked with loom (`tests/loom_gate.rs`).
+//!
+//! Names (see [`crate::named_locks`]): the queue mutex is `throttle`; a
+//! waiter parks on its thread's own condition variable, `throttle.wait`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use crate::named_locks::{NamedCondvar, NamedMutex};
 
 /// A transaction waited longer than the throttle's timeout to start.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -59,7 +62,13 @@ pub struct ThrottleStats {
 struct Waiter {
     ticket: u64,
     granted: AtomicBool,
-    wake: Condvar,
+    /// The waiting thread's condvar, paired with the queue mutex.
+    wake: Arc<NamedCondvar>,
+}
+
+thread_local! {
+    /// Registered on a thread's first throttle wait.
+    static THROTTLE_WAIT: Arc<NamedCondvar> = Arc::new(NamedCondvar::new("throttle.wait"));
 }
 
 #[derive(Default)]
@@ -73,7 +82,7 @@ pub struct Throttle {
     timeout_ms: AtomicU64,
     active: AtomicU64,
     queued: AtomicU64,
-    queue: Mutex<Queue>,
+    queue: NamedMutex<Queue>,
     admitted: AtomicU64,
     waits: AtomicU64,
     timeouts: AtomicU64,
@@ -95,7 +104,7 @@ impl Throttle {
             timeout_ms: AtomicU64::new(timeout.as_millis() as u64),
             active: AtomicU64::new(0),
             queued: AtomicU64::new(0),
-            queue: Mutex::new(Queue::default()),
+            queue: NamedMutex::new("throttle", Queue::default()),
             admitted: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
@@ -167,7 +176,7 @@ impl Throttle {
         let me = Arc::new(Waiter {
             ticket: q.next_ticket,
             granted: AtomicBool::new(false),
-            wake: Condvar::new(),
+            wake: THROTTLE_WAIT.with(Arc::clone),
         });
         q.next_ticket += 1;
         q.waiters.push_back(me.clone());
@@ -182,9 +191,9 @@ impl Throttle {
             if me.granted.load(Ordering::Acquire) {
                 return Ok(());
             }
-            if me.wake.wait_until(&mut q, deadline).timed_out()
-                && !me.granted.load(Ordering::Acquire)
-            {
+            let timed_out;
+            (q, timed_out) = me.wake.wait_until(q, deadline);
+            if timed_out && !me.granted.load(Ordering::Acquire) {
                 // Granted and timed out at once: the grant wins (checked above).
                 q.waiters.retain(|w| w.ticket != me.ticket);
                 self.queued.fetch_sub(1, Ordering::SeqCst);

@@ -20,13 +20,18 @@
 //! counts a failed try as contended before blocking. The counters live in
 //! each shard, on its cache line, and are summed only by [`TrxSys::stats`],
 //! so counting adds no globally shared cache line to `begin` or commit.
+//!
+//! Each shard mutex is a `std` mutex registered as `trx_sys.shard<N>` (see
+//! [`crate::named_locks`]), so futex waits on it are attributed to the shard.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
-use parking_lot::{Mutex, MutexGuard};
+
+use crate::named_locks::{self, Registration};
 
 /// Shards of the active set (MySQL uses 256).
 pub const TRX_SHARDS: usize = 256;
@@ -55,6 +60,8 @@ struct Shard {
 }
 
 pub struct TrxSys {
+    // Unregistered before the shards are freed (fields drop in order).
+    _names: Box<[Registration<'static>]>,
     next_id: CachePadded<AtomicU64>,
     shards: Box<[CachePadded<Shard>]>,
 }
@@ -71,9 +78,17 @@ impl std::fmt::Debug for TrxSys {
 impl TrxSys {
     /// A trx-sys whose next id is `next_id`.
     pub fn new(next_id: u64) -> TrxSys {
+        let shards: Box<[CachePadded<Shard>]> =
+            (0..TRX_SHARDS).map(|_| CachePadded::default()).collect();
+        let names = shards
+            .iter()
+            .enumerate()
+            .map(|(i, s)| named_locks::register(&format!("trx_sys.shard{i}"), &s.active))
+            .collect();
         TrxSys {
+            _names: names,
             next_id: CachePadded::new(AtomicU64::new(next_id)),
-            shards: (0..TRX_SHARDS).map(|_| CachePadded::default()).collect(),
+            shards,
         }
     }
 
@@ -150,11 +165,11 @@ impl Shard {
     /// the mutex held).
     fn lock(&self) -> MutexGuard<'_, HashMap<u64, Instant>> {
         self.acquisitions.fetch_add(1, Ordering::Relaxed);
-        if let Some(g) = self.active.try_lock() {
+        if let Some(g) = named_locks::try_lock(&self.active) {
             return g;
         }
         self.contended.fetch_add(1, Ordering::Relaxed);
-        self.active.lock()
+        named_locks::lock(&self.active)
     }
 }
 

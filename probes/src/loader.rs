@@ -55,6 +55,7 @@ pub const PROBE_POINTS: &[(&str, &str)] = &[
     ("checkpoint", "redoctor_checkpoint"),
     ("fail_stop", "redoctor_fail_stop"),
     ("counters_tick", "redoctor_counters_tick"),
+    ("named_locks", "redoctor_named_locks"),
 ];
 
 /// How to attach.

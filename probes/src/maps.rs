@@ -97,6 +97,20 @@ pub struct PointStats {
     pub last_b: u64,
 }
 
+/// `engine_named_locks`: the last table the engine handed to
+/// `redoctor_named_locks` (all zero before the first call).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NamedLocksTable {
+    /// Address of the first entry in the target.
+    pub table: u64,
+    pub count: u64,
+    /// Registry generation the table describes.
+    pub generation: u64,
+    /// Hits of the probe point.
+    pub calls: u64,
+}
+
 // SAFETY: plain `repr(C)` integer structs without padding holes that matter
 // (explicit `pad` fields), valid for any bit pattern.
 unsafe impl Pod for ThreadSched {}
@@ -105,6 +119,7 @@ unsafe impl Pod for FdIo {}
 unsafe impl Pod for FutexKey {}
 unsafe impl Pod for FutexWait {}
 unsafe impl Pod for PointStats {}
+unsafe impl Pod for NamedLocksTable {}
 
 /// Slots of `engine_probe_point_hits` (enum `engine_point` in the C source).
 pub mod point {
@@ -130,6 +145,7 @@ pub struct MapsReading {
     pub io: HashMap<u32, FdIo>,
     pub futex: HashMap<FutexKey, FutexWait>,
     pub points: [PointStats; point::COUNT],
+    pub named_locks: NamedLocksTable,
 }
 
 impl Default for MapsReading {
@@ -142,6 +158,7 @@ impl Default for MapsReading {
             io: HashMap::new(),
             futex: HashMap::new(),
             points: [PointStats::default(); point::COUNT],
+            named_locks: NamedLocksTable::default(),
         }
     }
 }
@@ -213,8 +230,17 @@ impl MapsReading {
             io,
             futex,
             points,
+            named_locks: read_named_locks(p)?,
         })
     }
+}
+
+/// The `engine_named_locks` map's one entry.
+pub fn read_named_locks(p: &Probes) -> Result<NamedLocksTable, ProbeError> {
+    let name = "engine_named_locks";
+    let arr: Array<&MapData, NamedLocksTable> =
+        Array::try_from(map(p, name)?).map_err(map_err(name))?;
+    arr.get(&0, 0).map_err(map_err(name))
 }
 
 /// Deletes the given keys from a hash map (entries of threads that are gone

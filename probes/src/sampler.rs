@@ -7,7 +7,9 @@ use crate::bpf_stats::{CostMeter, DEFAULT_COST_EVERY};
 use crate::error::ProbeError;
 use crate::histogram::histogram;
 use crate::loader::Probes;
-use crate::maps::{point, MapsReading, HIST_BUCKETS};
+use crate::lock_waits::lock_waits;
+use crate::maps::{self, point, MapsReading, NamedLocksTable, HIST_BUCKETS};
+use crate::named_locks::{self, NamedLocks, TableError};
 use crate::preflight;
 use crate::procfs;
 use crate::profile::{FileKind, Profile, Role};
@@ -29,6 +31,15 @@ pub struct Sampler {
     fd_paths: HashMap<u32, String>,
     affinity_cpus: u32,
     exited: bool,
+    /// The engine's named locks, from the last table read.
+    named: NamedLocks,
+    /// The table before it: names objects that were dropped (a thread's
+    /// wait condvar, say) after their waits were counted.
+    named_prev: NamedLocks,
+    /// Generation of the last table read (`None` before the first).
+    named_read: Option<u64>,
+    /// Why the newest table could not be read, if it could not.
+    named_error: Option<String>,
 }
 
 impl Sampler {
@@ -45,6 +56,10 @@ impl Sampler {
             comms: HashMap::new(),
             fd_paths: HashMap::new(),
             exited: false,
+            named: NamedLocks::default(),
+            named_prev: NamedLocks::default(),
+            named_read: None,
+            named_error: None,
         };
         s.refresh_proc();
         Ok(s)
@@ -59,6 +74,61 @@ impl Sampler {
 
     pub fn probes(&self) -> &Probes {
         &self.probes
+    }
+
+    /// The engine's named locks as last read from its table.
+    pub fn named_locks(&self) -> &NamedLocks {
+        &self.named
+    }
+
+    /// Reads the engine's named-lock table when the engine published a new
+    /// generation. The uprobe's record is read again after the table, and
+    /// the table is used only if the record did not change meanwhile.
+    fn refresh_named(&mut self, seen: NamedLocksTable) {
+        if seen.calls == 0 || self.named_read == Some(seen.generation) {
+            return;
+        }
+        let mut seen = seen;
+        let mut result = Err(TableError::Changed);
+        for _ in 0..3 {
+            result = named_locks::read_table(self.probes.pid(), &seen);
+            let again = match maps::read_named_locks(&self.probes) {
+                Ok(t) => t,
+                Err(e) => {
+                    result = Err(TableError::Recheck(e.to_string()));
+                    break;
+                }
+            };
+            let same = (again.table, again.count, again.generation)
+                == (seen.table, seen.count, seen.generation);
+            if same {
+                break;
+            }
+            result = Err(TableError::Changed);
+            seen = again;
+        }
+        match result {
+            Ok(ranges) => {
+                let new = NamedLocks {
+                    generation: seen.generation,
+                    ranges,
+                };
+                self.named_prev = std::mem::replace(&mut self.named, new);
+                self.named_read = Some(seen.generation);
+                self.named_error = None;
+            }
+            // Keep the previous table: most ranges outlive a generation.
+            Err(e) => self.named_error = Some(e.to_string()),
+        }
+    }
+
+    /// The name of the lock holding futex word `addr`: from the newest
+    /// table, else from the one before it.
+    fn lock_name(&self, addr: u64) -> Option<String> {
+        self.named
+            .lookup(addr)
+            .or_else(|| self.named_prev.lookup(addr))
+            .map(|r| r.name.clone())
     }
 
     /// Whether a window already saw the target exit.
@@ -110,6 +180,9 @@ impl Sampler {
     pub fn window(&mut self) -> Result<Signals, ProbeError> {
         let (alive, live) = self.refresh_proc();
         let cur = MapsReading::read(&self.probes)?;
+        if alive {
+            self.refresh_named(cur.named_locks);
+        }
         // Names recorded by the kernel at each switch-out cover threads
         // that lived and died within the window.
         for (tid, t) in &cur.threads {
@@ -304,34 +377,22 @@ impl Sampler {
             .filter(|c| *c > 0)
             .map(|c| wakeups.commit_path as f64 / c as f64);
 
-        // Futex waits by address.
-        let mut locks: HashMap<u64, LockWait> = HashMap::new();
-        for (k, now) in &cur.futex {
-            let was = prev.futex.get(k).copied().unwrap_or_default();
-            let ns = now.wait_ns.saturating_sub(was.wait_ns);
-            let n = now.waits.saturating_sub(was.waits);
-            if n == 0 {
-                continue;
-            }
-            let role = self.role(k.tid);
-            let l = locks.entry(k.uaddr).or_insert_with(|| LockWait {
-                uaddr: format!("{:#x}", k.uaddr),
-                wait_ns: 0,
-                waits: 0,
-                wait_ns_by_role: BTreeMap::new(),
-            });
-            l.wait_ns += ns;
-            l.waits += n;
-            *l.wait_ns_by_role.entry(role).or_default() += ns;
-            let r = roles.entry(role).or_default();
-            r.futex_wait_ns += ns;
-            r.futex_waits += n;
-        }
-        let mut futex_waits: Vec<LockWait> = locks.into_values().collect();
-        futex_waits.sort_by_key(|l| std::cmp::Reverse(l.wait_ns));
-        futex_waits.truncate(20);
+        // Futex waits by address and by named lock.
+        let (futex_waits, named_lock_waits) = lock_waits(
+            &cur.futex,
+            &prev.futex,
+            |tid| self.role(tid),
+            |addr| self.lock_name(addr),
+            &mut roles,
+        );
 
         let mut unavailable = self.probes.unavailable().to_vec();
+        if let Some(why) = &self.named_error {
+            unavailable.push(crate::loader::Unavailable {
+                what: "lock names (named_lock_waits, futex_waits[].lock)".into(),
+                why: why.clone(),
+            });
+        }
         if self.cost.refused() {
             unavailable.push(crate::loader::Unavailable {
                 what: "probe_cost".into(),
@@ -354,6 +415,7 @@ impl Sampler {
             wakeups,
             io,
             futex_waits,
+            named_lock_waits,
             engine,
             probe_cost: probe_cost.unwrap_or_default(),
             unavailable,

@@ -3,7 +3,9 @@
 //!
 //! Every count is over the window only (differences of cumulative kernel
 //! counters). Units are in the field names (`_ns`, `_bytes`, `_per_s`) and
-//! docs. Bump [`SCHEMA_VERSION`] on any incompatible change.
+//! docs. Bump [`SCHEMA_VERSION`] on any incompatible change; fields added
+//! with a default (`#[serde(default)]`) keep the version, since readers of
+//! the old layout ignore them and readers of the new one accept old JSON.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +44,11 @@ pub struct Signals {
     pub io: BTreeMap<FileKind, FileIo>,
     /// Futex (mutex/condvar) waits by lock address, largest total first (top 20).
     pub futex_waits: Vec<LockWait>,
+    /// Futex waits summed per named lock of the engine (every address, not
+    /// only the top 20), largest total first (top 30); empty when the
+    /// target tells no names (no `redoctor_named_locks` probe point).
+    #[serde(default)]
+    pub named_lock_waits: Vec<NamedLockWait>,
     /// Engine events from the uprobes on its probe points.
     pub engine: EngineEvents,
     /// Per BPF program: events handled and time spent in the window (the
@@ -208,6 +215,27 @@ pub struct LockWait {
     pub wait_ns: u64,
     /// Such waits.
     pub waits: u64,
+    /// Wait time by role of the waiting thread, ns.
+    pub wait_ns_by_role: BTreeMap<Role, u64>,
+    /// The engine's name for the lock whose memory holds this futex word
+    /// (`redo.flush_waits`, `lock_sys.shard3`, ...; see `engine/PROBES.md`,
+    /// `redoctor_named_locks`); absent when the address is in no named range
+    /// or the target tells no names.
+    #[serde(default)]
+    pub lock: Option<String>,
+}
+
+/// Futex waits on the addresses inside one named lock of the engine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NamedLockWait {
+    /// The engine's name for the lock (`redo.flush_waits`, `throttle`, ...).
+    pub lock: String,
+    /// Time blocked in FUTEX_WAIT(_BITSET) on it, ns.
+    pub wait_ns: u64,
+    /// Such waits.
+    pub waits: u64,
+    /// Distinct futex words waited on inside it (an array of wait slots has many).
+    pub addresses: u32,
     /// Wait time by role of the waiting thread, ns.
     pub wait_ns_by_role: BTreeMap<Role, u64>,
 }

@@ -13,6 +13,8 @@
 mod checks;
 #[path = "live_engine/child.rs"]
 mod child;
+#[path = "live_engine/named.rs"]
+mod named;
 
 fn main() {
     if let Ok(mode) = std::env::var(child::CHILD_ENV) {

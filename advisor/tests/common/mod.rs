@@ -152,6 +152,7 @@ pub fn window(s: Shape) -> Signals {
         },
         io,
         futex_waits: vec![],
+        named_lock_waits: vec![],
         engine: EngineEvents {
             commits: Some(s.commits),
             commits_per_s: Some(s.commits as f64 / s.secs),

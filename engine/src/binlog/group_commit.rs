@@ -29,19 +29,24 @@
 //! Prepared-but-undecided transactions are kept in `in_flight` by prepare
 //! lsn; a checkpoint never starts above the oldest one (see
 //! `Engine::checkpoint` and `engine/DESIGN.md`).
+//!
+//! Names (see [`crate::named_locks`]): the queues are
+//! `binlog.flush_queue` / `binlog.sync_queue` / `binlog.commit_queue`, the
+//! stage locks `binlog.flush_lock` / `binlog.sync_lock` /
+//! `binlog.commit_lock`. Followers sleep in `std::thread::park`, whose
+//! futex word belongs to the thread, so their waits stay unnamed.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
 
 use crate::counters::Counters;
 use crate::data::record;
 use crate::data::trx::Trx;
+use crate::named_locks::{self, NamedMutex};
 use crate::probe_points;
 use crate::redo::{Lsn, RedoError, RedoLog};
 use crate::vfs::{Vfs, VfsFile};
@@ -95,6 +100,8 @@ struct Ticket {
     event: Vec<u8>,
     prepare_start: Lsn,
     prepare_end: Lsn,
+    /// Per-commit hand-offs between owner and leader (unnamed: one per
+    /// commit would make the registry change at the commit rate).
     trx: Mutex<Option<Trx>>,
     thread: Thread,
     done: AtomicBool,
@@ -122,10 +129,12 @@ impl From<StageError> for crate::EngineError {
 }
 
 /// A stage's queue: the thread that finds it empty leads.
-#[derive(Default)]
-struct StageQueue(Mutex<Group>);
+struct StageQueue(NamedMutex<Group>);
 
 impl StageQueue {
+    fn new(name: &str) -> StageQueue {
+        StageQueue(NamedMutex::new(name, Group::new()))
+    }
     /// Appends `group`; true if the queue was empty (the caller leads).
     fn enroll(&self, group: Group) -> bool {
         let mut q = self.0.lock();
@@ -153,16 +162,16 @@ pub struct GroupCommit {
     sync_queue: StageQueue,
     commit_queue: StageQueue,
     /// The FLUSH stage lock (MySQL's LOCK_log): owns the writer.
-    flush_lock: Mutex<BinlogWriter>,
+    flush_lock: NamedMutex<BinlogWriter>,
     /// The SYNC stage lock (LOCK_sync).
-    sync_lock: Mutex<SyncState>,
+    sync_lock: NamedMutex<SyncState>,
     /// The COMMIT stage lock (LOCK_commit).
-    commit_lock: Mutex<()>,
+    commit_lock: NamedMutex<()>,
     /// The file the SYNC stage syncs (replaced at rotation, after the old
     /// one was synced entirely).
-    current_file: Mutex<Arc<dyn VfsFile>>,
+    current_file: NamedMutex<Arc<dyn VfsFile>>,
     /// Prepare lsns of transactions prepared but not yet committed.
-    in_flight: Mutex<BTreeSet<Lsn>>,
+    in_flight: NamedMutex<BTreeSet<Lsn>>,
     failed: OnceLock<String>,
 }
 
@@ -190,14 +199,14 @@ impl GroupCommit {
             redo,
             counters,
             settings,
-            flush_queue: StageQueue::default(),
-            sync_queue: StageQueue::default(),
-            commit_queue: StageQueue::default(),
-            current_file: Mutex::new(writer.file()),
-            flush_lock: Mutex::new(writer),
-            sync_lock: Mutex::new(SyncState::default()),
-            commit_lock: Mutex::new(()),
-            in_flight: Mutex::new(BTreeSet::new()),
+            flush_queue: StageQueue::new("binlog.flush_queue"),
+            sync_queue: StageQueue::new("binlog.sync_queue"),
+            commit_queue: StageQueue::new("binlog.commit_queue"),
+            current_file: NamedMutex::new("binlog.current_file", writer.file()),
+            flush_lock: NamedMutex::new("binlog.flush_lock", writer),
+            sync_lock: NamedMutex::new("binlog.sync_lock", SyncState::default()),
+            commit_lock: NamedMutex::new("binlog.commit_lock", ()),
+            in_flight: NamedMutex::new("binlog.in_flight", BTreeSet::new()),
             failed: OnceLock::new(),
         })
     }
@@ -290,9 +299,7 @@ impl GroupCommit {
             result: Mutex::new(None),
         });
         self.ordered_commit(&ticket);
-        let result = ticket
-            .result
-            .lock()
+        let result = named_locks::lock(&ticket.result)
             .take()
             .expect("a finished ticket has a result");
         result.map_err(Into::into)
@@ -411,7 +418,9 @@ impl GroupCommit {
     fn commit_stage(&self, group: Group) {
         let mut mark = Vec::with_capacity(16);
         for t in &group {
-            let trx = t.trx.lock().take().expect("each ticket is committed once");
+            let trx = named_locks::lock(&t.trx)
+                .take()
+                .expect("each ticket is committed once");
             mark.clear();
             record::encode_commit_mark(t.xid, &mut mark);
             let r = match self.redo.append_without_space_wait(&mark) {
@@ -426,7 +435,7 @@ impl GroupCommit {
                     Err(StageError::Redo(e))
                 }
             };
-            *t.result.lock() = Some(r);
+            *named_locks::lock(&t.result) = Some(r);
         }
         self.leave_in_flight(&group);
         probe_points::redoctor_group_commit(group.len() as u64);
@@ -438,10 +447,10 @@ impl GroupCommit {
     /// way by recovery, as for any commit whose outcome the client never saw).
     fn finish_failed(&self, group: Group, cause: StageError) {
         for t in &group {
-            if let Some(trx) = t.trx.lock().take() {
+            if let Some(trx) = named_locks::lock(&t.trx).take() {
                 self.rollback(trx);
             }
-            *t.result.lock() = Some(Err(cause.clone()));
+            *named_locks::lock(&t.result) = Some(Err(cause.clone()));
         }
         self.leave_in_flight(&group);
         Self::wake(group);

@@ -33,18 +33,27 @@
 //!
 //! Latch order: a shard mutex, then the wait-for mutex. No thread holds two
 //! shard mutexes at once.
+//!
+//! # Names (see [`crate::named_locks`])
+//!
+//! The shard mutexes are `std` mutexes registered as `lock_sys.shard<N>`,
+//! the wait-for mutex as `lock_sys.wait_for`. A waiter parks on its
+//! thread's own condition variable, `lock_sys.row_wait` (one per thread,
+//! reused by every wait of that thread), so a futex wait of a row-lock
+//! waiter is attributed to the row-lock wait rather than to a per-wait
+//! allocation.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
-use parking_lot::{Condvar, Mutex};
 
 use crate::data::table::TableId;
+use crate::named_locks::{self, NamedCondvar, NamedMutex, Registration};
 
 /// The key of a row lock: `(table, primary key)`.
 pub type RowKey = (TableId, i64);
@@ -122,8 +131,13 @@ struct Waiter {
     trx_id: u64,
     /// Set (under the shard mutex) when the lock is handed to this waiter.
     granted: AtomicBool,
-    /// Paired with the shard mutex.
-    wake: Condvar,
+    /// The waiting thread's condvar, paired with the shard mutex.
+    wake: Arc<NamedCondvar>,
+}
+
+thread_local! {
+    /// Registered on a thread's first row-lock wait.
+    static ROW_WAIT: Arc<NamedCondvar> = Arc::new(NamedCondvar::new("lock_sys.row_wait"));
 }
 
 /// The lock on one row: its holder and the FIFO of waiting requests.
@@ -144,9 +158,11 @@ struct Counters {
 /// The lock system: exclusive row locks with FIFO waits, deadlock detection
 /// and lock wait timeouts.
 pub struct LockSys {
+    // Unregistered before the shards are freed (fields drop in order).
+    _names: Box<[Registration<'static>]>,
     shards: Box<[CachePadded<Mutex<Shard>>]>,
     /// Waiting trx → trx holding the lock it waits for.
-    wait_for: Mutex<HashMap<u64, u64, BuildKeyHasher>>,
+    wait_for: NamedMutex<HashMap<u64, u64, BuildKeyHasher>>,
     wait_timeout_nanos: AtomicU64,
     counters: CachePadded<Counters>,
 }
@@ -172,11 +188,18 @@ impl LockSys {
     /// A lock system with `shards` shards (at least 1) and the given lock
     /// wait timeout.
     pub fn new(shards: usize, wait_timeout: Duration) -> LockSys {
+        let shards: Box<[CachePadded<Mutex<Shard>>]> = (0..shards.max(1))
+            .map(|_| CachePadded::new(Mutex::new(Shard::default())))
+            .collect();
+        let names = shards
+            .iter()
+            .enumerate()
+            .map(|(i, s)| named_locks::register(&format!("lock_sys.shard{i}"), &**s))
+            .collect();
         let lock_sys = LockSys {
-            shards: (0..shards.max(1))
-                .map(|_| CachePadded::new(Mutex::new(Shard::default())))
-                .collect(),
-            wait_for: Mutex::new(HashMap::default()),
+            _names: names,
+            shards,
+            wait_for: NamedMutex::new("lock_sys.wait_for", HashMap::default()),
             wait_timeout_nanos: AtomicU64::new(0),
             counters: CachePadded::new(Counters::default()),
         };
@@ -206,15 +229,19 @@ impl LockSys {
 
     /// The transaction holding the lock on `key`, if any.
     pub fn holder(&self, key: RowKey) -> Option<u64> {
-        self.shard(key).lock().get(&key).map(|q| q.holder)
+        self.shard(key).get(&key).map(|q| q.holder)
     }
 
-    fn shard(&self, key: RowKey) -> &Mutex<Shard> {
+    /// Locks the shard of `key`.
+    fn shard(&self, key: RowKey) -> MutexGuard<'_, Shard> {
+        named_locks::lock(&self.shards[self.shard_index(key)])
+    }
+
+    fn shard_index(&self, key: RowKey) -> usize {
         // The high half of the hash picks the shard; the shard's map uses the
         // low bits, so keys sharing a shard still spread over its buckets.
         let hash = BuildKeyHasher::default().hash_one(key) >> 32;
-        let index = (hash * self.shards.len() as u64) >> 32;
-        &self.shards[index as usize]
+        ((hash * self.shards.len() as u64) >> 32) as usize
     }
 
     /// Acquires the exclusive lock on `key` for `trx_id`, waiting (FIFO) while
@@ -238,7 +265,7 @@ impl LockSys {
         key: RowKey,
         before_wait: &mut dyn FnMut(),
     ) -> Result<LockOutcome, LockError> {
-        let mut queues = self.shard(key).lock();
+        let mut queues = self.shard(key);
         let holder = match queues.entry(key) {
             Entry::Vacant(vacant) => {
                 vacant.insert(LockQueue {
@@ -264,7 +291,7 @@ impl LockSys {
         let waiter = Arc::new(Waiter {
             trx_id,
             granted: AtomicBool::new(false),
-            wake: Condvar::new(),
+            wake: ROW_WAIT.with(Arc::clone),
         });
         queues
             .get_mut(&key)
@@ -279,12 +306,10 @@ impl LockSys {
             if waiter.granted.load(Relaxed) {
                 return Ok(LockOutcome::Granted { waited: true });
             }
-            let timed_out = match deadline {
-                Some(deadline) => waiter.wake.wait_until(&mut queues, deadline).timed_out(),
-                None => {
-                    waiter.wake.wait(&mut queues);
-                    false
-                }
+            let timed_out;
+            (queues, timed_out) = match deadline {
+                Some(deadline) => waiter.wake.wait_until(queues, deadline),
+                None => (waiter.wake.wait(queues), false),
             };
             // Granted and timed out at once: the grant wins.
             if timed_out && !waiter.granted.load(Relaxed) {
@@ -302,7 +327,7 @@ impl LockSys {
     /// Keys `trx_id` does not hold are ignored.
     pub fn release_all(&self, trx_id: u64, keys: &[RowKey]) {
         for &key in keys {
-            let mut queues = self.shard(key).lock();
+            let mut queues = self.shard(key);
             let Entry::Occupied(mut entry) = queues.entry(key) else {
                 continue;
             };
@@ -323,13 +348,17 @@ impl LockSys {
                     wait_for.insert(waiter.trx_id, next.trx_id);
                 }
             }
+            // Woken after the shard mutex is released, so the waiter does
+            // not wake into a held mutex; it reads `granted` under it.
+            drop(queues);
             next.wake.notify_one();
         }
     }
 
     /// True if no lock is held or awaited (for tests and verification).
     pub fn is_idle(&self) -> bool {
-        self.wait_for.lock().is_empty() && self.shards.iter().all(|s| s.lock().is_empty())
+        self.wait_for.lock().is_empty()
+            && self.shards.iter().all(|s| named_locks::lock(s).is_empty())
     }
 }
 
@@ -352,6 +381,7 @@ fn chain_reaches<S: BuildHasher>(wait_for: &HashMap<u64, u64, S>, from: u64, tar
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parking_lot::Mutex;
     use rand::{Rng, SeedableRng};
     use std::sync::atomic::AtomicUsize;
     use std::thread;
@@ -535,7 +565,7 @@ mod tests {
         let ls = LockSys::new(512, Duration::from_secs(1));
         let mut used = std::collections::HashSet::new();
         for id in 0..4096 {
-            used.insert(ls.shard((1, id)) as *const _ as usize);
+            used.insert(ls.shard_index((1, id)));
         }
         assert!(used.len() > 450, "only {} shards used", used.len());
     }

@@ -1,10 +1,15 @@
 //! A cheap "something changed" event: `notify` costs one fence and one load
 //! when nobody sleeps, which is what a committer pays to poke a log thread.
+//!
+//! Sleepers block on the `std` mutex and condvar inside the event, so the
+//! futex address of a wait lies inside it: the owner names an event (or an
+//! array of them) with [`crate::named_locks`].
 
 use std::sync::atomic::{fence, AtomicU32, Ordering::SeqCst};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use crate::named_locks::{lock, wait_timeout};
 
 #[derive(Default)]
 pub struct Event {
@@ -20,12 +25,19 @@ impl Event {
 
     /// Wakes every sleeper. The caller must have published the state change
     /// that `ready` observes before calling this.
+    ///
+    /// Taking and releasing the lock orders this call after any sleeper's
+    /// check of `ready` (a sleeper that checked before the change is already
+    /// inside `wait`, whose futex sees the notify's bump); the notify itself
+    /// comes after the unlock, so the woken do not wake into a held mutex
+    /// (a `std` condvar wakes all of them rather than queueing them on the
+    /// mutex as parking_lot's does).
     pub fn notify(&self) -> bool {
         fence(SeqCst);
         if self.sleepers.load(SeqCst) == 0 {
             return false;
         }
-        let _g = self.lock.lock();
+        drop(lock(&self.lock));
         self.cond.notify_all();
         true
     }
@@ -43,14 +55,16 @@ impl Event {
             return true;
         }
         self.sleepers.fetch_add(1, SeqCst);
-        let mut g = self.lock.lock();
+        let g = lock(&self.lock);
         let ok = if ready() {
+            drop(g);
             true
         } else {
-            let _ = self.cond.wait_for(&mut g, timeout);
+            // Re-checked outside the lock: only the check before sleeping
+            // must be under it.
+            drop(wait_timeout(&self.cond, g, timeout).0);
             ready()
         };
-        drop(g);
         self.sleepers.fetch_sub(1, SeqCst);
         ok
     }

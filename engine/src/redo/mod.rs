@@ -34,6 +34,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
+use crate::named_locks::{Named, NamedMutex};
 use crate::probe_points;
 use crate::vfs::VfsFile;
 use event::Event;
@@ -204,25 +205,32 @@ pub struct RedoLog {
     /// flushes at once for it even when flush_at_commit is 0 or 2.
     pub(crate) flush_request: AtomicU64,
     checkpoint_lsn: AtomicU64,
+    /// Held while writing: by `log_writer`, or an RT0 leader. Users only
+    /// try it and sleep on `write_waits` while `is_locked()`, so it stays a
+    /// parking_lot mutex (unnamed): an exact `is_locked` needs its state,
+    /// which `std` does not expose, and users never block on it.
     writer: Mutex<WriterState>,
+    /// Held while fdatasyncing (like `writer`: unnamed, users only try it).
     flusher: Mutex<()>,
+    /// Waiters for written lsns (`redo.write_waits`, MySQL's write_events).
     pub(crate) write_waits: WaitSlots,
+    /// Waiters for durable lsns (`redo.flush_waits`, MySQL's flush_events).
     pub(crate) flush_waits: WaitSlots,
-    pub(crate) writer_event: Event,
-    pub(crate) flusher_event: Event,
-    pub(crate) wr_notifier_event: Event,
-    pub(crate) fl_notifier_event: Event,
+    pub(crate) writer_event: Named<Event>,
+    pub(crate) flusher_event: Named<Event>,
+    pub(crate) wr_notifier_event: Named<Event>,
+    pub(crate) fl_notifier_event: Named<Event>,
     /// Signalled when a checkpoint frees log file space.
-    space_event: Event,
+    space_event: Named<Event>,
     /// Signalled when the log wants a checkpoint.
-    checkpoint_request: Event,
+    checkpoint_request: Named<Event>,
     mode: AtomicU8,
     flush_at_commit: AtomicU8,
-    threads: Mutex<Option<LogThreads>>,
+    threads: NamedMutex<Option<LogThreads>>,
     pub spin: SpinGate,
     spin_delay_us: AtomicU64,
     failed: OnceLock<String>,
-    last_background_flush: Mutex<Instant>,
+    last_background_flush: NamedMutex<Instant>,
     pub(crate) counters: Arc<Counters>,
 }
 
@@ -253,21 +261,21 @@ impl RedoLog {
             checkpoint_lsn: AtomicU64::new(resume.checkpoint_lsn),
             writer: Mutex::new(WriterState::new(resume.epoch, resume.partial_block)),
             flusher: Mutex::new(()),
-            write_waits: WaitSlots::new(opts.wait_slots),
-            flush_waits: WaitSlots::new(opts.wait_slots),
-            writer_event: Event::new(),
-            flusher_event: Event::new(),
-            wr_notifier_event: Event::new(),
-            fl_notifier_event: Event::new(),
-            space_event: Event::new(),
-            checkpoint_request: Event::new(),
+            write_waits: WaitSlots::new("redo.write_waits", opts.wait_slots),
+            flush_waits: WaitSlots::new("redo.flush_waits", opts.wait_slots),
+            writer_event: Named::new("redo.writer_event", Event::new()),
+            flusher_event: Named::new("redo.flusher_event", Event::new()),
+            wr_notifier_event: Named::new("redo.wr_notifier_event", Event::new()),
+            fl_notifier_event: Named::new("redo.fl_notifier_event", Event::new()),
+            space_event: Named::new("redo.space_event", Event::new()),
+            checkpoint_request: Named::new("redo.checkpoint_request", Event::new()),
             mode: AtomicU8::new(RedoMode::Off as u8),
             flush_at_commit: AtomicU8::new(opts.flush_at_commit),
-            threads: Mutex::new(None),
+            threads: NamedMutex::new("redo.threads", None),
             spin: SpinGate::new(opts.spin_cpu_pct_hwm, opts.wait_for_flush_spin_hwm_us),
             spin_delay_us: AtomicU64::new(opts.spin_delay_us),
             failed: OnceLock::new(),
-            last_background_flush: Mutex::new(Instant::now()),
+            last_background_flush: NamedMutex::new("redo.background_flush", Instant::now()),
             counters,
         });
         if opts.mode == RedoMode::On {

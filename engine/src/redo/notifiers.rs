@@ -12,18 +12,24 @@ use std::time::Duration;
 use super::event::Event;
 use super::log_file::block_of;
 use super::{Lsn, RedoLog};
+use crate::named_locks::{self, Registration};
 use crate::probe_points;
 
 pub struct WaitSlots {
+    // Unregistered before the slots are freed (fields drop in order).
+    _name: Registration<'static>,
     slots: Box<[Event]>,
     mask: u64,
 }
 
 impl WaitSlots {
-    pub fn new(n: usize) -> Self {
+    /// `n` slots, registered together as one named range.
+    pub fn new(name: &str, n: usize) -> Self {
         assert!(n.is_power_of_two());
+        let slots: Box<[Event]> = (0..n).map(|_| Event::new()).collect();
         WaitSlots {
-            slots: (0..n).map(|_| Event::new()).collect(),
+            _name: named_locks::register(name, &*slots),
+            slots,
             mask: n as u64 - 1,
         }
     }

@@ -557,3 +557,42 @@ int counters_tick(struct pt_regs *ctx)
 	s->last_b = ctx->si;
 	return 0;
 }
+
+/* ---- named locks (uprobe on redoctor_named_locks) ------------------------ */
+
+/* The engine's table of named locks (engine/PROBES.md): where it is in the
+ * target's memory, how many entries, and the registry generation it
+ * describes. User space reads the table itself (process_vm_readv) when the
+ * generation changes and maps futex addresses to the range containing them. */
+struct named_locks_table {
+	__u64 table;      /* address of the first entry in the target */
+	__u64 count;      /* entries */
+	__u64 generation; /* registry generation the table describes */
+	__u64 calls;      /* hits of the probe point */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct named_locks_table);
+} engine_named_locks SEC(".maps");
+
+/* redoctor_named_locks(table, count, generation) */
+SEC("uprobe")
+int named_locks(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	__u32 idx = 0;
+	struct named_locks_table *t = bpf_map_lookup_elem(&engine_named_locks, &idx);
+	if (!t)
+		return 0;
+	/* One thread calls it; user space re-reads the generation after
+	 * reading the table, so a torn update is discarded, not used. */
+	t->table = ctx->di;
+	t->count = ctx->si;
+	t->generation = ctx->dx;
+	t->calls += 1;
+	return 0;
+}

@@ -37,6 +37,10 @@ pub fn run_all() {
             "stripped_binary_loses_only_engine_events",
             stripped_binary_loses_only_engine_events,
         ),
+        (
+            "futex_waits_are_named_by_the_engine",
+            crate::named::futex_waits_are_named_by_the_engine,
+        ),
         ("probes_are_gone_after_drop", probes_are_gone_after_drop),
         (
             "exited_threads_are_pruned_from_the_maps",
@@ -471,6 +475,11 @@ fn stripped_binary_loses_only_engine_events() -> Result<(), String> {
         s.engine.commits.is_none(),
         "commits without a probe point: {:?}",
         s.engine.commits
+    );
+    ensure!(
+        s.named_lock_waits.is_empty() && s.futex_waits.iter().all(|l| l.lock.is_none()),
+        "lock names without the redoctor_named_locks probe point: {:?}",
+        s.named_lock_waits
     );
     ensure!(
         s.cpu.oncpu_ns > 0 && s.wakeups.internal > 0,

@@ -13,12 +13,17 @@ pub const CHILD_ENV: &str = "REDOCTOR_PROBES_CHILD";
 const DIR_ENV: &str = "REDOCTOR_PROBES_DIR";
 const USERS_ENV: &str = "REDOCTOR_PROBES_USERS";
 const SECS_ENV: &str = "REDOCTOR_PROBES_SECS";
+/// Rows per table (1000 if unset): fewer rows, more row-lock waits.
+pub const ROWS_ENV: &str = "REDOCTOR_PROBES_ROWS";
+/// When set, the child prints `LOCKS <json>` (its named locks) after DONE.
+pub const LOCKS_ENV: &str = "REDOCTOR_PROBES_LOCKS";
 
 /// Child side: `mode` is `rt1` or `rt0`.
 pub fn run(mode: &str) {
     let dir = PathBuf::from(std::env::var(DIR_ENV).expect("REDOCTOR_PROBES_DIR"));
     let users: usize = std::env::var(USERS_ENV).map_or(4, |v| v.parse().unwrap());
     let secs: f64 = std::env::var(SECS_ENV).map_or(2.0, |v| v.parse().unwrap());
+    let rows: u64 = std::env::var(ROWS_ENV).map_or(1000, |v| v.parse().unwrap());
     let mut opts = EngineOptions::new(&dir);
     opts.redo.mode = if mode == "rt1" {
         RedoMode::On
@@ -26,7 +31,7 @@ pub fn run(mode: &str) {
         RedoMode::Off
     };
     let engine = Engine::open(opts).expect("opening the engine");
-    engine.prepare_sbtest(2, 1000).expect("preparing tables");
+    engine.prepare_sbtest(2, rows).expect("preparing tables");
     std::thread::sleep(Duration::from_millis(300));
     report("READY", &engine);
     wait_line();
@@ -35,11 +40,19 @@ pub fn run(mode: &str) {
     cfg.duration = Duration::from_secs_f64(secs);
     cfg.warmup = Duration::ZERO;
     cfg.tables = 2;
-    cfg.table_size = 1000;
+    cfg.table_size = rows;
     cfg.seed = Some(7);
     workload::run(&engine, cfg).expect("running the workload");
     std::thread::sleep(Duration::from_millis(300));
     report("DONE", &engine);
+    if std::env::var_os(LOCKS_ENV).is_some() {
+        let locks: Vec<(u64, u64, String)> = engine
+            .named_locks()
+            .iter()
+            .map(|e| (e.start, e.len, e.name().to_string()))
+            .collect();
+        println!("LOCKS {}", serde_json::to_string(&locks).unwrap());
+    }
     wait_line();
     engine.shutdown().expect("shutting down");
 }
@@ -72,8 +85,20 @@ impl EngineChild {
         users: usize,
         secs: f64,
     ) -> (Self, CounterValues) {
+        Self::start_with(exe, mode, users, secs, &[])
+    }
+
+    /// Like [`start`](Self::start), with extra environment (`ROWS_ENV`, `LOCKS_ENV`).
+    pub fn start_with(
+        exe: &std::path::Path,
+        mode: &str,
+        users: usize,
+        secs: f64,
+        env: &[(&str, &str)],
+    ) -> (Self, CounterValues) {
         let dir = tempfile::tempdir().unwrap();
         let mut child = Command::new(exe)
+            .envs(env.iter().copied())
             .env(CHILD_ENV, mode)
             .env(DIR_ENV, dir.path())
             .env(USERS_ENV, users.to_string())
@@ -98,7 +123,7 @@ impl EngineChild {
         self.child.id()
     }
 
-    fn expect_line(&mut self, tag: &str) -> CounterValues {
+    fn expect_line<T: serde::de::DeserializeOwned>(&mut self, tag: &str) -> T {
         let mut line = String::new();
         self.stdout.read_line(&mut line).unwrap();
         let rest = line
@@ -109,8 +134,24 @@ impl EngineChild {
 
     /// Runs the workload; returns the counters once it is done and quiet.
     pub fn run_workload(&mut self) -> CounterValues {
+        self.start_workload();
+        self.wait_done()
+    }
+
+    /// Starts the workload without waiting for it.
+    pub fn start_workload(&mut self) {
         writeln!(self.stdin).unwrap();
+    }
+
+    /// Waits until the workload is done and quiet; returns the counters.
+    pub fn wait_done(&mut self) -> CounterValues {
         self.expect_line("DONE")
+    }
+
+    /// The child's named locks `(start, len, name)`, printed after DONE
+    /// when started with `LOCKS_ENV`.
+    pub fn named_locks(&mut self) -> Vec<(u64, u64, String)> {
+        self.expect_line("LOCKS")
     }
 
     /// Lets the child shut down and waits for it.
