@@ -16,7 +16,7 @@ const TOP_NAMES: usize = 30;
 pub(crate) fn lock_waits(
     cur: &HashMap<FutexKey, FutexWait>,
     prev: &HashMap<FutexKey, FutexWait>,
-    role_of: impl Fn(u32) -> Role,
+    role_of_family: impl Fn(u32) -> Role,
     name_of: impl Fn(u64) -> Option<String>,
     roles: &mut BTreeMap<Role, RoleSignals>,
 ) -> (Vec<LockWait>, Vec<NamedLockWait>) {
@@ -28,7 +28,7 @@ pub(crate) fn lock_waits(
         if n == 0 {
             continue;
         }
-        let role = role_of(k.tid);
+        let role = role_of_family(k.family);
         let l = locks.entry(k.uaddr).or_insert_with(|| LockWait {
             uaddr: format!("{:#x}", k.uaddr),
             wait_ns: 0,
@@ -78,8 +78,12 @@ mod tests {
     use super::*;
     use crate::named_locks::{NamedLocks, NamedRange};
 
-    fn key(uaddr: u64, tid: u32) -> FutexKey {
-        FutexKey { uaddr, tid, pad: 0 }
+    fn key(uaddr: u64, family: u32) -> FutexKey {
+        FutexKey {
+            uaddr,
+            family,
+            pad: 0,
+        }
     }
 
     #[test]
@@ -108,8 +112,8 @@ mod tests {
             (key(0x9000, 3), w(70, 1)), // in no range
             (key(0x2008, 3), w(0, 0)),  // no wait in the window
         ]);
-        let role = |tid| {
-            if tid == 3 {
+        let role = |family| {
+            if family == 3 {
                 Role::LogWriter
             } else {
                 Role::User

@@ -32,6 +32,23 @@ pub struct ThreadSched {
     pub futex_uaddr: u64,
     /// When it blocked there, kernel ns.
     pub futex_since_ns: u64,
+    /// [`comm_family`] of `comm`, as the kernel computed it.
+    pub family: u32,
+    pub pad: u32,
+}
+
+/// The family of a thread name: FNV-1a of the name without its ASCII
+/// digits, so `user/1` and `user/17` are one family. Futex waits are keyed
+/// by family in the kernel (see `futex_key` in the BPF source, which
+/// computes the same hash).
+pub fn comm_family(comm: &str) -> u32 {
+    comm.bytes()
+        .take(16)
+        .take_while(|&b| b != 0)
+        .filter(|b| !b.is_ascii_digit())
+        .fold(2166136261u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(16777619)
+        })
 }
 
 impl ThreadSched {
@@ -77,7 +94,8 @@ impl Default for FdIo {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct FutexKey {
     pub uaddr: u64,
-    pub tid: u32,
+    /// [`comm_family`] of the waiting threads' name.
+    pub family: u32,
     pub pad: u32,
 }
 
@@ -269,4 +287,19 @@ pub(crate) fn prune<K: Pod, V: Pod>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod family_tests {
+    use super::comm_family;
+
+    #[test]
+    fn digits_do_not_change_the_family() {
+        assert_eq!(comm_family("user/1"), comm_family("user/17"));
+        assert_eq!(comm_family("conn/3"), comm_family("conn/"));
+        assert_ne!(comm_family("log_writer"), comm_family("log_flusher"));
+        // FNV-1a 32 of "" and "a".
+        assert_eq!(comm_family(""), 0x811c9dc5);
+        assert_eq!(comm_family("a"), 0xe40c292c);
+    }
 }

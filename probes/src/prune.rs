@@ -1,11 +1,15 @@
-//! Dropping map entries of exited threads, so long runs with thread churn
-//! do not fill the kernel maps.
+//! Dropping map entries of exited threads, and idle futex words once that
+//! map is half full, so long runs with thread churn do not fill the kernel
+//! maps.
 
 use std::collections::HashMap;
 
 use crate::error::ProbeError;
 use crate::loader::Probes;
 use crate::maps::{self, FutexKey, FutexWait, MapsReading, ThreadSched, WakePair};
+
+/// `MAX_FUTEX_KEYS` of the BPF source: capacity of `futex_wait_by_lock`.
+const FUTEX_KEYS: usize = 16384;
 
 /// Removes map entries of threads that have exited (are not in `live`,
 /// the target's threads as `/proc` listed them before `cur` was read) and
@@ -36,12 +40,19 @@ pub fn dead_threads(
         })
         .map(|(k, _)| *k)
         .collect();
-    let futexes: Vec<FutexKey> = cur
-        .futex
-        .iter()
-        .filter(|(k, v)| dead(k.tid) && prev.futex.get(*k) == Some(*v))
-        .map(|(k, _)| *k)
-        .collect();
+    // Futex waits are keyed by address and thread family, not thread: once
+    // the map is half full, words with no wait in this window go (a wait
+    // landing between the reading and the delete is lost, on a word idle
+    // for a whole window).
+    let futexes: Vec<FutexKey> = if cur.futex.len() > FUTEX_KEYS / 2 {
+        cur.futex
+            .iter()
+            .filter(|(k, v)| prev.futex.get(*k) == Some(*v))
+            .map(|(k, _)| *k)
+            .collect()
+    } else {
+        Vec::new()
+    };
     maps::prune::<u32, ThreadSched>(probes, "thread_sched_stats", &threads)?;
     maps::prune::<WakePair, u64>(probes, "wakeups_by_pair", &pairs)?;
     maps::prune::<FutexKey, FutexWait>(probes, "futex_wait_by_lock", &futexes)?;

@@ -8,7 +8,7 @@ use crate::error::ProbeError;
 use crate::histogram::histogram;
 use crate::loader::Probes;
 use crate::lock_waits::lock_waits;
-use crate::maps::{self, point, MapsReading, NamedLocksTable, HIST_BUCKETS};
+use crate::maps::{self, comm_family, point, MapsReading, NamedLocksTable, HIST_BUCKETS};
 use crate::named_locks::{self, NamedLocks, TableError};
 use crate::preflight;
 use crate::procfs;
@@ -377,11 +377,18 @@ impl Sampler {
             .filter(|c| *c > 0)
             .map(|c| wakeups.commit_path as f64 / c as f64);
 
-        // Futex waits by address and by named lock.
+        // Futex waits by address and by named lock; the kernel keys them by
+        // thread family (the name without digits), whose role any thread
+        // of that family tells.
+        let family_roles: HashMap<u32, Role> = self
+            .comms
+            .values()
+            .map(|c| (comm_family(c), self.profile.role_of(c)))
+            .collect();
         let (futex_waits, named_lock_waits) = lock_waits(
             &cur.futex,
             &prev.futex,
-            |tid| self.role(tid),
+            |family| family_roles.get(&family).copied().unwrap_or(Role::Other),
             |addr| self.lock_name(addr),
             &mut roles,
         );

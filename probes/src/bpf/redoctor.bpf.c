@@ -20,7 +20,7 @@ const volatile __u32 target_tgid = 0;
 #define MAX_THREADS 16384
 #define MAX_FDS 4096
 #define MAX_PAIRS 65536
-#define MAX_FUTEX_KEYS 16384
+#define MAX_FUTEX_KEYS 16384 /* FUTEX_KEYS in prune.rs */
 
 /* ---- scheduler ---------------------------------------------------------- */
 
@@ -35,6 +35,8 @@ struct thread_sched {
 	__u64 run_delay_ns; /* the kernel's run_delay at its last switch-out */
 	__u64 futex_uaddr;  /* futex word it blocked on at its last switch-out; 0 = none */
 	__u64 futex_since_ns; /* when it blocked there */
+	__u32 family;       /* comm_family(comm): the thread's name without digits */
+	__u32 pad;
 };
 
 /* The thread name is copied at the first switch-out of a thread and then at
@@ -146,10 +148,14 @@ static __always_inline struct thread_sched *thread_stats(__u32 tid)
 	return lookup_or_init(&thread_sched_stats, &tid, &zero);
 }
 
-/* Futex wait time by (lock address, thread). */
+/* Futex wait time by (lock address, thread family). */
+/* Keyed by thread family, not thread: a wait array of 2048 slots waited on
+ * by 32 users would otherwise need 65536 keys, and a full map makes every
+ * new key cost a failed insert. Families (user/N, log_writer, ...) are few
+ * and map to roles in user space. */
 struct futex_key {
 	__u64 uaddr;
-	__u32 tid;
+	__u32 family;
 	__u32 pad;
 };
 
@@ -189,16 +195,31 @@ static __always_inline __u64 blocked_futex(void)
 }
 
 /* Adds one wait of `ns` on futex word `uaddr` by thread `tid`. */
-static __always_inline void futex_wait_add(__u64 uaddr, __u32 tid, __u64 ns)
+static __always_inline void futex_wait_add(__u64 uaddr, __u32 family, __u64 ns)
 {
-	struct futex_key k = { .uaddr = uaddr, .tid = tid };
+	struct futex_key k = { .uaddr = uaddr, .family = family };
 	static const struct futex_wait zero;
 	struct futex_wait *w = lookup_or_init(&futex_wait_by_lock, &k, &zero);
-	/* Keyed by the thread, updated only at its own switch-in: no atomic. */
 	if (w) {
-		w->wait_ns += ns;
-		w->waits += 1;
+		__sync_fetch_and_add(&w->wait_ns, ns);
+		__sync_fetch_and_add(&w->waits, 1);
 	}
+}
+
+/* FNV-1a of a thread name with its ASCII digits left out, so `user/1` and
+ * `user/17` are one family (user space computes the same, see maps.rs). */
+static __always_inline __u32 comm_family(const char *comm)
+{
+	__u32 h = 2166136261u;
+	for (int i = 0; i < 16; i++) {
+		char c = comm[i];
+		if (!c)
+			break;
+		if (c >= '0' && c <= '9')
+			continue;
+		h = (h ^ (__u8)c) * 16777619u;
+	}
+	return h;
 }
 
 /* Everything per thread is accounted when the thread switches OUT, where it
@@ -239,8 +260,10 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		if (s) {
 			__u64 seen = s->voluntary + s->involuntary;
 			/* Names of short-lived threads outlive them here. */
-			if (seen % COMM_REFRESH == 0)
+			if (seen % COMM_REFRESH == 0) {
 				bpf_get_current_comm(s->comm, sizeof(s->comm));
+				s->family = comm_family(s->comm);
+			}
 			bool whole_slice = slice->tid == tid && slice->start_ns;
 			if (whole_slice)
 				s->oncpu_ns += now - slice->start_ns;
@@ -255,7 +278,8 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 			if (s->futex_uaddr && whole_slice)
 				/* Blocked from switch-out to switch-in, as futexctn
 				 * counts the wait syscall (run-queue wait included). */
-				futex_wait_add(s->futex_uaddr, tid, slice->start_ns - s->futex_since_ns);
+				futex_wait_add(s->futex_uaddr, s->family,
+					       slice->start_ns - s->futex_since_ns);
 			s->futex_uaddr = 0;
 			if (still_runnable) {
 				s->involuntary += 1;
