@@ -4,7 +4,7 @@
 //! Every value in the maps only grows; a window is the difference of two
 //! readings ([`MapsReading::delta`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray};
@@ -67,6 +67,17 @@ pub struct WakePair {
     pub waker_pid: u32,
     pub wakee_pid: u32,
 }
+
+/// A slot of `wakeups_by_pair_recent` (per CPU, direct-mapped).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PairSlot {
+    pub pair: WakePair,
+    pub count: u64,
+}
+
+/// `PAIR_SLOTS` of the BPF source.
+const PAIR_SLOTS: u32 = 512;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +144,7 @@ pub struct NamedLocksTable {
 // (explicit `pad` fields), valid for any bit pattern.
 unsafe impl Pod for ThreadSched {}
 unsafe impl Pod for WakePair {}
+unsafe impl Pod for PairSlot {}
 unsafe impl Pod for FdIo {}
 unsafe impl Pod for FutexKey {}
 unsafe impl Pod for FutexWait {}
@@ -159,7 +171,11 @@ pub struct MapsReading {
     pub at: Instant,
     pub threads: HashMap<u32, ThreadSched>,
     pub runq_hist: [u64; HIST_BUCKETS],
+    /// Wakeups per pair: `wakeups_by_pair` plus the per-CPU recent slots.
     pub wakeups: HashMap<WakePair, u64>,
+    /// Pairs that had a count in a recent slot (their total is not all in
+    /// `wakeups_by_pair`, so they must not be pruned from it).
+    pub wakeups_in_slots: HashSet<WakePair>,
     pub io: HashMap<u32, FdIo>,
     pub futex: HashMap<FutexKey, FutexWait>,
     pub points: [PointStats; point::COUNT],
@@ -173,6 +189,7 @@ impl Default for MapsReading {
             threads: HashMap::new(),
             runq_hist: [0; HIST_BUCKETS],
             wakeups: HashMap::new(),
+            wakeups_in_slots: HashSet::new(),
             io: HashMap::new(),
             futex: HashMap::new(),
             points: [PointStats::default(); point::COUNT],
@@ -220,7 +237,21 @@ impl MapsReading {
     pub fn read(p: &Probes) -> Result<MapsReading, ProbeError> {
         let at = Instant::now();
         let threads = read_hash(p, "thread_sched_stats")?;
-        let wakeups = read_hash(p, "wakeups_by_pair")?;
+        // The hash first, then the slots: a pair moved from a slot into the
+        // hash in between is missed in this reading only (the next one has it).
+        let mut wakeups: HashMap<WakePair, u64> = read_hash(p, "wakeups_by_pair")?;
+        let mut wakeups_in_slots = HashSet::new();
+        let name = "wakeups_by_pair_recent";
+        let slots: PerCpuArray<&MapData, PairSlot> =
+            PerCpuArray::try_from(map(p, name)?).map_err(map_err(name))?;
+        for i in 0..PAIR_SLOTS {
+            for slot in slots.get(&i, 0).map_err(map_err(name))?.iter() {
+                if slot.count > 0 {
+                    *wakeups.entry(slot.pair).or_default() += slot.count;
+                    wakeups_in_slots.insert(slot.pair);
+                }
+            }
+        }
         let io = read_hash(p, "io_by_fd")?;
         let futex = read_hash(p, "futex_wait_by_lock")?;
 
@@ -245,6 +276,7 @@ impl MapsReading {
             threads,
             runq_hist,
             wakeups,
+            wakeups_in_slots,
             io,
             futex,
             points,

@@ -36,7 +36,7 @@ pub fn dead_threads(
         .filter(|(k, n)| {
             let gone = (k.waker_pid == pid && dead(k.waker_tid))
                 || (k.wakee_pid == pid && dead(k.wakee_tid));
-            gone && prev.wakeups.get(*k) == Some(*n)
+            gone && prev.wakeups.get(*k) == Some(*n) && !cur.wakeups_in_slots.contains(*k)
         })
         .map(|(k, _)| *k)
         .collect();

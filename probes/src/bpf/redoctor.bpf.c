@@ -89,6 +89,27 @@ struct {
 	__type(value, __u64);
 } wakeups_by_pair SEC(".maps");
 
+/* Recent pairs, per CPU, direct-mapped: a wakeup of a pair already in its
+ * slot is one add in a small per-CPU array (no hashing, no shared cache
+ * line). A pair arriving at an occupied slot moves the old pair's count
+ * into wakeups_by_pair first. A pair's total is its count there plus its
+ * count in any slot of any CPU. sched_waking runs on the waker's thread,
+ * often a log notifier waking dozens of users in a row: its cost is paid on
+ * the commit path, which is why it is kept this small. */
+#define PAIR_SLOTS 512
+
+struct pair_slot {
+	struct wake_pair pair;
+	__u64 count;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PAIR_SLOTS);
+	__type(key, __u32);
+	__type(value, struct pair_slot);
+} wakeups_by_pair_recent SEC(".maps");
+
 static __always_inline __u32 log2_u64(__u64 v)
 {
 	__u32 r = 0;
@@ -317,12 +338,25 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 		.waker_pid = waker_pid,
 		.wakee_pid = wakee_pid,
 	};
-	static const __u64 none;
-	__u64 *n = lookup_or_init(&wakeups_by_pair, &key, &none);
-	/* Only the waker's thread counts under its key, one CPU at a time (a
-	 * nested run on the same CPU is refused by the kernel): no atomic. */
-	if (n)
-		*n += 1;
+	__u32 idx = (key.waker_tid * 2654435761u ^ key.wakee_tid) % PAIR_SLOTS;
+	struct pair_slot *slot = bpf_map_lookup_elem(&wakeups_by_pair_recent, &idx);
+	if (!slot)
+		return 0;
+	/* Per CPU, and a nested run on this CPU is refused by the kernel: no
+	 * atomics on the slot. */
+	if (slot->pair.waker_tid == key.waker_tid && slot->pair.wakee_tid == key.wakee_tid &&
+	    slot->pair.waker_pid == key.waker_pid && slot->pair.wakee_pid == key.wakee_pid) {
+		slot->count += 1;
+		return 0;
+	}
+	if (slot->count) {
+		static const __u64 none;
+		__u64 *n = lookup_or_init(&wakeups_by_pair, &slot->pair, &none);
+		if (n)
+			__sync_fetch_and_add(n, slot->count);
+	}
+	slot->pair = key;
+	slot->count = 1;
 	return 0;
 }
 
