@@ -79,28 +79,6 @@ pub struct PairSlot {
 /// `PAIR_SLOTS` of the BPF source.
 const PAIR_SLOTS: u32 = 512;
 
-/// A slot of `futex_wait_by_lock_recent` (per CPU, direct-mapped).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FutexSlot {
-    pub key: FutexKey,
-    pub wait: FutexWait,
-}
-
-/// `FUTEX_SLOTS` of the BPF source.
-const FUTEX_SLOTS: u32 = 512;
-
-/// Every slot with a count in per-CPU array `name` of `n` slots.
-fn read_slots<V: Pod>(p: &Probes, name: &'static str, n: u32) -> Result<Vec<V>, ProbeError> {
-    let slots: PerCpuArray<&MapData, V> =
-        PerCpuArray::try_from(map(p, name)?).map_err(map_err(name))?;
-    let mut out = Vec::new();
-    for i in 0..n {
-        out.extend(slots.get(&i, 0).map_err(map_err(name))?.iter().copied());
-    }
-    Ok(out)
-}
-
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FdIo {
@@ -167,7 +145,6 @@ pub struct NamedLocksTable {
 unsafe impl Pod for ThreadSched {}
 unsafe impl Pod for WakePair {}
 unsafe impl Pod for PairSlot {}
-unsafe impl Pod for FutexSlot {}
 unsafe impl Pod for FdIo {}
 unsafe impl Pod for FutexKey {}
 unsafe impl Pod for FutexWait {}
@@ -200,11 +177,7 @@ pub struct MapsReading {
     /// `wakeups_by_pair`, so they must not be pruned from it).
     pub wakeups_in_slots: HashSet<WakePair>,
     pub io: HashMap<u32, FdIo>,
-    /// Futex waits per (word, thread family): `futex_wait_by_lock` plus
-    /// the per-CPU recent slots.
     pub futex: HashMap<FutexKey, FutexWait>,
-    /// Keys that had a count in a recent slot (not to be pruned).
-    pub futex_in_slots: HashSet<FutexKey>,
     pub points: [PointStats; point::COUNT],
     pub named_locks: NamedLocksTable,
 }
@@ -219,7 +192,6 @@ impl Default for MapsReading {
             wakeups_in_slots: HashSet::new(),
             io: HashMap::new(),
             futex: HashMap::new(),
-            futex_in_slots: HashSet::new(),
             points: [PointStats::default(); point::COUNT],
             named_locks: NamedLocksTable::default(),
         }
@@ -269,23 +241,19 @@ impl MapsReading {
         // hash in between is missed in this reading only (the next one has it).
         let mut wakeups: HashMap<WakePair, u64> = read_hash(p, "wakeups_by_pair")?;
         let mut wakeups_in_slots = HashSet::new();
-        for slot in read_slots::<PairSlot>(p, "wakeups_by_pair_recent", PAIR_SLOTS)? {
-            if slot.count > 0 {
-                *wakeups.entry(slot.pair).or_default() += slot.count;
-                wakeups_in_slots.insert(slot.pair);
+        let name = "wakeups_by_pair_recent";
+        let slots: PerCpuArray<&MapData, PairSlot> =
+            PerCpuArray::try_from(map(p, name)?).map_err(map_err(name))?;
+        for i in 0..PAIR_SLOTS {
+            for slot in slots.get(&i, 0).map_err(map_err(name))?.iter() {
+                if slot.count > 0 {
+                    *wakeups.entry(slot.pair).or_default() += slot.count;
+                    wakeups_in_slots.insert(slot.pair);
+                }
             }
         }
         let io = read_hash(p, "io_by_fd")?;
-        let mut futex: HashMap<FutexKey, FutexWait> = read_hash(p, "futex_wait_by_lock")?;
-        let mut futex_in_slots = HashSet::new();
-        for slot in read_slots::<FutexSlot>(p, "futex_wait_by_lock_recent", FUTEX_SLOTS)? {
-            if slot.wait.waits > 0 {
-                let w = futex.entry(slot.key).or_default();
-                w.wait_ns += slot.wait.wait_ns;
-                w.waits += slot.wait.waits;
-                futex_in_slots.insert(slot.key);
-            }
-        }
+        let futex = read_hash(p, "futex_wait_by_lock")?;
 
         let name = "runq_latency_ns_log2";
         let hist: PerCpuArray<&MapData, u64> =
@@ -311,7 +279,6 @@ impl MapsReading {
             wakeups_in_slots,
             io,
             futex,
-            futex_in_slots,
             points,
             named_locks: read_named_locks(p)?,
         })

@@ -47,7 +47,7 @@ pub fn dead_threads(
     let futexes: Vec<FutexKey> = if cur.futex.len() > FUTEX_KEYS / 2 {
         cur.futex
             .iter()
-            .filter(|(k, v)| prev.futex.get(*k) == Some(*v) && !cur.futex_in_slots.contains(*k))
+            .filter(|(k, v)| prev.futex.get(*k) == Some(*v))
             .map(|(k, _)| *k)
             .collect()
     } else {

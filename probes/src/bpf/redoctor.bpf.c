@@ -216,48 +216,15 @@ static __always_inline __u64 blocked_futex(void)
 }
 
 /* Adds one wait of `ns` on futex word `uaddr` by thread `tid`. */
-/* Recent futex words, per CPU, direct-mapped, like wakeups_by_pair_recent:
- * a wait on a word already in its slot is two adds in a small per-CPU
- * array; a word arriving at an occupied slot moves the old word's totals
- * into futex_wait_by_lock first. */
-#define FUTEX_SLOTS 512
-
-struct futex_slot {
-	struct futex_key key;
-	struct futex_wait wait;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, FUTEX_SLOTS);
-	__type(key, __u32);
-	__type(value, struct futex_slot);
-} futex_wait_by_lock_recent SEC(".maps");
-
 static __always_inline void futex_wait_add(__u64 uaddr, __u32 family, __u64 ns)
 {
-	__u32 idx = ((uaddr >> 3) * 2654435761u ^ family) % FUTEX_SLOTS;
-	struct futex_slot *slot = bpf_map_lookup_elem(&futex_wait_by_lock_recent, &idx);
-	if (!slot)
-		return;
-	/* Per CPU, nested runs refused: no atomics on the slot. */
-	if (slot->key.uaddr != uaddr || slot->key.family != family) {
-		if (slot->wait.waits) {
-			static const struct futex_wait zero;
-			struct futex_wait *w = lookup_or_init(&futex_wait_by_lock, &slot->key, &zero);
-			if (w) {
-				__sync_fetch_and_add(&w->wait_ns, slot->wait.wait_ns);
-				__sync_fetch_and_add(&w->waits, slot->wait.waits);
-			}
-		}
-		slot->key.uaddr = uaddr;
-		slot->key.family = family;
-		slot->key.pad = 0;
-		slot->wait.wait_ns = 0;
-		slot->wait.waits = 0;
+	struct futex_key k = { .uaddr = uaddr, .family = family };
+	static const struct futex_wait zero;
+	struct futex_wait *w = lookup_or_init(&futex_wait_by_lock, &k, &zero);
+	if (w) {
+		__sync_fetch_and_add(&w->wait_ns, ns);
+		__sync_fetch_and_add(&w->waits, 1);
 	}
-	slot->wait.wait_ns += ns;
-	slot->wait.waits += 1;
 }
 
 /* FNV-1a of a thread name with its ASCII digits left out, so `user/1` and
