@@ -1,30 +1,32 @@
 //! Futex waits of one window: per address (with the engine's lock name when
-//! the address lies in a named range) and per named lock.
+//! the address lies in a named range) and per named lock. The kernel records
+//! one wait in [`FUTEX_SAMPLE`] per address, at random; the counts and
+//! times here are scaled back up, so they are estimates (each role's and
+//! thread's totals, counted in full, are in the scheduler signals).
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::maps::{FutexKey, FutexWait};
+use crate::maps::{FutexKey, FutexWait, FUTEX_SAMPLE};
 use crate::profile::Role;
-use crate::signals::{LockWait, NamedLockWait, RoleSignals};
+use crate::signals::{LockWait, NamedLockWait};
 
 /// Addresses listed in `futex_waits`.
 const TOP_ADDRESSES: usize = 20;
 /// Named locks listed in `named_lock_waits`.
 const TOP_NAMES: usize = 30;
 
-/// The window's futex waits (`cur - prev`), also added to `roles`.
+/// The window's futex waits (`cur - prev`), scaled to estimate all waits.
 pub(crate) fn lock_waits(
     cur: &HashMap<FutexKey, FutexWait>,
     prev: &HashMap<FutexKey, FutexWait>,
     role_of_family: impl Fn(u32) -> Role,
     name_of: impl Fn(u64) -> Option<String>,
-    roles: &mut BTreeMap<Role, RoleSignals>,
 ) -> (Vec<LockWait>, Vec<NamedLockWait>) {
     let mut locks: HashMap<u64, LockWait> = HashMap::new();
     for (k, now) in cur {
         let was = prev.get(k).copied().unwrap_or_default();
-        let ns = now.wait_ns.saturating_sub(was.wait_ns);
-        let n = now.waits.saturating_sub(was.waits);
+        let ns = now.wait_ns.saturating_sub(was.wait_ns) * FUTEX_SAMPLE;
+        let n = now.waits.saturating_sub(was.waits) * FUTEX_SAMPLE;
         if n == 0 {
             continue;
         }
@@ -39,9 +41,6 @@ pub(crate) fn lock_waits(
         l.wait_ns += ns;
         l.waits += n;
         *l.wait_ns_by_role.entry(role).or_default() += ns;
-        let r = roles.entry(role).or_default();
-        r.futex_wait_ns += ns;
-        r.futex_waits += n;
     }
 
     let mut by_name: BTreeMap<&str, NamedLockWait> = BTreeMap::new();
@@ -119,14 +118,9 @@ mod tests {
                 Role::User
             }
         };
-        let mut roles = BTreeMap::new();
-        let (by_addr, by_name) = lock_waits(
-            &cur,
-            &prev,
-            role,
-            |a| named.lookup(a).map(|r| r.name.clone()),
-            &mut roles,
-        );
+        let (by_addr, by_name) = lock_waits(&cur, &prev, role, |a| {
+            named.lookup(a).map(|r| r.name.clone())
+        });
         assert_eq!(by_addr.len(), 4);
         let lock_of = |a: &str| {
             by_addr
@@ -141,14 +135,12 @@ mod tests {
         assert_eq!(by_name[0].lock, "redo.flush_waits");
         assert_eq!(
             (by_name[0].wait_ns, by_name[0].waits, by_name[0].addresses),
-            (800, 3, 2)
+            (800 * FUTEX_SAMPLE, 3 * FUTEX_SAMPLE, 2)
         );
-        assert_eq!(by_name[0].wait_ns_by_role[&Role::User], 800);
+        assert_eq!(by_name[0].wait_ns_by_role[&Role::User], 800 * FUTEX_SAMPLE);
         assert_eq!(
             (by_name[1].lock.as_str(), by_name[1].wait_ns),
-            ("throttle", 50)
+            ("throttle", 50 * FUTEX_SAMPLE)
         );
-        assert_eq!(roles[&Role::User].futex_wait_ns, 800);
-        assert_eq!(roles[&Role::LogWriter].futex_waits, 2);
     }
 }

@@ -35,7 +35,15 @@ pub struct ThreadSched {
     /// [`comm_family`] of `comm`, as the kernel computed it.
     pub family: u32,
     pub pad: u32,
+    /// Time blocked in futex waits, ns (every wait).
+    pub futex_wait_ns: u64,
+    /// Futex waits (every wait).
+    pub futex_waits: u64,
 }
+
+/// `FUTEX_SAMPLE` of the BPF source: `futex_wait_by_lock` holds one wait
+/// in this many, at random.
+pub const FUTEX_SAMPLE: u64 = 8;
 
 /// The family of a thread name: FNV-1a of the name without its ASCII
 /// digits, so `user/1` and `user/17` are one family. Futex waits are keyed

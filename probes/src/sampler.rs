@@ -263,6 +263,10 @@ impl Sampler {
             r.voluntary_switches += t.voluntary_switches;
             r.involuntary_switches += t.involuntary_switches;
             r.runq_wait_ns += t.runq_wait_ns;
+            // Futex totals per role are exact (counted per thread); the
+            // per-address breakdown below is sampled.
+            r.futex_wait_ns += d(now.futex_wait_ns, was.futex_wait_ns);
+            r.futex_waits += d(now.futex_waits, was.futex_waits);
             threads.push(t);
         }
         threads.sort_by_key(|t| std::cmp::Reverse(t.oncpu_ns));
@@ -390,7 +394,6 @@ impl Sampler {
             &prev.futex,
             |family| family_roles.get(&family).copied().unwrap_or(Role::Other),
             |addr| self.lock_name(addr),
-            &mut roles,
         );
 
         let mut unavailable = self.probes.unavailable().to_vec();

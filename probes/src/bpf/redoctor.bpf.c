@@ -37,6 +37,8 @@ struct thread_sched {
 	__u64 futex_since_ns; /* when it blocked there */
 	__u32 family;       /* comm_family(comm): the thread's name without digits */
 	__u32 pad;
+	__u64 futex_wait_ns; /* ns blocked in futex waits (all of them) */
+	__u64 futex_waits;   /* such waits */
 };
 
 /* The thread name is copied at the first switch-out of a thread and then at
@@ -169,7 +171,13 @@ static __always_inline struct thread_sched *thread_stats(__u32 tid)
 	return lookup_or_init(&thread_sched_stats, &tid, &zero);
 }
 
-/* Futex wait time by (lock address, thread family). */
+/* Futex wait time by (lock address, thread family), for a random sample
+ * of 1 wait in FUTEX_SAMPLE (user space scales it back): a wait array of
+ * 2048 slots cycles through 2048 words, so every wait would touch a cold
+ * hash entry (~200 ns on the commit path). Each thread's totals are exact
+ * (thread_sched). */
+#define FUTEX_SAMPLE 8
+
 /* Keyed by thread family, not thread: a wait array of 2048 slots waited on
  * by 32 users would otherwise need 65536 keys, and a full map makes every
  * new key cost a failed insert. Families (user/N, log_writer, ...) are few
@@ -296,11 +304,15 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 				hist_add(&runq_latency_ns_log2, wait);
 			}
 			s->run_delay_ns = run_delay;
-			if (s->futex_uaddr && whole_slice)
+			if (s->futex_uaddr && whole_slice) {
 				/* Blocked from switch-out to switch-in, as futexctn
 				 * counts the wait syscall (run-queue wait included). */
-				futex_wait_add(s->futex_uaddr, s->family,
-					       slice->start_ns - s->futex_since_ns);
+				__u64 ns = slice->start_ns - s->futex_since_ns;
+				s->futex_wait_ns += ns;
+				s->futex_waits += 1;
+				if ((bpf_get_prandom_u32() & (FUTEX_SAMPLE - 1)) == 0)
+					futex_wait_add(s->futex_uaddr, s->family, ns);
+			}
 			s->futex_uaddr = 0;
 			if (still_runnable) {
 				s->involuntary += 1;
