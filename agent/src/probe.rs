@@ -43,6 +43,10 @@ pub struct ProbeArgs {
     /// costs ~20-30 ns per event while on.
     #[arg(long, default_value_t = redoctor_probes::bpf_stats::DEFAULT_COST_EVERY)]
     cost_every: u32,
+    /// Record futex waits by address for one wait in N, at random (a power
+    /// of two; 1 = all, exact but ~200 ns per wait); per-role totals are exact.
+    #[arg(long, default_value_t = redoctor_probes::loader::DEFAULT_FUTEX_SAMPLE)]
+    futex_sample: u32,
 }
 
 /// Attaches the probes as `opts` asks (warning about any that are
@@ -62,6 +66,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     opts.uprobes = !args.no_uprobes;
     opts.syscalls = !args.no_syscalls;
     opts.batch_points = args.batch_probes;
+    opts.futex_sample = args.futex_sample;
     let mut sampler = attach(&opts, profile)?;
     sampler.set_cost_every(args.cost_every);
     let started = Instant::now();

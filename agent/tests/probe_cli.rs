@@ -41,6 +41,21 @@ fn unknown_profile_lists_the_shipped_ones() {
 }
 
 #[test]
+fn futex_sample_must_be_a_power_of_two() {
+    let me = std::process::id().to_string();
+    let o = redoctor()
+        .args(["probe", "--pid", &me, "--futex-sample", "3"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("futex sample 3 is not a power of two"),
+        "{err}"
+    );
+}
+
+#[test]
 fn zero_interval_is_refused() {
     let o = redoctor()
         .args(["probe", "--pid", "1", "--interval", "0s"])

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 pub enum ProbeError {
     #[error("no process with pid {pid}: check the pid (`pgrep -f <name>`) and that it still runs")]
     NoSuchProcess { pid: u32 },
+    #[error("invalid probe option: {what}")]
+    BadOption { what: String },
     #[error(
         "not allowed to load BPF programs: this process lacks {missing}; run as root \
          (sudo) or grant the capabilities (setcap cap_bpf,cap_perfmon,cap_sys_resource+ep <binary>)"

@@ -72,6 +72,10 @@ pub struct AttachOptions {
     pub syscalls: bool,
     /// Also attach the per-batch probe points ([`BATCH_PROBE_POINTS`]).
     pub batch_points: bool,
+    /// Futex waits by address record one wait in this many, at random
+    /// (a power of two; 1 = every wait). Per-thread and per-role totals are
+    /// always exact.
+    pub futex_sample: u32,
 }
 
 impl AttachOptions {
@@ -81,6 +85,7 @@ impl AttachOptions {
             uprobes: true,
             syscalls: true,
             batch_points: false,
+            futex_sample: DEFAULT_FUTEX_SAMPLE,
         }
     }
 }
@@ -94,10 +99,14 @@ pub struct Unavailable {
     pub why: String,
 }
 
+/// Default of [`AttachOptions::futex_sample`].
+pub const DEFAULT_FUTEX_SAMPLE: u32 = 8;
+
 /// The loaded and attached probes for one process.
 pub struct Probes {
     pub(crate) bpf: Ebpf,
     pid: u32,
+    futex_sample: u32,
     unavailable: Vec<Unavailable>,
     attached_points: Vec<String>,
 }
@@ -109,8 +118,18 @@ impl Probes {
         preflight::check_pid(opts.pid)?;
         preflight::check_privileges()?;
         preflight::check_btf()?;
+        if !opts.futex_sample.is_power_of_two() {
+            return Err(ProbeError::BadOption {
+                what: format!(
+                    "futex sample {} is not a power of two (1, 2, 4, 8, ...)",
+                    opts.futex_sample
+                ),
+            });
+        }
+        let mask = opts.futex_sample - 1;
         let mut bpf = EbpfLoader::new()
             .override_global("target_tgid", &opts.pid, true)
+            .override_global("futex_sample_mask", &mask, true)
             .load(BPF_OBJECT)
             .map_err(|e| ProbeError::Load {
                 source: Box::new(e),
@@ -160,6 +179,7 @@ impl Probes {
         Ok(Probes {
             bpf,
             pid: opts.pid,
+            futex_sample: opts.futex_sample,
             unavailable,
             attached_points,
         })
@@ -168,6 +188,11 @@ impl Probes {
     /// The target process id.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// One futex wait in this many is recorded by address.
+    pub fn futex_sample(&self) -> u32 {
+        self.futex_sample
     }
 
     /// Measurements that could not be attached, with reasons.

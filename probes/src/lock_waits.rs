@@ -1,12 +1,12 @@
 //! Futex waits of one window: per address (with the engine's lock name when
 //! the address lies in a named range) and per named lock. The kernel records
-//! one wait in [`FUTEX_SAMPLE`] per address, at random; the counts and
+//! one wait in `scale` per address, at random; the counts and
 //! times here are scaled back up, so they are estimates (each role's and
 //! thread's totals, counted in full, are in the scheduler signals).
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::maps::{FutexKey, FutexWait, FUTEX_SAMPLE};
+use crate::maps::{FutexKey, FutexWait};
 use crate::profile::Role;
 use crate::signals::{LockWait, NamedLockWait};
 
@@ -21,12 +21,13 @@ pub(crate) fn lock_waits(
     prev: &HashMap<FutexKey, FutexWait>,
     role_of_family: impl Fn(u32) -> Role,
     name_of: impl Fn(u64) -> Option<String>,
+    scale: u64,
 ) -> (Vec<LockWait>, Vec<NamedLockWait>) {
     let mut locks: HashMap<u64, LockWait> = HashMap::new();
     for (k, now) in cur {
         let was = prev.get(k).copied().unwrap_or_default();
-        let ns = now.wait_ns.saturating_sub(was.wait_ns) * FUTEX_SAMPLE;
-        let n = now.waits.saturating_sub(was.waits) * FUTEX_SAMPLE;
+        let ns = now.wait_ns.saturating_sub(was.wait_ns) * scale;
+        let n = now.waits.saturating_sub(was.waits) * scale;
         if n == 0 {
             continue;
         }
@@ -77,6 +78,8 @@ mod tests {
     use super::*;
     use crate::named_locks::{NamedLocks, NamedRange};
 
+    const FUTEX_SAMPLE: u64 = 8;
+
     fn key(uaddr: u64, family: u32) -> FutexKey {
         FutexKey {
             uaddr,
@@ -118,9 +121,13 @@ mod tests {
                 Role::User
             }
         };
-        let (by_addr, by_name) = lock_waits(&cur, &prev, role, |a| {
-            named.lookup(a).map(|r| r.name.clone())
-        });
+        let (by_addr, by_name) = lock_waits(
+            &cur,
+            &prev,
+            role,
+            |a| named.lookup(a).map(|r| r.name.clone()),
+            FUTEX_SAMPLE,
+        );
         assert_eq!(by_addr.len(), 4);
         let lock_of = |a: &str| {
             by_addr

@@ -41,10 +41,6 @@ pub struct ThreadSched {
     pub futex_waits: u64,
 }
 
-/// `FUTEX_SAMPLE` of the BPF source: `futex_wait_by_lock` holds one wait
-/// in this many, at random.
-pub const FUTEX_SAMPLE: u64 = 8;
-
 /// The family of a thread name: FNV-1a of the name without its ASCII
 /// digits, so `user/1` and `user/17` are one family. Futex waits are keyed
 /// by family in the kernel (see `futex_key` in the BPF source, which

@@ -394,6 +394,7 @@ impl Sampler {
             &prev.futex,
             |family| family_roles.get(&family).copied().unwrap_or(Role::Other),
             |addr| self.lock_name(addr),
+            u64::from(self.probes.futex_sample()),
         );
 
         let mut unavailable = self.probes.unavailable().to_vec();

@@ -15,6 +15,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Process to observe: set by the loader before the object is loaded. */
 const volatile __u32 target_tgid = 0;
+/* futex_wait_by_lock records a wait when (random & mask) == 0: one in
+ * mask + 1 (a power of two), set by the loader; 0 records every wait. */
+const volatile __u32 futex_sample_mask = 7;
 
 #define HIST_BUCKETS 64
 #define MAX_THREADS 16384
@@ -172,11 +175,10 @@ static __always_inline struct thread_sched *thread_stats(__u32 tid)
 }
 
 /* Futex wait time by (lock address, thread family), for a random sample
- * of 1 wait in FUTEX_SAMPLE (user space scales it back): a wait array of
- * 2048 slots cycles through 2048 words, so every wait would touch a cold
- * hash entry (~200 ns on the commit path). Each thread's totals are exact
- * (thread_sched). */
-#define FUTEX_SAMPLE 8
+ * of 1 wait in futex_sample_mask + 1 (user space scales it back; default
+ * 8): a wait array of 2048 slots cycles through 2048 words, so every wait
+ * would touch a cold hash entry (~200 ns on the commit path). Each
+ * thread's totals are exact (thread_sched). */
 
 /* Keyed by thread family, not thread: a wait array of 2048 slots waited on
  * by 32 users would otherwise need 65536 keys, and a full map makes every
@@ -310,7 +312,7 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 				__u64 ns = slice->start_ns - s->futex_since_ns;
 				s->futex_wait_ns += ns;
 				s->futex_waits += 1;
-				if ((bpf_get_prandom_u32() & (FUTEX_SAMPLE - 1)) == 0)
+				if ((bpf_get_prandom_u32() & futex_sample_mask) == 0)
 					futex_wait_add(s->futex_uaddr, s->family, ns);
 			}
 			s->futex_uaddr = 0;

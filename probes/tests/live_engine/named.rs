@@ -70,7 +70,10 @@ pub fn futex_waits_are_named_by_the_engine() -> Result<(), String> {
     let exe = std::env::current_exe().unwrap();
     let env = [(ROWS_ENV, "20"), (LOCKS_ENV, "1")];
     let (mut child, _) = EngineChild::start_with(&exe, "rt1", 16, 3.0, &env);
-    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
+    // Every futex wait recorded by address: the shares below are exact.
+    let mut opts = AttachOptions::new(child.pid());
+    opts.futex_sample = 1;
+    let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
     let profile = Profile::builtin("redoctor-engine").map_err(|e| e.to_string())?;
     let mut sampler = Sampler::new(probes, profile).map_err(|e| e.to_string())?;
     child.start_workload();
