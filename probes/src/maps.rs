@@ -80,9 +80,6 @@ pub struct PairSlot {
     pub count: u64,
 }
 
-/// `PAIR_SLOTS` of the BPF source.
-const PAIR_SLOTS: u32 = 512;
-
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FdIo {
@@ -248,7 +245,7 @@ impl MapsReading {
         let name = "wakeups_by_pair_recent";
         let slots: PerCpuArray<&MapData, PairSlot> =
             PerCpuArray::try_from(map(p, name)?).map_err(map_err(name))?;
-        for i in 0..PAIR_SLOTS {
+        for i in 0..slots.len() {
             for slot in slots.get(&i, 0).map_err(map_err(name))?.iter() {
                 if slot.count > 0 {
                     *wakeups.entry(slot.pair).or_default() += slot.count;

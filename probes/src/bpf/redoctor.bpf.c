@@ -207,16 +207,16 @@ struct {
 #define FUTEX_WAIT 0
 #define FUTEX_WAIT_BITSET 9
 
-/* The futex word `current` is blocking on, or 0. Called in sched_switch for
+/* The futex word `task` (current) is blocking on, or 0. Called in sched_switch for
  * a thread that switches out without being runnable, where current is still
  * that thread: its user registers as saved at syscall entry tell the call
  * (orig_ax), the futex word (di) and the operation (si). Futex waits are
  * measured from the scheduler events alone, so no program runs on the
  * futex syscalls themselves, the most frequent syscall of a busy engine. */
-static __always_inline __u64 blocked_futex(void)
+static __always_inline __u64 blocked_futex(struct task_struct *task)
 {
 	/* A BTF pointer: plain loads, checked by the verifier, no helper calls. */
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (regs->orig_ax != NR_futex)
 		return 0;
 	__u32 op = regs->si & FUTEX_CMD_MASK;
@@ -225,7 +225,7 @@ static __always_inline __u64 blocked_futex(void)
 	return regs->di;
 }
 
-/* Adds one wait of `ns` on futex word `uaddr` by thread `tid`. */
+/* Adds one sampled wait of `ns` on futex word `uaddr` by a thread of `family`. */
 static __always_inline void futex_wait_add(__u64 uaddr, __u32 family, __u64 ns)
 {
 	struct futex_key k = { .uaddr = uaddr, .family = family };
@@ -298,7 +298,8 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 			bool whole_slice = slice->tid == tid && slice->start_ns;
 			if (whole_slice)
 				s->oncpu_ns += now - slice->start_ns;
-			__u64 run_delay = bpf_get_current_task_btf()->sched_info.run_delay;
+			struct task_struct *task = bpf_get_current_task_btf();
+			__u64 run_delay = task->sched_info.run_delay;
 			if (seen) {
 				__u64 wait = run_delay - s->run_delay_ns;
 				s->runq_wait_ns += wait;
@@ -320,7 +321,7 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 				s->involuntary += 1;
 			} else {
 				s->voluntary += 1;
-				s->futex_uaddr = blocked_futex();
+				s->futex_uaddr = blocked_futex(task);
 				s->futex_since_ns = now;
 			}
 		}
