@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use redoctor_probes::{AttachOptions, Probes, Profile, Sampler};
+use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, SyscallHooks};
 
 /// Exit code when the target exits during the run (the last window is printed).
 pub const EXIT_TARGET_EXITED: u8 = 3;
@@ -38,6 +38,12 @@ pub struct ProbeArgs {
     /// Do not trace syscalls (no write/fsync signals; cheaper on syscall-heavy targets).
     #[arg(long)]
     no_syscalls: bool,
+    /// How to hook writes and fsyncs: per-syscall tracepoints (no BPF runs
+    /// on any other syscall; needs tracefs), raw sys_enter/sys_exit (a
+    /// program on every syscall; no tracefs), or auto (per-syscall when
+    /// tracefs shows them, else raw, with a warning).
+    #[arg(long, default_value = "auto")]
+    syscall_hooks: SyscallHooks,
     /// Measure the probes' own cost (`probe_cost`) in one window of every N
     /// (1 = every window, 0 = never); the kernel's timing of each BPF run
     /// costs ~20-30 ns per event while on.
@@ -65,6 +71,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     let mut opts = AttachOptions::new(args.pid);
     opts.uprobes = !args.no_uprobes;
     opts.syscalls = !args.no_syscalls;
+    opts.syscall_hooks = args.syscall_hooks;
     opts.batch_points = args.batch_probes;
     opts.futex_sample = args.futex_sample;
     let mut sampler = attach(&opts, profile)?;

@@ -279,3 +279,50 @@ fn skewed_concurrent_updates_lose_nothing() {
     );
     engine.shutdown().unwrap();
 }
+
+#[test]
+fn interval_reports_cover_the_measured_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let cfg = RunConfig {
+        users: 2,
+        duration: Duration::from_millis(350),
+        warmup: Duration::from_millis(50),
+        tables: 1,
+        table_size: TABLE_SIZE,
+        seed: Some(5),
+        report_interval: Some(Duration::from_millis(100)),
+        ..RunConfig::new(WorkloadKind::UpdateIndex)
+    };
+    workload::prepare(&engine, &cfg).unwrap();
+    let mut intervals = Vec::new();
+    let report =
+        workload::run_with_reports(&engine, cfg, &mut |r| intervals.push(r.clone())).unwrap();
+    // 100, 200, 300 ms, and a last one of 50 ms that ends with the window.
+    assert_eq!(intervals.len(), 4, "{intervals:?}");
+    let last = intervals.last().unwrap();
+    assert!((last.at_s - 0.35).abs() < 0.05, "{intervals:?}");
+    for w in intervals.windows(2) {
+        assert!(
+            w[1].at_s > w[0].at_s && w[1].unix_ms >= w[0].unix_ms,
+            "{intervals:?}"
+        );
+    }
+    for r in &intervals {
+        assert!((r.tps - r.commits as f64 / r.secs).abs() < 1e-6, "{r:?}");
+    }
+    // The intervals split the window's engine commits; the window's own
+    // count also takes the few commits that return while it drains.
+    let sum: u64 = intervals.iter().map(|r| r.commits).sum();
+    assert!(
+        sum > 0 && sum <= report.engine_commits,
+        "{sum} vs {}",
+        report.engine_commits
+    );
+    assert!(
+        sum * 10 >= report.engine_commits * 9,
+        "{sum} vs {}",
+        report.engine_commits
+    );
+    engine.shutdown().unwrap();
+}

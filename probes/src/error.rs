@@ -19,6 +19,11 @@ pub enum ProbeError {
          its struct layouts (CO-RE): use a kernel built with CONFIG_DEBUG_INFO_BTF=y"
     )]
     BtfUnavailable,
+    #[error(
+        "per-syscall tracepoints unavailable: {why}; or trace syscalls with the raw \
+         tracepoints (`--syscall-hooks raw`)"
+    )]
+    Tracefs { why: String },
     #[error("cannot load the BPF object into the kernel (is BPF enabled, CONFIG_BPF_SYSCALL=y?): {source}")]
     Load {
         #[source]

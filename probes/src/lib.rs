@@ -32,7 +32,7 @@ pub mod sampler;
 pub mod signals;
 
 pub use error::ProbeError;
-pub use loader::{AttachOptions, Probes, Unavailable};
+pub use loader::{AttachOptions, Probes, SyscallHooks, Unavailable};
 pub use profile::{FileKind, Profile, ProfileError, Role};
 pub use sampler::Sampler;
 pub use signals::Signals;

@@ -4,17 +4,20 @@
 //! frees every map (nothing is pinned), so probes never outlive the agent,
 //! even when it is killed (the kernel closes its descriptors).
 //!
-//! Only raw tracepoints (scheduler, syscalls) and uprobes are used: no
-//! kprobes, no fentry, and no tracefs (raw tracepoints attach by name through
-//! the bpf syscall). The raw tracepoints are required; uprobes need the probe
-//! symbols in the target binary, and when they are missing that is listed in
+//! Only tracepoints and uprobes are used: no kprobes, no fentry. The
+//! scheduler's raw tracepoints attach by name through the bpf syscall and
+//! are required. Writes and fsyncs are traced with the per-syscall
+//! tracepoints when tracefs shows them, else with the raw syscall
+//! tracepoints (see [`SyscallHooks`]). Uprobes need the probe symbols in the
+//! target binary. Whatever is missing or degraded is listed in
 //! [`Probes::unavailable`] with the reason while the rest keeps working.
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use aya::programs::uprobe::UProbeScope;
-use aya::programs::{RawTracePoint, UProbe};
+use aya::programs::{RawTracePoint, TracePoint, UProbe};
 use aya::{Ebpf, EbpfLoader};
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +37,48 @@ const SCHED_TRACEPOINTS: &[(&str, &str)] = &[
 /// Raw syscall tracepoints (writes and fsyncs; futex waits come from `sched_switch`).
 const SYSCALL_TRACEPOINTS: &[(&str, &str)] =
     &[("sys_enter", "sys_enter"), ("sys_exit", "sys_exit")];
+
+/// The syscalls traced through per-syscall tracepoints (`syscalls/sys_enter_*`
+/// and `syscalls/sys_exit_*`): the ones `call_kind_of` in the BPF source knows.
+pub const TRACED_SYSCALLS: &[&str] = &[
+    "write",
+    "pwrite64",
+    "writev",
+    "pwritev",
+    "pwritev2",
+    "fsync",
+    "fdatasync",
+];
+
+/// How the write and fsync syscalls are hooked. Both give the same numbers;
+/// they differ in what they cost the rest of the system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SyscallHooks {
+    /// Per-syscall tracepoints when tracefs shows them, else raw.
+    Auto,
+    /// `syscalls/sys_{enter,exit}_<call>` for the traced calls only: no BPF
+    /// runs for any other syscall (futex, the busiest, above all). Needs
+    /// tracefs mounted and a kernel with CONFIG_FTRACE_SYSCALLS.
+    PerSyscall,
+    /// Raw `sys_enter`/`sys_exit`: no tracefs needed, but a program runs
+    /// (and returns at once) on every syscall of every process.
+    Raw,
+}
+
+impl FromStr for SyscallHooks {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(SyscallHooks::Auto),
+            "per-syscall" => Ok(SyscallHooks::PerSyscall),
+            "raw" => Ok(SyscallHooks::Raw),
+            _ => Err(format!(
+                "unknown syscall hooks `{s}`: use auto, per-syscall or raw"
+            )),
+        }
+    }
+}
 
 /// Probe points called once per redo write/flush batch. At very high commit
 /// rates a batch holds barely more than one commit, and each hit costs a
@@ -70,6 +115,8 @@ pub struct AttachOptions {
     /// cost on syscall-heavy targets; without them `io` stays
     /// empty and is listed as unavailable.
     pub syscalls: bool,
+    /// Which syscall tracepoints trace them (when `syscalls`).
+    pub syscall_hooks: SyscallHooks,
     /// Also attach the per-batch probe points ([`BATCH_PROBE_POINTS`]).
     pub batch_points: bool,
     /// Futex waits by address record one wait in this many, at random
@@ -84,6 +131,7 @@ impl AttachOptions {
             pid,
             uprobes: true,
             syscalls: true,
+            syscall_hooks: SyscallHooks::Auto,
             batch_points: false,
             futex_sample: DEFAULT_FUTEX_SAMPLE,
         }
@@ -107,6 +155,7 @@ pub struct Probes {
     pub(crate) bpf: Ebpf,
     pid: u32,
     futex_sample: u32,
+    syscall_hooks: Option<SyscallHooks>,
     unavailable: Vec<Unavailable>,
     attached_points: Vec<String>,
 }
@@ -127,33 +176,38 @@ impl Probes {
             });
         }
         let mask = opts.futex_sample - 1;
+        let start_ns = monotonic_ns();
         let mut bpf = EbpfLoader::new()
             .override_global("target_tgid", &opts.pid, true)
             .override_global("futex_sample_mask", &mask, true)
+            .override_global("probes_start_ns", &start_ns, true)
             .load(BPF_OBJECT)
             .map_err(|e| ProbeError::Load {
                 source: Box::new(e),
             })?;
         let mut unavailable = Vec::new();
 
-        let mut raw: Vec<(&str, &str)> = SCHED_TRACEPOINTS.to_vec();
-        if opts.syscalls {
-            raw.extend_from_slice(SYSCALL_TRACEPOINTS);
+        for (prog, tp) in SCHED_TRACEPOINTS {
+            attach_raw(&mut bpf, prog, tp)?;
+        }
+        let syscall_hooks = if opts.syscalls {
+            let hooks = choose_syscall_hooks(opts.syscall_hooks, TRACEFS, &mut unavailable)?;
+            match hooks {
+                SyscallHooks::PerSyscall => attach_per_syscall(&mut bpf)?,
+                _ => {
+                    for (prog, tp) in SYSCALL_TRACEPOINTS {
+                        attach_raw(&mut bpf, prog, tp)?;
+                    }
+                }
+            }
+            Some(hooks)
         } else {
             unavailable.push(Unavailable {
                 what: "io".into(),
                 why: "syscall tracepoints not attached (asked for)".into(),
             });
-        }
-        for (prog, tp) in raw {
-            let p: &mut RawTracePoint = program(&mut bpf, prog)?;
-            p.load().map_err(|e| load_err(prog, e))?;
-            p.attach(tp).map_err(|e| ProbeError::Attach {
-                program: prog.to_string(),
-                target: format!("raw tracepoint {tp}"),
-                source: Box::new(e),
-            })?;
-        }
+            None
+        };
 
         let mut attached_points = Vec::new();
         if opts.uprobes {
@@ -180,6 +234,7 @@ impl Probes {
             bpf,
             pid: opts.pid,
             futex_sample: opts.futex_sample,
+            syscall_hooks,
             unavailable,
             attached_points,
         })
@@ -193,6 +248,12 @@ impl Probes {
     /// One futex wait in this many is recorded by address.
     pub fn futex_sample(&self) -> u32 {
         self.futex_sample
+    }
+
+    /// How writes and fsyncs are traced ([`SyscallHooks::PerSyscall`] or
+    /// [`SyscallHooks::Raw`]); `None` when they are not.
+    pub fn syscall_hooks(&self) -> Option<SyscallHooks> {
+        self.syscall_hooks
     }
 
     /// Measurements that could not be attached, with reasons.
@@ -226,6 +287,104 @@ where
         })
 }
 
+/// CLOCK_MONOTONIC now, in ns (the clock of a task's `start_time`).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn attach_raw(bpf: &mut Ebpf, prog: &str, tp: &str) -> Result<(), ProbeError> {
+    let p: &mut RawTracePoint = program(bpf, prog)?;
+    p.load().map_err(|e| load_err(prog, e))?;
+    p.attach(tp).map_err(|e| ProbeError::Attach {
+        program: prog.to_string(),
+        target: format!("raw tracepoint {tp}"),
+        source: Box::new(e),
+    })?;
+    Ok(())
+}
+
+/// The tracefs mount points aya looks at, in its order.
+const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// Why the per-syscall tracepoints cannot be attached here, or `None` when
+/// tracefs lists every one of them.
+fn per_syscall_missing(tracefs: &[&str]) -> Option<String> {
+    let Some(events) = tracefs
+        .iter()
+        .map(|m| Path::new(m).join("events"))
+        .find(|e| e.is_dir())
+    else {
+        return Some(
+            "tracefs is not mounted (mount it: `mount -t tracefs tracefs /sys/kernel/tracing`)"
+                .into(),
+        );
+    };
+    for call in TRACED_SYSCALLS {
+        for dir in ["enter", "exit"] {
+            let id = events.join(format!("syscalls/sys_{dir}_{call}/id"));
+            if !id.exists() {
+                return Some(format!(
+                    "the kernel has no tracepoint syscalls/sys_{dir}_{call} ({} is missing; \
+                     per-syscall tracepoints need CONFIG_FTRACE_SYSCALLS=y)",
+                    id.display()
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The hooks to use for `asked`, given the tracefs mount points to look
+/// at; a fallback from per-syscall to raw is listed in `unavailable` with
+/// the reason.
+fn choose_syscall_hooks(
+    asked: SyscallHooks,
+    tracefs: &[&str],
+    unavailable: &mut Vec<Unavailable>,
+) -> Result<SyscallHooks, ProbeError> {
+    if asked == SyscallHooks::Raw {
+        return Ok(SyscallHooks::Raw);
+    }
+    match (per_syscall_missing(tracefs), asked) {
+        (None, _) => Ok(SyscallHooks::PerSyscall),
+        (Some(why), SyscallHooks::PerSyscall) => Err(ProbeError::Tracefs { why }),
+        (Some(why), _) => {
+            unavailable.push(Unavailable {
+                what: "per-syscall tracepoints".into(),
+                why: format!(
+                    "{why}; writes and fsyncs are traced with the raw syscall tracepoints \
+                     instead, which run a BPF program on every syscall of every process"
+                ),
+            });
+            Ok(SyscallHooks::Raw)
+        }
+    }
+}
+
+/// One enter and one exit program, each attached to every traced syscall.
+fn attach_per_syscall(bpf: &mut Ebpf) -> Result<(), ProbeError> {
+    for (prog, dir) in [("sys_enter_traced", "enter"), ("sys_exit_traced", "exit")] {
+        let p: &mut TracePoint = program(bpf, prog)?;
+        p.load().map_err(|e| load_err(prog, e))?;
+        for call in TRACED_SYSCALLS {
+            let name = format!("sys_{dir}_{call}");
+            p.attach("syscalls", &name)
+                .map_err(|e| ProbeError::Attach {
+                    program: prog.to_string(),
+                    target: format!("tracepoint syscalls/{name}"),
+                    source: Box::new(e),
+                })?;
+        }
+    }
+    Ok(())
+}
+
 fn load_err(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
     ProbeError::ProgramLoad {
         program: prog.to_string(),
@@ -247,4 +406,87 @@ fn uprobe_why(exe: &Path, e: &aya::programs::ProgramError) -> String {
          keep the `redoctor_*` symbols (do not strip them) to get engine events",
         target.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_tracefs(calls: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for call in calls {
+            for d in ["enter", "exit"] {
+                let ev = dir.path().join(format!("events/syscalls/sys_{d}_{call}"));
+                std::fs::create_dir_all(&ev).unwrap();
+                std::fs::write(ev.join("id"), "1\n").unwrap();
+            }
+        }
+        std::fs::create_dir_all(dir.path().join("events")).unwrap();
+        dir
+    }
+
+    fn choose(
+        asked: SyscallHooks,
+        root: &Path,
+    ) -> (Result<SyscallHooks, ProbeError>, Vec<Unavailable>) {
+        let mut unavailable = Vec::new();
+        let r = choose_syscall_hooks(asked, &[root.to_str().unwrap()], &mut unavailable);
+        (r, unavailable)
+    }
+
+    #[test]
+    fn per_syscall_hooks_are_used_when_tracefs_lists_every_call() {
+        let fs = fake_tracefs(TRACED_SYSCALLS);
+        for asked in [SyscallHooks::Auto, SyscallHooks::PerSyscall] {
+            let (r, u) = choose(asked, fs.path());
+            assert_eq!(r.unwrap(), SyscallHooks::PerSyscall);
+            assert!(u.is_empty(), "{u:?}");
+        }
+        // Raw is taken as asked, whatever tracefs shows.
+        assert_eq!(
+            choose(SyscallHooks::Raw, fs.path()).0.unwrap(),
+            SyscallHooks::Raw
+        );
+    }
+
+    #[test]
+    fn auto_falls_back_to_raw_and_says_why() {
+        let unmounted = tempfile::tempdir().unwrap();
+        let (r, u) = choose(SyscallHooks::Auto, unmounted.path());
+        assert_eq!(r.unwrap(), SyscallHooks::Raw);
+        assert_eq!(u.len(), 1);
+        assert!(u[0].why.contains("tracefs is not mounted"), "{u:?}");
+        assert!(u[0].why.contains("mount -t tracefs"), "{u:?}");
+
+        // A kernel without one of the events (no CONFIG_FTRACE_SYSCALLS).
+        let partial = fake_tracefs(&["write", "fsync"]);
+        let (r, u) = choose(SyscallHooks::Auto, partial.path());
+        assert_eq!(r.unwrap(), SyscallHooks::Raw);
+        assert!(u[0].why.contains("syscalls/sys_enter_pwrite64"), "{u:?}");
+        assert!(u[0].why.contains("CONFIG_FTRACE_SYSCALLS"), "{u:?}");
+    }
+
+    #[test]
+    fn per_syscall_asked_without_tracefs_is_an_error_naming_the_fix() {
+        let unmounted = tempfile::tempdir().unwrap();
+        let (r, u) = choose(SyscallHooks::PerSyscall, unmounted.path());
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("tracefs is not mounted"), "{e}");
+        assert!(e.contains("--syscall-hooks raw"), "{e}");
+        assert!(u.is_empty());
+    }
+
+    #[test]
+    fn syscall_hooks_parse_from_their_names() {
+        assert_eq!("auto".parse::<SyscallHooks>(), Ok(SyscallHooks::Auto));
+        assert_eq!(
+            "per-syscall".parse::<SyscallHooks>(),
+            Ok(SyscallHooks::PerSyscall)
+        );
+        assert_eq!("raw".parse::<SyscallHooks>(), Ok(SyscallHooks::Raw));
+        assert!("fast"
+            .parse::<SyscallHooks>()
+            .unwrap_err()
+            .contains("auto, per-syscall or raw"));
+    }
 }

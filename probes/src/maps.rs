@@ -18,6 +18,7 @@ pub const HIST_BUCKETS: usize = 64;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ThreadSched {
+    /// ns on CPU (the kernel's `sum_exec_runtime`), completed slices.
     pub oncpu_ns: u64,
     pub voluntary: u64,
     pub involuntary: u64,
@@ -39,6 +40,8 @@ pub struct ThreadSched {
     pub futex_wait_ns: u64,
     /// Futex waits (every wait).
     pub futex_waits: u64,
+    /// The kernel's cumulative on-CPU ns of the thread at its last switch-out.
+    pub exec_ns: u64,
 }
 
 /// The family of a thread name: FNV-1a of the name without its ASCII

@@ -184,6 +184,11 @@ struct RunArgs {
     /// Seed for the workload's random numbers (random if absent).
     #[arg(long)]
     seed: Option<u64>,
+    /// Print the throughput of every interval of this many seconds of the
+    /// measured window to stderr (sysbench's --report-interval); one JSON
+    /// object per line with --json.
+    #[arg(long, value_parser = parse_secs)]
+    report_interval: Option<Duration>,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -455,6 +460,7 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         ack_file: a.ack_file.clone(),
         switch_every: a.switch_every_ms.map(Duration::from_millis),
         seed: a.seed,
+        report_interval: a.report_interval,
         ..RunConfig::for_spec(spec)
     };
     cfg.validate().context(
@@ -471,7 +477,7 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
             .context("serialising the recovery report")?
     );
 
-    let outcome = prepare_and_run(&engine, cfg, &a.set).map(|mut report| {
+    let outcome = prepare_and_run(&engine, cfg, &a.set, a.json).map(|mut report| {
         report.settings = a.set.iter().cloned().collect();
         report
     });
@@ -503,6 +509,7 @@ fn prepare_and_run(
     engine: &Arc<Engine>,
     cfg: RunConfig,
     settings: &[(String, String)],
+    json: bool,
 ) -> Result<workload::RunReport> {
     let started = Instant::now();
     workload::prepare(engine, &cfg).context("preparing the workload's tables")?;
@@ -521,7 +528,11 @@ fn prepare_and_run(
             .map(|d| format!(", switching every {} ms", d.as_millis()))
             .unwrap_or_default()
     );
-    workload::run(engine, cfg).context("running the workload")
+    let mut report = |r: &workload::IntervalReport| match serde_json::to_string(r) {
+        Ok(line) if json => eprintln!("{line}"),
+        _ => eprintln!("{r}"),
+    };
+    workload::run_with_reports(engine, cfg, &mut report).context("running the workload")
 }
 
 fn cmd_sweep(a: SweepArgs) -> Result<ExitCode> {

@@ -38,8 +38,8 @@ pub use access::{KeyDist, KeySampler};
 pub use acks::{AckCheck, AckWriter, ParsedAcks};
 pub use kinds::{UnknownWorkload, WorkloadKind, WorkloadSpec, WorkloadSpecError};
 pub use mix::{Mix, MixError, Statement};
-pub use report::{CtxSwitchReport, LatencySummary, RunReport};
-pub use runner::{prepare, run};
+pub use report::{CtxSwitchReport, IntervalReport, LatencySummary, RunReport};
+pub use runner::{prepare, run, run_with_reports};
 
 use crate::error::EngineError;
 
@@ -70,6 +70,9 @@ pub struct RunConfig {
     pub switch_every: Option<Duration>,
     /// Seed for the per-thread random generators (random when `None`).
     pub seed: Option<u64>,
+    /// Report the measured window's throughput this often
+    /// (sysbench `--report-interval`; see [`run_with_reports`]).
+    pub report_interval: Option<Duration>,
 }
 
 impl RunConfig {
@@ -89,6 +92,7 @@ impl RunConfig {
             ack_file: None,
             switch_every: None,
             seed: None,
+            report_interval: None,
         }
     }
 

@@ -8,6 +8,33 @@ use serde::Serialize;
 
 use super::kinds::WorkloadKind;
 
+/// One interval of the measured window (`RunConfig::report_interval`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntervalReport {
+    /// Seconds from the window's opening to this interval's end.
+    pub at_s: f64,
+    /// Wall-clock time of the interval's end, ms since the Unix epoch (to
+    /// line intervals up with events outside the engine, such as a probe
+    /// attaching).
+    pub unix_ms: u64,
+    /// Length of the interval in seconds.
+    pub secs: f64,
+    /// Commits the engine acknowledged in it (engine counter).
+    pub commits: u64,
+    /// `commits / secs`.
+    pub tps: f64,
+}
+
+impl fmt::Display for IntervalReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[ {:.1}s ] tps: {:.2} commits: {}",
+            self.at_s, self.tps, self.commits
+        )
+    }
+}
+
 /// Commit latency percentiles in microseconds (begin of the first attempt →
 /// return of the successful commit, lock retries included).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

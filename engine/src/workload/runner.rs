@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use parking_lot::{Condvar, Mutex};
@@ -23,7 +23,7 @@ use super::acks::AckWriter;
 use super::kinds::WorkloadKind;
 use super::mix::{Mix, Statement};
 use super::procstat::{self, CtxSwitches};
-use super::report::{CtxSwitchReport, LatencySummary, RunReport};
+use super::report::{CtxSwitchReport, IntervalReport, LatencySummary, RunReport};
 use super::tpcc::{self, TpccTables};
 use super::txn_gen::StatementError;
 use super::txn_gen::{InsertIds, OpCounts, Outcome, SbtestPlan, TxnGen};
@@ -263,6 +263,17 @@ impl Setup {
 /// `retries`); any other engine error stops the run and is reported in
 /// [`RunReport::first_error`].
 pub fn run(engine: &Arc<Engine>, cfg: RunConfig) -> Result<RunReport, WorkloadError> {
+    run_with_reports(engine, cfg, &mut |_| {})
+}
+
+/// [`run`], calling `on_interval` at the end of every
+/// `cfg.report_interval` of the measured window (a last, shorter interval
+/// ends with the window).
+pub fn run_with_reports(
+    engine: &Arc<Engine>,
+    cfg: RunConfig,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<RunReport, WorkloadError> {
     cfg.validate()?;
     let setup = Setup::new(engine, &cfg)?;
     let acks = match &cfg.ack_file {
@@ -331,7 +342,7 @@ pub fn run(engine: &Arc<Engine>, cfg: RunConfig) -> Result<RunReport, WorkloadEr
         Some(e) => Err(e),
         None => {
             shared.set_phase(Phase::Warmup);
-            measure(engine, &shared, &cfg)
+            measure(engine, &shared, &cfg, on_interval)
         }
     };
     shared.set_phase(Phase::Stop);
@@ -366,12 +377,39 @@ pub fn run(engine: &Arc<Engine>, cfg: RunConfig) -> Result<RunReport, WorkloadEr
 }
 
 /// Warm-up, then the measured window; returns the samples at both ends.
-fn measure(engine: &Engine, shared: &Shared, cfg: &RunConfig) -> Result<Window, WorkloadError> {
+fn measure(
+    engine: &Engine,
+    shared: &Shared,
+    cfg: &RunConfig,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<Window, WorkloadError> {
     shared.sleep_until(Instant::now() + cfg.warmup);
     let begin = Sample::take(engine)?;
     shared.set_phase(Phase::Measure);
     let opened = Instant::now();
-    shared.sleep_until(opened + cfg.duration);
+    let close = opened + cfg.duration;
+    if let Some(every) = cfg.report_interval.filter(|d| !d.is_zero()) {
+        let (mut start, mut commits) = (opened, begin.status.counters.commits);
+        while start < close && shared.running() {
+            let end = (start + every).min(close);
+            shared.sleep_until(end);
+            let now = Instant::now();
+            let total = engine.status().counters.commits;
+            let secs = now.duration_since(start).as_secs_f64();
+            let done = total.saturating_sub(commits);
+            on_interval(&IntervalReport {
+                at_s: now.duration_since(opened).as_secs_f64(),
+                unix_ms: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                secs,
+                commits: done,
+                tps: done as f64 / secs.max(1e-9),
+            });
+            (start, commits) = (now, total);
+        }
+    }
+    shared.sleep_until(close);
     shared.set_phase(Phase::Drain);
     let length = opened.elapsed();
     let end = Sample::take(engine)?;

@@ -42,10 +42,17 @@ struct sched_info {
 	unsigned long long run_delay; /* ns waited on a run queue, cumulative */
 } __attribute__((preserve_access_index));
 
+/* CFS's per-task entity: the task's CPU time as the scheduler accounts it. */
+struct sched_entity {
+	unsigned long long sum_exec_runtime; /* ns on CPU, cumulative */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	struct sched_info sched_info;
+	struct sched_entity se;
+	unsigned long long start_time; /* CLOCK_MONOTONIC ns at fork */
 } __attribute__((preserve_access_index));
 
 /* x86-64 register file as saved on kernel entry (uprobe context, and a

@@ -18,6 +18,9 @@ const volatile __u32 target_tgid = 0;
 /* futex_wait_by_lock records a wait when (random & mask) == 0: one in
  * mask + 1 (a power of two), set by the loader; 0 records every wait. */
 const volatile __u32 futex_sample_mask = 7;
+/* CLOCK_MONOTONIC ns just before the programs were loaded, set by the
+ * loader: a thread started after it is accounted from its birth. */
+const volatile __u64 probes_start_ns = 0;
 
 #define HIST_BUCKETS 64
 #define MAX_THREADS 16384
@@ -29,7 +32,7 @@ const volatile __u32 futex_sample_mask = 7;
 
 /* Per thread of the target: time on CPU and context switches. */
 struct thread_sched {
-	__u64 oncpu_ns;     /* ns on CPU, summed over completed slices */
+	__u64 oncpu_ns;     /* ns on CPU (the kernel's sum_exec_runtime), summed over completed slices */
 	__u64 voluntary;    /* switched out while blocking (futex, I/O, sleep) */
 	__u64 involuntary;  /* switched out while still runnable (preempted, yield) */
 	__u64 runq_wait_ns; /* ns spent runnable but waiting for a CPU */
@@ -42,6 +45,7 @@ struct thread_sched {
 	__u32 pad;
 	__u64 futex_wait_ns; /* ns blocked in futex waits (all of them) */
 	__u64 futex_waits;   /* such waits */
+	__u64 exec_ns;       /* the kernel's sum_exec_runtime at its last switch-out */
 };
 
 /* The thread name is copied at the first switch-out of a thread and then at
@@ -55,20 +59,6 @@ struct {
 	__type(key, __u32); /* tid */
 	__type(value, struct thread_sched);
 } thread_sched_stats SEC(".maps");
-
-/* The slice the CPU is running now, when it belongs to the target. */
-struct cpu_slice {
-	__u64 start_ns;
-	__u32 tid;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cpu_slice);
-} cpu_current_slice SEC(".maps");
 
 /* Run-queue latency histogram: bucket i counts waits w with
  * 2^i <= w_ns < 2^(i+1) (bucket 0 also holds w < 1 ns). */
@@ -253,16 +243,21 @@ static __always_inline __u32 comm_family(const char *comm)
 	return h;
 }
 
-/* Everything per thread is accounted when the thread switches OUT, where it
- * is still `current`: one map lookup per switch, none when it switches in
- * (only the per-CPU slice start is noted) and none in sched_waking.
- *   - on-CPU time: the slice that ends now, from the per-CPU slice start;
+/* Everything is accounted when a thread of the target switches OUT, where
+ * it is still `current`: its task is read through a BTF pointer (plain
+ * loads), and there is one map lookup. Nothing runs for the thread that
+ * switches in, and sched_waking does not touch the thread map.
+ *   - on-CPU time: the slice that ends now, from the kernel's own
+ *     `se.sum_exec_runtime` (updated just before this tracepoint) as the
+ *     difference from the last switch-out;
  *   - run-queue wait: the wait before that slice, from the kernel's own
  *     cumulative `sched_info.run_delay` (enqueue to arrival on a CPU, what
- *     runqlat measures), as the difference from the last switch-out; the
- *     first switch-out seen of a thread only takes the baseline;
+ *     runqlat measures), likewise;
  *   - futex wait: a thread that blocked in FUTEX_WAIT at its last
- *     switch-out waited until this slice started.
+ *     switch-out waited until this slice started: now, less the slice.
+ * The first switch-out seen of a thread only takes the baselines, unless
+ * the thread started after the probes were loaded: then they are zero, and
+ * its whole life is counted.
  * TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next,
  *          unsigned int prev_state) */
 SEC("raw_tp/sched_switch")
@@ -270,68 +265,64 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 {
 	/* `prev` is still `current` here: its ids come without a memory read. */
 	__u64 cur = bpf_get_current_pid_tgid();
-	__u64 next_ids = task_ids((struct task_struct *)ctx->args[2]);
-	__u32 prev_in = (__u32)(cur >> 32) == target_tgid;
-	__u32 next_in = (__u32)(next_ids >> 32) == target_tgid;
-	if (!prev_in && !next_in)
+	if ((__u32)(cur >> 32) != target_tgid)
 		return 0;
-
-	__u64 now = bpf_ktime_get_ns();
-	__u32 zero = 0;
-	struct cpu_slice *slice = bpf_map_lookup_elem(&cpu_current_slice, &zero);
-	if (!slice)
+	__u32 tid = (__u32)cur;
+	struct thread_sched *s = thread_stats(tid);
+	if (!s)
 		return 0;
-
-	if (prev_in) {
-		__u32 tid = (__u32)cur;
-		bool preempt = ctx->args[0];
-		__u32 state = ctx->args[3];
-		bool still_runnable = preempt || state == 0;
-		struct thread_sched *s = thread_stats(tid);
-		if (s) {
-			__u64 seen = s->voluntary + s->involuntary;
-			/* Names of short-lived threads outlive them here. */
-			if (seen % COMM_REFRESH == 0) {
-				bpf_get_current_comm(s->comm, sizeof(s->comm));
-				s->family = comm_family(s->comm);
-			}
-			bool whole_slice = slice->tid == tid && slice->start_ns;
-			if (whole_slice)
-				s->oncpu_ns += now - slice->start_ns;
-			struct task_struct *task = bpf_get_current_task_btf();
-			__u64 run_delay = task->sched_info.run_delay;
-			if (seen) {
-				__u64 wait = run_delay - s->run_delay_ns;
-				s->runq_wait_ns += wait;
-				s->runq_waits += 1;
-				hist_add(&runq_latency_ns_log2, wait);
-			}
-			s->run_delay_ns = run_delay;
-			if (s->futex_uaddr && whole_slice) {
-				/* Blocked from switch-out to switch-in, as futexctn
-				 * counts the wait syscall (run-queue wait included). */
-				__u64 ns = slice->start_ns - s->futex_since_ns;
-				s->futex_wait_ns += ns;
-				s->futex_waits += 1;
-				if ((bpf_get_prandom_u32() & futex_sample_mask) == 0)
-					futex_wait_add(s->futex_uaddr, s->family, ns);
-			}
-			s->futex_uaddr = 0;
-			if (still_runnable) {
-				s->involuntary += 1;
-			} else {
-				s->voluntary += 1;
-				s->futex_uaddr = blocked_futex(task);
-				s->futex_since_ns = now;
-			}
-		}
+	bool preempt = ctx->args[0];
+	__u32 state = ctx->args[3];
+	bool still_runnable = preempt || state == 0;
+	/* A BTF pointer: plain loads, checked by the verifier, no helper calls. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 exec = task->se.sum_exec_runtime;
+	__u64 run_delay = task->sched_info.run_delay;
+	__u64 seen = s->voluntary + s->involuntary;
+	if (seen % COMM_REFRESH == 0) {
+		/* Names of short-lived threads outlive them here. */
+		bpf_get_current_comm(s->comm, sizeof(s->comm));
+		s->family = comm_family(s->comm);
 	}
-	slice->start_ns = 0;
-	slice->tid = 0;
-
-	if (next_in) {
-		slice->start_ns = now;
-		slice->tid = (__u32)next_ids;
+	/* Born before the probes: the first switch-out only takes the baselines. */
+	bool baseline_only = 0;
+	if (seen == 0)
+		baseline_only = task->start_time < probes_start_ns;
+	if (baseline_only) {
+		s->exec_ns = exec;
+		s->run_delay_ns = run_delay;
+	}
+	__u64 slice = exec - s->exec_ns;
+	__u64 wait = run_delay - s->run_delay_ns;
+	s->exec_ns = exec;
+	s->run_delay_ns = run_delay;
+	s->oncpu_ns += slice;
+	if (!baseline_only) {
+		s->runq_wait_ns += wait;
+		s->runq_waits += 1;
+		hist_add(&runq_latency_ns_log2, wait);
+	}
+	if (s->futex_uaddr) {
+		/* Blocked from switch-out to switch-in, as futexctn counts the
+		 * wait syscall (run-queue wait included). */
+		__u64 now = bpf_ktime_get_ns();
+		__u64 ns = now - s->futex_since_ns;
+		ns = ns > slice ? ns - slice : 0;
+		s->futex_wait_ns += ns;
+		s->futex_waits += 1;
+		if ((bpf_get_prandom_u32() & futex_sample_mask) == 0)
+			futex_wait_add(s->futex_uaddr, s->family, ns);
+		s->futex_uaddr = 0;
+	}
+	if (still_runnable) {
+		s->involuntary += 1;
+	} else {
+		s->voluntary += 1;
+		__u64 uaddr = blocked_futex(task);
+		if (uaddr) {
+			s->futex_uaddr = uaddr;
+			s->futex_since_ns = bpf_ktime_get_ns();
+		}
 	}
 	return 0;
 }
@@ -443,12 +434,97 @@ static __always_inline __u32 call_kind_of(long id)
 	}
 }
 
-/* Raw syscall tracepoints: one program for every syscall, but no per-event
- * record is built (cheaper than the per-syscall tracepoints, which cost
- * ~250 ns of dispatch each) and no tracefs is needed. Both programs decide
- * from the syscall number alone, before any map access, so the untraced
- * syscalls (futex above all) cost only the check.
- * TP_PROTO(struct pt_regs *regs, long id) */
+/* A traced call starts: note when, on which descriptor, and what it is. */
+static __always_inline void call_enter(__u32 tid, __u32 kind, __u64 fd)
+{
+	struct in_call c = {
+		.start_ns = bpf_ktime_get_ns(),
+		.fd = fd,
+		.kind = kind,
+	};
+	bpf_map_update_elem(&calls_in_flight, &tid, &c, BPF_ANY);
+}
+
+/* A traced call returns `ret`: add it to its descriptor's totals. */
+static __always_inline void call_exit(__u32 tid, __s64 ret)
+{
+	struct in_call *c = bpf_map_lookup_elem(&calls_in_flight, &tid);
+	if (!c)
+		return;
+	__u64 ns = bpf_ktime_get_ns() - c->start_ns;
+	__u32 kind = c->kind;
+	__u32 fd = c->fd;
+	bpf_map_delete_elem(&calls_in_flight, &tid);
+
+	struct fd_io *s = fd_stats(fd);
+	if (!s)
+		return;
+	if (kind == CALL_WRITE) {
+		if (ret >= 0) {
+			__sync_fetch_and_add(&s->write_calls, 1);
+			__sync_fetch_and_add(&s->write_bytes, ret);
+		}
+	} else {
+		__sync_fetch_and_add(&s->fsync_calls, 1);
+		__sync_fetch_and_add(&s->fsync_ns, ns);
+		__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
+	}
+}
+
+/* Two ways to see the traced syscalls; the loader attaches one pair.
+ *
+ * Per-syscall tracepoints (syscalls/sys_enter_fdatasync, ...), the default:
+ * the kernel runs a program only for the syscalls it is attached to, after
+ * a bit test, so the other syscalls (futex above all: ~360k/s against ~26k
+ * writes and fsyncs in the busiest scenario) run no BPF at all. Each
+ * traced call pays ~200 ns more for the record the kernel builds. They need
+ * tracefs (for the event ids) and a kernel with CONFIG_FTRACE_SYSCALLS.
+ *
+ * Raw sys_enter/sys_exit, the fallback: no tracefs needed, but one program
+ * run for every syscall of every process, which returns after the tgid and
+ * syscall-number checks for the untraced ones. */
+
+/* The record of a syscalls/sys_enter_* event (see its tracefs format). */
+struct syscall_enter_rec {
+	__u64 common;   /* common_type, common_flags, common_preempt_count, common_pid */
+	__s32 nr;       /* __syscall_nr */
+	__u32 pad;
+	__u64 args[6];  /* the call's arguments; the first is the descriptor here */
+};
+
+/* The record of a syscalls/sys_exit_* event. */
+struct syscall_exit_rec {
+	__u64 common;
+	__s32 nr;
+	__u32 pad;
+	__s64 ret;
+};
+
+/* Attached to sys_enter_{write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync}. */
+SEC("tracepoint/syscalls/sys_enter_fdatasync")
+int sys_enter_traced(struct syscall_enter_rec *ctx)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	if ((__u32)(cur >> 32) != target_tgid)
+		return 0;
+	__u32 kind = call_kind_of(ctx->nr);
+	if (kind)
+		call_enter((__u32)cur, kind, ctx->args[0]);
+	return 0;
+}
+
+/* Attached to the matching sys_exit_* events. */
+SEC("tracepoint/syscalls/sys_exit_fdatasync")
+int sys_exit_traced(struct syscall_exit_rec *ctx)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	if ((__u32)(cur >> 32) != target_tgid)
+		return 0;
+	call_exit((__u32)cur, ctx->ret);
+	return 0;
+}
+
+/* TP_PROTO(struct pt_regs *regs, long id) */
 SEC("raw_tp/sys_enter")
 int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -459,13 +535,7 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	if (!kind)
 		return 0;
 	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	__u32 tid = (__u32)cur;
-	struct in_call c = {
-		.start_ns = bpf_ktime_get_ns(),
-		.fd = BPF_CORE_READ(regs, di),
-		.kind = kind,
-	};
-	bpf_map_update_elem(&calls_in_flight, &tid, &c, BPF_ANY);
+	call_enter((__u32)cur, kind, BPF_CORE_READ(regs, di));
 	return 0;
 }
 
@@ -480,29 +550,7 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!call_kind_of(regs->orig_ax))
 		return 0;
-	__s64 ret = ctx->args[1];
-	__u32 tid = (__u32)cur;
-	struct in_call *c = bpf_map_lookup_elem(&calls_in_flight, &tid);
-	if (!c)
-		return 0;
-	__u64 ns = bpf_ktime_get_ns() - c->start_ns;
-	__u32 kind = c->kind;
-	__u32 fd = c->fd;
-	bpf_map_delete_elem(&calls_in_flight, &tid);
-
-	struct fd_io *s = fd_stats(fd);
-	if (!s)
-		return 0;
-	if (kind == CALL_WRITE) {
-		if (ret >= 0) {
-			__sync_fetch_and_add(&s->write_calls, 1);
-			__sync_fetch_and_add(&s->write_bytes, ret);
-		}
-	} else {
-		__sync_fetch_and_add(&s->fsync_calls, 1);
-		__sync_fetch_and_add(&s->fsync_ns, ns);
-		__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
-	}
+	call_exit((__u32)cur, ctx->args[1]);
 	return 0;
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use redoctor_probes::maps::{comm_family, MapsReading};
 use redoctor_probes::{
-    AttachOptions, FileKind, ProbeError, Probes, Profile, Role, Sampler, Signals,
+    AttachOptions, FileKind, ProbeError, Probes, Profile, Role, Sampler, Signals, SyscallHooks,
 };
 
 use crate::child::EngineChild;
@@ -258,7 +258,20 @@ fn probed_window(
 ) -> Result<Window, String> {
     let (mut child, before) = EngineChild::start(exe, mode, 4, 2.0);
     let pid = child.pid();
-    let probes = Probes::attach(&opts(pid)).map_err(|e| format!("attach: {e}"))?;
+    let opts = opts(pid);
+    let probes = Probes::attach(&opts).map_err(|e| format!("attach: {e}"))?;
+    // Auto takes the per-syscall tracepoints wherever tracefs lists them.
+    let per_syscall = Path::new("/sys/kernel/tracing/events/syscalls/sys_enter_fdatasync").exists();
+    let expected = match opts.syscall_hooks {
+        SyscallHooks::Auto if per_syscall => SyscallHooks::PerSyscall,
+        SyscallHooks::Auto => SyscallHooks::Raw,
+        h => h,
+    };
+    ensure!(
+        probes.syscall_hooks() == Some(expected),
+        "syscall hooks {:?}, expected {expected:?}",
+        probes.syscall_hooks()
+    );
     let bt = if with_bpftrace {
         Bpftrace::start(pid)?
     } else {
@@ -268,10 +281,21 @@ fn probed_window(
     // the window's commit baseline is taken before the workload starts.
     std::thread::sleep(Duration::from_millis(250));
     toggle_gate();
+    let cpu_before = process_cpu_ns(pid)?;
     let mut sampler = Sampler::new(probes, engine_profile()).map_err(|e| e.to_string())?;
     let after = child.run_workload();
     let s = sampler.window().map_err(|e| e.to_string())?;
+    let cpu_after = process_cpu_ns(pid)?;
     toggle_gate();
+    // On-CPU time against the kernel's own account of the process (its
+    // exited threads included), which has 10 ms ticks; the slices running
+    // at the window's edges count there but not (yet) in the probes.
+    let kernel_cpu = cpu_after - cpu_before;
+    ensure!(
+        s.cpu.oncpu_ns.abs_diff(kernel_cpu) <= kernel_cpu * 3 / 100 + 30_000_000,
+        "on-CPU time: probes {} ns, /proc/{pid}/stat utime+stime {kernel_cpu} ns",
+        s.cpu.oncpu_ns
+    );
     // The kernel's thread families (futex keys) are the ones user space
     // computes from the same names.
     let maps = MapsReading::read(sampler.probes()).map_err(|e| e.to_string())?;
@@ -293,6 +317,22 @@ fn probed_window(
     let commits = after.commits as i64 - before.commits as i64;
     let fsyncs = after.redo_fsyncs as i64 - before.redo_fsyncs as i64;
     Ok((s, commits, fsyncs, bt_counts))
+}
+
+/// utime + stime of process `pid` (all its threads, exited ones included), ns.
+fn process_cpu_ns(pid: u32) -> Result<u64, String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| e.to_string())?;
+    // Fields after the `(comm)`, which may hold spaces: state is field 3,
+    // utime 14 and stime 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(f.iter().sum::<u64>() * 1_000_000_000 / hz)
 }
 
 fn this_exe() -> PathBuf {
@@ -421,8 +461,15 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
     Ok(())
 }
 
+/// RT0 is probed with the raw syscall tracepoints (RT1 with the per-syscall
+/// ones), so both hooks are checked against the engine's fsync counter.
 fn rt0_has_no_log_threads_and_user_wakes_user() -> Result<(), String> {
-    let (s, commits, fsyncs, _) = probed_window(&this_exe(), "rt0", all_points, false)?;
+    let raw_hooks = |pid| {
+        let mut o = all_points(pid);
+        o.syscall_hooks = SyscallHooks::Raw;
+        o
+    };
+    let (s, commits, fsyncs, _) = probed_window(&this_exe(), "rt0", raw_hooks, false)?;
     ensure!(
         s.engine.commits == Some(commits as u64),
         "commits {:?} != {commits}",
@@ -434,6 +481,7 @@ fn rt0_has_no_log_threads_and_user_wakes_user() -> Result<(), String> {
         "redo fsyncs {} != {fsyncs}",
         redo.fsync_calls
     );
+    ensure!(redo.write_bytes > 0, "no redo bytes written: {:?}", s.io);
     for e in &s.wakeups.by_role {
         ensure!(
             !matches!(
