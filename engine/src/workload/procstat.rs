@@ -80,11 +80,20 @@ pub fn parse_status_ctx(status: &str) -> Option<(u64, u64)> {
 
 /// User + system CPU time of the whole process so far (exited threads included).
 pub fn cpu_time() -> io::Result<Duration> {
-    let stat = fs::read_to_string("/proc/self/stat")?;
+    stat_cpu_time("/proc/self/stat")
+}
+
+/// [`cpu_time`] of process `pid` (all its threads, exited ones included).
+pub fn cpu_time_of(pid: u32) -> io::Result<Duration> {
+    stat_cpu_time(&format!("/proc/{pid}/stat"))
+}
+
+fn stat_cpu_time(path: &str) -> io::Result<Duration> {
+    let stat = fs::read_to_string(path)?;
     let ticks = parse_stat_cpu_ticks(&stat).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            "cannot parse utime/stime in /proc/self/stat",
+            format!("cannot parse utime/stime in {path}"),
         )
     })?;
     Ok(ticks_to_duration(ticks, clock_ticks_per_sec()))
@@ -219,6 +228,8 @@ mod tests {
         let a = ctx_switches().unwrap();
         assert!(a.tasks >= 1);
         cpu_time().unwrap();
+        cpu_time_of(std::process::id()).unwrap();
+        assert!(cpu_time_of(u32::MAX - 1).unwrap_err().kind() == std::io::ErrorKind::NotFound);
         assert!(!allowed_cpus().unwrap().is_empty());
         assert_eq!(ticks_to_duration(250, 100), Duration::from_millis(2500));
     }

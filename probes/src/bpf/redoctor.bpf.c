@@ -302,10 +302,11 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		s->runq_waits += 1;
 		hist_add(&runq_latency_ns_log2, wait);
 	}
+	__u64 now = 0; /* read once, when a futex wait ends or starts */
 	if (s->futex_uaddr) {
 		/* Blocked from switch-out to switch-in, as futexctn counts the
 		 * wait syscall (run-queue wait included). */
-		__u64 now = bpf_ktime_get_ns();
+		now = bpf_ktime_get_ns();
 		__u64 ns = now - s->futex_since_ns;
 		ns = ns > slice ? ns - slice : 0;
 		s->futex_wait_ns += ns;
@@ -321,7 +322,7 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		__u64 uaddr = blocked_futex(task);
 		if (uaddr) {
 			s->futex_uaddr = uaddr;
-			s->futex_since_ns = bpf_ktime_get_ns();
+			s->futex_since_ns = now ? now : bpf_ktime_get_ns();
 		}
 	}
 	return 0;

@@ -321,18 +321,9 @@ fn probed_window(
 
 /// utime + stime of process `pid` (all its threads, exited ones included), ns.
 fn process_cpu_ns(pid: u32) -> Result<u64, String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| e.to_string())?;
-    // Fields after the `(comm)`, which may hold spaces: state is field 3,
-    // utime 14 and stime 15.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Ok(f.iter().sum::<u64>() * 1_000_000_000 / hz)
+    redoctor_engine::workload::procstat::cpu_time_of(pid)
+        .map(|d| d.as_nanos() as u64)
+        .map_err(|e| e.to_string())
 }
 
 fn this_exe() -> PathBuf {
