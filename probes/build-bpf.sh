@@ -19,7 +19,7 @@ fi
 CLANG=${CLANG:-clang-19}
 STRIP=${LLVM_STRIP:-llvm-strip-19}
 mkdir -p prebuilt
-"$CLANG" -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -ffile-prefix-map="$PWD"=. -I src/bpf -c src/bpf/redoctor.bpf.c -o prebuilt/redoctor.bpf.o
+"$CLANG" -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -ffile-prefix-map="$PWD"=. -I src/bpf -c src/bpf/redoctor.bpf.c -o prebuilt/redoctor.bpf.o
 "$STRIP" -g prebuilt/redoctor.bpf.o
 echo "$hash" > prebuilt/SOURCE_SHA256
 echo "rebuilt prebuilt/redoctor.bpf.o from sources $hash"

@@ -77,6 +77,9 @@ fn compile(manifest: &Path, clang: &str, out: &Path) {
             "-O2",
             "-target",
             "bpf",
+            // BPF ISA v3 (kernel 5.1+): 32-bit atomics, for the
+            // compare-and-swap that claims a thread's array entry.
+            "-mcpu=v3",
             "-D__TARGET_ARCH_x86",
             "-Wall",
         ])

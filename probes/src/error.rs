@@ -52,6 +52,11 @@ pub enum ProbeError {
         #[source]
         source: Box<aya::maps::MapError>,
     },
+    #[error(
+        "BPF map `{map}` does not have the layout this binary expects ({why}); the object and \
+         this binary do not match: rebuild"
+    )]
+    MapLayout { map: &'static str, why: String },
     #[error("cannot read {path}: {source}")]
     Proc {
         path: PathBuf,

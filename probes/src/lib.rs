@@ -22,6 +22,7 @@ mod glob;
 mod histogram;
 pub mod loader;
 mod lock_waits;
+pub mod mapped_array;
 pub mod maps;
 pub mod named_locks;
 pub mod preflight;

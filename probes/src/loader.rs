@@ -22,6 +22,8 @@ use aya::{Ebpf, EbpfLoader};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
+use crate::mapped_array::MappedArray;
+use crate::maps::{FdIo, ThreadSched};
 use crate::preflight;
 
 /// The compiled BPF object (see build.rs).
@@ -123,9 +125,34 @@ pub struct AttachOptions {
     /// (a power of two; 1 = every wait). Per-thread and per-role totals are
     /// always exact.
     pub futex_sample: u32,
+    /// Entries of the direct-mapped per-thread array (a power of two);
+    /// threads whose entry is taken go to a hash map, at ~55 ns more per
+    /// event. Tests shrink it to exercise that path.
+    pub thread_slots: u32,
 }
 
 impl AttachOptions {
+    /// Checks the options that have a valid range (before anything loads).
+    pub fn validate(&self) -> Result<(), ProbeError> {
+        if !self.futex_sample.is_power_of_two() {
+            return Err(ProbeError::BadOption {
+                what: format!(
+                    "futex sample {} is not a power of two (1, 2, 4, 8, ...)",
+                    self.futex_sample
+                ),
+            });
+        }
+        if !self.thread_slots.is_power_of_two() || self.thread_slots > MAX_THREAD_SLOTS {
+            return Err(ProbeError::BadOption {
+                what: format!(
+                    "thread slots {} is not a power of two from 1 to {MAX_THREAD_SLOTS}",
+                    self.thread_slots
+                ),
+            });
+        }
+        Ok(())
+    }
+
     pub fn new(pid: u32) -> Self {
         AttachOptions {
             pid,
@@ -134,6 +161,7 @@ impl AttachOptions {
             syscall_hooks: SyscallHooks::Auto,
             batch_points: false,
             futex_sample: DEFAULT_FUTEX_SAMPLE,
+            thread_slots: DEFAULT_THREAD_SLOTS,
         }
     }
 }
@@ -150,8 +178,19 @@ pub struct Unavailable {
 /// Default of [`AttachOptions::futex_sample`].
 pub const DEFAULT_FUTEX_SAMPLE: u32 = 8;
 
+/// Default of [`AttachOptions::thread_slots`] (`THREAD_SLOTS_DEFAULT` in
+/// the BPF source): 8192 entries of 128 bytes, 1 MiB.
+pub const DEFAULT_THREAD_SLOTS: u32 = 8192;
+
+/// Largest [`AttachOptions::thread_slots`] accepted (128 MiB of entries).
+pub const MAX_THREAD_SLOTS: u32 = 1 << 20;
+
 /// The loaded and attached probes for one process.
 pub struct Probes {
+    /// `thread_sched_slots` and `io_by_fd_slots`, mapped (declared before
+    /// `bpf` so they are unmapped first).
+    pub(crate) thread_slots: MappedArray<ThreadSched>,
+    pub(crate) fd_slots: MappedArray<FdIo>,
     pub(crate) bpf: Ebpf,
     pid: u32,
     futex_sample: u32,
@@ -167,24 +206,22 @@ impl Probes {
         preflight::check_pid(opts.pid)?;
         preflight::check_privileges()?;
         preflight::check_btf()?;
-        if !opts.futex_sample.is_power_of_two() {
-            return Err(ProbeError::BadOption {
-                what: format!(
-                    "futex sample {} is not a power of two (1, 2, 4, 8, ...)",
-                    opts.futex_sample
-                ),
-            });
-        }
+        opts.validate()?;
         let mask = opts.futex_sample - 1;
+        let slot_mask = opts.thread_slots - 1;
         let start_ns = monotonic_ns();
         let mut bpf = EbpfLoader::new()
             .override_global("target_tgid", &opts.pid, true)
             .override_global("futex_sample_mask", &mask, true)
             .override_global("probes_start_ns", &start_ns, true)
+            .override_global("thread_slot_mask", &slot_mask, true)
+            .map_max_entries("thread_sched_slots", opts.thread_slots)
             .load(BPF_OBJECT)
             .map_err(|e| ProbeError::Load {
                 source: Box::new(e),
             })?;
+        let thread_slots = mapped(&bpf, "thread_sched_slots")?;
+        let fd_slots = mapped(&bpf, "io_by_fd_slots")?;
         let mut unavailable = Vec::new();
 
         for (prog, tp) in SCHED_TRACEPOINTS {
@@ -231,6 +268,8 @@ impl Probes {
             }
         }
         Ok(Probes {
+            thread_slots,
+            fd_slots,
             bpf,
             pid: opts.pid,
             futex_sample: opts.futex_sample,
@@ -273,6 +312,15 @@ impl Probes {
     pub fn attached_probe_points(&self) -> &[String] {
         &self.attached_points
     }
+}
+
+/// Maps array `name` of the loaded object into this process.
+fn mapped<T: aya::Pod>(bpf: &Ebpf, name: &'static str) -> Result<MappedArray<T>, ProbeError> {
+    let map = bpf.map(name).ok_or(ProbeError::Missing {
+        what: "map",
+        name: name.into(),
+    })?;
+    MappedArray::new(name, map)
 }
 
 fn program<'a, T>(bpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, ProbeError>
@@ -474,6 +522,28 @@ mod tests {
         assert!(e.contains("tracefs is not mounted"), "{e}");
         assert!(e.contains("--syscall-hooks raw"), "{e}");
         assert!(u.is_empty());
+    }
+
+    #[test]
+    fn option_ranges_are_checked_before_loading() {
+        let ok = AttachOptions::new(1);
+        assert!(ok.validate().is_ok());
+        for (futex, slots, says) in [
+            (3, DEFAULT_THREAD_SLOTS, "futex sample 3"),
+            (0, DEFAULT_THREAD_SLOTS, "futex sample 0"),
+            (8, 0, "thread slots 0"),
+            (8, 1000, "thread slots 1000"),
+            (8, MAX_THREAD_SLOTS * 2, "thread slots 2097152"),
+        ] {
+            let mut o = ok.clone();
+            o.futex_sample = futex;
+            o.thread_slots = slots;
+            let err = o.validate().unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        let mut one = ok;
+        one.thread_slots = 1;
+        assert!(one.validate().is_ok());
     }
 
     #[test]

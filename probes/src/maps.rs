@@ -35,14 +35,29 @@ pub struct ThreadSched {
     pub futex_since_ns: u64,
     /// [`comm_family`] of `comm`, as the kernel computed it.
     pub family: u32,
-    pub pad: u32,
+    /// Owner of a `thread_sched_slots` entry (0 = free); unused in the
+    /// overflow hash.
+    pub tid: u32,
     /// Time blocked in futex waits, ns (every wait).
     pub futex_wait_ns: u64,
     /// Futex waits (every wait).
     pub futex_waits: u64,
     /// The kernel's cumulative on-CPU ns of the thread at its last switch-out.
     pub exec_ns: u64,
+    /// When the traced syscall the thread is in began (fsyncs only), kernel ns.
+    pub call_start_ns: u64,
+    /// That call's descriptor.
+    pub call_fd: u32,
+    /// What call it is in (1 write, 2 fsync; 0 none).
+    pub call_kind: u32,
 }
+
+/// Byte offset of [`ThreadSched::tid`], the owner word of an entry.
+pub const THREAD_OWNER_OFFSET: usize = std::mem::offset_of!(ThreadSched, tid);
+
+/// `FD_SLOTS` of the BPF source: descriptors below it are entries of
+/// `io_by_fd_slots`, higher ones keys of `io_by_fd`.
+pub const FD_SLOTS: usize = 1024;
 
 /// The family of a thread name: FNV-1a of the name without its ASCII
 /// digits, so `user/1` and `user/17` are one family. Futex waits are keyed
@@ -174,6 +189,8 @@ pub mod point {
 pub struct MapsReading {
     pub at: Instant,
     pub threads: HashMap<u32, ThreadSched>,
+    /// Threads in the overflow hash (their array entry was taken).
+    pub overflow_threads: HashSet<u32>,
     pub runq_hist: [u64; HIST_BUCKETS],
     /// Wakeups per pair: `wakeups_by_pair` plus the per-CPU recent slots.
     pub wakeups: HashMap<WakePair, u64>,
@@ -191,6 +208,7 @@ impl Default for MapsReading {
         MapsReading {
             at: Instant::now(),
             threads: HashMap::new(),
+            overflow_threads: HashSet::new(),
             runq_hist: [0; HIST_BUCKETS],
             wakeups: HashMap::new(),
             wakeups_in_slots: HashSet::new(),
@@ -236,11 +254,48 @@ fn read_hash<K: Pod + Eq + std::hash::Hash, V: Pod>(
     Ok(out)
 }
 
+/// Every thread's entry: the owned entries of `thread_sched_slots`, then
+/// `thread_sched_stats` (threads whose array entry another thread owned).
+/// A thread is in one or the other for its life.
+#[allow(clippy::type_complexity)]
+fn read_threads(p: &Probes) -> Result<(HashMap<u32, ThreadSched>, HashSet<u32>), ProbeError> {
+    let mut threads: HashMap<u32, ThreadSched> = HashMap::new();
+    for i in 0..p.thread_slots.len() {
+        let t = p.thread_slots.get(i);
+        if t.tid != 0 {
+            threads.insert(t.tid, t);
+        }
+    }
+    let mut overflow = HashSet::new();
+    for (tid, t) in read_hash::<u32, ThreadSched>(p, "thread_sched_stats")? {
+        if let std::collections::hash_map::Entry::Vacant(e) = threads.entry(tid) {
+            e.insert(t);
+            overflow.insert(tid);
+        }
+    }
+    Ok((threads, overflow))
+}
+
+/// Forgets exited threads: frees their `thread_sched_slots` entries (when
+/// they still own them) and deletes their `thread_sched_stats` entries.
+pub(crate) fn forget_threads(p: &mut Probes, tids: &[u32]) -> Result<(), ProbeError> {
+    let slots = p.thread_slots.len();
+    let in_hash: Vec<u32> = tids
+        .iter()
+        .copied()
+        .filter(|&tid| {
+            !p.thread_slots
+                .release(tid as usize & (slots - 1), THREAD_OWNER_OFFSET, tid)
+        })
+        .collect();
+    prune::<u32, ThreadSched>(p, "thread_sched_stats", &in_hash)
+}
+
 impl MapsReading {
     /// Reads every map of `p`.
     pub fn read(p: &Probes) -> Result<MapsReading, ProbeError> {
         let at = Instant::now();
-        let threads = read_hash(p, "thread_sched_stats")?;
+        let (threads, overflow_threads) = read_threads(p)?;
         // The hash first, then the slots: a pair moved from a slot into the
         // hash in between is missed in this reading only (the next one has it).
         let mut wakeups: HashMap<WakePair, u64> = read_hash(p, "wakeups_by_pair")?;
@@ -256,7 +311,13 @@ impl MapsReading {
                 }
             }
         }
-        let io = read_hash(p, "io_by_fd")?;
+        let mut io: HashMap<u32, FdIo> = read_hash(p, "io_by_fd")?;
+        for fd in 0..p.fd_slots.len() {
+            let v = p.fd_slots.get(fd);
+            if v.write_calls > 0 || v.fsync_calls > 0 {
+                io.insert(fd as u32, v);
+            }
+        }
         let futex = read_hash(p, "futex_wait_by_lock")?;
 
         let name = "runq_latency_ns_log2";
@@ -278,6 +339,7 @@ impl MapsReading {
         Ok(MapsReading {
             at,
             threads,
+            overflow_threads,
             runq_hist,
             wakeups,
             wakeups_in_slots,
@@ -319,6 +381,8 @@ pub(crate) fn prune<K: Pod, V: Pod>(
     for k in keys {
         match h.remove(k) {
             Ok(()) | Err(aya::maps::MapError::KeyNotFound) => {}
+            Err(aya::maps::MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(libc::ENOENT) => {}
             Err(e) => return Err(map_err(name)(e)),
         }
     }

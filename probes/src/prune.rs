@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::error::ProbeError;
 use crate::loader::Probes;
-use crate::maps::{self, FutexKey, FutexWait, MapsReading, ThreadSched, WakePair};
+use crate::maps::{self, FutexKey, FutexWait, MapsReading, WakePair};
 
 /// `MAX_FUTEX_KEYS` of the BPF source: capacity of `futex_wait_by_lock`.
 const FUTEX_KEYS: usize = 16384;
@@ -53,11 +53,12 @@ pub fn dead_threads(
     } else {
         Vec::new()
     };
-    maps::prune::<u32, ThreadSched>(probes, "thread_sched_stats", &threads)?;
+    maps::forget_threads(probes, &threads)?;
     maps::prune::<WakePair, u64>(probes, "wakeups_by_pair", &pairs)?;
     maps::prune::<FutexKey, FutexWait>(probes, "futex_wait_by_lock", &futexes)?;
     for t in &threads {
         cur.threads.remove(t);
+        cur.overflow_threads.remove(t);
     }
     for k in &pairs {
         cur.wakeups.remove(k);

@@ -37,9 +37,14 @@ enum {
 	BPF_EXIST = 2,
 };
 
+enum {
+	BPF_F_MMAPABLE = (1U << 10), /* the map can be mmap()ed by user space */
+};
+
 /* Scheduler statistics the kernel keeps per task (CONFIG_SCHED_INFO). */
 struct sched_info {
 	unsigned long long run_delay; /* ns waited on a run queue, cumulative */
+	unsigned long long last_arrival; /* run-queue clock when it last got a CPU, ns */
 } __attribute__((preserve_access_index));
 
 /* CFS's per-task entity: the task's CPU time as the scheduler accounts it. */

@@ -21,10 +21,15 @@ const volatile __u32 futex_sample_mask = 7;
 /* CLOCK_MONOTONIC ns just before the programs were loaded, set by the
  * loader: a thread started after it is accounted from its birth. */
 const volatile __u64 probes_start_ns = 0;
+/* thread_sched_slots has thread_slot_mask + 1 entries (a power of two),
+ * set by the loader together with the map's size. */
+const volatile __u32 thread_slot_mask = 8191; /* THREAD_SLOTS_DEFAULT - 1 */
 
 #define HIST_BUCKETS 64
 #define MAX_THREADS 16384
+#define THREAD_SLOTS_DEFAULT 8192 /* DEFAULT_THREAD_SLOTS in loader.rs */
 #define MAX_FDS 4096
+#define FD_SLOTS 1024 /* FD_SLOTS in maps.rs */
 #define MAX_PAIRS 65536
 #define MAX_FUTEX_KEYS 16384 /* FUTEX_KEYS in prune.rs */
 
@@ -40,18 +45,36 @@ struct thread_sched {
 	char comm[16];      /* thread name, refreshed every COMM_REFRESH-th switch-out */
 	__u64 run_delay_ns; /* the kernel's run_delay at its last switch-out */
 	__u64 futex_uaddr;  /* futex word it blocked on at its last switch-out; 0 = none */
-	__u64 futex_since_ns; /* when it blocked there */
+	__u64 futex_since_ns; /* when it blocked there (run-queue clock) */
 	__u32 family;       /* comm_family(comm): the thread's name without digits */
-	__u32 pad;
+	__u32 tid;          /* owner of a thread_sched_slots entry; 0 = free */
 	__u64 futex_wait_ns; /* ns blocked in futex waits (all of them) */
 	__u64 futex_waits;   /* such waits */
 	__u64 exec_ns;       /* the kernel's sum_exec_runtime at its last switch-out */
+	__u64 call_start_ns; /* when the traced syscall it is in began */
+	__u32 call_fd;       /* that call's descriptor */
+	__u32 call_kind;     /* enum call_kind of that call; 0 = in none */
 };
 
 /* The thread name is copied at the first switch-out of a thread and then at
  * every 64th: names are set once at thread start, and copying 16 bytes on
  * every switch is measurable at 200k switches/s. */
 #define COMM_REFRESH 64
+
+/* Per-thread state lives in a direct-mapped array, entry `tid & mask`,
+ * owned by the thread whose tid it holds: finding it is an inlined array
+ * access and a compare, where a hash lookup costs ~55 ns, and this runs at
+ * every switch-out. User space maps the array into its memory and scans
+ * it once per window; it frees the entries of exited threads (zeroing
+ * them, then the owner). A thread whose entry another thread owns goes to
+ * the overflow hash below, and stays there for its life. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, THREAD_SLOTS_DEFAULT); /* the loader may resize */
+	__type(key, __u32); /* tid & thread_slot_mask */
+	__type(value, struct thread_sched);
+} thread_sched_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -158,9 +181,24 @@ static __always_inline __u64 task_ids(struct task_struct *t)
 	return (__u64)BPF_CORE_READ(t, tgid) << 32 | (__u32)BPF_CORE_READ(t, pid);
 }
 
+/* The state of thread `tid`: its own entry of thread_sched_slots, else
+ * its overflow entry, else a free entry of the array claimed now, else a
+ * new overflow entry. */
 static __always_inline struct thread_sched *thread_stats(__u32 tid)
 {
 	static const struct thread_sched zero;
+	__u32 idx = tid & thread_slot_mask;
+	struct thread_sched *s = bpf_map_lookup_elem(&thread_sched_slots, &idx);
+	if (!s)
+		return 0;
+	if (s->tid == tid)
+		return s;
+	struct thread_sched *o = bpf_map_lookup_elem(&thread_sched_stats, &tid);
+	if (o)
+		return o;
+	/* A free entry is all zero (user space zeroes it before freeing it). */
+	if (s->tid == 0 && __sync_val_compare_and_swap(&s->tid, 0, tid) == 0)
+		return s;
 	return lookup_or_init(&thread_sched_stats, &tid, &zero);
 }
 
@@ -245,7 +283,7 @@ static __always_inline __u32 comm_family(const char *comm)
 
 /* Everything is accounted when a thread of the target switches OUT, where
  * it is still `current`: its task is read through a BTF pointer (plain
- * loads), and there is one map lookup. Nothing runs for the thread that
+ * loads), and its state is one inlined array access away. Nothing runs for the thread that
  * switches in, and sched_waking does not touch the thread map.
  *   - on-CPU time: the slice that ends now, from the kernel's own
  *     `se.sum_exec_runtime` (updated just before this tracepoint) as the
@@ -254,7 +292,10 @@ static __always_inline __u32 comm_family(const char *comm)
  *     cumulative `sched_info.run_delay` (enqueue to arrival on a CPU, what
  *     runqlat measures), likewise;
  *   - futex wait: a thread that blocked in FUTEX_WAIT at its last
- *     switch-out waited until this slice started: now, less the slice.
+ *     switch-out (the start of that slice plus its length) waited until
+ *     this slice started (`sched_info.last_arrival`, stamped by the kernel
+ *     at every switch-in). Both are the run-queue clock, comparable across
+ *     CPUs: no clock is read here.
  * The first switch-out seen of a thread only takes the baselines, unless
  * the thread started after the probes were loaded: then they are zero, and
  * its whole life is counted.
@@ -302,13 +343,14 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		s->runq_waits += 1;
 		hist_add(&runq_latency_ns_log2, wait);
 	}
-	__u64 now = 0; /* read once, when a futex wait ends or starts */
+	/* When this slice began, on the run-queue clock (the kernel stamps
+	 * it at every switch-in): no clock read here. */
+	__u64 arrived = task->sched_info.last_arrival;
 	if (s->futex_uaddr) {
 		/* Blocked from switch-out to switch-in, as futexctn counts the
 		 * wait syscall (run-queue wait included). */
-		now = bpf_ktime_get_ns();
-		__u64 ns = now - s->futex_since_ns;
-		ns = ns > slice ? ns - slice : 0;
+		__u64 since = s->futex_since_ns;
+		__u64 ns = arrived > since ? arrived - since : 0;
 		s->futex_wait_ns += ns;
 		s->futex_waits += 1;
 		if ((bpf_get_prandom_u32() & futex_sample_mask) == 0)
@@ -322,7 +364,8 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		__u64 uaddr = blocked_futex(task);
 		if (uaddr) {
 			s->futex_uaddr = uaddr;
-			s->futex_since_ns = now ? now : bpf_ktime_get_ns();
+			/* Switching out now: the slice's start plus its length. */
+			s->futex_since_ns = arrived + slice;
 		}
 	}
 	return 0;
@@ -378,6 +421,17 @@ struct fd_io {
 	__u64 fsync_ns_log2[HIST_BUCKETS]; /* their latency histogram */
 };
 
+/* Descriptors below FD_SLOTS (where a server opens its log files) are
+ * entries of an array indexed by the descriptor, mapped by user space like
+ * thread_sched_slots; higher ones go to the hash. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, FD_SLOTS);
+	__type(key, __u32); /* fd */
+	__type(value, struct fd_io);
+} io_by_fd_slots SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_FDS);
@@ -385,26 +439,14 @@ struct {
 	__type(value, struct fd_io);
 } io_by_fd SEC(".maps");
 
-/* A target thread inside one of the traced syscalls. */
+/* What traced syscall a thread is in (thread_sched.call_kind). */
 enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2 };
-
-struct in_call {
-	__u64 start_ns;
-	__u64 fd;
-	__u32 kind;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
-	__type(value, struct in_call);
-} calls_in_flight SEC(".maps");
 
 static __always_inline struct fd_io *fd_stats(__u32 fd)
 {
 	static const struct fd_io zero;
+	if (fd < FD_SLOTS)
+		return bpf_map_lookup_elem(&io_by_fd_slots, &fd);
 	return lookup_or_init(&io_by_fd, &fd, &zero);
 }
 
@@ -435,27 +477,31 @@ static __always_inline __u32 call_kind_of(long id)
 	}
 }
 
-/* A traced call starts: note when, on which descriptor, and what it is. */
+/* A traced call starts: note in the thread's entry when, on which
+ * descriptor, and what it is. */
 static __always_inline void call_enter(__u32 tid, __u32 kind, __u64 fd)
 {
-	struct in_call c = {
-		.start_ns = bpf_ktime_get_ns(),
-		.fd = fd,
-		.kind = kind,
-	};
-	bpf_map_update_elem(&calls_in_flight, &tid, &c, BPF_ANY);
+	struct thread_sched *t = thread_stats(tid);
+	if (!t)
+		return;
+	if (kind == CALL_FSYNC) /* only fsyncs are timed */
+		t->call_start_ns = bpf_ktime_get_ns();
+	t->call_fd = fd;
+	t->call_kind = kind;
 }
 
 /* A traced call returns `ret`: add it to its descriptor's totals. */
 static __always_inline void call_exit(__u32 tid, __s64 ret)
 {
-	struct in_call *c = bpf_map_lookup_elem(&calls_in_flight, &tid);
-	if (!c)
+	struct thread_sched *t = thread_stats(tid);
+	if (!t || !t->call_kind)
 		return;
-	__u64 ns = bpf_ktime_get_ns() - c->start_ns;
-	__u32 kind = c->kind;
-	__u32 fd = c->fd;
-	bpf_map_delete_elem(&calls_in_flight, &tid);
+	__u32 kind = t->call_kind;
+	__u32 fd = t->call_fd;
+	t->call_kind = 0;
+	__u64 ns = 0;
+	if (kind == CALL_FSYNC)
+		ns = bpf_ktime_get_ns() - t->call_start_ns;
 
 	struct fd_io *s = fd_stats(fd);
 	if (!s)

@@ -47,6 +47,10 @@ pub fn run_all() {
             "exited_threads_are_pruned_from_the_maps",
             exited_threads_are_pruned_from_the_maps,
         ),
+        (
+            "exited_threads_are_pruned_from_the_overflow_map",
+            exited_threads_are_pruned_from_the_overflow_map,
+        ),
     ];
     let mut failed = 0;
     for (name, check) in checks {
@@ -299,6 +303,13 @@ fn probed_window(
     // The kernel's thread families (futex keys) are the ones user space
     // computes from the same names.
     let maps = MapsReading::read(sampler.probes()).map_err(|e| e.to_string())?;
+    // With fewer array entries than threads, the rest use the overflow hash.
+    ensure!(
+        (opts.thread_slots as usize) >= maps.threads.len() || !maps.overflow_threads.is_empty(),
+        "{} threads in {} array entries and none in the overflow map",
+        maps.threads.len(),
+        opts.thread_slots
+    );
     for (tid, t) in &maps.threads {
         let comm = t.comm();
         ensure!(
@@ -432,7 +443,15 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
                 s.cpu.runq_wait_ns as f64 / 1e9,
                 get("runq_wait_ns") as f64 / 1e9
             );
+            // Blocked time (switch-out to switch-in) is the syscall's time
+            // less its entry and exit paths.
             let futex_ns: u64 = s.roles.values().map(|r| r.futex_wait_ns).sum();
+            let share = futex_ns as f64 / get("futex_wait_ns").max(1) as f64;
+            ensure!(
+                (0.85..=1.02).contains(&share),
+                "futex wait time: probes {futex_ns} ns, bpftrace FUTEX_WAIT calls {} ns",
+                get("futex_wait_ns")
+            );
             println!(
                 "  futex waits {futex_waits}/{calls}, wait time {:.3}/{:.3} s (probes/bpftrace)",
                 futex_ns as f64 / 1e9,
@@ -453,11 +472,14 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
 }
 
 /// RT0 is probed with the raw syscall tracepoints (RT1 with the per-syscall
-/// ones), so both hooks are checked against the engine's fsync counter.
+/// ones), so both hooks are checked against the engine's fsync counter; and
+/// with two per-thread array entries, so most threads live in the overflow
+/// map (`probed_window` checks that), and their counts must hold as well.
 fn rt0_has_no_log_threads_and_user_wakes_user() -> Result<(), String> {
     let raw_hooks = |pid| {
         let mut o = all_points(pid);
         o.syscall_hooks = SyscallHooks::Raw;
+        o.thread_slots = 2;
         o
     };
     let (s, commits, fsyncs, _) = probed_window(&this_exe(), "rt0", raw_hooks, false)?;
@@ -579,9 +601,21 @@ fn probes_are_gone_after_drop() -> Result<(), String> {
 }
 
 fn exited_threads_are_pruned_from_the_maps() -> Result<(), String> {
+    exited_threads_are_pruned(redoctor_probes::loader::DEFAULT_THREAD_SLOTS)
+}
+
+/// With one array entry, all the user threads but at most one (the entry
+/// goes to the first thread seen without one) are in the overflow hash.
+fn exited_threads_are_pruned_from_the_overflow_map() -> Result<(), String> {
+    exited_threads_are_pruned(1)
+}
+
+fn exited_threads_are_pruned(thread_slots: u32) -> Result<(), String> {
     let (mut child, _) = EngineChild::start(&this_exe(), "rt0", 4, 0.5);
     let pid = child.pid();
-    let probes = Probes::attach(&AttachOptions::new(pid)).map_err(|e| e.to_string())?;
+    let mut opts = AttachOptions::new(pid);
+    opts.thread_slots = thread_slots;
+    let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
     let mut sampler = Sampler::new(probes, engine_profile()).map_err(|e| e.to_string())?;
     child.run_workload(); // its user threads have exited when this returns
     let first = sampler.window().map_err(|e| e.to_string())?;
@@ -609,6 +643,22 @@ fn exited_threads_are_pruned_from_the_maps() -> Result<(), String> {
         e.commits_per_fsync,
         e.commits
     );
+    // Where they are: the array, or (with one entry) the overflow hash.
+    let before =
+        redoctor_probes::maps::MapsReading::read(sampler.probes()).map_err(|e| e.to_string())?;
+    let in_overflow = users
+        .iter()
+        .filter(|t| before.overflow_threads.contains(t))
+        .count();
+    let expected = if thread_slots == 1 {
+        users.len() - 1..=users.len()
+    } else {
+        0..=0
+    };
+    ensure!(
+        expected.contains(&in_overflow),
+        "{in_overflow} of the users in the overflow map with {thread_slots} array entries"
+    );
     // The next window sees them unchanged and gone: their entries are dropped.
     sampler.window().map_err(|e| e.to_string())?;
     let left =
@@ -621,7 +671,7 @@ fn exited_threads_are_pruned_from_the_maps() -> Result<(), String> {
         .collect();
     ensure!(
         kept.is_empty(),
-        "exited threads {kept:?} still in thread_sched_stats"
+        "exited threads {kept:?} still in thread_sched_slots or thread_sched_stats"
     );
     // Pairs still held in a per-CPU recent slot stay there until a newer
     // pair takes the slot (bounded by the slots); none may be left in the
