@@ -13,7 +13,14 @@ its loading, to its exit) and "off" when it lies outside every attached phase
 (from 0.3 s after the agent exited). Intervals that straddle a change are
 dropped.
 
-Prints the TPS of both classes and on/off as a percentage (mean and median).
+The host's speed drifts over a run, so each attached phase is also compared
+with the detached phases just before and after it: "paired" is the mean
+(and standard error) of those per-phase ratios, the figure to trust.
+
+Several agents can be compared in the same engine run: AGENTS="a=PATH,b=PATH"
+attaches them in turn (off, a, off, b, off, a, ...), PHASES times each.
+
+Prints, per agent, the TPS on and off and on/off as a percentage.
 
 Usage: probes/bench/alternating.py [PHASE_SECONDS] [PHASES] [-- AGENT ARGS...]
        (defaults 4 s, 8 phases each way; needs root and a release build:
@@ -56,9 +63,26 @@ def intervals(path: str) -> list:
         return [json.loads(line) for line in f if line.startswith("{")]
 
 
+def agents() -> list:
+    """(label, binary) of each agent to compare."""
+    spec = os.environ.get("AGENTS")
+    if not spec:
+        return [("agent", AGENT)]
+    out = []
+    for item in spec.split(","):
+        label, _, path = item.partition("=")
+        if not path or not os.access(path, os.X_OK):
+            sys.exit(f"AGENTS: {item!r} is not LABEL=EXECUTABLE")
+        out.append((label, path))
+    return out
+
+
 def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
     err_path = os.path.join(shm, "engine.err")
-    duration = phase * (2 * phases + 1)
+    which = agents()
+    # Loading an agent takes up to a second: leave room, and stop the engine
+    # once the phases are done.
+    duration = (phase + 1.5) * (2 * phases * len(which) + 1)
     with open(err_path, "w") as err:
         engine = subprocess.Popen(
             [ENGINE, "run", "--datadir", os.path.join(shm, "data"), "--json",
@@ -68,38 +92,60 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         if engine.poll() is not None:
             sys.exit(f"the engine exited early; see its output:\n{open(err_path).read()}")
         time.sleep(0.05)
-    spans = []
-    for _ in range(phases):
+    spans = []  # (agent index, start ms, end ms)
+    for i in range(phases * len(which)):
+        k = i % len(which)
         time.sleep(phase)
         started = time.time() * 1000
-        agent = subprocess.Popen([AGENT, "probe", "--pid", str(engine.pid), "--interval", "1s",
-                                  "--json"] + agent_args,
+        agent = subprocess.Popen([which[k][1], "probe", "--pid", str(engine.pid), "--interval",
+                                  "1s", "--json"] + agent_args,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(phase)
         agent.send_signal(signal.SIGINT)
         agent.wait()
-        spans.append((started, time.time() * 1000))
+        spans.append((k, started, time.time() * 1000))
+        if engine.poll() is not None:
+            sys.exit("the engine run ended before the phases did")
+    time.sleep(phase)
+    engine.send_signal(signal.SIGINT)
     engine.wait()
-    on, off = [], []
+    # Per span: its "on" intervals; between spans: "off" intervals.
+    on = [[] for _ in spans]
+    off = [[] for _ in range(len(spans) + 1)]  # off[j] lies before spans[j]
     for r in intervals(err_path):
         end = r["unix_ms"]
         start = end - r["secs"] * 1000
         if r["secs"] < 0.9:
             continue
-        if any(start >= s + 700 and end <= e for s, e in spans):
-            on.append(r["tps"])
-        elif all(end <= s or start >= e + 300 for s, e in spans):
-            off.append(r["tps"])
-    if not on or not off:
-        sys.exit("no whole interval on or off: use longer phases")
-    print(f"## one engine run, probes on and off every {phase:g} s ({phases} phases each); "
+        for j, (_, s, e) in enumerate(spans):
+            if start >= s + 700 and end <= e:
+                on[j].append(r["tps"])
+        if all(end <= s or start >= e + 300 for _, s, e in spans):
+            j = sum(1 for _, s, _ in spans if start >= s)
+            off[j].append(r["tps"])
+    all_off = [t for o in off for t in o]
+    if not all_off:
+        sys.exit("no whole interval off: use longer phases")
+    print(f"## one engine run, probes on and off every {phase:g} s ({phases} phases per agent); "
           f"agent args: {' '.join(agent_args) or '(all probes)'}")
-    print(f"TPS off ({len(off)} s): mean {statistics.mean(off):.0f}, median {statistics.median(off):.0f}, "
-          f"stdev {statistics.stdev(off):.0f}")
-    print(f"TPS on  ({len(on)} s): mean {statistics.mean(on):.0f}, median {statistics.median(on):.0f}, "
-          f"stdev {statistics.stdev(on):.0f}")
-    print(f"on/off: mean {100 * statistics.mean(on) / statistics.mean(off):.1f}%, "
-          f"median {100 * statistics.median(on) / statistics.median(off):.1f}%  (target >= 97%)")
+    print(f"TPS off ({len(all_off)} s): mean {statistics.mean(all_off):.0f}, "
+          f"median {statistics.median(all_off):.0f}, stdev {statistics.stdev(all_off):.0f}")
+    for k, (label, _) in enumerate(which):
+        mine = [j for j, sp in enumerate(spans) if sp[0] == k]
+        ons = [t for j in mine for t in on[j]]
+        if len(ons) < 2:
+            sys.exit(f"{label}: no whole interval on: use longer phases")
+        ratios = []
+        for j in mine:
+            near = off[j] + off[j + 1]
+            if on[j] and near:
+                ratios.append(statistics.mean(on[j]) / statistics.mean(near))
+        se = statistics.stdev(ratios) / len(ratios) ** 0.5 if len(ratios) > 1 else float("nan")
+        print(f"{label}: TPS on ({len(ons)} s): mean {statistics.mean(ons):.0f}, "
+              f"median {statistics.median(ons):.0f}, stdev {statistics.stdev(ons):.0f}")
+        print(f"{label}: on/off: mean {100 * statistics.mean(ons) / statistics.mean(all_off):.1f}%, "
+              f"median {100 * statistics.median(ons) / statistics.median(all_off):.1f}%, "
+              f"paired {100 * statistics.mean(ratios):.1f}% +- {100 * se:.1f}  (target >= 97%)")
 
 
 if __name__ == "__main__":

@@ -176,7 +176,7 @@ pub struct Unavailable {
 }
 
 /// Default of [`AttachOptions::futex_sample`].
-pub const DEFAULT_FUTEX_SAMPLE: u32 = 8;
+pub const DEFAULT_FUTEX_SAMPLE: u32 = 32;
 
 /// Default of [`AttachOptions::thread_slots`] (`THREAD_SLOTS_DEFAULT` in
 /// the BPF source): 8192 entries of 128 bytes, 1 MiB.

@@ -17,7 +17,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 target_tgid = 0;
 /* futex_wait_by_lock records a wait when (random & mask) == 0: one in
  * mask + 1 (a power of two), set by the loader; 0 records every wait. */
-const volatile __u32 futex_sample_mask = 7;
+const volatile __u32 futex_sample_mask = 31;
 /* CLOCK_MONOTONIC ns just before the programs were loaded, set by the
  * loader: a thread started after it is accounted from its birth. */
 const volatile __u64 probes_start_ns = 0;
@@ -204,8 +204,9 @@ static __always_inline struct thread_sched *thread_stats(__u32 tid)
 
 /* Futex wait time by (lock address, thread family), for a random sample
  * of 1 wait in futex_sample_mask + 1 (user space scales it back; default
- * 8): a wait array of 2048 slots cycles through 2048 words, so every wait
- * would touch a cold hash entry (~200 ns on the commit path). Each
+ * 32): a wait array of 2048 slots cycles through 2048 words, so every wait
+ * would touch a cold hash entry (~150-200 ns on the commit path; ~50 ns a
+ * switch on average at 1 in 8). Each
  * thread's totals are exact (thread_sched). */
 
 /* Keyed by thread family, not thread: a wait array of 2048 slots waited on
