@@ -284,8 +284,9 @@ static __always_inline __u32 comm_family(const char *comm)
 
 /* Everything is accounted when a thread of the target switches OUT, where
  * it is still `current`: its task is read through a BTF pointer (plain
- * loads), and its state is one inlined array access away. Nothing runs for the thread that
- * switches in, and sched_waking does not touch the thread map.
+ * loads), and its state is one inlined array access away. Nothing runs
+ * for the thread that switches in, and sched_waking does not touch the
+ * thread state.
  *   - on-CPU time: the slice that ends now, from the kernel's own
  *     `se.sum_exec_runtime` (updated just before this tracepoint) as the
  *     difference from the last switch-out;
