@@ -1,7 +1,7 @@
 //! Builds the BPF object `redoctor.bpf.o` into `OUT_DIR`.
 //!
 //! With clang (`$CLANG`, else `clang-19`, else `clang`) on the PATH the C
-//! sources under `src/bpf/` are compiled (`-target bpf -O2 -g`, CO-RE) and
+//! sources under `src/bpf/` are compiled (`-target bpf -mcpu=v3 -O2 -g`, CO-RE) and
 //! stripped of DWARF with `llvm-strip -g` (BTF, which CO-RE needs, stays).
 //! Without clang (or without the libbpf headers, `libbpf-dev`) the committed
 //! `prebuilt/redoctor.bpf.o` is used, so `cargo build` works on machines
