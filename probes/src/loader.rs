@@ -221,7 +221,17 @@ impl Probes {
                 source: Box::new(e),
             })?;
         let thread_slots = mapped(&bpf, "thread_sched_slots")?;
-        let fd_slots = mapped(&bpf, "io_by_fd_slots")?;
+        let fd_slots: MappedArray<FdIo> = mapped(&bpf, "io_by_fd_slots")?;
+        if fd_slots.len() != crate::maps::FD_SLOTS {
+            return Err(ProbeError::MapLayout {
+                map: "io_by_fd_slots",
+                why: format!(
+                    "{} entries, user space expects {}",
+                    fd_slots.len(),
+                    crate::maps::FD_SLOTS
+                ),
+            });
+        }
         let mut unavailable = Vec::new();
 
         for (prog, tp) in SCHED_TRACEPOINTS {
