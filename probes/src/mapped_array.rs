@@ -6,7 +6,7 @@
 //! mapped, a window's scan is plain memory reads.
 
 use std::marker::PhantomData;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -63,7 +63,7 @@ impl<T: Pod> MappedArray<T> {
                 bytes,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                data.fd().as_fd_raw(),
+                data.fd().as_fd().as_raw_fd(),
                 0,
             )
         };
@@ -113,6 +113,12 @@ impl<T: Pod> MappedArray<T> {
         unsafe { &*(self.slot(i).cast::<u8>().add(offset).cast::<AtomicU32>()) }
     }
 
+    /// The `u32` at byte `offset` of entry `i` (an owner word), without
+    /// copying the entry.
+    pub fn word_at(&self, i: usize, offset: usize) -> u32 {
+        self.word(i, offset).load(Ordering::Acquire)
+    }
+
     /// Frees entry `i` if the `u32` owner field at byte `offset` still
     /// holds `owner`: zeroes every other byte, then the owner, so a program
     /// that claims the entry (compare-and-swap of the owner from 0) finds
@@ -138,17 +144,5 @@ impl<T: Pod> Drop for MappedArray<T> {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, unmapped once.
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.bytes) };
-    }
-}
-
-/// The raw descriptor of a map (for `mmap`).
-trait AsFdRaw {
-    fn as_fd_raw(&self) -> i32;
-}
-
-impl AsFdRaw for aya::maps::MapFd {
-    fn as_fd_raw(&self) -> i32 {
-        use std::os::fd::AsFd;
-        self.as_fd().as_raw_fd()
     }
 }

@@ -257,10 +257,14 @@ fn read_hash<K: Pod + Eq + std::hash::Hash, V: Pod>(
 /// Every thread's entry: the owned entries of `thread_sched_slots`, then
 /// `thread_sched_stats` (threads whose array entry another thread owned).
 /// A thread is in one or the other for its life.
-#[allow(clippy::type_complexity)]
+/// Returns the entries by tid, and the tids found in the overflow hash.
 fn read_threads(p: &Probes) -> Result<(HashMap<u32, ThreadSched>, HashSet<u32>), ProbeError> {
     let mut threads: HashMap<u32, ThreadSched> = HashMap::new();
     for i in 0..p.thread_slots.len() {
+        // Only owned entries are copied (most of the array is free).
+        if p.thread_slots.word_at(i, THREAD_OWNER_OFFSET) == 0 {
+            continue;
+        }
         let t = p.thread_slots.get(i);
         if t.tid != 0 {
             threads.insert(t.tid, t);
