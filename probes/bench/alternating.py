@@ -82,7 +82,7 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
     which = agents()
     # Loading an agent takes up to a second: leave room, and stop the engine
     # once the phases are done.
-    duration = (phase + 1.5) * (2 * phases * len(which) + 1)
+    duration = (2 * phase + 4) * (phases * len(which) + 1)
     with open(err_path, "w") as err:
         engine = subprocess.Popen(
             [ENGINE, "run", "--datadir", os.path.join(shm, "data"), "--json",
@@ -101,13 +101,13 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
                                   "1s", "--json"] + agent_args,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(phase)
-        agent.send_signal(signal.SIGINT)
+        agent.send_signal(signal.SIGTERM)  # SIGINT is ignored when started in the background
         agent.wait()
         spans.append((k, started, time.time() * 1000))
         if engine.poll() is not None:
             sys.exit("the engine run ended before the phases did")
     time.sleep(phase)
-    engine.send_signal(signal.SIGINT)
+    engine.send_signal(signal.SIGTERM)
     engine.wait()
     # Per span: its "on" intervals; between spans: "off" intervals.
     on = [[] for _ in spans]
