@@ -16,6 +16,7 @@
 //! fentry), every program filters on the target tgid first and aggregates
 //! in kernel maps, which user space reads once per window.
 
+mod batch;
 pub mod bpf_stats;
 pub mod error;
 mod glob;

@@ -10,6 +10,7 @@ use std::time::Instant;
 use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray};
 use aya::Pod;
 
+use crate::batch;
 use crate::error::ProbeError;
 use crate::loader::Probes;
 
@@ -184,6 +185,16 @@ pub mod point {
     pub const COUNT: usize = 9;
 }
 
+/// How [`MapsReading::read_as`] reads the maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// `BPF_MAP_LOOKUP_BATCH`: a few syscalls per map (falls back to
+    /// [`Lookup::KeyByKey`] for a map the kernel cannot batch).
+    Batch,
+    /// One or two syscalls per entry: what kernels before 5.6 allow.
+    KeyByKey,
+}
+
 /// All maps, read at one moment.
 #[derive(Debug, Clone)]
 pub struct MapsReading {
@@ -237,9 +248,15 @@ fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> ProbeError {
 fn read_hash<K: Pod + Eq + std::hash::Hash, V: Pod>(
     p: &Probes,
     name: &'static str,
+    how: Lookup,
 ) -> Result<HashMap<K, V>, ProbeError> {
-    let m: BpfHashMap<&MapData, K, V> =
-        BpfHashMap::try_from(map(p, name)?).map_err(map_err(name))?;
+    let raw = map(p, name)?;
+    if how == Lookup::Batch {
+        if let Some(all) = batch::lookup_all::<K, V>(name, raw)? {
+            return Ok(all.iter().map(|(k, v)| (k, v[0])).collect());
+        }
+    }
+    let m: BpfHashMap<&MapData, K, V> = BpfHashMap::try_from(raw).map_err(map_err(name))?;
     let mut out = HashMap::new();
     for kv in m.iter() {
         match kv {
@@ -254,11 +271,40 @@ fn read_hash<K: Pod + Eq + std::hash::Hash, V: Pod>(
     Ok(out)
 }
 
+/// Every index's per-CPU values of per-CPU array `name`, in index order:
+/// one batch lookup, or one lookup per index where the kernel has no batch
+/// lookups.
+fn read_per_cpu_array<V: Pod>(
+    p: &Probes,
+    name: &'static str,
+    how: Lookup,
+) -> Result<Vec<Vec<V>>, ProbeError> {
+    let raw = map(p, name)?;
+    if how == Lookup::Batch {
+        if let Some(all) = batch::lookup_all::<u32, V>(name, raw)? {
+            let mut out: Vec<(u32, Vec<V>)> = all.iter().map(|(i, v)| (i, v.to_vec())).collect();
+            out.sort_by_key(|(i, _)| *i);
+            return Ok(out.into_iter().map(|(_, v)| v).collect());
+        }
+    }
+    let arr: PerCpuArray<&MapData, V> = PerCpuArray::try_from(raw).map_err(map_err(name))?;
+    (0..arr.len())
+        .map(|i| {
+            arr.get(&i, 0)
+                .map(|v| v.iter().copied().collect())
+                .map_err(map_err(name))
+        })
+        .collect()
+}
+
 /// Every thread's entry: the owned entries of `thread_sched_slots`, then
 /// `thread_sched_stats` (threads whose array entry another thread owned).
 /// A thread is in one or the other for its life.
 /// Returns the entries by tid, and the tids found in the overflow hash.
-fn read_threads(p: &Probes) -> Result<(HashMap<u32, ThreadSched>, HashSet<u32>), ProbeError> {
+fn read_threads(
+    p: &Probes,
+    how: Lookup,
+) -> Result<(HashMap<u32, ThreadSched>, HashSet<u32>), ProbeError> {
     let mut threads: HashMap<u32, ThreadSched> = HashMap::new();
     for i in 0..p.thread_slots.len() {
         // Only owned entries are copied (most of the array is free).
@@ -271,7 +317,7 @@ fn read_threads(p: &Probes) -> Result<(HashMap<u32, ThreadSched>, HashSet<u32>),
         }
     }
     let mut overflow = HashSet::new();
-    for (tid, t) in read_hash::<u32, ThreadSched>(p, "thread_sched_stats")? {
+    for (tid, t) in read_hash::<u32, ThreadSched>(p, "thread_sched_stats", how)? {
         if let std::collections::hash_map::Entry::Vacant(e) = threads.entry(tid) {
             e.insert(t);
             overflow.insert(tid);
@@ -296,49 +342,64 @@ pub(crate) fn forget_threads(p: &mut Probes, tids: &[u32]) -> Result<(), ProbeEr
 }
 
 impl MapsReading {
-    /// Reads every map of `p`.
+    /// Reads every map of `p`, each in as few syscalls as the kernel allows.
     pub fn read(p: &Probes) -> Result<MapsReading, ProbeError> {
+        Self::read_as(p, Lookup::Batch)
+    }
+
+    /// Reads every map of `p` as `how` says.
+    pub fn read_as(p: &Probes, how: Lookup) -> Result<MapsReading, ProbeError> {
         let at = Instant::now();
-        let (threads, overflow_threads) = read_threads(p)?;
+        let (threads, overflow_threads) = read_threads(p, how)?;
         // The hash first, then the slots: a pair moved from a slot into the
         // hash in between is missed in this reading only (the next one has it).
-        let mut wakeups: HashMap<WakePair, u64> = read_hash(p, "wakeups_by_pair")?;
+        let mut wakeups: HashMap<WakePair, u64> = read_hash(p, "wakeups_by_pair", how)?;
         let mut wakeups_in_slots = HashSet::new();
-        let name = "wakeups_by_pair_recent";
-        let slots: PerCpuArray<&MapData, PairSlot> =
-            PerCpuArray::try_from(map(p, name)?).map_err(map_err(name))?;
-        for i in 0..slots.len() {
-            for slot in slots.get(&i, 0).map_err(map_err(name))?.iter() {
-                if slot.count > 0 {
-                    *wakeups.entry(slot.pair).or_default() += slot.count;
-                    wakeups_in_slots.insert(slot.pair);
-                }
+        for slot in read_per_cpu_array::<PairSlot>(p, "wakeups_by_pair_recent", how)?
+            .into_iter()
+            .flatten()
+        {
+            if slot.count > 0 {
+                *wakeups.entry(slot.pair).or_default() += slot.count;
+                wakeups_in_slots.insert(slot.pair);
             }
         }
-        let mut io: HashMap<u32, FdIo> = read_hash(p, "io_by_fd")?;
+        let mut io: HashMap<u32, FdIo> = read_hash(p, "io_by_fd", how)?;
         for fd in 0..p.fd_slots.len() {
             let v = p.fd_slots.get(fd);
             if v.write_calls > 0 || v.fsync_calls > 0 {
                 io.insert(fd as u32, v);
             }
         }
-        let futex = read_hash(p, "futex_wait_by_lock")?;
+        let futex = read_hash(p, "futex_wait_by_lock", how)?;
 
-        let name = "runq_latency_ns_log2";
-        let hist: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(map(p, name)?).map_err(map_err(name))?;
         let mut runq_hist = [0u64; HIST_BUCKETS];
-        for (i, slot) in runq_hist.iter_mut().enumerate() {
-            let per_cpu = hist.get(&(i as u32), 0).map_err(map_err(name))?;
+        let per_bucket = read_per_cpu_array::<u64>(p, "runq_latency_ns_log2", how)?;
+        for (slot, per_cpu) in runq_hist.iter_mut().zip(per_bucket) {
             *slot = per_cpu.iter().sum();
         }
 
-        let name = "engine_probe_point_hits";
-        let arr: Array<&MapData, PointStats> =
-            Array::try_from(map(p, name)?).map_err(map_err(name))?;
         let mut points = [PointStats::default(); point::COUNT];
-        for (i, slot) in points.iter_mut().enumerate() {
-            *slot = arr.get(&(i as u32), 0).map_err(map_err(name))?;
+        let name = "engine_probe_point_hits";
+        let all = match how {
+            Lookup::Batch => batch::lookup_all::<u32, PointStats>(name, map(p, name)?)?,
+            Lookup::KeyByKey => None,
+        };
+        match all {
+            Some(all) => {
+                for (i, v) in all.iter() {
+                    if let Some(slot) = points.get_mut(i as usize) {
+                        *slot = v[0];
+                    }
+                }
+            }
+            None => {
+                let arr: Array<&MapData, PointStats> =
+                    Array::try_from(map(p, name)?).map_err(map_err(name))?;
+                for (i, slot) in points.iter_mut().enumerate() {
+                    *slot = arr.get(&(i as u32), 0).map_err(map_err(name))?;
+                }
+            }
         }
         Ok(MapsReading {
             at,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use redoctor_probes::maps::{comm_family, MapsReading};
+use redoctor_probes::maps::{comm_family, Lookup, MapsReading};
 use redoctor_probes::{
     AttachOptions, FileKind, ProbeError, Probes, Profile, Role, Sampler, Signals, SyscallHooks,
 };
@@ -50,6 +50,10 @@ pub fn run_all() {
         (
             "exited_threads_are_pruned_from_the_overflow_map",
             exited_threads_are_pruned_from_the_overflow_map,
+        ),
+        (
+            "batch_and_key_by_key_reads_agree",
+            batch_and_key_by_key_reads_agree,
         ),
     ];
     let mut failed = 0;
@@ -685,6 +689,57 @@ fn exited_threads_are_pruned(thread_slots: u32) -> Result<(), String> {
     ensure!(
         pairs == 0,
         "{pairs} wakeup pairs of exited threads left in wakeups_by_pair"
+    );
+    Ok(())
+}
+
+/// The agent reads the maps with batch lookups; kernels without them get
+/// key-by-key reads. Once the target has exited (nothing changes any
+/// more), both must read the same values, entry for entry.
+fn batch_and_key_by_key_reads_agree() -> Result<(), String> {
+    let (mut child, _) = EngineChild::start(&this_exe(), "rt1", 4, 0.5);
+    let mut opts = all_points(child.pid());
+    opts.futex_sample = 1; // many futex words: several batches
+    let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
+    child.run_workload();
+    child.finish();
+    let batch = MapsReading::read_as(&probes, Lookup::Batch).map_err(|e| e.to_string())?;
+    let keys = MapsReading::read_as(&probes, Lookup::KeyByKey).map_err(|e| e.to_string())?;
+    println!(
+        "  {} threads, {} wake pairs, {} futex keys, {} descriptors, {} run-queue waits",
+        batch.threads.len(),
+        batch.wakeups.len(),
+        batch.futex.len(),
+        batch.io.len(),
+        batch.runq_hist.iter().sum::<u64>()
+    );
+    ensure!(
+        batch.futex.len() > 100 && !batch.wakeups.is_empty() && !batch.io.is_empty(),
+        "too little recorded to compare: {} futex keys, {} pairs, {} descriptors",
+        batch.futex.len(),
+        batch.wakeups.len(),
+        batch.io.len()
+    );
+    ensure!(batch.threads == keys.threads, "thread entries differ");
+    ensure!(
+        batch.overflow_threads == keys.overflow_threads,
+        "overflow threads differ"
+    );
+    ensure!(
+        batch.runq_hist == keys.runq_hist,
+        "run-queue histograms differ"
+    );
+    ensure!(batch.wakeups == keys.wakeups, "wakeup pairs differ");
+    ensure!(
+        batch.wakeups_in_slots == keys.wakeups_in_slots,
+        "recent pair slots differ"
+    );
+    ensure!(batch.io == keys.io, "descriptor I/O differs");
+    ensure!(batch.futex == keys.futex, "futex waits differ");
+    ensure!(batch.points == keys.points, "probe point hits differ");
+    ensure!(
+        batch.named_locks == keys.named_locks,
+        "named lock tables differ"
     );
     Ok(())
 }
