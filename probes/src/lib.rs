@@ -19,6 +19,7 @@
 mod batch;
 pub mod bpf_stats;
 pub mod error;
+mod exit_watch;
 mod glob;
 mod histogram;
 pub mod loader;

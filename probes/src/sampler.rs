@@ -1,10 +1,11 @@
 //! Turns two readings of the maps into one [`Signals`] window.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::bpf_stats::{CostMeter, DEFAULT_COST_EVERY};
 use crate::error::ProbeError;
+use crate::exit_watch::ExitWatch;
 use crate::histogram::histogram;
 use crate::loader::Probes;
 use crate::lock_waits::lock_waits;
@@ -17,7 +18,6 @@ use crate::prune;
 use crate::signals::*;
 
 /// How often [`Sampler::wait_window`] checks that the target still runs.
-const LIVENESS_POLL: Duration = Duration::from_millis(50);
 
 /// Reads the probes once per window and computes [`Signals`].
 pub struct Sampler {
@@ -40,12 +40,15 @@ pub struct Sampler {
     named_read: Option<u64>,
     /// Why the newest table could not be read, if it could not.
     named_error: Option<String>,
+    /// Ends a window early when the target exits.
+    exit_watch: ExitWatch,
 }
 
 impl Sampler {
     /// Starts the first window now.
     pub fn new(probes: Probes, profile: Profile) -> Result<Sampler, ProbeError> {
         let prev = MapsReading::read(&probes)?;
+        let pid = probes.pid();
         let cost = CostMeter::new(DEFAULT_COST_EVERY, &probes);
         let mut s = Sampler {
             affinity_cpus: 0,
@@ -60,6 +63,7 @@ impl Sampler {
             named_prev: NamedLocks::default(),
             named_read: None,
             named_error: None,
+            exit_watch: ExitWatch::new(pid),
         };
         s.refresh_proc();
         Ok(s)
@@ -165,14 +169,7 @@ impl Sampler {
     /// Sleeps until `interval` has passed since the window started, or the
     /// target exits, then closes the window.
     pub fn wait_window(&mut self, interval: Duration) -> Result<Signals, ProbeError> {
-        let end = self.prev.at + interval;
-        loop {
-            let now = Instant::now();
-            if now >= end || !preflight::pid_alive(self.probes.pid()) {
-                break;
-            }
-            std::thread::sleep((end - now).min(LIVENESS_POLL));
-        }
+        self.exit_watch.wait_until(self.prev.at + interval);
         self.window()
     }
 

@@ -1,0 +1,93 @@
+//! Waiting for the target process to exit without polling `/proc`.
+//!
+//! A pidfd (Linux 5.3+) becomes readable when its process exits, so the
+//! sampler sleeps in `poll(2)` until its window ends or the target is gone:
+//! no wakeups in between, and the exit is seen at once. Where pidfds are
+//! unavailable it falls back to checking `/proc/PID/status` every 50 ms.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use crate::preflight;
+
+/// Between liveness checks when there is no pidfd.
+const LIVENESS_POLL: Duration = Duration::from_millis(50);
+
+/// Watches one process for its exit.
+pub struct ExitWatch {
+    pid: u32,
+    pidfd: Option<OwnedFd>,
+}
+
+impl ExitWatch {
+    pub fn new(pid: u32) -> ExitWatch {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        let pidfd = (fd >= 0).then(|| {
+            // SAFETY: a descriptor we just opened and own alone.
+            unsafe { OwnedFd::from_raw_fd(fd as i32) }
+        });
+        ExitWatch { pid, pidfd }
+    }
+
+    /// Whether exits are seen through a pidfd (else by polling `/proc`).
+    #[cfg(test)]
+    pub fn uses_pidfd(&self) -> bool {
+        self.pidfd.is_some()
+    }
+
+    /// Sleeps until `deadline` or until the process has exited, whichever
+    /// comes first; returns whether it has exited.
+    pub fn wait_until(&self, deadline: Instant) -> bool {
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return !preflight::pid_alive(self.pid);
+            }
+            let left = deadline - now;
+            match &self.pidfd {
+                Some(fd) => {
+                    let mut p = libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+                    // SAFETY: one valid pollfd.
+                    let r = unsafe { libc::poll(&mut p, 1, ms) };
+                    if r > 0 {
+                        return true;
+                    }
+                    // r == 0: timed out; r < 0 (EINTR): go round.
+                }
+                None => {
+                    if !preflight::pid_alive(self.pid) {
+                        return true;
+                    }
+                    std::thread::sleep(left.min(LIVENESS_POLL));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn a_live_process_times_out_and_an_exit_is_seen_at_once() {
+        let mut child = Command::new("sleep").arg("0.3").spawn().unwrap();
+        let w = ExitWatch::new(child.id());
+        assert!(w.uses_pidfd(), "this kernel has pidfds (5.3+)");
+        let t = Instant::now();
+        assert!(!w.wait_until(t + Duration::from_millis(50)));
+        assert!(t.elapsed() >= Duration::from_millis(50));
+        // The exit ends the wait long before the deadline (a zombie counts).
+        let t = Instant::now();
+        assert!(w.wait_until(t + Duration::from_secs(30)));
+        assert!(t.elapsed() < Duration::from_secs(10));
+        child.wait().unwrap();
+    }
+}
