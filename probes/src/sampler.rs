@@ -17,8 +17,6 @@ use crate::profile::{FileKind, Profile, Role};
 use crate::prune;
 use crate::signals::*;
 
-/// How often [`Sampler::wait_window`] checks that the target still runs.
-
 /// Reads the probes once per window and computes [`Signals`].
 pub struct Sampler {
     probes: Probes,
