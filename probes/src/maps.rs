@@ -24,7 +24,9 @@ pub struct ThreadSched {
     pub voluntary: u64,
     pub involuntary: u64,
     pub runq_wait_ns: u64,
-    pub runq_waits: u64,
+    /// Address of the thread's `task_struct` (set at its first switch-out;
+    /// 0 before): names the wakee of [`WakePair`] keys.
+    pub task: u64,
     /// Thread name at its first and every 64th switch-out (NUL-padded).
     pub comm: [u8; 16],
     /// The kernel's cumulative run-queue wait of the thread at its last
@@ -82,13 +84,39 @@ impl ThreadSched {
     }
 }
 
+/// A `wakeups_by_pair` key. When the waker is in the target, `wakee` is
+/// the wakee's `task_struct` address (the kernel has it without a memory
+/// read at `sched_waking`), named through [`ThreadSched::task`]; otherwise
+/// it is `tgid << 32 | tid`. Kernel addresses have their top bit set, ids
+/// never.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct WakePair {
     pub waker_tid: u32,
-    pub wakee_tid: u32,
     pub waker_pid: u32,
-    pub wakee_pid: u32,
+    pub wakee: u64,
+}
+
+impl WakePair {
+    /// Whether `wakee` is a task address (else it is `tgid << 32 | tid`).
+    pub fn wakee_is_task(&self) -> bool {
+        self.wakee >> 63 == 1
+    }
+
+    /// The wakee's `(tgid, tid)`: a task address is a thread of the
+    /// waker's process (the target) when `tasks` (task address -> tid of
+    /// the target's threads) has it, else a thread outside the target whose
+    /// ids were not read, `(0, 0)`.
+    pub fn wakee_ids(&self, tasks: &HashMap<u64, u32>) -> (u32, u32) {
+        if self.wakee_is_task() {
+            match tasks.get(&self.wakee) {
+                Some(&tid) => (self.waker_pid, tid),
+                None => (0, 0),
+            }
+        } else {
+            ((self.wakee >> 32) as u32, self.wakee as u32)
+        }
+    }
 }
 
 /// A slot of `wakeups_by_pair_recent` (per CPU, direct-mapped).
@@ -200,6 +228,9 @@ pub enum Lookup {
 pub struct MapsReading {
     pub at: Instant,
     pub threads: HashMap<u32, ThreadSched>,
+    /// Task address -> tid of every thread in `threads` that has switched
+    /// out (names the wakees of [`WakePair`] keys).
+    pub tasks: HashMap<u64, u32>,
     /// Threads in the overflow hash (their array entry was taken).
     pub overflow_threads: HashSet<u32>,
     pub runq_hist: [u64; HIST_BUCKETS],
@@ -219,6 +250,7 @@ impl Default for MapsReading {
         MapsReading {
             at: Instant::now(),
             threads: HashMap::new(),
+            tasks: HashMap::new(),
             overflow_threads: HashSet::new(),
             runq_hist: [0; HIST_BUCKETS],
             wakeups: HashMap::new(),
@@ -351,6 +383,11 @@ impl MapsReading {
     pub fn read_as(p: &Probes, how: Lookup) -> Result<MapsReading, ProbeError> {
         let at = Instant::now();
         let (threads, overflow_threads) = read_threads(p, how)?;
+        let tasks = threads
+            .iter()
+            .filter(|(_, t)| t.task != 0)
+            .map(|(tid, t)| (t.task, *tid))
+            .collect();
         // The hash first, then the slots: a pair moved from a slot into the
         // hash in between is missed in this reading only (the next one has it).
         let mut wakeups: HashMap<WakePair, u64> = read_hash(p, "wakeups_by_pair", how)?;
@@ -404,6 +441,7 @@ impl MapsReading {
         Ok(MapsReading {
             at,
             threads,
+            tasks,
             overflow_threads,
             runq_hist,
             wakeups,

@@ -34,8 +34,13 @@ pub fn dead_threads(
         .wakeups
         .iter()
         .filter(|(k, n)| {
+            // A task address no longer naming a live thread of the target
+            // is a dead one, or a thread outside it: either way an
+            // unchanged count can go (a new wakeup starts it again).
+            let (wakee_pid, wakee_tid) = k.wakee_ids(&cur.tasks);
             let gone = (k.waker_pid == pid && dead(k.waker_tid))
-                || (k.wakee_pid == pid && dead(k.wakee_tid));
+                || (wakee_pid == pid && dead(wakee_tid))
+                || (k.wakee_is_task() && wakee_pid != pid);
             gone && prev.wakeups.get(*k) == Some(*n) && !cur.wakeups_in_slots.contains(*k)
         })
         .map(|(k, _)| *k)

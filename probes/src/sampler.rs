@@ -285,15 +285,16 @@ impl Sampler {
             if n == 0 {
                 continue;
             }
+            let (wakee_pid, wakee_tid) = k.wakee_ids(&cur.tasks);
             let waker_in = k.waker_pid == pid;
-            let wakee_in = k.wakee_pid == pid;
+            let wakee_in = wakee_pid == pid;
             let waker = if waker_in {
                 self.role(k.waker_tid)
             } else {
                 Role::External
             };
             let wakee = if wakee_in {
-                self.role(k.wakee_tid)
+                self.role(wakee_tid)
             } else {
                 Role::External
             };
@@ -306,8 +307,8 @@ impl Sampler {
                     by_thread.push(ThreadWakeEdge {
                         waker_tid: k.waker_tid,
                         waker_comm: self.comm(k.waker_tid),
-                        wakee_tid: k.wakee_tid,
-                        wakee_comm: self.comm(k.wakee_tid),
+                        wakee_tid,
+                        wakee_comm: self.comm(wakee_tid),
                         count: n,
                     });
                 }

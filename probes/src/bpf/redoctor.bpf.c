@@ -41,7 +41,8 @@ struct thread_sched {
 	__u64 voluntary;    /* switched out while blocking (futex, I/O, sleep) */
 	__u64 involuntary;  /* switched out while still runnable (preempted, yield) */
 	__u64 runq_wait_ns; /* ns spent runnable but waiting for a CPU */
-	__u64 runq_waits;   /* number of such waits that ended on a CPU */
+	__u64 task;         /* address of its task_struct, set at its first switch-out:
+			     * names the wakee of wakeups_by_pair keys (see wake_pair) */
 	char comm[16];      /* thread name, refreshed every COMM_REFRESH-th switch-out */
 	__u64 run_delay_ns; /* the kernel's run_delay at its last switch-out */
 	__u64 futex_uaddr;  /* futex word it blocked on at its last switch-out; 0 = none */
@@ -92,12 +93,17 @@ struct {
 	__type(value, __u64);
 } runq_latency_ns_log2 SEC(".maps");
 
-/* Wakeups by (waker thread, wakee thread); one side is in the target. */
+/* Wakeups by (waker thread, wakee thread); one side is in the target.
+ * When the waker is in the target (nearly every wakeup of a busy server),
+ * the wakee is its task_struct's address, which sched_waking has without a
+ * memory read; user space names it through thread_sched.task (an address
+ * that is no thread of the target is a thread outside it). Otherwise the
+ * wakee is `tgid << 32 | tid`, read from its task to filter on the target.
+ * Kernel addresses have their top bit set, ids never. */
 struct wake_pair {
 	__u32 waker_tid;
-	__u32 wakee_tid;
 	__u32 waker_pid; /* tgid of the waker */
-	__u32 wakee_pid; /* tgid of the wakee */
+	__u64 wakee;     /* task address (waker in the target), else tgid << 32 | tid */
 };
 
 struct {
@@ -326,6 +332,7 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		/* Names of short-lived threads outlive them here. */
 		bpf_get_current_comm(s->comm, sizeof(s->comm));
 		s->family = comm_family(s->comm);
+		s->task = bpf_get_current_task();
 	}
 	/* Born before the probes: the first switch-out only takes the baselines. */
 	bool baseline_only = 0;
@@ -342,7 +349,6 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 	s->oncpu_ns += slice;
 	if (!baseline_only) {
 		s->runq_wait_ns += wait;
-		s->runq_waits += 1;
 		hist_add(&runq_latency_ns_log2, wait);
 	}
 	/* When this slice began, on the run-queue clock (the kernel stamps
@@ -378,26 +384,29 @@ SEC("raw_tp/sched_waking")
 int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u64 cur = bpf_get_current_pid_tgid();
-	__u64 wakee = task_ids((struct task_struct *)ctx->args[0]);
 	__u32 waker_pid = cur >> 32;
-	__u32 wakee_pid = wakee >> 32;
-	if (waker_pid != target_tgid && wakee_pid != target_tgid)
-		return 0;
+	__u64 wakee = ctx->args[0];
+	if (waker_pid != target_tgid) {
+		wakee = task_ids((struct task_struct *)wakee);
+		if ((__u32)(wakee >> 32) != target_tgid)
+			return 0;
+	}
 
 	struct wake_pair key = {
 		.waker_tid = (__u32)cur,
-		.wakee_tid = (__u32)wakee,
 		.waker_pid = waker_pid,
-		.wakee_pid = wakee_pid,
+		.wakee = wakee,
 	};
-	__u32 idx = (key.waker_tid * 2654435761u ^ key.wakee_tid) % PAIR_SLOTS;
+	/* Task structs are cache-line aligned: fold the address's higher bits in. */
+	__u32 idx = (key.waker_tid * 2654435761u ^ (__u32)(wakee ^ (wakee >> 6) ^ (wakee >> 32))) %
+		    PAIR_SLOTS;
 	struct pair_slot *slot = bpf_map_lookup_elem(&wakeups_by_pair_recent, &idx);
 	if (!slot)
 		return 0;
 	/* Per CPU, and a nested run on this CPU is refused by the kernel: no
 	 * atomics on the slot. */
-	if (slot->pair.waker_tid == key.waker_tid && slot->pair.wakee_tid == key.wakee_tid &&
-	    slot->pair.waker_pid == key.waker_pid && slot->pair.wakee_pid == key.wakee_pid) {
+	if (slot->pair.wakee == key.wakee && slot->pair.waker_tid == key.waker_tid &&
+	    slot->pair.waker_pid == key.waker_pid) {
 		slot->count += 1;
 		return 0;
 	}

@@ -173,6 +173,11 @@ impl Bpftrace {
              tracepoint:syscalls:sys_exit_futex /@fts[tid]/ { @futex_wait_calls = count(); \
              @futex_wait_ns = sum(nsecs - @fts[tid]); delete(@fts[tid]); }\n",
         );
+        // Wakeups by the target per wakee thread: those of its own threads
+        // (`@ours`, seen switching) are the internal ones.
+        program.push_str(
+            "tracepoint:sched:sched_waking /pid == $1 && @gate == 1/ { @woken[args->pid] = count(); }\n",
+        );
         // Run-queue wait the runqlat way: stamped at waking or preemption,
         // ended when switched in.
         program.push_str(
@@ -182,7 +187,7 @@ impl Bpftrace {
              tracepoint:sched:sched_switch /@gate == 1/ { $t = @qt[args->next_pid]; \
              if ($t != 0 && @ours[args->next_pid] == 1) { @runq_wait_ns = sum(nsecs - $t); \
              @runq_waits = count(); } delete(@qt[args->next_pid]); }\n\
-             END { clear(@fts); clear(@qt); clear(@ours); }\n",
+             END { clear(@fts); clear(@qt); }\n",
         );
         let mut child = match Command::new("bpftrace")
             .arg("-e")
@@ -411,6 +416,17 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
                 s.wakeups.internal + s.wakeups.to_outside,
                 get("wakeups_by_target"),
             )?;
+            // Wakees inside the target are keyed by task address and named
+            // in user space: the internal ones match bpftrace's wakeups of
+            // the threads it saw switching in the target.
+            let internal: u64 = bt
+                .iter()
+                .filter_map(|(k, n)| {
+                    let tid = k.strip_prefix("woken[")?.strip_suffix(']')?;
+                    bt.contains_key(&format!("ours[{tid}]")).then_some(*n)
+                })
+                .sum();
+            within_1pct("wakeups within the target", s.wakeups.internal, internal)?;
             // The probes count a futex wait when a thread blocked in
             // FUTEX_WAIT is switched back in; bpftrace counts the syscalls.
             // A call that finds the word changed returns without blocking
@@ -462,13 +478,15 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
                 get("futex_wait_ns") as f64 / 1e9
             );
             println!(
-                "  switches vol {}/{} invol {}/{} wakeups {}/{} (probes/bpftrace)",
+                "  switches vol {}/{} invol {}/{} wakeups {}/{} internal {}/{} (probes/bpftrace)",
                 s.cpu.voluntary_switches,
                 get("voluntary_switches"),
                 s.cpu.involuntary_switches,
                 get("involuntary_switches"),
                 s.wakeups.internal + s.wakeups.to_outside,
-                get("wakeups_by_target")
+                get("wakeups_by_target"),
+                s.wakeups.internal,
+                internal
             );
         }
     }
@@ -654,6 +672,16 @@ fn exited_threads_are_pruned(thread_slots: u32) -> Result<(), String> {
         .iter()
         .filter(|t| before.overflow_threads.contains(t))
         .count();
+    // Wakeups of a user by a target thread are keyed by its task address.
+    let user_tasks: Vec<u64> = users
+        .iter()
+        .filter_map(|t| before.threads.get(t))
+        .map(|t| t.task)
+        .collect();
+    ensure!(
+        user_tasks.len() == users.len() && user_tasks.iter().all(|&a| a >> 63 == 1),
+        "users' task addresses not recorded: {user_tasks:x?}"
+    );
     let expected = if thread_slots == 1 {
         users.len() - 1..=users.len()
     } else {
@@ -683,7 +711,14 @@ fn exited_threads_are_pruned(thread_slots: u32) -> Result<(), String> {
     let pairs = left
         .wakeups
         .keys()
-        .filter(|k| users.contains(&k.waker_tid) || users.contains(&k.wakee_tid))
+        .filter(|k| {
+            let wakee_is_user = if k.wakee_is_task() {
+                user_tasks.contains(&k.wakee)
+            } else {
+                users.contains(&(k.wakee as u32))
+            };
+            users.contains(&k.waker_tid) || wakee_is_user
+        })
         .filter(|k| !left.wakeups_in_slots.contains(*k))
         .count();
     ensure!(
