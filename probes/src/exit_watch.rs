@@ -40,32 +40,30 @@ impl ExitWatch {
     /// comes first; returns whether it has exited.
     pub fn wait_until(&self, deadline: Instant) -> bool {
         loop {
-            let now = Instant::now();
-            if now >= deadline {
-                return !preflight::pid_alive(self.pid);
-            }
-            let left = deadline - now;
-            match &self.pidfd {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let exited = match &self.pidfd {
                 Some(fd) => {
                     let mut p = libc::pollfd {
                         fd: fd.as_raw_fd(),
                         events: libc::POLLIN,
                         revents: 0,
                     };
-                    let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-                    // SAFETY: one valid pollfd.
-                    let r = unsafe { libc::poll(&mut p, 1, ms) };
-                    if r > 0 {
-                        return true;
-                    }
-                    // r == 0: timed out; r < 0 (EINTR): go round.
+                    // Rounded up, so the wait does not end just short of
+                    // the deadline and spin.
+                    let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+                    // SAFETY: one valid pollfd. r < 0 (EINTR): go round.
+                    unsafe { libc::poll(&mut p, 1, ms) > 0 }
                 }
                 None => {
-                    if !preflight::pid_alive(self.pid) {
-                        return true;
+                    let gone = !preflight::pid_alive(self.pid);
+                    if !gone && !left.is_zero() {
+                        std::thread::sleep(left.min(LIVENESS_POLL));
                     }
-                    std::thread::sleep(left.min(LIVENESS_POLL));
+                    gone
                 }
+            };
+            if exited || Instant::now() >= deadline {
+                return exited;
             }
         }
     }
@@ -85,6 +83,22 @@ mod tests {
         assert!(!w.wait_until(t + Duration::from_millis(50)));
         assert!(t.elapsed() >= Duration::from_millis(50));
         // The exit ends the wait long before the deadline (a zombie counts).
+        let t = Instant::now();
+        assert!(w.wait_until(t + Duration::from_secs(30)));
+        assert!(t.elapsed() < Duration::from_secs(10));
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn without_a_pidfd_proc_is_polled() {
+        let mut child = Command::new("sleep").arg("0.3").spawn().unwrap();
+        let w = ExitWatch {
+            pid: child.id(),
+            pidfd: None,
+        };
+        let t = Instant::now();
+        assert!(!w.wait_until(t + Duration::from_millis(120)));
+        assert!(t.elapsed() >= Duration::from_millis(120));
         let t = Instant::now();
         assert!(w.wait_until(t + Duration::from_secs(30)));
         assert!(t.elapsed() < Duration::from_secs(10));
