@@ -52,6 +52,18 @@ pub const TRACED_SYSCALLS: &[&str] = &[
     "fdatasync",
 ];
 
+/// The traced syscalls whose entry is hooked too (to time them); a write
+/// is counted at its exit alone.
+pub const TIMED_SYSCALLS: &[&str] = &["fsync", "fdatasync"];
+
+/// The per-syscall tracepoints attached: `(direction, syscall)`.
+fn per_syscall_events() -> impl Iterator<Item = (&'static str, &'static str)> {
+    TIMED_SYSCALLS
+        .iter()
+        .map(|c| ("enter", *c))
+        .chain(TRACED_SYSCALLS.iter().map(|c| ("exit", *c)))
+}
+
 /// How the write and fsync syscalls are hooked. Both give the same numbers;
 /// they differ in what they cost the rest of the system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -383,16 +395,14 @@ fn per_syscall_missing(tracefs: &[&str]) -> Option<String> {
                 .into(),
         );
     };
-    for call in TRACED_SYSCALLS {
-        for dir in ["enter", "exit"] {
-            let id = events.join(format!("syscalls/sys_{dir}_{call}/id"));
-            if !id.exists() {
-                return Some(format!(
-                    "the kernel has no tracepoint syscalls/sys_{dir}_{call} ({} is missing; \
-                     per-syscall tracepoints need CONFIG_FTRACE_SYSCALLS=y)",
-                    id.display()
-                ));
-            }
+    for (dir, call) in per_syscall_events() {
+        let id = events.join(format!("syscalls/sys_{dir}_{call}/id"));
+        if !id.exists() {
+            return Some(format!(
+                "the kernel has no tracepoint syscalls/sys_{dir}_{call} ({} is missing; \
+                 per-syscall tracepoints need CONFIG_FTRACE_SYSCALLS=y)",
+                id.display()
+            ));
         }
     }
     None
@@ -425,12 +435,13 @@ fn choose_syscall_hooks(
     }
 }
 
-/// One enter and one exit program, each attached to every traced syscall.
+/// The exit program on every traced syscall, the enter program on the
+/// timed ones.
 fn attach_per_syscall(bpf: &mut Ebpf) -> Result<(), ProbeError> {
     for (prog, dir) in [("sys_enter_traced", "enter"), ("sys_exit_traced", "exit")] {
         let p: &mut TracePoint = program(bpf, prog)?;
         p.load().map_err(|e| load_err(prog, e))?;
-        for call in TRACED_SYSCALLS {
+        for (_, call) in per_syscall_events().filter(|(d, _)| *d == dir) {
             let name = format!("sys_{dir}_{call}");
             p.attach("syscalls", &name)
                 .map_err(|e| ProbeError::Attach {
@@ -517,10 +528,10 @@ mod tests {
         assert!(u[0].why.contains("mount -t tracefs"), "{u:?}");
 
         // A kernel without one of the events (no CONFIG_FTRACE_SYSCALLS).
-        let partial = fake_tracefs(&["write", "fsync"]);
+        let partial = fake_tracefs(&["write", "fsync", "fdatasync"]);
         let (r, u) = choose(SyscallHooks::Auto, partial.path());
         assert_eq!(r.unwrap(), SyscallHooks::Raw);
-        assert!(u[0].why.contains("syscalls/sys_enter_pwrite64"), "{u:?}");
+        assert!(u[0].why.contains("syscalls/sys_exit_pwrite64"), "{u:?}");
         assert!(u[0].why.contains("CONFIG_FTRACE_SYSCALLS"), "{u:?}");
     }
 

@@ -450,7 +450,9 @@ struct {
 	__type(value, struct fd_io);
 } io_by_fd SEC(".maps");
 
-/* What traced syscall a thread is in (thread_sched.call_kind). */
+/* What a traced syscall is (thread_sched.call_kind holds CALL_FSYNC for a
+ * thread inside an fsync: only fsyncs are timed, so only they need their
+ * entry seen; a write is counted at its exit alone). */
 enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2 };
 
 static __always_inline struct fd_io *fd_stats(__u32 fd)
@@ -488,45 +490,49 @@ static __always_inline __u32 call_kind_of(long id)
 	}
 }
 
-/* A traced call starts: note in the thread's entry when, on which
- * descriptor, and what it is. */
-static __always_inline void call_enter(__u32 tid, __u32 kind, __u64 fd)
+/* An fsync starts: note in the thread's entry when, and on which
+ * descriptor. */
+static __always_inline void fsync_enter(__u32 tid, __u64 fd)
 {
 	struct thread_sched *t = thread_stats(tid);
 	if (!t)
 		return;
-	if (kind == CALL_FSYNC) /* only fsyncs are timed */
-		t->call_start_ns = bpf_ktime_get_ns();
+	t->call_start_ns = bpf_ktime_get_ns();
 	t->call_fd = fd;
-	t->call_kind = kind;
+	t->call_kind = CALL_FSYNC;
 }
 
-/* A traced call returns `ret`: add it to its descriptor's totals. */
-static __always_inline void call_exit(__u32 tid, __s64 ret)
+/* An fsync returns: add it to its descriptor's totals. */
+static __always_inline void fsync_exit(__u32 tid)
 {
 	struct thread_sched *t = thread_stats(tid);
-	if (!t || !t->call_kind)
+	if (!t || t->call_kind != CALL_FSYNC)
 		return;
-	__u32 kind = t->call_kind;
 	__u32 fd = t->call_fd;
 	t->call_kind = 0;
-	__u64 ns = 0;
-	if (kind == CALL_FSYNC)
-		ns = bpf_ktime_get_ns() - t->call_start_ns;
-
+	__u64 ns = bpf_ktime_get_ns() - t->call_start_ns;
 	struct fd_io *s = fd_stats(fd);
 	if (!s)
 		return;
-	if (kind == CALL_WRITE) {
-		if (ret >= 0) {
-			__sync_fetch_and_add(&s->write_calls, 1);
-			__sync_fetch_and_add(&s->write_bytes, ret);
-		}
-	} else {
-		__sync_fetch_and_add(&s->fsync_calls, 1);
-		__sync_fetch_and_add(&s->fsync_ns, ns);
-		__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
-	}
+	__sync_fetch_and_add(&s->fsync_calls, 1);
+	__sync_fetch_and_add(&s->fsync_ns, ns);
+	__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
+}
+
+/* A write of the current thread returns `ret`. Its descriptor is the first
+ * argument, still in the user registers saved at syscall entry (the kernel
+ * does not change them), so no entry program is needed. */
+static __always_inline void write_exit(__s64 ret)
+{
+	if (ret < 0)
+		return;
+	/* A BTF pointer: plain loads, checked by the verifier, no helper calls. */
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct fd_io *s = fd_stats(regs->di);
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->write_calls, 1);
+	__sync_fetch_and_add(&s->write_bytes, ret);
 }
 
 /* Two ways to see the traced syscalls; the loader attaches one pair.
@@ -558,27 +564,30 @@ struct syscall_exit_rec {
 	__s64 ret;
 };
 
-/* Attached to sys_enter_{write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync}. */
+/* Attached to sys_enter_{fsync,fdatasync}: only fsyncs need their start. */
 SEC("tracepoint/syscalls/sys_enter_fdatasync")
 int sys_enter_traced(struct syscall_enter_rec *ctx)
 {
 	__u64 cur = bpf_get_current_pid_tgid();
 	if ((__u32)(cur >> 32) != target_tgid)
 		return 0;
-	__u32 kind = call_kind_of(ctx->nr);
-	if (kind)
-		call_enter((__u32)cur, kind, ctx->args[0]);
+	if (call_kind_of(ctx->nr) == CALL_FSYNC)
+		fsync_enter((__u32)cur, ctx->args[0]);
 	return 0;
 }
 
-/* Attached to the matching sys_exit_* events. */
+/* Attached to sys_exit_{write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync}. */
 SEC("tracepoint/syscalls/sys_exit_fdatasync")
 int sys_exit_traced(struct syscall_exit_rec *ctx)
 {
 	__u64 cur = bpf_get_current_pid_tgid();
 	if ((__u32)(cur >> 32) != target_tgid)
 		return 0;
-	call_exit((__u32)cur, ctx->ret);
+	__u32 kind = call_kind_of(ctx->nr);
+	if (kind == CALL_WRITE)
+		write_exit(ctx->ret);
+	else if (kind == CALL_FSYNC)
+		fsync_exit((__u32)cur);
 	return 0;
 }
 
@@ -589,11 +598,10 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	__u64 cur = bpf_get_current_pid_tgid();
 	if ((__u32)(cur >> 32) != target_tgid)
 		return 0;
-	__u32 kind = call_kind_of(ctx->args[1]);
-	if (!kind)
+	if (call_kind_of(ctx->args[1]) != CALL_FSYNC)
 		return 0;
 	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	call_enter((__u32)cur, kind, BPF_CORE_READ(regs, di));
+	fsync_enter((__u32)cur, BPF_CORE_READ(regs, di));
 	return 0;
 }
 
@@ -606,9 +614,11 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	/* The same registers as args[0], but through a BTF pointer: a plain load. */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!call_kind_of(regs->orig_ax))
-		return 0;
-	call_exit((__u32)cur, ctx->args[1]);
+	__u32 kind = call_kind_of(regs->orig_ax);
+	if (kind == CALL_WRITE)
+		write_exit(ctx->args[1]);
+	else if (kind == CALL_FSYNC)
+		fsync_exit((__u32)cur);
 	return 0;
 }
 

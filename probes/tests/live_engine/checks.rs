@@ -373,6 +373,30 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
         redo.fsync_calls
     );
     ensure!(redo.write_bytes > 0, "no redo bytes written: {:?}", s.io);
+    // Writes are counted at their exit alone (descriptor from the saved
+    // registers). The writer makes one pwrite per batch (two when the
+    // circular file wraps) and then hits `redoctor_log_write`; a batch
+    // straddling the window's edge may be on either side.
+    let (batches, lsn_bytes) = (
+        s.engine.redo_writes.unwrap_or(0),
+        s.engine.redo_bytes.unwrap_or(0),
+    );
+    ensure!(
+        batches > 0
+            && redo.write_calls + 2 >= batches
+            && redo.write_calls <= batches + batches / 50 + 2,
+        "pwrite calls on the redo file {} vs redoctor_log_write batches {batches}",
+        redo.write_calls
+    );
+    ensure!(
+        redo.write_bytes + 2 * (1 << 20) >= lsn_bytes,
+        "redo bytes written {} < the lsn range the batches covered {lsn_bytes}",
+        redo.write_bytes
+    );
+    println!(
+        "  redo pwrites {} for {batches} batches, {} bytes for {lsn_bytes} lsn bytes (probes/engine)",
+        redo.write_calls, redo.write_bytes
+    );
     // Roles: RT1's chain user -> writer -> notifier -> user, with the flusher.
     for (a, b) in [
         (Role::User, Role::LogWriter),
