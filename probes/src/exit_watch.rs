@@ -72,36 +72,40 @@ impl ExitWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
+    use std::process::{Child, Command};
 
-    #[test]
-    fn a_live_process_times_out_and_an_exit_is_seen_at_once() {
-        let mut child = Command::new("sleep").arg("0.3").spawn().unwrap();
-        let w = ExitWatch::new(child.id());
-        assert!(w.uses_pidfd(), "this kernel has pidfds (5.3+)");
+    /// `w` watches a child that exits after 0.3 s: a short wait times out
+    /// while it runs, and a long one ends soon after it exits (a zombie
+    /// counts as exited).
+    fn times_out_then_sees_the_exit(w: &ExitWatch, mut child: Child, short: Duration) {
         let t = Instant::now();
-        assert!(!w.wait_until(t + Duration::from_millis(50)));
-        assert!(t.elapsed() >= Duration::from_millis(50));
-        // The exit ends the wait long before the deadline (a zombie counts).
+        assert!(!w.wait_until(t + short));
+        assert!(t.elapsed() >= short);
         let t = Instant::now();
         assert!(w.wait_until(t + Duration::from_secs(30)));
         assert!(t.elapsed() < Duration::from_secs(10));
         child.wait().unwrap();
     }
 
+    fn short_lived() -> Child {
+        Command::new("sleep").arg("0.3").spawn().unwrap()
+    }
+
+    #[test]
+    fn a_live_process_times_out_and_an_exit_is_seen_at_once() {
+        let child = short_lived();
+        let w = ExitWatch::new(child.id());
+        assert!(w.uses_pidfd(), "this kernel has pidfds (5.3+)");
+        times_out_then_sees_the_exit(&w, child, Duration::from_millis(50));
+    }
+
     #[test]
     fn without_a_pidfd_proc_is_polled() {
-        let mut child = Command::new("sleep").arg("0.3").spawn().unwrap();
+        let child = short_lived();
         let w = ExitWatch {
             pid: child.id(),
             pidfd: None,
         };
-        let t = Instant::now();
-        assert!(!w.wait_until(t + Duration::from_millis(120)));
-        assert!(t.elapsed() >= Duration::from_millis(120));
-        let t = Instant::now();
-        assert!(w.wait_until(t + Duration::from_secs(30)));
-        assert!(t.elapsed() < Duration::from_secs(10));
-        child.wait().unwrap();
+        times_out_then_sees_the_exit(&w, child, Duration::from_millis(120));
     }
 }

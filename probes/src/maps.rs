@@ -303,10 +303,10 @@ fn read_hash<K: Pod + Eq + std::hash::Hash, V: Pod>(
     Ok(out)
 }
 
-/// Every index's per-CPU values of per-CPU array `name`, in index order:
-/// one batch lookup, or one lookup per index where the kernel has no batch
-/// lookups.
-fn read_per_cpu_array<V: Pod>(
+/// Every index's values of array `name`, in index order: one per CPU for
+/// a per-CPU array, else one. A batch lookup, or one lookup per index
+/// where the kernel has no batch lookups.
+fn read_array<V: Pod>(
     p: &Probes,
     name: &'static str,
     how: Lookup,
@@ -319,13 +319,19 @@ fn read_per_cpu_array<V: Pod>(
             return Ok(out.into_iter().map(|(_, v)| v).collect());
         }
     }
-    let arr: PerCpuArray<&MapData, V> = PerCpuArray::try_from(raw).map_err(map_err(name))?;
+    if let aya::maps::Map::PerCpuArray(_) = raw {
+        let arr: PerCpuArray<&MapData, V> = PerCpuArray::try_from(raw).map_err(map_err(name))?;
+        return (0..arr.len())
+            .map(|i| {
+                arr.get(&i, 0)
+                    .map(|v| v.iter().copied().collect())
+                    .map_err(map_err(name))
+            })
+            .collect();
+    }
+    let arr: Array<&MapData, V> = Array::try_from(raw).map_err(map_err(name))?;
     (0..arr.len())
-        .map(|i| {
-            arr.get(&i, 0)
-                .map(|v| v.iter().copied().collect())
-                .map_err(map_err(name))
-        })
+        .map(|i| arr.get(&i, 0).map(|v| vec![v]).map_err(map_err(name)))
         .collect()
 }
 
@@ -392,7 +398,7 @@ impl MapsReading {
         // hash in between is missed in this reading only (the next one has it).
         let mut wakeups: HashMap<WakePair, u64> = read_hash(p, "wakeups_by_pair", how)?;
         let mut wakeups_in_slots = HashSet::new();
-        for slot in read_per_cpu_array::<PairSlot>(p, "wakeups_by_pair_recent", how)?
+        for slot in read_array::<PairSlot>(p, "wakeups_by_pair_recent", how)?
             .into_iter()
             .flatten()
         {
@@ -411,32 +417,15 @@ impl MapsReading {
         let futex = read_hash(p, "futex_wait_by_lock", how)?;
 
         let mut runq_hist = [0u64; HIST_BUCKETS];
-        let per_bucket = read_per_cpu_array::<u64>(p, "runq_latency_ns_log2", how)?;
+        let per_bucket = read_array::<u64>(p, "runq_latency_ns_log2", how)?;
         for (slot, per_cpu) in runq_hist.iter_mut().zip(per_bucket) {
             *slot = per_cpu.iter().sum();
         }
 
         let mut points = [PointStats::default(); point::COUNT];
-        let name = "engine_probe_point_hits";
-        let all = match how {
-            Lookup::Batch => batch::lookup_all::<u32, PointStats>(name, map(p, name)?)?,
-            Lookup::KeyByKey => None,
-        };
-        match all {
-            Some(all) => {
-                for (i, v) in all.iter() {
-                    if let Some(slot) = points.get_mut(i as usize) {
-                        *slot = v[0];
-                    }
-                }
-            }
-            None => {
-                let arr: Array<&MapData, PointStats> =
-                    Array::try_from(map(p, name)?).map_err(map_err(name))?;
-                for (i, slot) in points.iter_mut().enumerate() {
-                    *slot = arr.get(&(i as u32), 0).map_err(map_err(name))?;
-                }
-            }
+        let read = read_array::<PointStats>(p, "engine_probe_point_hits", how)?;
+        for (slot, v) in points.iter_mut().zip(read) {
+            *slot = v[0];
         }
         Ok(MapsReading {
             at,

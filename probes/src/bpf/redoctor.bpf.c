@@ -519,16 +519,21 @@ static __always_inline void fsync_exit(__u32 tid)
 	__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
 }
 
-/* A write of the current thread returns `ret`. Its descriptor is the first
- * argument, still in the user registers saved at syscall entry (the kernel
- * does not change them), so no entry program is needed. */
-static __always_inline void write_exit(__s64 ret)
+/* The current thread's user registers as saved at syscall entry (the
+ * kernel does not change them before the exit), through a BTF pointer:
+ * plain loads, checked by the verifier. */
+static __always_inline struct pt_regs *current_user_regs(void)
+{
+	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+}
+
+/* A write on descriptor `fd` (its first argument, still in the saved user
+ * registers, so no entry program is needed) returns `ret`. */
+static __always_inline void write_exit(__u64 fd, __s64 ret)
 {
 	if (ret < 0)
 		return;
-	/* A BTF pointer: plain loads, checked by the verifier, no helper calls. */
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	struct fd_io *s = fd_stats(regs->di);
+	struct fd_io *s = fd_stats(fd);
 	if (!s)
 		return;
 	__sync_fetch_and_add(&s->write_calls, 1);
@@ -585,7 +590,7 @@ int sys_exit_traced(struct syscall_exit_rec *ctx)
 		return 0;
 	__u32 kind = call_kind_of(ctx->nr);
 	if (kind == CALL_WRITE)
-		write_exit(ctx->ret);
+		write_exit(current_user_regs()->di, ctx->ret);
 	else if (kind == CALL_FSYNC)
 		fsync_exit((__u32)cur);
 	return 0;
@@ -613,10 +618,10 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	if ((__u32)(cur >> 32) != target_tgid)
 		return 0;
 	/* The same registers as args[0], but through a BTF pointer: a plain load. */
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs *regs = current_user_regs();
 	__u32 kind = call_kind_of(regs->orig_ax);
 	if (kind == CALL_WRITE)
-		write_exit(ctx->args[1]);
+		write_exit(regs->di, ctx->args[1]);
 	else if (kind == CALL_FSYNC)
 		fsync_exit((__u32)cur);
 	return 0;

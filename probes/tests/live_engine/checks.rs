@@ -736,12 +736,9 @@ fn exited_threads_are_pruned(thread_slots: u32) -> Result<(), String> {
         .wakeups
         .keys()
         .filter(|k| {
-            let wakee_is_user = if k.wakee_is_task() {
-                user_tasks.contains(&k.wakee)
-            } else {
-                users.contains(&(k.wakee as u32))
-            };
-            users.contains(&k.waker_tid) || wakee_is_user
+            // Named through the reading taken while the users' entries existed.
+            let (_, wakee_tid) = k.wakee_ids(&before.tasks);
+            users.contains(&k.waker_tid) || users.contains(&wakee_tid)
         })
         .filter(|k| !left.wakeups_in_slots.contains(*k))
         .count();
