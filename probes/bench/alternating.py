@@ -97,12 +97,24 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         k = i % len(which)
         time.sleep(phase)
         started = time.time() * 1000
-        agent = subprocess.Popen([which[k][1], "probe", "--pid", str(engine.pid), "--interval",
-                                  "1s", "--json"] + agent_args,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out_path, agent_err = os.path.join(shm, "agent.out"), os.path.join(shm, "agent.err")
+        with open(out_path, "w") as out, open(agent_err, "w") as aerr:
+            agent = subprocess.Popen([which[k][1], "probe", "--pid", str(engine.pid),
+                                      "--interval", "1s", "--json"] + agent_args,
+                                     stdout=out, stderr=aerr)
         time.sleep(phase)
+        # An agent that failed (to load, say) would leave an "on" phase
+        # unprobed and pass for free: stop the bench instead.
+        if agent.poll() is not None:
+            engine.send_signal(signal.SIGTERM)
+            sys.exit(f"{which[k][0]}: the agent exited during its phase "
+                     f"(status {agent.returncode}):\n{open(agent_err).read()}")
         agent.send_signal(signal.SIGTERM)  # SIGINT is ignored when started in the background
         agent.wait()
+        if not intervals(out_path):
+            engine.send_signal(signal.SIGTERM)
+            sys.exit(f"{which[k][0]}: the agent closed no window in its phase:\n"
+                     f"{open(agent_err).read()}")
         spans.append((k, started, time.time() * 1000))
         if engine.poll() is not None:
             sys.exit("the engine run ended before the phases did")
