@@ -105,16 +105,16 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         time.sleep(phase)
         # An agent that failed (to load, say) would leave an "on" phase
         # unprobed and pass for free: stop the bench instead.
+        failed = None
         if agent.poll() is not None:
-            engine.send_signal(signal.SIGTERM)
-            sys.exit(f"{which[k][0]}: the agent exited during its phase "
-                     f"(status {agent.returncode}):\n{open(agent_err).read()}")
+            failed = f"exited during its phase (status {agent.returncode})"
         agent.send_signal(signal.SIGTERM)  # SIGINT is ignored when started in the background
         agent.wait()
-        if not intervals(out_path):
+        if failed is None and not intervals(out_path):
+            failed = "closed no window in its phase"
+        if failed:
             engine.send_signal(signal.SIGTERM)
-            sys.exit(f"{which[k][0]}: the agent closed no window in its phase:\n"
-                     f"{open(agent_err).read()}")
+            sys.exit(f"{which[k][0]}: the agent {failed}:\n{open(agent_err).read()}")
         spans.append((k, started, time.time() * 1000))
         if engine.poll() is not None:
             sys.exit("the engine run ended before the phases did")
