@@ -21,6 +21,8 @@ Several agents can be compared in the same engine run: AGENTS="a=PATH,b=PATH"
 attaches them in turn (off, a, off, b, off, a, ...), PHASES times each.
 
 Prints, per agent, the TPS on and off and on/off as a percentage.
+`probes/bench/null-agent.sh` is a control: an "agent" that attaches nothing,
+whose figure is the bench's own bias (it reads ~100%).
 
 Usage: probes/bench/alternating.py [PHASE_SECONDS] [PHASES] [-- AGENT ARGS...]
        (defaults 4 s, 8 phases each way; needs root and a release build:
