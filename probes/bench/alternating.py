@@ -116,6 +116,7 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
             failed = "closed no window in its phase"
         if failed:
             engine.send_signal(signal.SIGTERM)
+            engine.wait()  # before its data directory is removed
             sys.exit(f"{which[k][0]}: the agent {failed}:\n{open(agent_err).read()}")
         spans.append((k, started, time.time() * 1000))
         if engine.poll() is not None:

@@ -4,7 +4,7 @@
 # is the bench's own bias; it should read ~100%:
 #   AGENTS="null=probes/bench/null-agent.sh,agent=target/release/redoctor" \
 #     probes/bench/alternating.py 4 30
-trap 'exit 0' TERM INT
+trap 'kill $! 2>/dev/null; exit 0' TERM INT
 while :; do
 	echo '{"null_agent":true}'
 	sleep 1 &
