@@ -8,8 +8,8 @@ scenario (update_index, 32 users, RT1, 2 CPUs, data on tmpfs) and attaches
 `redoctor probe` for PHASE seconds, detaches it for PHASE seconds, and so on.
 The engine reports its throughput every second (`--report-interval 1`, with
 wall-clock stamps); each 1-second interval is classed as "on" when it lies
-inside an attached phase (from 0.7 s after the agent started, which covers
-its loading, to its exit) and "off" when it lies outside every attached phase
+inside an attached phase (from ON_AFTER seconds after the agent started,
+default 0.7, which covers its loading, to its exit) and "off" when it lies outside every attached phase
 (from 0.3 s after the agent exited). Intervals that straddle a change are
 dropped.
 
@@ -23,6 +23,8 @@ attaches them in turn (off, a, off, b, off, a, ...), PHASES times each.
 Prints, per agent, the TPS on and off and on/off as a percentage.
 `probes/bench/null-agent.sh` is a control: an "agent" that attaches nothing,
 whose figure is the bench's own bias (it reads ~100%).
+`probes/bench/bpftrace-agent.sh` runs the bpftrace equivalents of the main
+measurements instead, for comparison (it loads slowly: set ON_AFTER=3).
 
 Usage: probes/bench/alternating.py [PHASE_SECONDS] [PHASES] [-- AGENT ARGS...]
        (defaults 4 s, 8 phases each way; needs root and a release build:
@@ -41,6 +43,8 @@ import time
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
 AGENT = os.environ.get("AGENT", os.path.join(ROOT, "target/release/redoctor"))
+# Seconds from an agent's start to the first interval counted as "on".
+ON_AFTER_MS = 1000 * float(os.environ.get("ON_AFTER", "0.7"))
 SCENARIO = ["-w", "update_index", "--users", "32", "--redo-threads", "on", "--cpus", "2",
             "--tables", "4", "--table-size", "10000"]
 
@@ -124,7 +128,8 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
     time.sleep(phase)
     engine.send_signal(signal.SIGTERM)
     engine.wait()
-    # Per span: its "on" intervals; between spans: "off" intervals.
+    # Per span: its "on" intervals (whole seconds since the agent's start,
+    # TPS); between spans: "off" intervals (TPS).
     on = [[] for _ in spans]
     off = [[] for _ in range(len(spans) + 1)]  # off[j] lies before spans[j]
     for r in intervals(err_path):
@@ -133,34 +138,42 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         if r["secs"] < 0.9:
             continue
         for j, (_, s, e) in enumerate(spans):
-            if start >= s + 700 and end <= e:
-                on[j].append(r["tps"])
+            if start >= s + ON_AFTER_MS and end <= e:
+                on[j].append((int((start - s) // 1000), r["tps"]))
         if all(end <= s or start >= e + 300 for _, s, e in spans):
             j = sum(1 for _, s, _ in spans if start >= s)
             off[j].append(r["tps"])
     all_off = [t for o in off for t in o]
     if not all_off:
         sys.exit("no whole interval off: use longer phases")
-    print(f"## one engine run, probes on and off every {phase:g} s ({phases} phases per agent); "
-          f"agent args: {' '.join(agent_args) or '(all probes)'}")
+    print(f"## one engine run, probes on and off every {phase:g} s ({phases} phases per agent, "
+          f"on from {ON_AFTER_MS / 1000:g} s after each start); agent args: {' '.join(agent_args) or '(all probes)'}")
     print(f"TPS off ({len(all_off)} s): mean {statistics.mean(all_off):.0f}, "
           f"median {statistics.median(all_off):.0f}, stdev {statistics.stdev(all_off):.0f}")
     for k, (label, _) in enumerate(which):
         mine = [j for j, sp in enumerate(spans) if sp[0] == k]
-        ons = [t for j in mine for t in on[j]]
+        ons = [t for j in mine for _, t in on[j]]
         if len(ons) < 2:
             sys.exit(f"{label}: no whole interval on: use longer phases")
         ratios = []
+        by_second = {}  # seconds since the agent's start -> paired ratios
         for j in mine:
             near = off[j] + off[j + 1]
             if on[j] and near:
-                ratios.append(statistics.mean(on[j]) / statistics.mean(near))
+                ratios.append(statistics.mean(t for _, t in on[j]) / statistics.mean(near))
+                for sec, t in on[j]:
+                    by_second.setdefault(sec, []).append(t / statistics.mean(near))
         se = statistics.stdev(ratios) / len(ratios) ** 0.5 if len(ratios) > 1 else float("nan")
         print(f"{label}: TPS on ({len(ons)} s): mean {statistics.mean(ons):.0f}, "
               f"median {statistics.median(ons):.0f}, stdev {statistics.stdev(ons):.0f}")
         print(f"{label}: on/off: mean {100 * statistics.mean(ons) / statistics.mean(all_off):.1f}%, "
               f"median {100 * statistics.median(ons) / statistics.median(all_off):.1f}%, "
               f"paired {100 * statistics.mean(ratios):.1f}% +- {100 * se:.1f}  (target >= 97%)")
+        # Whether the first seconds after attaching (loading, first reads,
+        # maps filling) cost more than the steady state.
+        print(f"{label}: paired by second since start: " + ", ".join(
+            f"{sec}s {100 * statistics.mean(v):.1f}% (n={len(v)})"
+            for sec, v in sorted(by_second.items())))
 
 
 if __name__ == "__main__":
