@@ -9,9 +9,9 @@ scenario (update_index, 32 users, RT1, 2 CPUs, data on tmpfs) and attaches
 The engine reports its throughput every second (`--report-interval 1`, with
 wall-clock stamps); each 1-second interval is classed as "on" when it lies
 inside an attached phase (from ON_AFTER seconds after the agent started,
-default 0.7, which covers its loading, to its exit) and "off" when it lies outside every attached phase
-(from 0.3 s after the agent exited). Intervals that straddle a change are
-dropped.
+default 0.7, which covers its loading, to its exit) and "off" when it lies
+outside every attached phase (from 0.3 s after the agent exited). Intervals
+that straddle a change are dropped.
 
 The host's speed drifts over a run, so each attached phase is also compared
 with the detached phases just before and after it: "paired" is the mean
@@ -20,7 +20,9 @@ with the detached phases just before and after it: "paired" is the mean
 Several agents can be compared in the same engine run: AGENTS="a=PATH,b=PATH"
 attaches them in turn (off, a, off, b, off, a, ...), PHASES times each.
 
-Prints, per agent, the TPS on and off and on/off as a percentage.
+Prints, per agent, the TPS on and off and on/off as a percentage, and the
+paired figure by second since the agent's start (a warm-up cost would show
+in the first seconds).
 `probes/bench/null-agent.sh` is a control: an "agent" that attaches nothing,
 whose figure is the bench's own bias (it reads ~100%).
 `probes/bench/bpftrace-agent.sh` runs the bpftrace equivalents of the main
