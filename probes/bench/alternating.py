@@ -162,9 +162,10 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         for j in mine:
             near = off[j] + off[j + 1]
             if on[j] and near:
-                ratios.append(statistics.mean(t for _, t in on[j]) / statistics.mean(near))
+                base = statistics.mean(near)
+                ratios.append(statistics.mean(t for _, t in on[j]) / base)
                 for sec, t in on[j]:
-                    by_second.setdefault(sec, []).append(t / statistics.mean(near))
+                    by_second.setdefault(sec, []).append(t / base)
         se = statistics.stdev(ratios) / len(ratios) ** 0.5 if len(ratios) > 1 else float("nan")
         print(f"{label}: TPS on ({len(ons)} s): mean {statistics.mean(ons):.0f}, "
               f"median {statistics.median(ons):.0f}, stdev {statistics.stdev(ons):.0f}")

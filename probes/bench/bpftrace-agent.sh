@@ -23,14 +23,17 @@ done
 command -v bpftrace >/dev/null || { echo "bpftrace-agent: bpftrace is not installed (apt-get install -y bpftrace)" >&2; exit 2; }
 work=$(mktemp -d)
 script=$work/all.bt
-# One program: the five scripts without their #! lines and END blocks (one
-# END below clears the working maps, so nothing big is printed at exit);
-# futex.bt's @ts is renamed, as fsync.bt has its own.
-for f in switches_wakeups runqlat oncpu fsync; do
-	grep -v -e '^#!' -e '^END' "$dir/$f.bt"
+# One program: the five scripts without their #! lines, their one-line END
+# blocks (bpftrace allows one) merged into one; futex.bt's @ts is renamed,
+# as fsync.bt has its own.
+ends=
+for f in switches_wakeups runqlat oncpu fsync futex; do
+	body=$(grep -v '^#!' "$dir/$f.bt")
+	[ "$f" = futex ] && body=$(printf '%s\n' "$body" | sed 's/@ts\b/@fts/g')
+	printf '%s\n' "$body" | grep -v '^END'
+	ends="$ends $(printf '%s\n' "$body" | sed -n 's/^END {\(.*\)}$/\1/p')"
 done >"$script"
-grep -v -e '^#!' -e '^END' "$dir/futex.bt" | sed 's/@ts\[/@fts[/g' >>"$script"
-echo 'END { clear(@qtime); clear(@ours); clear(@start); clear(@fts); clear(@addr); clear(@ts); clear(@fd); clear(@wfd); }' >>"$script"
+echo "END {$ends }" >>"$script"
 bpftrace "$script" "$pid" >"$work/out" 2>&1 &
 bt=$!
 stop() {
