@@ -1,6 +1,7 @@
-//! Synchronisation primitives for the concurrency gate, swapped for loom's
-//! in model-checking builds (`RUSTFLAGS="--cfg loom"`), so
-//! `tests/loom_gate.rs` can explore every interleaving of the real code.
+//! Synchronisation primitives for the concurrency gate and the redo log's
+//! events, swapped for loom's in model-checking builds
+//! (`RUSTFLAGS="--cfg loom"`), so `tests/loom_gate.rs` can explore every
+//! interleaving of the real code.
 
 #[cfg(not(loom))]
 mod imp {
@@ -47,6 +48,57 @@ mod imp {
     pub fn sleep(d: Duration) {
         std::thread::sleep(d);
     }
+
+    /// A 32-bit futex word (private to the process): `wait` sleeps while
+    /// the word holds an expected value, `wake_all` wakes every sleeper.
+    /// The kernel checks the value and queues the sleeper atomically with
+    /// respect to a wake, which is what makes a change-then-wake never lost.
+    #[derive(Default)]
+    pub struct Futex(AtomicU32);
+
+    impl Futex {
+        pub fn new(v: u32) -> Self {
+            Futex(AtomicU32::new(v))
+        }
+
+        pub fn word(&self) -> &AtomicU32 {
+            &self.0
+        }
+
+        /// Sleeps while the word is `expected`, for at most `timeout`.
+        /// Returns when woken, when the word differs, at the timeout, or on
+        /// a signal: callers re-check their condition, as with a condvar.
+        pub fn wait(&self, expected: u32, timeout: Duration) {
+            let ts = libc::timespec {
+                tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+                tv_nsec: timeout.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: the word is a live, aligned u32 for the call's
+            // duration; the timespec outlives it.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.0.as_ptr(),
+                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                    expected,
+                    &ts as *const libc::timespec,
+                )
+            };
+        }
+
+        /// Wakes every thread asleep on the word.
+        pub fn wake_all(&self) {
+            // SAFETY: as for `wait`; a wake only reads the address.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.0.as_ptr(),
+                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                    i32::MAX,
+                )
+            };
+        }
+    }
 }
 
 #[cfg(loom)]
@@ -88,6 +140,42 @@ mod imp {
     /// Time does not exist in a model: a sleep is a yield.
     pub fn sleep(_d: Duration) {
         loom::thread::yield_now();
+    }
+
+    /// The futex word, modelled as the kernel implements it: a lock (the
+    /// hash bucket's) under which a sleeper compares the word and queues
+    /// itself, and under which a waker wakes the queue. Timeouts do not
+    /// exist in a model, so a lost wakeup shows as a deadlock.
+    pub struct Futex {
+        word: AtomicU32,
+        bucket: loom::sync::Mutex<()>,
+        queue: loom::sync::Condvar,
+    }
+
+    impl Futex {
+        pub fn new(v: u32) -> Self {
+            Futex {
+                word: AtomicU32::new(v),
+                bucket: loom::sync::Mutex::new(()),
+                queue: loom::sync::Condvar::new(),
+            }
+        }
+
+        pub fn word(&self) -> &AtomicU32 {
+            &self.word
+        }
+
+        pub fn wait(&self, expected: u32, _timeout: Duration) {
+            let g = self.bucket.lock().expect("loom mutex poisoned");
+            if self.word.load(std::sync::atomic::Ordering::SeqCst) == expected {
+                drop(self.queue.wait(g).expect("loom mutex poisoned"));
+            }
+        }
+
+        pub fn wake_all(&self) {
+            let _g = self.bucket.lock().expect("loom mutex poisoned");
+            self.queue.notify_all();
+        }
     }
 }
 
