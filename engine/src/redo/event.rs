@@ -23,7 +23,9 @@ use crate::sync::{fence, AtomicU32, Futex};
 const ARMED: u32 = 1;
 
 pub struct Event {
-    /// Generation << 1 | ARMED.
+    /// Generation << 1 | ARMED. The generation wraps after 2^31 wakes: a
+    /// sleeper stalled between arming and sleeping for that long would
+    /// sleep on a recycled value, until its timeout (every wait has one).
     futex: Futex,
     /// Threads inside `wait` past their first check (for reporting).
     sleepers: AtomicU32,
@@ -49,10 +51,11 @@ impl Event {
     ///
     /// No wakeup is lost: a sleeper sets ARMED and fences (SeqCst) before
     /// its last check of `ready`, and this reads the word after a SeqCst
-    /// fence that follows the caller's change. Either this sees ARMED, and the word
-    /// the sleeper sleeps on changes before the wake; or the sleeper armed
-    /// later, and its check sees the change. When another notifier clears
-    /// ARMED first, its wake covers everyone asleep on the old value.
+    /// fence that follows the caller's change. Either this sees ARMED, and
+    /// the word the sleeper sleeps on changes before the wake; or the
+    /// sleeper armed later, and its check sees the change. When another
+    /// notifier clears ARMED first, its wake covers everyone asleep on the
+    /// old value.
     pub fn notify(&self) -> bool {
         fence(SeqCst);
         let word = self.futex.word();
