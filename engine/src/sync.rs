@@ -1,7 +1,7 @@
 //! Synchronisation primitives for the concurrency gate and the redo log's
 //! events, swapped for loom's in model-checking builds
-//! (`RUSTFLAGS="--cfg loom"`), so `tests/loom_gate.rs` can explore every
-//! interleaving of the real code.
+//! (`RUSTFLAGS="--cfg loom"`), so `tests/loom_gate.rs` and
+//! `tests/loom_event.rs` can explore every interleaving of the real code.
 
 #[cfg(not(loom))]
 mod imp {
@@ -53,7 +53,6 @@ mod imp {
     /// the word holds an expected value, `wake_all` wakes every sleeper.
     /// The kernel checks the value and queues the sleeper atomically with
     /// respect to a wake, which is what makes a change-then-wake never lost.
-    #[derive(Default)]
     pub struct Futex(AtomicU32);
 
     impl Futex {
