@@ -157,10 +157,14 @@ fn fifo_cap_holds_inside_the_engine_with_lock_waits() {
     e.set_global("innodb_concurrency_tickets", "2").unwrap();
     e.concurrency_gate().reset_high_water();
     let acked = Arc::new(AtomicU64::new(0));
+    // All users start together: on a loaded machine, threads started one
+    // by one can each finish before the next starts, and never fill the gate.
+    let start = Arc::new(Barrier::new(USERS));
     let hs: Vec<_> = (0..USERS)
         .map(|u| {
-            let (e, acked) = (e.clone(), acked.clone());
+            let (e, acked, start) = (e.clone(), acked.clone(), start.clone());
             std::thread::spawn(move || {
+                start.wait();
                 for i in 0..60u64 {
                     let mut t = e.begin();
                     // Hot rows 1..=4 make lock waits; ordered ids avoid deadlocks.
