@@ -53,6 +53,10 @@ pub struct ProbeArgs {
     /// of two; 1 = all, exact but ~200 ns per wait); per-role totals are exact.
     #[arg(long, default_value_t = redoctor_probes::loader::DEFAULT_FUTEX_SAMPLE)]
     futex_sample: u32,
+    /// Bench control: attach every hook, but the scheduler and syscall
+    /// programs return at once (their dispatch alone; signals stay empty).
+    #[arg(long, hide = true)]
+    empty_programs: bool,
 }
 
 /// Attaches the probes as `opts` asks (warning about any that are
@@ -74,6 +78,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     opts.syscall_hooks = args.syscall_hooks;
     opts.batch_points = args.batch_probes;
     opts.futex_sample = args.futex_sample;
+    opts.empty_programs = args.empty_programs;
     let mut sampler = attach(&opts, profile)?;
     sampler.set_cost_every(args.cost_every);
     let started = Instant::now();

@@ -18,7 +18,14 @@ with the detached phases just before and after it: "paired" is the mean
 (and standard error) of those per-phase ratios, the figure to trust.
 
 Several agents can be compared in the same engine run: AGENTS="a=PATH,b=PATH"
-attaches them in turn (off, a, off, b, off, a, ...), PHASES times each.
+attaches them in turn (off, a, off, b, off, a, ...), PHASES times each. An
+entry may carry arguments for `probe` after the path ("floor=PATH
+--empty-programs"). The decomposition of the overhead in one run:
+  AGENTS="null=probes/bench/null-agent.sh,\
+  floor-nosys=target/release/redoctor --empty-programs --no-syscalls,\
+  floor=target/release/redoctor --empty-programs,agent=target/release/redoctor"
+(`--empty-programs`, a hidden bench control: every hook attached, the
+scheduler and syscall programs returning at once).
 
 Prints, per agent, the TPS on and off and on/off as a percentage, and the
 paired figure by second since the agent's start (a warm-up cost would show
@@ -72,16 +79,17 @@ def intervals(path: str) -> list:
 
 
 def agents() -> list:
-    """(label, binary) of each agent to compare."""
+    """(label, binary, extra probe args) of each agent to compare."""
     spec = os.environ.get("AGENTS")
     if not spec:
-        return [("agent", AGENT)]
+        return [("agent", AGENT, [])]
     out = []
     for item in spec.split(","):
-        label, _, path = item.partition("=")
-        if not path or not os.access(path, os.X_OK):
-            sys.exit(f"AGENTS: {item!r} is not LABEL=EXECUTABLE")
-        out.append((label, path))
+        label, _, command = item.partition("=")
+        words = command.split()
+        if not label or not words or not os.access(words[0], os.X_OK):
+            sys.exit(f"AGENTS: {item!r} is not LABEL=EXECUTABLE [ARG...]")
+        out.append((label, words[0], words[1:]))
     return out
 
 
@@ -108,7 +116,7 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         out_path, agent_err = os.path.join(shm, "agent.out"), os.path.join(shm, "agent.err")
         with open(out_path, "w") as out, open(agent_err, "w") as aerr:
             agent = subprocess.Popen([which[k][1], "probe", "--pid", str(engine.pid),
-                                      "--interval", "1s", "--json"] + agent_args,
+                                      "--interval", "1s", "--json"] + which[k][2] + agent_args,
                                      stdout=out, stderr=aerr)
         time.sleep(phase)
         # An agent that failed (to load, say) would leave an "on" phase
@@ -152,7 +160,7 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
           f"on from {ON_AFTER_MS / 1000:g} s after each start); agent args: {' '.join(agent_args) or '(all probes)'}")
     print(f"TPS off ({len(all_off)} s): mean {statistics.mean(all_off):.0f}, "
           f"median {statistics.median(all_off):.0f}, stdev {statistics.stdev(all_off):.0f}")
-    for k, (label, _) in enumerate(which):
+    for k, (label, _, _) in enumerate(which):
         mine = [j for j, sp in enumerate(spans) if sp[0] == k]
         ons = [t for j in mine for _, t in on[j]]
         if len(ons) < 2:

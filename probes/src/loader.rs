@@ -141,6 +141,10 @@ pub struct AttachOptions {
     /// threads whose entry is taken go to a hash map, at ~55 ns more per
     /// event. Tests shrink it to exercise that path.
     pub thread_slots: u32,
+    /// A bench control: the scheduler and syscall programs return at once,
+    /// so what remains is the cost of their dispatch by the kernel (and of
+    /// the agent). Every hook is attached as usual; the signals stay empty.
+    pub empty_programs: bool,
 }
 
 impl AttachOptions {
@@ -174,6 +178,7 @@ impl AttachOptions {
             batch_points: false,
             futex_sample: DEFAULT_FUTEX_SAMPLE,
             thread_slots: DEFAULT_THREAD_SLOTS,
+            empty_programs: false,
         }
     }
 }
@@ -222,11 +227,13 @@ impl Probes {
         let mask = opts.futex_sample - 1;
         let slot_mask = opts.thread_slots - 1;
         let start_ns = monotonic_ns();
+        let empty = u8::from(opts.empty_programs); // a C `bool`
         let mut bpf = EbpfLoader::new()
             .override_global("target_tgid", &opts.pid, true)
             .override_global("futex_sample_mask", &mask, true)
             .override_global("probes_start_ns", &start_ns, true)
             .override_global("thread_slot_mask", &slot_mask, true)
+            .override_global("empty_programs", &empty, true)
             .map_max_entries("thread_sched_slots", opts.thread_slots)
             .load(BPF_OBJECT)
             .map_err(|e| ProbeError::Load {

@@ -44,6 +44,10 @@ pub fn run_all() {
         ),
         ("probes_are_gone_after_drop", probes_are_gone_after_drop),
         (
+            "empty_programs_attach_every_hook_and_count_nothing",
+            empty_programs_attach_every_hook_and_count_nothing,
+        ),
+        (
             "exited_threads_are_pruned_from_the_maps",
             exited_threads_are_pruned_from_the_maps,
         ),
@@ -642,6 +646,56 @@ fn probes_are_gone_after_drop() -> Result<(), String> {
     ensure!(
         still.is_empty(),
         "programs {still:?} still loaded after drop"
+    );
+    Ok(())
+}
+
+/// The overhead bench's floor (`--empty-programs`): the same programs are
+/// attached, and the scheduler and syscall programs count nothing, while
+/// the engine's probe points (uprobes) still see the workload's commits.
+fn empty_programs_attach_every_hook_and_count_nothing() -> Result<(), String> {
+    let (mut child, _) = EngineChild::start(&this_exe(), "rt1", 2, 0.3);
+    let pid = child.pid();
+    let full = Probes::attach(&AttachOptions::new(pid)).map_err(|e| e.to_string())?;
+    let full_programs = full.program_ids().len();
+    drop(full);
+    let mut opts = AttachOptions::new(pid);
+    opts.empty_programs = true;
+    let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
+    let programs = probes.program_ids().len();
+    let mut sampler = Sampler::new(probes, engine_profile()).map_err(|e| e.to_string())?;
+    let counters = child.run_workload();
+    let s = sampler.window().map_err(|e| e.to_string())?;
+    child.finish();
+    ensure!(
+        programs == full_programs,
+        "{programs} programs attached with empty programs, {full_programs} without"
+    );
+    ensure!(
+        s.engine.commits.unwrap_or(0) > 0 && counters.commits > 0,
+        "the window saw no commits (probe points: {:?}, engine: {})",
+        s.engine.commits,
+        counters.commits
+    );
+    let io_calls: u64 = s.io.values().map(|f| f.write_calls + f.fsync_calls).sum();
+    ensure!(
+        s.cpu.voluntary_switches == 0
+            && s.cpu.involuntary_switches == 0
+            && s.cpu.oncpu_ns == 0
+            && s.threads.is_empty()
+            && s.wakeups.internal == 0
+            && s.wakeups.from_outside == 0
+            && io_calls == 0
+            && s.futex_waits.is_empty(),
+        "empty programs counted something: {} + {} switches, {} ns on CPU, {} threads, \
+         {} + {} wakeups, {io_calls} I/O calls, {} futex keys",
+        s.cpu.voluntary_switches,
+        s.cpu.involuntary_switches,
+        s.cpu.oncpu_ns,
+        s.threads.len(),
+        s.wakeups.internal,
+        s.wakeups.from_outside,
+        s.futex_waits.len()
     );
     Ok(())
 }
