@@ -29,9 +29,18 @@ scheduler and syscall programs returning at once).
 
 Prints, per agent, the TPS on and off and on/off as a percentage, and the
 paired figure by second since the agent's start (a warm-up cost would show
-in the first seconds).
+in the first seconds). A CPU line follows: the engine's CPU time per
+commit (user + system of all its threads, which includes the BPF programs
+run in their context), paired on/off like the TPS, and the machine's idle
+and steal shares on and off, sampled from /proc every 0.25 s. A loss that
+shows as more CPU per commit is work added to the engine's own path (the
+hooks, the cache misses they cause); one that shows as less engine CPU at
+the same cost per commit is CPU taken away from it.
 `probes/bench/null-agent.sh` is a control: an "agent" that attaches nothing,
 whose figure is the bench's own bias (it reads ~100%).
+`probes/bench/burn-agent.py --percent N` is the other control: it attaches
+nothing and spins in user space for N% of one CPU, so its figure says what
+that much CPU costs the engine's TPS at this scenario.
 `probes/bench/bpftrace-agent.sh` runs the bpftrace equivalents of the main
 measurements instead, for comparison (it loads slowly: set ON_AFTER=3).
 
@@ -39,6 +48,7 @@ Usage: probes/bench/alternating.py [PHASE_SECONDS] [PHASES] [-- AGENT ARGS...]
        (defaults 4 s, 8 phases each way; needs root and a release build:
         cargo build --release -p redoctor-engine -p redoctor-agent)
 """
+import bisect
 import json
 import os
 import shutil
@@ -47,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -76,6 +87,49 @@ def main() -> None:
 def intervals(path: str) -> list:
     with open(path) as f:
         return [json.loads(line) for line in f if line.startswith("{")]
+
+
+class CpuSampler(threading.Thread):
+    """Every 0.25 s: the machine's idle and steal time and the engine's own
+    CPU time (user + system, which includes BPF programs run in its
+    threads' context), as cumulative seconds stamped with wall-clock ms."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.samples, self.stop = pid, [], threading.Event()
+        self.hz = os.sysconf("SC_CLK_TCK")
+
+    def read(self):
+        with open("/proc/stat") as f:
+            cpu = [int(x) for x in f.readline().split()[1:]]
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        engine = int(fields[11]) + int(fields[12])  # utime, stime
+        # idle + iowait, steal, all, engine
+        return [(cpu[3] + cpu[4]) / self.hz, cpu[7] / self.hz, sum(cpu[:8]) / self.hz,
+                engine / self.hz]
+
+    def run(self) -> None:
+        while not self.stop.wait(0.25):
+            try:
+                self.samples.append((time.time() * 1000, self.read()))
+            except (OSError, IndexError, ValueError):
+                return  # the engine is gone
+
+    def delta(self, start_ms: float, end_ms: float):
+        """Counters over [start, end], interpolated between samples; None
+        when the samples do not cover it."""
+        stamps = [t for t, _ in self.samples]
+
+        def at(t):
+            i = bisect.bisect_left(stamps, t)
+            if i == 0 or i == len(stamps):
+                return None
+            (t0, v0), (t1, v1) = self.samples[i - 1], self.samples[i]
+            f = (t - t0) / (t1 - t0)
+            return [a + f * (b - a) for a, b in zip(v0, v1)]
+        a, b = at(start_ms), at(end_ms)
+        return None if a is None or b is None else [y - x for x, y in zip(a, b)]
 
 
 def agents() -> list:
@@ -108,6 +162,8 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         if engine.poll() is not None:
             sys.exit(f"the engine exited early; see its output:\n{open(err_path).read()}")
         time.sleep(0.05)
+    sampler = CpuSampler(engine.pid)
+    sampler.start()
     spans = []  # (agent index, start ms, end ms)
     for i in range(phases * len(which)):
         k = i % len(which)
@@ -142,17 +198,28 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
     # TPS); between spans: "off" intervals (TPS).
     on = [[] for _ in spans]
     off = [[] for _ in range(len(spans) + 1)]  # off[j] lies before spans[j]
+    # The same for CPU: (engine CPU s per commit, idle share, steal share).
+    cpu_on = [[] for _ in spans]
+    cpu_off = [[] for _ in range(len(spans) + 1)]
     for r in intervals(err_path):
         end = r["unix_ms"]
         start = end - r["secs"] * 1000
         if r["secs"] < 0.9:
             continue
+        d = sampler.delta(start, end)
+        cpu = None
+        if d and d[2] > 0 and r["tps"] > 0:
+            cpu = (d[3] / (r["tps"] * r["secs"]), d[0] / d[2], d[1] / d[2])
         for j, (_, s, e) in enumerate(spans):
             if start >= s + ON_AFTER_MS and end <= e:
                 on[j].append((int((start - s) // 1000), r["tps"]))
+                if cpu:
+                    cpu_on[j].append(cpu)
         if all(end <= s or start >= e + 300 for _, s, e in spans):
             j = sum(1 for _, s, _ in spans if start >= s)
             off[j].append(r["tps"])
+            if cpu:
+                cpu_off[j].append(cpu)
     all_off = [t for o in off for t in o]
     if not all_off:
         sys.exit("no whole interval off: use longer phases")
@@ -180,11 +247,39 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         print(f"{label}: on/off: mean {100 * statistics.mean(ons) / statistics.mean(all_off):.1f}%, "
               f"median {100 * statistics.median(ons) / statistics.median(all_off):.1f}%, "
               f"paired {100 * statistics.mean(ratios):.1f}% +- {100 * se:.1f}  (target >= 97%)")
+        print_cpu(label, [(cpu_on[j], cpu_off[j] + cpu_off[j + 1]) for j in mine])
         # Whether the first seconds after attaching (loading, first reads,
         # maps filling) cost more than the steady state.
         print(f"{label}: paired by second since start: " + ", ".join(
             f"{sec}s {100 * statistics.mean(v):.1f}% (n={len(v)})"
             for sec, v in sorted(by_second.items())))
+
+
+def print_cpu(label: str, pairs: list) -> None:
+    """Where a TPS loss comes from: more CPU per commit (the hooks' cost,
+    in the engine's own threads, cache misses included), or CPU left idle
+    (or taken by the host: steal)."""
+    ratios, idle_on, idle_off, steal_on, steal_off = [], [], [], [], []
+    per_on, per_off = [], []
+    for on, off in pairs:
+        per_on += [c for c, _, _ in on]
+        per_off += [c for c, _, _ in off]
+        if on and off:
+            ratios.append(statistics.mean(c for c, _, _ in on)
+                          / statistics.mean(c for c, _, _ in off))
+        idle_on += [i for _, i, _ in on]
+        idle_off += [i for _, i, _ in off]
+        steal_on += [t for _, _, t in on]
+        steal_off += [t for _, _, t in off]
+    if len(ratios) < 2 or not idle_on or not idle_off:
+        print(f"{label}: CPU: too few sampled intervals")
+        return
+    se = statistics.stdev(ratios) / len(ratios) ** 0.5
+    print(f"{label}: engine CPU per commit, paired on/off {100 * statistics.mean(ratios):.1f}% "
+          f"+- {100 * se:.1f} ({1e6 * statistics.mean(per_on):.2f} against "
+          f"{1e6 * statistics.mean(per_off):.2f} us); machine idle on {100 * statistics.mean(idle_on):.1f}% "
+          f"off {100 * statistics.mean(idle_off):.1f}%, steal on {100 * statistics.mean(steal_on):.1f}% "
+          f"off {100 * statistics.mean(steal_off):.1f}%")
 
 
 if __name__ == "__main__":
