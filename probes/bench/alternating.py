@@ -41,6 +41,9 @@ whose figure is the bench's own bias (it reads ~100%).
 `probes/bench/burn-agent.py --percent N` is the other control: it attaches
 nothing and spins in user space for N% of one CPU, so its figure says what
 that much CPU costs the engine's TPS at this scenario.
+`probes/bench/dispatch-agent.sh` attaches empty programs to the two
+scheduler tracepoints from a minimal libbpf loader with no agent loop:
+dispatch alone, without the agent's map and /proc reads.
 `probes/bench/bpftrace-agent.sh` runs the bpftrace equivalents of the main
 measurements instead, for comparison (it loads slowly: set ON_AFTER=3).
 
