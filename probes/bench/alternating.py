@@ -99,7 +99,8 @@ class CpuSampler(threading.Thread):
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
-        self.pid, self.samples, self.stop = pid, [], threading.Event()
+        self.pid, self.stop = pid, threading.Event()
+        self.stamps, self.values = [], []  # wall ms; counters at that time
         self.hz = os.sysconf("SC_CLK_TCK")
 
     def read(self):
@@ -115,20 +116,26 @@ class CpuSampler(threading.Thread):
     def run(self) -> None:
         while not self.stop.wait(0.25):
             try:
-                self.samples.append((time.time() * 1000, self.read()))
+                values = self.read()
             except (OSError, IndexError, ValueError):
                 return  # the engine is gone
+            self.stamps.append(time.time() * 1000)
+            self.values.append(values)
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.join()
 
     def delta(self, start_ms: float, end_ms: float):
         """Counters over [start, end], interpolated between samples; None
-        when the samples do not cover it."""
-        stamps = [t for t, _ in self.samples]
+        when the samples do not cover it. Call after finish()."""
 
         def at(t):
-            i = bisect.bisect_left(stamps, t)
-            if i == 0 or i == len(stamps):
+            i = bisect.bisect_left(self.stamps, t)
+            if i == 0 or i == len(self.stamps):
                 return None
-            (t0, v0), (t1, v1) = self.samples[i - 1], self.samples[i]
+            t0, t1 = self.stamps[i - 1], self.stamps[i]
+            v0, v1 = self.values[i - 1], self.values[i]
             f = (t - t0) / (t1 - t0)
             return [a + f * (b - a) for a, b in zip(v0, v1)]
         a, b = at(start_ms), at(end_ms)
@@ -195,6 +202,7 @@ def run(shm: str, phase: float, phases: int, agent_args: list) -> None:
         if engine.poll() is not None:
             sys.exit("the engine run ended before the phases did")
     time.sleep(phase)
+    sampler.finish()
     engine.send_signal(signal.SIGTERM)
     engine.wait()
     # Per span: its "on" intervals (whole seconds since the agent's start,
@@ -262,21 +270,14 @@ def print_cpu(label: str, pairs: list) -> None:
     """Where a TPS loss comes from: more CPU per commit (the hooks' cost,
     in the engine's own threads, cache misses included), or CPU left idle
     (or taken by the host: steal)."""
-    ratios, idle_on, idle_off, steal_on, steal_off = [], [], [], [], []
-    per_on, per_off = [], []
-    for on, off in pairs:
-        per_on += [c for c, _, _ in on]
-        per_off += [c for c, _, _ in off]
-        if on and off:
-            ratios.append(statistics.mean(c for c, _, _ in on)
-                          / statistics.mean(c for c, _, _ in off))
-        idle_on += [i for _, i, _ in on]
-        idle_off += [i for _, i, _ in off]
-        steal_on += [t for _, _, t in on]
-        steal_off += [t for _, _, t in off]
-    if len(ratios) < 2 or not idle_on or not idle_off:
+    ratios = [statistics.mean(c for c, _, _ in on) / statistics.mean(c for c, _, _ in off)
+              for on, off in pairs if on and off]
+    if len(ratios) < 2:
         print(f"{label}: CPU: too few sampled intervals")
         return
+    # Columns over every interval: CPU per commit, idle share, steal share.
+    per_on, idle_on, steal_on = zip(*(c for on, _ in pairs for c in on))
+    per_off, idle_off, steal_off = zip(*(c for _, off in pairs for c in off))
     se = statistics.stdev(ratios) / len(ratios) ** 0.5
     print(f"{label}: engine CPU per commit, paired on/off {100 * statistics.mean(ratios):.1f}% "
           f"+- {100 * se:.1f} ({1e6 * statistics.mean(per_on):.2f} against "

@@ -9,7 +9,8 @@
 #   floor-nosys=target/release/redoctor --empty-programs --no-syscalls" \
 #     probes/bench/alternating.py 8 10
 # Needs clang-19 and libbpf-dev (.ci/run installs them); builds once into
-# target/bench-dispatch.
+# target/bench-dispatch. `dispatch-agent.sh --build` only builds (CI runs it
+# so the control does not rot).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/../../target/bench-dispatch"
@@ -21,9 +22,11 @@ if [ ! -x "$out/loader" ] || [ "$src/loader.c" -nt "$out/loader" ] \
 		echo "dispatch-agent: clang-19 is missing (apt-get install clang-19 libbpf-dev)" >&2
 		exit 1
 	}
-	clang-19 -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -I "$here/../src/bpf" -c "$src/empty.bpf.c" -o "$out/empty.bpf.o.tmp"
+	clang-19 -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror -I "$here/../src/bpf" \
+		-c "$src/empty.bpf.c" -o "$out/empty.bpf.o.tmp"
 	clang-19 -O2 -Wall -Werror "$src/loader.c" -lbpf -o "$out/loader.tmp"
 	mv "$out/empty.bpf.o.tmp" "$out/empty.bpf.o"
 	mv "$out/loader.tmp" "$out/loader"
 fi
+[ "${1:-}" = "--build" ] && exit 0
 exec "$out/loader" "$out/empty.bpf.o"
