@@ -13,6 +13,8 @@
 mod checks;
 #[path = "live_engine/child.rs"]
 mod child;
+#[path = "live_engine/misses.rs"]
+mod misses;
 #[path = "live_engine/named.rs"]
 mod named;
 
