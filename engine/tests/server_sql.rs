@@ -325,6 +325,52 @@ fn each_connection_runs_on_its_own_named_thread() {
     drop(conns);
 }
 
+/// `thread_prefix` names the connection threads and the acceptor;
+/// `stop_serving` closes the server (socket file removed) and leaves the
+/// engine running for its owner.
+#[test]
+fn thread_prefix_names_threads_and_stop_serving_keeps_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine =
+        redoctor_engine::Engine::open(redoctor_engine::EngineOptions::new(dir.path().join("data")))
+            .unwrap();
+    let socket = dir.path().join("adm.sock");
+    let mut cfg = redoctor_engine::server::ServerConfig::new(&socket);
+    cfg.thread_prefix = "adm".into();
+    let server = redoctor_engine::server::Server::start(engine.clone(), cfg).unwrap();
+    let mut c = server_util::connect(&socket);
+    c.query_drop("SET GLOBAL innodb_flush_log_at_trx_commit = 2")
+        .unwrap();
+    let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .map(|s| s.trim().to_string())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("adm/")),
+        "threads: {names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n == "adm_acceptor"),
+        "threads: {names:?}"
+    );
+    drop(c);
+    server.stop_serving();
+    assert!(!socket.exists(), "socket file left behind");
+    // The engine still runs, with the setting made over the wire.
+    assert_eq!(
+        engine
+            .variable("innodb_flush_log_at_trx_commit")
+            .unwrap()
+            .value,
+        "2"
+    );
+    // ... and open: a shut-down engine refuses DDL.
+    engine.create_table("after_stop").unwrap();
+    engine.shutdown().unwrap();
+    assert!(engine.create_table("after_shutdown").is_err());
+}
+
 #[test]
 fn data_survives_a_restart_and_auto_increment_resumes() {
     let mut t = TestServer::start();

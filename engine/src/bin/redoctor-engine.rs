@@ -2,7 +2,9 @@
 //!
 //! - `run`: open (recovering if needed) a data directory, prepare the sbtest
 //!   tables if they are missing, run a sysbench-style workload, print the
-//!   report, shut down cleanly;
+//!   report, shut down cleanly; with `--admin-socket` the MySQL protocol is
+//!   served on the same engine while the workload runs, so settings can be
+//!   changed live (`SET GLOBAL`);
 //! - `recover`: open a data directory (which recovers it) and print what
 //!   recovery did and how many rows each table holds;
 //! - `verify-acks`: recover, then check that every insert a crash test saw
@@ -28,6 +30,7 @@ use serde::Serialize;
 
 use redoctor_engine::engine::TableId;
 use redoctor_engine::recovery::RecoveryReport;
+use redoctor_engine::server;
 use redoctor_engine::settings;
 use redoctor_engine::sweep;
 use redoctor_engine::workload::{self, acks, procstat, KeyDist, Mix, RunConfig, WorkloadSpec};
@@ -189,6 +192,13 @@ struct RunArgs {
     /// object per line with --json.
     #[arg(long, value_parser = parse_secs)]
     report_interval: Option<Duration>,
+    /// Serve the MySQL protocol on this Unix socket (mode 0600) while the
+    /// workload runs (warm-up and measured window), on the same engine, for
+    /// live changes: SET GLOBAL, SHOW GLOBAL VARIABLES / STATUS, SELECT
+    /// @@name. Its connection threads are named admin/N, not user threads.
+    /// The socket file is removed when the run ends.
+    #[arg(long, value_name = "PATH", conflicts_with = "check_settings")]
+    admin_socket: Option<PathBuf>,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -343,6 +353,48 @@ fn ensure_existing_datadir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Checks that `--admin-socket` can be listened on, before anything starts.
+fn check_admin_socket(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.exists() {
+        bail!(
+            "--admin-socket {}: the directory {} does not exist; create it or pass a socket path in an existing directory",
+            path.display(),
+            dir.display()
+        );
+    }
+    if !dir.is_dir() {
+        bail!(
+            "--admin-socket {}: {} is not a directory; pass a socket path inside a directory",
+            path.display(),
+            dir.display()
+        );
+    }
+    server::check_socket_path(path).with_context(|| {
+        format!(
+            "--admin-socket {} cannot be used; pass a path in a directory you can write to, where no server listens",
+            path.display()
+        )
+    })
+}
+
+/// The `--admin-socket` server: the MySQL protocol on `engine`, with
+/// connection threads named `admin/N` so the probes do not count them as
+/// user threads.
+fn start_admin_server(engine: &Arc<Engine>, path: &Path) -> Result<server::Server> {
+    let mut cfg = server::ServerConfig::new(path);
+    cfg.thread_prefix = "admin".into();
+    cfg.log_prefix = "redoctor-engine run: admin socket".into();
+    cfg.shutdown_grace = Duration::from_secs(1);
+    let s = server::Server::start(engine.clone(), cfg)
+        .with_context(|| format!("starting the --admin-socket server on {}", path.display()))?;
+    eprintln!("admin socket listening on {}", path.display());
+    Ok(s)
+}
+
 /// `name=value` for `--set`.
 fn parse_setting(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
@@ -422,6 +474,9 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         })?;
         eprintln!("pinned to CPUs {}", procstat::cpu_list(&chosen));
     }
+    if let Some(p) = &a.admin_socket {
+        check_admin_socket(p)?;
+    }
     ensure_writable_dir(&a.engine.datadir)?;
     let mut redo = RedoOptions::default();
     if let Some(mode) = a.redo_threads {
@@ -477,10 +532,12 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
             .context("serialising the recovery report")?
     );
 
-    let outcome = prepare_and_run(&engine, cfg, &a.set, a.json).map(|mut report| {
-        report.settings = a.set.iter().cloned().collect();
-        report
-    });
+    let outcome = prepare_and_run(&engine, cfg, &a.set, a.json, a.admin_socket.as_deref()).map(
+        |mut report| {
+            report.settings = a.set.iter().cloned().collect();
+            report
+        },
+    );
     if let Ok(report) = &outcome {
         if a.json {
             println!(
@@ -504,12 +561,14 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode> {
 
 /// Loads the tables, applies `settings`, runs. The settings come after the
 /// load so that the load (not measured) runs the same way for every
-/// configuration.
+/// configuration. With `admin_socket`, the MySQL protocol is served on the
+/// engine from just before the warm-up until the workload ends.
 fn prepare_and_run(
     engine: &Arc<Engine>,
     cfg: RunConfig,
     settings: &[(String, String)],
     json: bool,
+    admin_socket: Option<&Path>,
 ) -> Result<workload::RunReport> {
     let started = Instant::now();
     workload::prepare(engine, &cfg).context("preparing the workload's tables")?;
@@ -532,7 +591,16 @@ fn prepare_and_run(
         Ok(line) if json => eprintln!("{line}"),
         _ => eprintln!("{r}"),
     };
-    workload::run_with_reports(engine, cfg, &mut report).context("running the workload")
+    let admin = admin_socket
+        .map(|p| start_admin_server(engine, p))
+        .transpose()?;
+    let outcome =
+        workload::run_with_reports(engine, cfg, &mut report).context("running the workload");
+    if let Some(s) = admin {
+        s.stop_serving();
+        eprintln!("admin socket closed");
+    }
+    outcome
 }
 
 fn cmd_sweep(a: SweepArgs) -> Result<ExitCode> {

@@ -42,8 +42,8 @@ struct Conn {
 
 type Conns = Arc<Mutex<HashMap<u64, Conn>>>;
 
-/// A running server. Dropping it without [`Server::shutdown`] leaves the
-/// threads running; call `shutdown`.
+/// A running server. Dropping it without [`Server::shutdown`] (or
+/// [`Server::stop_serving`]) leaves the threads running; call one of them.
 pub struct Server {
     shared: Arc<Shared>,
     cfg: ServerConfig,
@@ -74,6 +74,21 @@ fn prepare_socket_path(path: &Path) -> Result<(), ServerError> {
         ))),
         Err(_) => Ok(()),
     }
+}
+
+/// Checks that a server could listen on `path`, binding a socket there and
+/// removing it again, so a caller can refuse a bad path before it starts
+/// anything else. A stale socket file there is removed; a live server's
+/// socket, or a file that is not a socket, is an error.
+pub fn check_socket_path(path: &Path) -> Result<(), ServerError> {
+    prepare_socket_path(path)?;
+    let probe = UnixListener::bind(path).map_err(|source| ServerError::Socket {
+        path: path.display().to_string(),
+        source,
+    })?;
+    drop(probe);
+    let _ = std::fs::remove_file(path);
+    Ok(())
 }
 
 impl Server {
@@ -113,13 +128,15 @@ impl Server {
             connections: AtomicU64::new(0),
             questions: AtomicU64::new(0),
             started: Instant::now(),
+            thread_prefix: cfg.thread_prefix.clone(),
+            log_prefix: cfg.log_prefix.clone(),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let conns: Conns = Arc::default();
         let acceptor = {
             let (shared, stop, conns) = (shared.clone(), stop.clone(), conns.clone());
             std::thread::Builder::new()
-                .name("conn_acceptor".into())
+                .name(format!("{}_acceptor", cfg.thread_prefix))
                 .spawn(move || accept_loop(unix, tcp, shared, stop, conns))
                 .map_err(sock_err)?
         };
@@ -151,8 +168,23 @@ impl Server {
         self.conns.lock().len()
     }
 
-    /// Graceful shutdown (see the module docs of `server`).
+    /// Graceful shutdown (see the module docs of `server`): stops serving,
+    /// then shuts the engine down.
     pub fn shutdown(mut self) -> Result<(), ServerError> {
+        self.close();
+        self.shared.engine.shutdown()?;
+        Ok(())
+    }
+
+    /// Stops serving as [`Server::shutdown`] does (no new connections, the
+    /// socket file removed, open transactions given the grace period, every
+    /// connection closed and its thread joined) but leaves the engine
+    /// running, for its owner to shut down.
+    pub fn stop_serving(mut self) {
+        self.close();
+    }
+
+    fn close(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(h) = self.acceptor.take() {
             let _ = h.join();
@@ -190,8 +222,6 @@ impl Server {
                 let _ = h.join();
             }
         }
-        self.shared.engine.shutdown()?;
-        Ok(())
     }
 }
 
@@ -227,15 +257,15 @@ fn accept_loop(
                 accepted = true;
                 let peer = peer::check_same_user(&s);
                 if let Err(why) = &peer {
-                    eprintln!("redoctor-engine serve: refusing a socket connection: {why}");
+                    eprintln!("{}: refusing a socket connection: {why}", shared.log_prefix);
                 }
                 match s.try_clone() {
                     Ok(c) => spawn_conn(&shared, &conns, &next_id, s, Sock::Unix(c), peer),
-                    Err(e) => eprintln!("redoctor-engine serve: dropping a connection: {e}"),
+                    Err(e) => eprintln!("{}: dropping a connection: {e}", shared.log_prefix),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => eprintln!("redoctor-engine serve: accept failed: {e}"),
+            Err(e) => eprintln!("{}: accept failed: {e}", shared.log_prefix),
         }
         if let Some(t) = &tcp {
             match t.accept() {
@@ -244,11 +274,11 @@ fn accept_loop(
                     let _ = s.set_nodelay(true);
                     match s.try_clone() {
                         Ok(c) => spawn_conn(&shared, &conns, &next_id, s, Sock::Tcp(c), Ok(())),
-                        Err(e) => eprintln!("redoctor-engine serve: dropping a connection: {e}"),
+                        Err(e) => eprintln!("{}: dropping a connection: {e}", shared.log_prefix),
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => eprintln!("redoctor-engine serve: accept failed: {e}"),
+                Err(e) => eprintln!("{}: accept failed: {e}", shared.log_prefix),
             }
         }
         if !accepted {
@@ -308,7 +338,7 @@ fn spawn_conn<S: Stream>(
     // before it can finish.
     let mut reg = conns.lock();
     let thread = std::thread::Builder::new()
-        .name(format!("conn/{id}"))
+        .name(format!("{}/{id}", shared.thread_prefix))
         .spawn(move || {
             let max = sh.max_packet;
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -328,16 +358,21 @@ fn spawn_conn<S: Stream>(
                 Ok(Ok(())) => {}
                 Ok(Err(e)) if is_disconnect(&e) => {}
                 Ok(Err(e))
-                    if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
                 {
                     eprintln!(
-                        "redoctor-engine serve: connection {id} closed: no login within connect_timeout"
+                        "{}: connection {id} closed: no login within connect_timeout",
+                        sh.log_prefix
                     )
                 }
-                Ok(Err(e)) => eprintln!("redoctor-engine serve: connection {id} closed: {e}"),
+                Ok(Err(e)) => eprintln!("{}: connection {id} closed: {e}", sh.log_prefix),
                 Err(_) => eprintln!(
-                    "redoctor-engine serve: connection {id} closed: the protocol library \
-                     rejected a malformed packet"
+                    "{}: connection {id} closed: the protocol library \
+                     rejected a malformed packet",
+                    sh.log_prefix
                 ),
             }
             sh.threads_connected.fetch_sub(1, Ordering::Relaxed);
@@ -357,7 +392,10 @@ fn spawn_conn<S: Stream>(
         }
         Err(e) => {
             shared.threads_connected.fetch_sub(1, Ordering::Relaxed);
-            eprintln!("redoctor-engine serve: cannot start a connection thread: {e}");
+            eprintln!(
+                "{}: cannot start a connection thread: {e}",
+                shared.log_prefix
+            );
         }
     }
 }

@@ -3,6 +3,9 @@
 //! - Protocol: `msql_srv` (blocking I/O); one OS thread per connection, named
 //!   `conn/N`, so connection threads are the engine's user threads, as in
 //!   MySQL's default thread handling. [`framing`] guards the read side.
+//!   [`ServerConfig::thread_prefix`] renames them: `redoctor-engine run
+//!   --admin-socket` serves on `admin/N` threads, which the probes' profile
+//!   does not count as user threads.
 //! - SQL: `sqlparser`'s MySQL dialect turned into engine plans ([`sql`],
 //!   [`exec`]); the surface is what sysbench's OLTP scripts send plus the
 //!   admin statements ([`admin`]).
@@ -15,6 +18,8 @@
 //!   file, let open transactions finish for a grace period (no new ones
 //!   start), close every connection (rolling back what is still open), then
 //!   shut the engine down, which takes a final checkpoint.
+//!   [`Server::stop_serving`] does the same but leaves the engine running,
+//!   for a server in front of an engine someone else shuts down.
 
 pub mod admin;
 pub mod cli;
@@ -31,7 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use listener::{wait_for_signal, Server};
+pub use listener::{check_socket_path, wait_for_signal, Server};
 
 use crate::engine::Engine;
 
@@ -51,6 +56,14 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// `connect_timeout`: a client must finish the handshake within this.
     pub connect_timeout: Duration,
+    /// Connection threads are named `PREFIX/N` and the acceptor
+    /// `PREFIX_acceptor` (default `conn`). Linux keeps 15 bytes of a thread
+    /// name, so keep it to 6 bytes or the acceptor's name is cut short. The
+    /// probes' profile maps `conn/*` to the `user` role.
+    pub thread_prefix: String,
+    /// What the server's messages on stderr start with
+    /// (default `redoctor-engine serve`).
+    pub log_prefix: String,
 }
 
 impl ServerConfig {
@@ -61,6 +74,8 @@ impl ServerConfig {
             max_packet: DEFAULT_MAX_PACKET,
             shutdown_grace: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(10),
+            thread_prefix: "conn".into(),
+            log_prefix: "redoctor-engine serve".into(),
         }
     }
 }
@@ -98,6 +113,9 @@ pub struct Shared {
     pub connections: AtomicU64,
     pub questions: AtomicU64,
     pub started: Instant,
+    /// [`ServerConfig::thread_prefix`] and [`ServerConfig::log_prefix`].
+    pub thread_prefix: String,
+    pub log_prefix: String,
 }
 
 /// What the listener knows about one connection.
