@@ -12,8 +12,9 @@ use crate::rule::Severity;
 use crate::summary::Summary;
 
 pub const SCHEMA: &str = "redoctor.diagnosis";
-/// Bump on any incompatible change of [`Diagnosis`].
-pub const VERSION: u32 = 1;
+/// Bump on any incompatible change of [`Diagnosis`]. 2: `trial` became an
+/// [`Experiment`](crate::experiment::Experiment).
+pub const VERSION: u32 = 2;
 
 /// Overall outcome, first thing a reader sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,11 +28,40 @@ pub enum VerdictKind {
     InsufficientEvidence,
 }
 
+/// What a verdict rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Too little was observed to say anything.
+    #[default]
+    Evidence,
+    /// The what-if model's predictions (no trial was run).
+    Model,
+    /// A live trial's measurement (it overrides the model).
+    Trial,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub kind: VerdictKind,
     /// One sentence for humans.
     pub text: String,
+    /// What the verdict follows.
+    #[serde(default)]
+    pub basis: Basis,
+}
+
+/// A candidate's predicted effect, as a recommendation carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PredictedEffect {
+    /// The whole configuration predicted (`RT0+cap4`, ...).
+    pub candidate: String,
+    /// Observed commits/s in the current configuration.
+    pub current_commits_per_s: f64,
+    /// Predicted commits/s and its interval (95%).
+    pub commits_per_s: f64,
+    pub low: f64,
+    pub high: f64,
 }
 
 /// One signal, fact or threshold the rule's condition read.
@@ -65,6 +95,48 @@ pub struct Recommendation {
     pub apply_engine: String,
     /// How to apply on MySQL 8, or None when MySQL has no such setting.
     pub apply_mysql: Option<String>,
+    /// Other rules that proposed the same value (their reasons apply too).
+    #[serde(default)]
+    pub supporting_rules: Vec<String>,
+    /// What the model predicts for the configuration this change belongs to.
+    #[serde(default)]
+    pub predicted: Option<PredictedEffect>,
+    /// A live trial kept it: measured better beyond noise.
+    #[serde(default)]
+    pub verified: bool,
+}
+
+/// Why a rule's proposal did not become a recommendation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Version 1 reports: another rule won the conflict for this setting.
+    Overridden,
+    /// The setting already has the proposed value.
+    AlreadySet,
+    /// Too little observed for this rule (`min_seconds`, `min_commits`).
+    InsufficientEvidence,
+    /// Its expressions failed to evaluate.
+    Error,
+    /// A rule it requires did not become a recommendation.
+    Requires,
+    /// The model predicts a gain, but its interval includes no change.
+    WithinError,
+    /// The model predicts no gain or a loss.
+    PredictedWorse,
+    /// Another candidate is predicted better.
+    Outranked,
+    /// The model does not cover this setting: only a live trial can judge it.
+    NotModelled,
+    /// A live trial measured it no better (worse, inconclusive or aborted) and rolled it back.
+    TrialRejected,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = serde_json::to_value(self).expect("a status serialises");
+        f.write_str(v.as_str().unwrap_or("?"))
+    }
 }
 
 /// A rule that fired but did not become a recommendation.
@@ -74,8 +146,7 @@ pub struct NotApplied {
     pub setting: String,
     /// What it would have set (None when it could not be evaluated).
     pub proposed: Option<String>,
-    /// `overridden`, `already_set`, `insufficient_evidence`, `error`, `requires`.
-    pub status: String,
+    pub status: Status,
     pub reason: String,
 }
 
@@ -98,8 +169,31 @@ pub struct Diagnosis {
     pub resolution: String,
     /// The raw windows the summary was computed from.
     pub windows: Vec<Signals>,
-    /// A live A/B trial of the recommendations, when one was run.
-    pub trial: Option<crate::trial::TrialReport>,
+    /// The what-if model's inputs and predictions for every candidate.
+    #[serde(default)]
+    pub model: Option<ModelReport>,
+    /// A live trial (or search) of the recommendations, when one was run.
+    pub trial: Option<crate::experiment::Experiment>,
+}
+
+/// What the model saw and predicted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelReport {
+    /// Where its constants come from (this host's calibration, or priors).
+    pub source: String,
+    pub calibrated: bool,
+    /// Its error on held-out points (log scale).
+    pub sigma: f64,
+    /// The observation as the model reads it (None: no prediction possible, see `note`).
+    pub inputs: Option<crate::model::Inputs>,
+    /// The current configuration as the model sees it.
+    pub current: Option<crate::model::Estimate>,
+    /// Every candidate, best first.
+    pub predictions: Vec<crate::model::Prediction>,
+    /// The candidate advised (gain beyond the model's error), if any.
+    pub chosen: Option<String>,
+    /// Why predictions are missing or limited, when they are.
+    pub note: Option<String>,
 }
 
 impl Diagnosis {
@@ -115,17 +209,21 @@ impl Diagnosis {
         serde_json::to_string_pretty(self).expect("a diagnosis always serialises")
     }
 
-    /// Parses a JSON report, refusing other schemas and versions.
+    /// Parses a JSON report, refusing other schemas and versions. A
+    /// version 1 report is read without its `trial` (an older shape).
     pub fn from_json(text: &str) -> Result<Diagnosis, String> {
-        let v: serde_json::Value =
+        let mut v: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         if v.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
             return Err(format!("not a {SCHEMA} report (field `schema`)"));
         }
         let ver = v.get("version").and_then(|s| s.as_u64());
-        if ver != Some(u64::from(VERSION)) {
+        if ver == Some(1) {
+            v["trial"] = serde_json::Value::Null;
+            v["version"] = VERSION.into();
+        } else if ver != Some(u64::from(VERSION)) {
             return Err(format!(
-                "report version {ver:?} is not the supported {VERSION}"
+                "report version {ver:?} is not the supported {VERSION} (or 1)"
             ));
         }
         serde_json::from_value(v).map_err(|e| format!("malformed report: {e}"))

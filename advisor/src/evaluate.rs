@@ -1,18 +1,21 @@
-//! Evaluates a rule set against a summary and facts, resolves conflicts,
-//! and builds the [`Diagnosis`].
+//! Evaluates a rule set against a summary and facts, has the what-if model
+//! rank what the rules propose, and builds the [`Diagnosis`].
 //!
-//! Conflict resolution (also in `rules/README.md`):
+//! The rules say which settings are worth considering and why; the model
+//! (`crate::model`) predicts each candidate configuration's commits/s from
+//! what was observed; advice is given only where the predicted gain's
+//! interval lies above zero. In order:
 //! 1. rules with too little evidence (`min_seconds`, `min_commits`) or whose
-//!    expressions fail to evaluate do not take part;
-//! 2. among firing rules of one `group`, then among those for one `setting`,
-//!    the winner is the highest `priority`, then the highest severity, then
-//!    the highest confidence, then the smallest id; the others are listed as
-//!    overridden by it;
-//! 3. a winner whose value equals the current one is "already set";
-//! 4. a rule with `requires` is kept only if every rule it requires became a
-//!    recommendation.
+//!    expressions fail to evaluate take no part;
+//! 2. a proposal equal to the current value is "already set"; a rule with
+//!    `requires` joins the proposal of the rule it requires (a cap and its
+//!    FIFO policy are one knob), or drops out when that rule did not fire;
+//! 3. candidates: each proposed knob alone, and each redo-mode knob with
+//!    each admission knob; the model predicts them all;
+//! 4. the best candidate whose interval lies above the current rate is
+//!    advised; every other proposal is listed with the model's reason.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cel_interpreter::{Context, Program, Value};
@@ -21,6 +24,8 @@ use redoctor_probes::Signals;
 use crate::advice::*;
 use crate::error::AdvisorError;
 use crate::facts::{normalize, Facts};
+use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
+use crate::model::{Config, Inputs, Model, Prediction, Settings};
 use crate::rule::Rule;
 use crate::ruleset::RuleSet;
 use crate::summary::{summarize, Summary, SIGNAL_DOCS};
@@ -29,33 +34,73 @@ use crate::summary::{summarize, Summary, SIGNAL_DOCS};
 pub const MIN_OBSERVED_S: f64 = 1.0;
 /// Below this CPU use (CPUs) and without commits the target counts as idle.
 pub const IDLE_CPUS: f64 = 0.05;
+/// A candidate whose interval reaches this far above the current rate is
+/// worth a live trial even when the model cannot call it.
+pub const WORTH_TRYING: f64 = 1.03;
 
-pub const RESOLUTION: &str = "per group, then per setting: highest priority, then severity, then confidence, then smallest id wins; rules lacking evidence or failing to evaluate take no part; a winner equal to the current value is already set; `requires` keeps a rule only with its required rules";
+pub const RESOLUTION: &str = "rules propose, the model ranks: every proposal of a rule with enough evidence is a candidate (alone, and redo mode combined with a cap or throttle); the candidate with the highest predicted commits/s whose 95% interval lies above the observed rate is advised; a proposal equal to the current value is already set; `requires` joins a proposal to the one it requires";
 
-/// A rule that fired, before resolution.
+/// A rule that fired, before the model ranks its proposal.
 struct Fired<'a> {
     rule: &'a Rule,
     proposed: String,
     confidence: f64,
 }
 
-/// Diagnoses `windows` of process `pid` with `rules`.
+/// Proposals that change settings together (a rule's, plus those that require it).
+struct Knob<'a> {
+    changes: Settings,
+    /// Per setting, the rules proposing it, best-ranked first.
+    rules: BTreeMap<String, Vec<&'a Fired<'a>>>,
+}
+
+impl Knob<'_> {
+    fn modelled(&self) -> bool {
+        self.changes
+            .keys()
+            .all(|k| [REDO_THREADS, CAP, THROTTLE, POLICY].contains(&k.as_str()))
+    }
+    fn is_redo(&self) -> bool {
+        self.changes.contains_key(REDO_THREADS)
+    }
+}
+
+/// Diagnoses `windows` of process `pid` with `rules`, ranking their
+/// proposals with `model`.
 pub fn diagnose(
     pid: u32,
     windows: Vec<Signals>,
     facts: Facts,
     rules: &RuleSet,
+    model: &Model,
 ) -> Result<Diagnosis, AdvisorError> {
     if windows.is_empty() {
         return Err(AdvisorError::NoSignals);
     }
     let summary = summarize(&windows);
+    let rates = crate::model::inputs::window_rates(&windows);
+    diagnose_summary(pid, summary, rates, windows, facts, rules, model)
+}
+
+/// [`diagnose`] from a summary already computed (and the windows' commit
+/// rates): what an offline evaluation replays. `windows` may be empty; they
+/// only feed the report's charts.
+pub fn diagnose_summary(
+    pid: u32,
+    summary: Summary,
+    window_rates: Vec<f64>,
+    windows: Vec<Signals>,
+    facts: Facts,
+    rules: &RuleSet,
+    model: &Model,
+) -> Result<Diagnosis, AdvisorError> {
     let mut d = Diagnosis {
         schema: SCHEMA.into(),
         version: VERSION,
         verdict: Verdict {
             kind: VerdictKind::NoChange,
             text: String::new(),
+            basis: Basis::Evidence,
         },
         pid,
         facts,
@@ -66,6 +111,7 @@ pub fn diagnose(
         rules_disabled: rules.disabled.clone(),
         resolution: RESOLUTION.into(),
         windows,
+        model: None,
         trial: None,
     };
     let g = |k: &str| d.summary.get(k).copied().unwrap_or(0.0);
@@ -90,8 +136,12 @@ pub fn diagnose(
     let mut fired = Vec::new();
     for rule in &rules.rules {
         if let Some(reason) = lacks_evidence(rule, secs, commits) {
-            d.not_applied
-                .push(not_applied(rule, None, "insufficient_evidence", reason));
+            d.not_applied.push(not_applied(
+                rule,
+                None,
+                Status::InsufficientEvidence,
+                reason,
+            ));
             continue;
         }
         match evaluate(rule, &d.summary, &d.facts) {
@@ -104,66 +154,347 @@ pub fn diagnose(
                     confidence,
                 });
             }
-            Err(e) => d.not_applied.push(not_applied(rule, None, "error", e)),
+            Err(e) => d
+                .not_applied
+                .push(not_applied(rule, None, Status::Error, e)),
         }
     }
-    let winners = resolve(fired, &mut d.not_applied);
-    for w in winners {
-        let current = d
-            .facts
-            .settings
-            .get(&w.rule.setting)
-            .cloned()
-            .unwrap_or_default();
-        if normalize(&current) == normalize(&w.proposed) {
-            d.not_applied.push(not_applied(
-                w.rule,
-                Some(w.proposed.clone()),
-                "already_set",
-                format!("{} is already {}", w.rule.setting, current),
+    fired.sort_by(|a, b| rank(b).cmp(&rank(a)));
+    let fired: Vec<Fired> = fired
+        .into_iter()
+        .filter(|f| {
+            let current = d
+                .facts
+                .settings
+                .get(&f.rule.setting)
+                .cloned()
+                .unwrap_or_default();
+            let same = normalize(&current) == normalize(&f.proposed);
+            if same {
+                d.not_applied.push(not_applied(
+                    f.rule,
+                    Some(f.proposed.clone()),
+                    Status::AlreadySet,
+                    format!("{} is already {current}", f.rule.setting),
+                ));
+            }
+            !same
+        })
+        .collect();
+    let knobs = knobs(&fired, &mut d.not_applied);
+    let inputs = Inputs::from_summary(&d.summary, &d.facts, window_rates);
+    rank_with_model(&mut d, &knobs, inputs, model);
+    d.verdict = verdict(&d, rules.rules.len(), secs, cps, busy, knobs.is_empty());
+    Ok(d)
+}
+
+fn rank<'a>(f: &'a Fired) -> impl Ord + 'a {
+    (
+        f.rule.priority,
+        f.rule.severity,
+        (f.confidence * 1000.0) as i64,
+        std::cmp::Reverse(f.rule.id.as_str()),
+    )
+}
+
+/// Groups proposals into knobs: one per distinct (setting, value) of rules
+/// without `requires`; a rule with `requires` joins every knob of a rule it
+/// requires, or is dropped when none fired.
+fn knobs<'a>(fired: &'a [Fired<'a>], out: &mut Vec<NotApplied>) -> Vec<Knob<'a>> {
+    let mut knobs: Vec<Knob> = Vec::new();
+    for f in fired.iter().filter(|f| f.rule.requires.is_empty()) {
+        let pos = knobs.iter().position(|k| {
+            k.changes.len() == 1 && k.changes.get(&f.rule.setting) == Some(&f.proposed)
+        });
+        match pos {
+            Some(i) => knobs[i]
+                .rules
+                .get_mut(&f.rule.setting)
+                .expect("a knob holds its own setting")
+                .push(f),
+            None => knobs.push(Knob {
+                changes: Settings::from([(f.rule.setting.clone(), f.proposed.clone())]),
+                rules: BTreeMap::from([(f.rule.setting.clone(), vec![f])]),
+            }),
+        }
+    }
+    for f in fired.iter().filter(|f| !f.rule.requires.is_empty()) {
+        let mut joined = false;
+        for k in knobs.iter_mut() {
+            let has = k
+                .rules
+                .values()
+                .flatten()
+                .any(|r| f.rule.requires.contains(&r.rule.id));
+            if has {
+                k.changes.insert(f.rule.setting.clone(), f.proposed.clone());
+                k.rules.entry(f.rule.setting.clone()).or_default().push(f);
+                joined = true;
+            }
+        }
+        if !joined {
+            out.push(not_applied(
+                f.rule,
+                Some(f.proposed.clone()),
+                Status::Requires,
+                format!(
+                    "it joins the proposal of {}, which did not fire",
+                    f.rule.requires.join(", ")
+                ),
             ));
+        }
+    }
+    knobs
+}
+
+fn pct(r: f64) -> String {
+    format!("{:+.0}%", (r - 1.0) * 100.0)
+}
+
+/// A prediction in one phrase: `RT0 +18% [+6%, +31%]`.
+pub fn describe(p: &Prediction) -> String {
+    format!(
+        "{} {} [{}, {}]",
+        p.config,
+        pct(p.ratio),
+        pct(p.ratio_low),
+        pct(p.ratio_high)
+    )
+}
+
+/// Predicts every candidate the knobs make, advises the best one beyond
+/// the model's error, and files every other proposal with its reason.
+fn rank_with_model(
+    d: &mut Diagnosis,
+    knobs: &[Knob],
+    inputs: Result<Inputs, crate::model::ModelError>,
+    model: &Model,
+) {
+    let mut report = ModelReport {
+        source: model.source.clone(),
+        calibrated: model.calibrated,
+        sigma: model.sigma,
+        inputs: None,
+        current: None,
+        predictions: vec![],
+        chosen: None,
+        note: None,
+    };
+    let (modelled, unmodelled): (Vec<&Knob>, Vec<&Knob>) = knobs.iter().partition(|k| k.modelled());
+    for k in &unmodelled {
+        for (setting, rules) in &k.rules {
+            let r = rules[0];
+            d.not_applied.push(not_applied(
+                r.rule,
+                Some(r.proposed.clone()),
+                Status::NotModelled,
+                format!(
+                    "the model does not cover {setting}: only a live trial (--trial) can judge it"
+                ),
+            ));
+        }
+    }
+    let inputs = match inputs {
+        Ok(i) => i,
+        Err(e) => {
+            report.note = Some(format!("no predictions: {e}"));
+            for k in &modelled {
+                file_knob(
+                    d,
+                    k,
+                    Status::NotModelled,
+                    format!("no prediction possible: {e}"),
+                );
+            }
+            d.model = Some(report);
+            return;
+        }
+    };
+    let base = inputs.config;
+    // Candidate configurations and the knobs that make each.
+    let mut candidates: Vec<(Config, Vec<usize>)> = Vec::new();
+    let mut add = |c: Config, ks: Vec<usize>| {
+        if c != base && !candidates.iter().any(|(x, _)| *x == c) {
+            candidates.push((c, ks));
+        }
+    };
+    for (i, k) in modelled.iter().enumerate() {
+        add(base.with(&k.changes), vec![i]);
+    }
+    for (i, a) in modelled.iter().enumerate().filter(|(_, k)| k.is_redo()) {
+        for (j, b) in modelled.iter().enumerate().filter(|(_, k)| !k.is_redo()) {
+            let mut both = a.changes.clone();
+            both.extend(b.changes.clone());
+            add(base.with(&both), vec![i, j]);
+        }
+    }
+    let configs: Vec<Config> = candidates.iter().map(|(c, _)| *c).collect();
+    let predictions = model.predict(&inputs, &configs, &d.facts.settings);
+    let chosen = predictions.iter().find(|p| p.gain_beyond_error()).cloned();
+    let knobs_of = |c: &Config| -> Vec<usize> {
+        candidates
+            .iter()
+            .find(|(x, _)| x == c)
+            .map(|(_, ks)| ks.clone())
+            .unwrap_or_default()
+    };
+    let chosen_knobs = chosen
+        .as_ref()
+        .map(|p| knobs_of(&p.config))
+        .unwrap_or_default();
+    if let Some(p) = &chosen {
+        let effect = PredictedEffect {
+            candidate: p.config.to_string(),
+            current_commits_per_s: inputs.commits_per_s,
+            commits_per_s: p.commits_per_s,
+            low: p.low,
+            high: p.high,
+        };
+        for &i in &chosen_knobs {
+            for (setting, rules) in &modelled[i].rules {
+                let current = d.facts.settings.get(setting).cloned().unwrap_or_default();
+                let mut r = recommendation(rules[0], current, &d.summary, &d.facts);
+                r.supporting_rules = rules[1..].iter().map(|f| f.rule.id.clone()).collect();
+                r.predicted = Some(effect.clone());
+                d.recommendations.push(r);
+            }
+        }
+    }
+    // Every other proposal: why the model did not advise it.
+    for (i, k) in modelled.iter().enumerate() {
+        if chosen_knobs.contains(&i) {
             continue;
         }
-        d.recommendations
-            .push(recommendation(&w, current, &d.summary, &d.facts));
-    }
-    drop_unmet_requires(&mut d, rules);
-    d.verdict = if d.recommendations.is_empty() {
-        Verdict {
-            kind: VerdictKind::NoChange,
-            text: format!(
-                "no change advised: {} rules checked against {secs:.1} s of signals ({:.0} commits/s, {busy:.2} CPUs busy)",
-                rules.rules.len(),
-                cps
+        let alone = base.with(&k.changes);
+        let p = predictions.iter().find(|p| p.config == alone);
+        let (status, reason) = match (p, &chosen) {
+            (None, _) => (Status::PredictedWorse, "no prediction".to_string()),
+            (Some(p), Some(c)) if p.ratio > 1.0 && p.gain_beyond_error() => (
+                Status::Outranked,
+                format!("predicted {}, but {} is better", describe(p), describe(c)),
             ),
+            (Some(p), _) if p.ratio <= 1.0 => (
+                Status::PredictedWorse,
+                format!(
+                    "predicted {} over the observed {:.0} commits/s",
+                    describe(p),
+                    inputs.commits_per_s
+                ),
+            ),
+            (Some(p), _) => (
+                Status::WithinError,
+                format!(
+                    "predicted {}: the interval includes no gain{}",
+                    describe(p),
+                    if p.ratio_high >= WORTH_TRYING {
+                        "; a live trial (--trial) would settle it"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+        };
+        file_knob(d, k, status, reason);
+    }
+    report.inputs = Some(inputs.clone());
+    report.current = Some(model.current(&inputs));
+    report.chosen = chosen.map(|p| p.config.to_string());
+    report.predictions = predictions;
+    d.model = Some(report);
+}
+
+fn file_knob(d: &mut Diagnosis, k: &Knob, status: Status, reason: String) {
+    for rules in k.rules.values() {
+        for f in rules {
+            d.not_applied.push(not_applied(
+                f.rule,
+                Some(f.proposed.clone()),
+                status,
+                reason.clone(),
+            ));
         }
-    } else {
-        let list: Vec<String> = d
+    }
+}
+
+fn verdict(
+    d: &Diagnosis,
+    n_rules: usize,
+    secs: f64,
+    cps: f64,
+    busy: f64,
+    no_proposals: bool,
+) -> Verdict {
+    let observed = format!("{secs:.1} s of signals ({cps:.0} commits/s, {busy:.2} CPUs busy)");
+    if !d.recommendations.is_empty() {
+        let mut list: Vec<String> = d
             .recommendations
             .iter()
             .map(|r| format!("{} {} -> {}", r.setting, r.current, r.proposed))
             .collect();
-        Verdict {
+        list.dedup();
+        let m = d.model.as_ref();
+        let p = m.and_then(|m| {
+            m.predictions
+                .iter()
+                .find(|p| Some(p.config.to_string()) == m.chosen)
+        });
+        return Verdict {
             kind: VerdictKind::Change,
-            text: format!("change advised: {}", list.join(", ")),
+            text: format!(
+                "change advised: {} (model: {} over the observed {cps:.0} commits/s)",
+                list.join(", "),
+                p.map_or("?".into(), describe)
+            ),
+            basis: Basis::Model,
+        };
+    }
+    let text = if no_proposals {
+        format!(
+            "no change advised: {n_rules} rules checked against {observed}; none proposes a change"
+        )
+    } else {
+        let best = d.model.as_ref().and_then(|m| m.predictions.first());
+        match best {
+            Some(p) if p.ratio > 1.0 && p.ratio_high >= WORTH_TRYING => format!(
+                "no change advised: the best candidate, {}, is within the model's error; a live trial (--trial) would settle it ({observed})",
+                describe(p)
+            ),
+            Some(p) => format!(
+                "no change advised: no candidate is predicted to beat the current configuration (best: {}; {observed})",
+                describe(p)
+            ),
+            None => format!(
+                "no change advised: the proposals could not be predicted ({}; {observed})",
+                d.model.as_ref().and_then(|m| m.note.clone()).unwrap_or_default()
+            ),
         }
     };
-    Ok(d)
+    Verdict {
+        kind: VerdictKind::NoChange,
+        text,
+        basis: Basis::Model,
+    }
 }
 
 fn insufficient(text: String) -> Verdict {
     Verdict {
         kind: VerdictKind::InsufficientEvidence,
         text: format!("insufficient evidence: {text}"),
+        basis: Basis::Evidence,
     }
 }
 
-fn not_applied(rule: &Rule, proposed: Option<String>, status: &str, reason: String) -> NotApplied {
+fn not_applied(
+    rule: &Rule,
+    proposed: Option<String>,
+    status: Status,
+    reason: String,
+) -> NotApplied {
     NotApplied {
         rule: rule.id.clone(),
         setting: rule.setting.clone(),
         proposed,
-        status: status.into(),
+        status,
         reason,
     }
 }
@@ -258,73 +589,6 @@ fn setting_value(v: &Value) -> Result<String, String> {
     })
 }
 
-fn rank<'a>(f: &'a Fired) -> impl Ord + 'a {
-    (
-        f.rule.priority,
-        f.rule.severity,
-        (f.confidence * 1000.0) as i64,
-        std::cmp::Reverse(f.rule.id.as_str()),
-    )
-}
-
-fn resolve<'a>(mut fired: Vec<Fired<'a>>, out: &mut Vec<NotApplied>) -> Vec<Fired<'a>> {
-    fired.sort_by(|a, b| rank(b).cmp(&rank(a)));
-    let by_group = |f: &Fired| f.rule.group.as_ref().map(|g| format!("group '{g}'"));
-    let by_setting = |f: &Fired| Some(format!("setting {}", f.rule.setting));
-    let fired = pick(fired, by_group, out);
-    pick(fired, by_setting, out)
-}
-
-/// Keeps the first (best-ranked) rule per key; the rest are overridden.
-fn pick<'a>(
-    sorted: Vec<Fired<'a>>,
-    key: impl Fn(&Fired) -> Option<String>,
-    out: &mut Vec<NotApplied>,
-) -> Vec<Fired<'a>> {
-    let mut kept: Vec<Fired<'a>> = Vec::new();
-    for f in sorted {
-        let k = key(&f);
-        let winner = k
-            .as_ref()
-            .and_then(|k| kept.iter().find(|x| key(x).as_ref() == Some(k)));
-        match (winner, &k) {
-            (Some(w), Some(k)) => out.push(not_applied(
-                f.rule,
-                Some(f.proposed.clone()),
-                "overridden",
-                format!(
-                    "{k}: rule '{}' wins (priority {} vs {}, then severity, confidence, id)",
-                    w.rule.id, w.rule.priority, f.rule.priority
-                ),
-            )),
-            _ => kept.push(f),
-        }
-    }
-    kept
-}
-
-fn drop_unmet_requires(d: &mut Diagnosis, rules: &RuleSet) {
-    loop {
-        let ids: Vec<String> = d.recommendations.iter().map(|r| r.rule.clone()).collect();
-        let unmet = d.recommendations.iter().position(|r| {
-            rules
-                .rules
-                .iter()
-                .find(|x| x.id == r.rule)
-                .is_some_and(|x| x.requires.iter().any(|q| !ids.contains(q)))
-        });
-        let Some(i) = unmet else { return };
-        let r = d.recommendations.remove(i);
-        d.not_applied.push(NotApplied {
-            rule: r.rule,
-            setting: r.setting,
-            proposed: Some(r.proposed),
-            status: "requires".into(),
-            reason: "a rule it requires did not become a recommendation".into(),
-        });
-    }
-}
-
 /// `signals.X`, `facts.X` and `t.X` names read by an expression, with values.
 fn evidence(src: &str, summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> {
     let mut ev = Vec::new();
@@ -384,7 +648,23 @@ pub fn fmt_num(v: f64) -> String {
 }
 
 fn recommendation(w: &Fired, current: String, summary: &Summary, facts: &Facts) -> Recommendation {
-    let r = w.rule;
+    rule_recommendation(w.rule, &w.proposed, w.confidence, current, summary, facts)
+}
+
+/// A recommendation of `r`'s proposal, with its evidence.
+pub(crate) fn rule_recommendation(
+    r: &Rule,
+    proposed: &str,
+    confidence: f64,
+    current: String,
+    summary: &Summary,
+    facts: &Facts,
+) -> Recommendation {
+    let w = Fired {
+        rule: r,
+        proposed: proposed.to_string(),
+        confidence,
+    };
     let src = format!("{} {}", r.condition_src, r.recommend_src);
     Recommendation {
         rule: r.id.clone(),
@@ -404,5 +684,8 @@ fn recommendation(w: &Fired, current: String, summary: &Summary, facts: &Facts) 
             r.setting, w.proposed, r.setting, w.proposed
         ),
         apply_mysql: r.mysql.as_ref().map(|m| m.replace("{value}", &w.proposed)),
+        supporting_rules: vec![],
+        predicted: None,
+        verified: false,
     }
 }

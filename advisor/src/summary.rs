@@ -86,6 +86,11 @@ pub const SIGNAL_DOCS: &[(&str, &str, &str)] = &[
         "commits / redo fsyncs (group commit size)",
     ),
     (
+        "commits_per_redo_write",
+        "",
+        "commits / write calls on redo files (commits per log-writer round)",
+    ),
+    (
         "redo_fsyncs_per_s",
         "1/s",
         "fsync/fdatasync calls on redo files per second",
@@ -130,6 +135,61 @@ pub const SIGNAL_DOCS: &[(&str, &str, &str)] = &[
         "",
         "user futex wait of the last half / first half (1 = steady)",
     ),
+    (
+        "cpu_us_per_commit",
+        "us",
+        "on-CPU time of all the target's threads / commits",
+    ),
+    (
+        "user_cpu_us_per_commit",
+        "us",
+        "on-CPU time of user threads / commits",
+    ),
+    (
+        "log_cpu_us_per_commit",
+        "us",
+        "on-CPU time of the dedicated log threads / commits (0 in RT0)",
+    ),
+    (
+        "user_switches_per_commit",
+        "",
+        "user threads' voluntary + involuntary switches / commits",
+    ),
+    (
+        "redo_fsync_mean_us",
+        "us",
+        "time in redo fsync/fdatasync / such calls (0 without calls)",
+    ),
+    (
+        "binlog_fsync_mean_us",
+        "us",
+        "time in binlog fsync/fdatasync / such calls (0 without calls)",
+    ),
+    (
+        "binlog_fsyncs_per_s",
+        "1/s",
+        "fsync/fdatasync calls on binlog files per second",
+    ),
+    (
+        "commit_wait_us_per_commit",
+        "us",
+        "user threads' futex wait on the redo log's named locks (redo.*) / commits",
+    ),
+    (
+        "lock_wait_us_per_commit",
+        "us",
+        "user threads' futex wait on anything but the redo log's locks (row locks, latches, gates) / commits",
+    ),
+    (
+        "lock_waits_per_commit",
+        "",
+        "user threads' futex waits outside the redo log's locks / commits",
+    ),
+    (
+        "runq_wait_us_per_commit",
+        "us",
+        "user threads' run-queue wait / commits",
+    ),
 ];
 
 /// Named numbers summarising the windows.
@@ -172,6 +232,7 @@ pub fn summarize(windows: &[Signals]) -> Summary {
     };
     let redo_fsyncs = redo(&|io| io.fsync_calls);
     let redo_bytes = redo(&|io| io.write_bytes);
+    let redo_writes = redo(&|io| io.write_calls);
     let binlog_bytes: u64 = windows
         .iter()
         .filter_map(|w| w.io.get(&FileKind::Binlog).map(|io| io.write_bytes))
@@ -233,6 +294,10 @@ pub fn summarize(windows: &[Signals]) -> Summary {
         "commits_per_fsync".into(),
         ratio(commits as f64, redo_fsyncs as f64),
     );
+    s.insert(
+        "commits_per_redo_write".into(),
+        ratio(commits as f64, redo_writes as f64),
+    );
     s.insert("redo_fsyncs_per_s".into(), redo_fsyncs as f64 / secs);
     s.insert(
         "redo_fsync_p50_us".into(),
@@ -255,6 +320,7 @@ pub fn summarize(windows: &[Signals]) -> Summary {
         "futex_waits_per_commit".into(),
         per_commit(futex_waits as f64),
     );
+    insert_per_commit(&mut s, windows, commits, secs);
     let half = windows.len() / 2;
     let (first, last) = windows.split_at(half);
     let tps = |ws: &[Signals]| {
@@ -268,6 +334,87 @@ pub fn summarize(windows: &[Signals]) -> Summary {
         trend(user_futex(first), user_futex(last)),
     );
     s
+}
+
+/// The per-commit costs the what-if model reads (`crate::model`): CPU by
+/// role, switches, fsync means, commit-path and other waits.
+fn insert_per_commit(s: &mut Summary, windows: &[Signals], commits: u64, secs: f64) {
+    let role_sum = |roles: &[Role], f: &dyn Fn(&redoctor_probes::signals::RoleSignals) -> u64| {
+        windows
+            .iter()
+            .flat_map(|w| roles.iter().filter_map(|r| w.roles.get(r).map(f)))
+            .sum::<u64>() as f64
+    };
+    let all_oncpu: u64 = windows.iter().map(|w| w.cpu.oncpu_ns).sum();
+    let log = [Role::LogWriter, Role::LogFlusher, Role::LogNotifier];
+    let user = [Role::User];
+    let per_commit_us = |ns: f64| {
+        if commits > 0 {
+            ns / commits as f64 / 1e3
+        } else {
+            0.0
+        }
+    };
+    let per_commit = |n: f64| if commits > 0 { n / commits as f64 } else { 0.0 };
+    let fsync_mean = |kind: FileKind| {
+        let (ns, calls) = windows
+            .iter()
+            .filter_map(|w| w.io.get(&kind))
+            .fold((0u64, 0u64), |(a, b), io| {
+                (a + io.fsync_ns, b + io.fsync_calls)
+            });
+        ratio(ns as f64, calls as f64) / 1e3
+    };
+    // User futex waits on the redo log's named locks are the commit wait;
+    // the rest (row locks, latches, the gate) is contention.
+    let (mut redo_ns, mut redo_waits) = (0.0, 0.0);
+    for l in windows.iter().flat_map(|w| &w.named_lock_waits) {
+        if l.lock.starts_with("redo.") {
+            let user_ns = l.wait_ns_by_role.get(&Role::User).copied().unwrap_or(0) as f64;
+            redo_ns += user_ns;
+            redo_waits += l.waits as f64 * ratio(user_ns, l.wait_ns as f64);
+        }
+    }
+    let user_futex_ns = role_sum(&user, &|r| r.futex_wait_ns);
+    let user_futex_waits = role_sum(&user, &|r| r.futex_waits);
+    let binlog_fsyncs: u64 = windows
+        .iter()
+        .filter_map(|w| w.io.get(&FileKind::Binlog).map(|io| io.fsync_calls))
+        .sum();
+    let mut put = |k: &str, v: f64| {
+        s.insert(k.into(), v);
+    };
+    put("cpu_us_per_commit", per_commit_us(all_oncpu as f64));
+    put(
+        "user_cpu_us_per_commit",
+        per_commit_us(role_sum(&user, &|r| r.oncpu_ns)),
+    );
+    put(
+        "log_cpu_us_per_commit",
+        per_commit_us(role_sum(&log, &|r| r.oncpu_ns)),
+    );
+    put(
+        "user_switches_per_commit",
+        per_commit(role_sum(&user, &|r| {
+            r.voluntary_switches + r.involuntary_switches
+        })),
+    );
+    put("redo_fsync_mean_us", fsync_mean(FileKind::Redo));
+    put("binlog_fsync_mean_us", fsync_mean(FileKind::Binlog));
+    put("binlog_fsyncs_per_s", binlog_fsyncs as f64 / secs);
+    put("commit_wait_us_per_commit", per_commit_us(redo_ns));
+    put(
+        "lock_wait_us_per_commit",
+        per_commit_us((user_futex_ns - redo_ns).max(0.0)),
+    );
+    put(
+        "lock_waits_per_commit",
+        per_commit((user_futex_waits - redo_waits).max(0.0)),
+    );
+    put(
+        "runq_wait_us_per_commit",
+        per_commit_us(role_sum(&user, &|r| r.runq_wait_ns)),
+    );
 }
 
 /// `a / b`, or 0 when `b` is not positive.

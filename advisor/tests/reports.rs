@@ -2,8 +2,10 @@
 //! Markdown tables consistent, text verdict first.
 
 mod common;
+mod sim;
 
 use common::{shipped_rules, windows, Shape};
+use redoctor_advisor::experiment::{run_trial, search, Candidate, Experiment, Plan};
 use redoctor_advisor::report::{self, Format};
 use redoctor_advisor::{diagnose, summarize, Diagnosis, Facts, RuleSet};
 
@@ -13,11 +15,11 @@ fn diagnosis() -> Diagnosis {
         3,
         Shape {
             binlog_bytes: 1 << 20,
-            ..Shape::default()
+            ..common::small_groups()
         },
     );
     let facts = Facts::infer("redoctor-engine", &summarize(&w), &[]);
-    let mut d = diagnose(4242, w, facts, &rules).unwrap();
+    let mut d = diagnose(4242, w, facts, &rules, &common::confident_model()).unwrap();
     // Text that needs escaping everywhere.
     d.recommendations[0].rationale.push_str(" <a & b> | \"q\"");
     d
@@ -31,10 +33,10 @@ fn json_round_trips_and_is_versioned() {
     assert_eq!(back, d);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["schema"], "redoctor.diagnosis");
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     assert_eq!(v["verdict"]["kind"], "change");
     assert_eq!(v["recommendations"][0]["proposed"], "OFF");
-    let other = text.replace("\"version\": 1", "\"version\": 99");
+    let other = text.replace("\"version\": 2", "\"version\": 99");
     assert!(Diagnosis::from_json(&other)
         .unwrap_err()
         .contains("version"));
@@ -109,4 +111,70 @@ fn format_names() {
         .parse::<Format>()
         .unwrap_err()
         .contains("text, json, md or html"));
+}
+
+/// A diagnosis with a trial (from a simulated testbed) and one with a search.
+fn with_trials() -> [Diagnosis; 2] {
+    let (b, c) = (sim::s(&[("x", "ON")]), sim::s(&[("x", "OFF")]));
+    let mut tb = sim::Sim::new(&[(b.clone(), 1000.0), (c.clone(), 1300.0)], 0.02, 1);
+    let plan = Plan::default();
+    let t = run_trial(&mut tb, &b, &c, &plan, plan.max_total);
+    let mut one = diagnosis();
+    one.trial = Some(Experiment::Trial(t));
+    let mut tb = sim::Sim::new(&[(b, 1000.0), (c.clone(), 1300.0)], 0.02, 2);
+    let cands = vec![Candidate {
+        label: "x <off>".into(),
+        settings: c,
+        predicted_gain: 0.3,
+    }];
+    let mut two = diagnosis();
+    two.trial = Some(Experiment::Search(search(&mut tb, cands, &plan)));
+    [one, two]
+}
+
+#[test]
+fn the_trial_is_shown_in_every_format() {
+    let [one, two] = with_trials();
+    let t = report::render(&one, Format::Text).unwrap();
+    assert!(t.contains("\nTRIAL\n"), "{t}");
+    assert!(t.contains("   outcome: kept"), "{t}");
+    assert!(t.contains("   reason: candidate faster: +"), "{t}");
+    assert!(t.contains("   estimate: candidate/baseline 1."), "{t}");
+    assert!(t.contains("99.4% interval"), "{t}");
+    assert!(t.contains("settings: x ON -> OFF"), "{t}");
+    assert!(t.contains("warm-up (discarded)"), "{t}");
+    let m = report::render(&one, Format::Markdown).unwrap();
+    assert!(
+        m.contains("## Trial\n") && m.contains("| pair | side | window | commits/s | seconds |"),
+        "{m}"
+    );
+    let s = report::render(&two, Format::Text).unwrap();
+    assert!(
+        s.contains("TRIAL SEARCH") && s.contains("CANDIDATE 1: X <OFF>"),
+        "{s}"
+    );
+    assert!(s.contains("kept: x <off> (x=OFF)"), "{s}");
+    for d in [&one, &two] {
+        let h = report::render(d, Format::Html).unwrap();
+        let doc = roxmltree::Document::parse(h.trim_start_matches("<!DOCTYPE html>\n"))
+            .expect("HTML is well-formed");
+        let texts: String = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(texts.contains("outcome: kept") && texts.contains("warm-up (discarded)"));
+        let back = Diagnosis::from_json(&report::render(d, Format::Json).unwrap()).unwrap();
+        assert_eq!(&back, d);
+    }
+    assert!(report::render(&two, Format::Html)
+        .unwrap()
+        .contains("x &lt;off&gt;"));
+}
+
+#[test]
+fn a_version_1_report_is_read_without_its_trial() {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&report::render(&diagnosis(), Format::Json).unwrap()).unwrap();
+    v["version"] = 1.into();
+    v["trial"] = serde_json::json!({"baseline": [1.0], "candidate": [2.0], "kept": false});
+    let d = Diagnosis::from_json(&v.to_string()).unwrap();
+    assert_eq!(d.trial, None);
+    assert_eq!(d.recommendations, diagnosis().recommendations);
 }

@@ -49,8 +49,9 @@ fn shipped_rules_load_and_cite_sources() {
         assert!(r.origin.contains(".toml:"), "{}", r.origin);
     }
     for id in [
-        "redo-off-binlog-few-cores",
-        "redo-on-write-intensive-headroom",
+        "redo-off-binlog-serial-flush",
+        "redo-on-write-intensive",
+        "redo-on-rt0-convoy",
         "cap-oversubscribed",
         "throttle-trx-sys",
     ] {
@@ -117,13 +118,13 @@ fn duplicate_id_in_one_dir() {
 #[test]
 fn user_dir_overrides_and_disable() {
     let user = tempfile::tempdir().unwrap();
-    let text = GOOD.replace("id = \"x\"", "id = \"redo-off-binlog-few-cores\"");
+    let text = GOOD.replace("id = \"x\"", "id = \"redo-off-binlog-serial-flush\"");
     fs::write(user.path().join("mine.toml"), text).unwrap();
     let mut set = RuleSet::load(&[common::shipped_rules(), user.path().to_path_buf()]).unwrap();
     let r = set
         .rules
         .iter()
-        .find(|r| r.id == "redo-off-binlog-few-cores")
+        .find(|r| r.id == "redo-off-binlog-serial-flush")
         .unwrap();
     assert_eq!(r.priority, 1, "the user's rule replaced the shipped one");
     let n = set.rules.len();
@@ -166,4 +167,27 @@ fn built_in_copy_matches_the_rules_directory() {
         })
         .count();
     assert_eq!(files, redoctor_advisor::ruleset::SHIPPED.len());
+}
+
+#[test]
+fn every_signal_the_shipped_rules_read_is_documented() {
+    let set = RuleSet::load(&[common::shipped_rules()]).unwrap();
+    let documented: Vec<&str> = redoctor_advisor::summary::SIGNAL_DOCS
+        .iter()
+        .map(|d| d.0)
+        .collect();
+    for r in &set.rules {
+        let src = format!("{} {}", r.condition_src, r.recommend_src);
+        for (i, _) in src.match_indices("signals.") {
+            let name: String = src[i + 8..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                documented.contains(&name.as_str()),
+                "{}: signals.{name}",
+                r.id
+            );
+        }
+    }
 }

@@ -1,5 +1,8 @@
 //! `redoctor diagnose --demo`: the bundled engine running a default workload
-//! in a temporary directory, removed (and the engine killed) on drop.
+//! in a temporary directory, removed (and the engine killed) on drop. The
+//! engine serves the MySQL protocol on an admin socket in that directory
+//! while it runs (`redoctor-engine run --admin-socket`), for live settings
+//! changes; its connection threads are `admin/N`, not user threads.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -20,12 +23,16 @@ pub struct DemoWorkload {
     pub cpus: Option<u32>,
     /// `--set name=value` passed to the engine at start.
     pub settings: Vec<(String, String)>,
+    /// Where the temporary directory (data, admin socket) is made: the
+    /// storage whose fsync is measured (default: the system temp dir).
+    pub workdir: Option<PathBuf>,
 }
 
 /// A running demo engine.
 pub struct DemoEngine {
     child: Child,
     _dir: tempfile::TempDir,
+    admin_socket: PathBuf,
     pub settings: Vec<(String, String)>,
 }
 
@@ -50,17 +57,30 @@ pub fn engine_binary(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 impl DemoEngine {
-    /// Starts the engine and waits until its user threads run (tables loaded).
-    /// It runs for `run_for` at most (the demo kills it earlier when done).
+    /// Starts the engine and waits until its user threads run (tables loaded)
+    /// and its admin socket is listening. It runs for `run_for` at most (the
+    /// demo kills it earlier when done).
     pub fn start(bin: &Path, w: &DemoWorkload, run_for: Duration) -> Result<DemoEngine> {
-        let dir = tempfile::Builder::new()
-            .prefix("redoctor-demo-")
-            .tempdir()
-            .context("creating the demo's temporary directory")?;
+        let mut b = tempfile::Builder::new();
+        b.prefix("redoctor-demo-");
+        let dir = match &w.workdir {
+            Some(d) => b.tempdir_in(d).with_context(|| {
+                format!(
+                    "creating the demo's directory in {}: pass a writable directory",
+                    d.display()
+                )
+            })?,
+            None => b
+                .tempdir()
+                .context("creating the demo's temporary directory")?,
+        };
+        let admin_socket = dir.path().join("admin.sock");
         let mut cmd = Command::new(bin);
         cmd.arg("run")
             .arg("--datadir")
             .arg(dir.path().join("data"))
+            .arg("--admin-socket")
+            .arg(&admin_socket)
             .args(["--workload", &w.workload])
             .args(["--users", &w.users.to_string()])
             .args(["--warmup", "0", "--duration"])
@@ -79,6 +99,7 @@ impl DemoEngine {
         let mut e = DemoEngine {
             child,
             _dir: dir,
+            admin_socket,
             settings: w.settings.clone(),
         };
         e.wait_for_users()?;
@@ -94,6 +115,12 @@ impl DemoEngine {
         self.child.id()
     }
 
+    /// The engine's admin socket (MySQL protocol; `SET GLOBAL` etc. on the
+    /// running engine). It exists from [`DemoEngine::start`] until the run ends.
+    pub fn admin_socket(&self) -> &Path {
+        &self.admin_socket
+    }
+
     fn wait_for_users(&mut self) -> Result<()> {
         let started = Instant::now();
         loop {
@@ -107,11 +134,19 @@ impl DemoEngine {
                     err.trim()
                 );
             }
-            if has_user_threads(self.pid()) {
+            let users = has_user_threads(self.pid());
+            let socket = self.admin_socket().exists();
+            if users && socket {
                 return Ok(());
             }
             if started.elapsed() > START_TIMEOUT {
-                bail!("the demo engine did not start its user threads within {START_TIMEOUT:?}");
+                let sock = self.admin_socket().display();
+                let missing = match (users, socket) {
+                    (false, false) => format!("its user threads and its admin socket {sock}"),
+                    (false, true) => "its user threads".to_string(),
+                    _ => format!("its admin socket {sock}"),
+                };
+                bail!("the demo engine did not start {missing} within {START_TIMEOUT:?}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -128,4 +163,20 @@ impl Drop for DemoEngine {
 fn has_user_threads(pid: u32) -> bool {
     redoctor_probes::procfs::threads(pid)
         .is_ok_and(|threads| threads.values().any(|comm| comm.starts_with("user/")))
+}
+
+#[cfg(test)]
+mod tests {
+    use redoctor_probes::{Profile, Role};
+
+    /// The admin socket's threads must not read as users: the engine's
+    /// profile maps `conn/*` to `user`, and nothing to `admin/*`.
+    #[test]
+    fn admin_socket_threads_are_not_user_threads() {
+        let p = Profile::builtin("redoctor-engine").unwrap();
+        assert_eq!(p.role_of("admin/1"), Role::Other);
+        assert_eq!(p.role_of("admin_acceptor"), Role::Other);
+        assert_eq!(p.role_of("user/1"), Role::User);
+        assert_eq!(p.role_of("conn/1"), Role::User);
+    }
 }

@@ -50,16 +50,24 @@ pub struct DiagnoseArgs {
     /// Target profile: a shipped name (redoctor-engine, mysql8, mariadb, postgresql) or a TOML file.
     #[arg(long, default_value = "redoctor-engine")]
     profile: String,
-    /// Try the recommendations live: interleaved baseline/candidate windows,
-    /// kept only if faster beyond noise (Welch's t-test), else rolled back. Needs --socket.
-    #[arg(long, requires = "socket", conflicts_with = "demo")]
+    /// Try the candidates live (the model's best first, one trial each):
+    /// ABBA-paired baseline/candidate windows, kept only if faster beyond
+    /// noise (sequential paired t-test), else rolled back; the verdict then
+    /// follows the trial. Needs --socket, or --demo (its admin socket).
+    #[arg(long)]
     trial: bool,
     /// --trial: the server's admin socket (MySQL protocol).
     #[arg(long)]
     socket: Option<PathBuf>,
-    /// --trial: baseline/candidate window pairs.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=50))]
+    /// --trial: most baseline/candidate window pairs per trial (the test looks from pair 3 on).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=50))]
     trial_rounds: u32,
+    /// --trial: length of each measured window (default: --interval).
+    #[arg(long, value_parser = crate::duration::parse)]
+    trial_window: Option<Duration>,
+    /// --trial: time bound of all trials together.
+    #[arg(long, default_value = "60s", value_parser = crate::duration::parse)]
+    trial_max: Duration,
     /// --trial: allow trying durability settings.
     #[arg(long)]
     allow_durability_changes: bool,
@@ -81,6 +89,18 @@ pub struct DiagnoseArgs {
     /// --demo: bind the engine to this many CPUs.
     #[arg(long)]
     cpus: Option<u32>,
+    /// The host's calibration file for the what-if model (default:
+    /// calibration-<CPUS>cpu.json in redoctor's state directory, made by
+    /// `redoctor calibrate`; `--demo` makes it when missing).
+    #[arg(long, conflicts_with = "model_priors")]
+    calibration: Option<PathBuf>,
+    /// Predict with the model's uncalibrated priors: read and run no calibration.
+    #[arg(long)]
+    model_priors: bool,
+    /// --demo: the directory the engine's data is made in (the storage measured;
+    /// default: the system temp dir).
+    #[arg(long)]
+    workdir: Option<PathBuf>,
     /// --demo: a setting the engine starts with, NAME=VALUE (repeatable), e.g. log_bin=ON.
     #[arg(long = "engine-set", value_name = "NAME=VALUE", value_parser = parse_setting)]
     engine_set: Vec<(String, String)>,
@@ -106,6 +126,14 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         rules.disable(id)?;
     }
     let profile = Profile::resolve(&args.profile).context("loading the target profile")?;
+    // The demo calibrates the host first when it has no calibration yet
+    // (before its engine starts, so the two do not share the CPUs).
+    let demo_model = if args.demo {
+        let cores = args.cpus.unwrap_or_else(crate::calibrate::online_cpus);
+        Some(crate::calibrate::model(model_source(&args, cores, true)?)?)
+    } else {
+        None
+    };
     let (pid, demo, duration) = if args.demo {
         let duration = args.duration.unwrap_or(Duration::from_secs(5));
         let bin = engine_binary(args.engine_bin.as_deref())?;
@@ -114,8 +142,15 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             users: args.users,
             cpus: args.cpus,
             settings: args.engine_set.clone(),
+            workdir: args.workdir.clone(),
         };
-        let e = DemoEngine::start(&bin, &w, duration + Duration::from_secs(60))?;
+        // Long enough for the observation, a trial and some slack.
+        let trial = if args.trial {
+            args.trial_max
+        } else {
+            Duration::ZERO
+        };
+        let e = DemoEngine::start(&bin, &w, duration + trial + Duration::from_secs(60))?;
         eprintln!(
             "redoctor: demo: {} run --workload {} --users {}{} (pid {}) in {}",
             bin.display(),
@@ -130,7 +165,15 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         let pid = args.pid.expect("clap requires --pid without --demo");
         (pid, None, args.duration.unwrap_or(Duration::from_secs(10)))
     };
-    let mut admin = match &args.socket {
+    if args.trial && args.socket.is_none() && !args.demo {
+        bail!("--trial changes settings live: pass the server's admin socket with --socket (or use --demo)");
+    }
+    let socket = match (&args.socket, &demo) {
+        (Some(s), _) => Some(s.clone()),
+        (None, Some(e)) if args.trial => Some(e.admin_socket().to_path_buf()),
+        _ => None,
+    };
+    let mut admin = match &socket {
         Some(sock) => Some(Admin::connect(sock, &args.user)?),
         None => None,
     };
@@ -151,28 +194,40 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             }
         }
     }
-    drop(demo);
     let facts = Facts::infer(&args.profile, &summarize(&windows), &stated);
-    let mut d = diagnose(pid, windows, facts, &rules)?;
+    let model = match demo_model {
+        Some(m) => m,
+        None => {
+            let cores = summarize(&windows).get("cores").copied().unwrap_or(1.0) as u32;
+            crate::calibrate::model(model_source(&args, cores, false)?)?
+        }
+    };
+    let mut d = diagnose(pid, windows, facts, &rules, &model)?;
     if let (true, Some(a)) = (args.trial, admin.as_mut()) {
-        let candidate = d.proposed_settings();
-        if candidate.is_empty() {
-            eprintln!("redoctor: no recommendation to trial");
+        let candidates = crate::trial_run::candidates(&d);
+        if candidates.is_empty() {
+            eprintln!("redoctor: no candidate worth a trial");
         } else {
             let state = crate::state::path_or_default(args.state.as_deref())?;
+            let plan = crate::trial_run::plan(
+                args.trial_rounds as usize,
+                args.trial_window.unwrap_or(args.interval),
+                args.trial_max,
+            );
             let t = crate::trial_run::run(
                 &mut sampler,
                 a,
-                candidate,
-                args.trial_rounds as usize,
-                args.interval,
+                candidates,
+                &plan,
                 args.allow_durability_changes,
                 &state,
             )?;
-            eprintln!("redoctor: trial: {}", t.reason);
-            d.trial = Some(t);
+            eprintln!("redoctor: trial: {}", t.reason());
+            redoctor_advisor::follow_trial(&mut d, t, &rules);
         }
     }
+    drop(admin);
+    drop(demo);
     let out = render(&d, args.format)?;
     match &args.out {
         Some(p) => {
@@ -187,6 +242,33 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         None => print!("{out}"),
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Where the model's constants come from, per the flags.
+fn model_source(
+    args: &DiagnoseArgs,
+    cores: u32,
+    demo: bool,
+) -> Result<crate::calibrate::ModelSource<'_>> {
+    use crate::calibrate::{ModelSource, Options};
+    Ok(if args.model_priors {
+        ModelSource::Priors
+    } else if let Some(p) = &args.calibration {
+        ModelSource::File(p)
+    } else {
+        let auto = if demo {
+            Some(Options {
+                cpus: cores,
+                workdir: args.workdir.clone(),
+                duration: Duration::from_secs(2),
+                quick: false,
+                engine_bin: engine_binary(args.engine_bin.as_deref())?,
+            })
+        } else {
+            None
+        };
+        ModelSource::Default { cores, auto }
+    })
 }
 
 /// Collects windows for `duration`.

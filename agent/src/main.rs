@@ -7,6 +7,7 @@
 
 mod admin;
 mod apply;
+mod calibrate;
 mod demo;
 mod diagnose;
 mod duration;
@@ -36,9 +37,11 @@ enum Command {
     /// Attach the probes to a running process and stream one window of signals per interval.
     Probe(probe::ProbeArgs),
     /// Observe a running server (or the bundled engine with --demo) and advise on its settings.
-    Diagnose(diagnose::DiagnoseArgs),
+    Diagnose(Box<diagnose::DiagnoseArgs>),
     /// Apply settings (or a report's recommendations) through the server's admin interface, recording the old values.
     Apply(apply::ApplyArgs),
+    /// Measure this host's commit path with the bundled engine and fit the advisor's model to it.
+    Calibrate(calibrate::CalibrateArgs),
     /// Restore the settings `redoctor apply` changed on a server.
     Revert(revert::RevertArgs),
 }
@@ -47,8 +50,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Probe(args) => probe::run(args),
-        Command::Diagnose(args) => diagnose::run(args),
+        Command::Diagnose(args) => diagnose::run(*args),
         Command::Apply(args) => apply::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
         Command::Revert(args) => revert::run(args),
     };
     match result {

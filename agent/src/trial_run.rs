@@ -1,85 +1,201 @@
-//! `redoctor diagnose --trial --socket S`: applies the recommendations live
-//! and measures interleaved windows — baseline, candidate, baseline, ... —
-//! then keeps the candidate only if it is faster beyond noise (Welch's
-//! t-test, `redoctor_advisor::trial`), otherwise restores the baseline.
-//! A kept candidate is recorded in the state file, so `redoctor revert`
-//! can still undo it.
+//! `redoctor diagnose --trial --socket S`: tries the recommendations live
+//! with `redoctor_advisor::experiment` (ABBA-paired windows, a sequential
+//! paired t-test, a floor guard, a time bound) on the server's admin
+//! connection and the probes. One candidate is one trial; several are a
+//! search, best first. A kept change is recorded in the state file, so
+//! `redoctor revert` can still undo it.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use redoctor_advisor::trial::{decide, TrialReport};
+use redoctor_advisor::advice::Status;
+use redoctor_advisor::experiment::{
+    run_trial, search, show, Candidate, Experiment, ExperimentError, Plan, Sample, Settings,
+    Testbed,
+};
+use redoctor_advisor::Diagnosis;
 use redoctor_probes::Sampler;
 
 use crate::admin::{guard_durability, Admin};
 use crate::state::State;
 
-/// Time given to a setting change before its window starts (dropped).
-const SETTLE: Duration = Duration::from_millis(200);
+/// A live server as a [`Testbed`]: settings through the admin connection,
+/// commits/s from the probes' windows.
+pub struct Live<'a> {
+    pub admin: &'a mut Admin,
+    pub sampler: &'a mut Sampler,
+}
 
-fn set_all(admin: &mut Admin, s: &BTreeMap<String, String>) -> Result<()> {
-    for (k, v) in s {
-        admin.set(k, v)?;
+impl Testbed for Live<'_> {
+    fn read(&mut self, names: &[String]) -> Result<Settings, ExperimentError> {
+        names
+            .iter()
+            .map(|n| {
+                let v = self
+                    .admin
+                    .get(n)
+                    .map_err(|e| ExperimentError::read(names, format!("{e:#}")))?;
+                Ok((n.clone(), v))
+            })
+            .collect()
     }
-    Ok(())
+
+    fn apply(&mut self, settings: &Settings) -> Result<(), ExperimentError> {
+        for (k, v) in settings {
+            self.admin
+                .set(k, v)
+                .map_err(|e| ExperimentError::apply(settings, format!("{e:#}")))?;
+        }
+        Ok(())
+    }
+
+    fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError> {
+        let w = self
+            .sampler
+            .wait_window(len)
+            .map_err(|e| ExperimentError::measure(format!("reading the probes' maps: {e}")))?;
+        if w.target_exited {
+            return Err(ExperimentError::measure(
+                "the target process exited during the window",
+            ));
+        }
+        let commits = w.engine.commits.ok_or_else(|| {
+            ExperimentError::measure(
+                "the engine's commit counter is not visible (no probe points on the target): a trial needs commits/s",
+            )
+        })?;
+        let secs = w.window_ns as f64 / 1e9;
+        Ok(Sample {
+            commits_per_s: commits as f64 / secs,
+            secs,
+        })
+    }
 }
 
-fn commits_per_s(sampler: &mut Sampler, window: Duration) -> Result<f64> {
-    sampler
-        .wait_window(SETTLE)
-        .context("reading the probes' maps")?;
-    let w = sampler
-        .wait_window(window)
-        .context("reading the probes' maps")?;
-    let c = w.engine.commits.with_context(|| {
-        "the engine's commit counter is not visible (no probe points on the target): a trial needs commits/s"
-    })?;
-    Ok(c as f64 / (w.window_ns as f64 / 1e9))
+/// Most candidates one `--trial` tries (each needs at least `min_pairs` pairs).
+pub const MAX_CANDIDATES: usize = 3;
+
+/// What to try, best predicted first: every candidate configuration the
+/// model predicts could gain (its interval reaches
+/// [`WORTH_TRYING`](redoctor_advisor::evaluate::WORTH_TRYING) and its
+/// estimate is a gain), at most [`MAX_CANDIDATES`], then each proposal the
+/// model does not cover (`not_modelled`: only a trial can judge it).
+pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::new();
+    if let Some(m) = &d.model {
+        for p in m
+            .predictions
+            .iter()
+            .filter(|p| p.ratio > 1.0 && p.ratio_high >= redoctor_advisor::evaluate::WORTH_TRYING)
+            .filter(|p| !p.changes.is_empty())
+            .take(MAX_CANDIDATES)
+        {
+            out.push(Candidate {
+                label: format!("{} ({})", p.config, show(&p.changes)),
+                settings: p.changes.clone(),
+                predicted_gain: p.ratio - 1.0,
+            });
+        }
+    }
+    for n in &d.not_applied {
+        let Some(v) = &n.proposed else { continue };
+        if n.status != Status::NotModelled
+            || out.iter().any(|c| c.settings.contains_key(&n.setting))
+            || d.facts.settings.get(&n.setting) == Some(v)
+        {
+            continue;
+        }
+        let settings = Settings::from([(n.setting.clone(), v.clone())]);
+        out.push(Candidate {
+            label: format!("{} ({}, not modelled)", show(&settings), n.rule),
+            settings,
+            predicted_gain: 0.0,
+        });
+    }
+    out
 }
 
-/// Runs `rounds` baseline/candidate pairs of `window` each.
+/// The default plan with `max_pairs` (and at most as many `min_pairs`),
+/// `window` and the total bound `max_total`.
+pub fn plan(max_pairs: usize, window: Duration, max_total: Duration) -> Plan {
+    let d = Plan::default();
+    Plan {
+        window,
+        max_pairs,
+        min_pairs: d.min_pairs.min(max_pairs),
+        max_total,
+        ..d
+    }
+}
+
+/// Tries `candidates` (one: a trial; several: a search) within the plan;
+/// records kept changes in the state file at `state_path`.
 pub fn run(
     sampler: &mut Sampler,
     admin: &mut Admin,
-    candidate: BTreeMap<String, String>,
-    rounds: usize,
-    window: Duration,
+    candidates: Vec<Candidate>,
+    plan: &Plan,
     allow_durability: bool,
     state_path: &Path,
-) -> Result<TrialReport> {
+) -> Result<Experiment> {
     guard_durability(
-        candidate.keys().map(String::as_str),
+        candidates
+            .iter()
+            .flat_map(|c| c.settings.keys().map(String::as_str)),
         allow_durability,
         "trial",
     )?;
-    let mut baseline = BTreeMap::new();
-    for k in candidate.keys() {
-        baseline.insert(k.clone(), admin.get(k)?);
-    }
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    let measured = (|| -> Result<()> {
-        for _ in 0..rounds {
-            a.push(commits_per_s(sampler, window)?);
-            set_all(admin, &candidate)?;
-            b.push(commits_per_s(sampler, window)?);
-            set_all(admin, &baseline)?;
+    plan.validate()?;
+    // Fail before changing anything if the state file is unusable.
+    let mut state = State::load(state_path)?;
+    let socket = admin.socket().to_string();
+    let mut tb = Live { admin, sampler };
+    let (experiment, before, after) = if let [c] = candidates.as_slice() {
+        let names: Vec<String> = c.settings.keys().cloned().collect();
+        let baseline = tb.read(&names).context("reading the baseline settings")?;
+        let t = run_trial(&mut tb, &baseline, &c.settings, plan, plan.max_total);
+        let after = if t.outcome.kept() {
+            c.settings.clone()
+        } else {
+            baseline.clone()
+        };
+        (Experiment::Trial(t), baseline, after)
+    } else {
+        let r = search(&mut tb, candidates, plan);
+        let (before, after) = (r.start_settings.clone(), r.final_settings.clone());
+        (Experiment::Search(r), before, after)
+    };
+    let changed: Vec<(&String, &String)> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(v))
+        .collect();
+    if !changed.is_empty() {
+        for (k, v) in &changed {
+            state.record(&socket, k, &before[*k], v);
         }
-        Ok(())
-    })();
-    if let Err(e) = measured {
-        set_all(admin, &baseline).context("restoring the baseline after a failed trial")?;
-        return Err(e.context("the trial failed; the baseline settings were restored"));
-    }
-    let report = decide(baseline.clone(), candidate.clone(), a, b);
-    if report.kept {
-        let mut state = State::load(state_path)?;
-        for (k, v) in &candidate {
-            state.record(admin.socket(), k, &baseline[k], v);
+        if let Err(e) = state.save(state_path) {
+            tb.apply(&before)
+                .context("restoring the baseline after the state file could not be written")?;
+            return Err(e.context("recording the kept change; the baseline was restored"));
         }
-        state.save(state_path)?;
-        set_all(admin, &candidate)?;
     }
-    Ok(report)
+    Ok(experiment)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan;
+    use std::time::Duration;
+
+    #[test]
+    fn the_flags_make_a_valid_plan() {
+        let p = plan(2, Duration::from_millis(500), Duration::from_secs(20));
+        p.validate().unwrap();
+        assert_eq!((p.min_pairs, p.max_pairs), (2, 2));
+        assert_eq!(p.window, Duration::from_millis(500));
+        assert_eq!(p.max_total, Duration::from_secs(20));
+        let p = plan(10, Duration::from_secs(1), Duration::from_secs(60));
+        assert_eq!((p.min_pairs, p.max_pairs), (3, 10));
+    }
 }

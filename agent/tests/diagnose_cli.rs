@@ -25,10 +25,18 @@ fn demo_dir(stderr: &str) -> PathBuf {
     PathBuf::from(line.rsplit_once(" in ").unwrap().1)
 }
 
-/// `redoctor diagnose --demo --duration 3s ARGS --out OUT`, and its stderr.
+/// `redoctor diagnose --demo --duration 3s ARGS --out OUT`, and its stderr
+/// (`--model-priors` unless ARGS name a calibration: no test calibrates
+/// the host by surprise).
 fn demo(args: &[&str], out: &Path) -> (Output, String) {
+    let priors = if args.contains(&"--calibration") {
+        None
+    } else {
+        Some("--model-priors")
+    };
     let o = redoctor()
         .args(["diagnose", "--demo", "--duration", "3s"])
+        .args(priors)
         .args(args)
         .arg("--out")
         .arg(out)
@@ -49,7 +57,7 @@ fn demo_end_to_end_json() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
     assert_eq!(v["schema"], "redoctor.diagnosis");
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     assert!(
         v["summary"]["window_s"].as_f64().unwrap() >= 2.8,
         "{}",
@@ -67,6 +75,13 @@ fn demo_end_to_end_json() {
         "{}",
         v["verdict"]
     );
+    assert_eq!(v["verdict"]["basis"], "model", "{}", v["verdict"]);
+    // The model predicted every candidate the rules proposed, from this run's inputs.
+    let m = &v["model"];
+    assert_eq!(m["calibrated"], false, "{m}");
+    assert_eq!(m["inputs"]["users"], 64.0, "{m}");
+    assert!(m["inputs"]["cpu_us"].as_f64().unwrap() > 0.0, "{m}");
+    assert!(!m["predictions"].as_array().unwrap().is_empty(), "{m}");
     assert!(err.contains("report written to"), "{err}");
     // The engine is gone with its directory.
     let pid = v["pid"].as_u64().unwrap();
@@ -77,7 +92,7 @@ fn demo_end_to_end_json() {
 }
 
 #[test]
-fn demo_with_binlog_advises_redo_threads_off_in_html() {
+fn demo_with_binlog_in_html_shows_the_models_predictions() {
     if skip() {
         return;
     }
@@ -107,10 +122,14 @@ fn demo_with_binlog_advises_redo_threads_off_in_html() {
         .and_then(|n| n.text())
         .unwrap()
         .to_string();
+    // Uncalibrated, the model's error is wide: no advice, and the report
+    // says a trial would settle the binlog rule's proposal.
+    assert!(verdict.contains("no change advised"), "{verdict}\n{err}");
     assert!(
-        verdict.contains("innodb_log_writer_threads ON -> OFF"),
-        "{verdict}\n{err}"
+        html.contains("Model: predicted commits/s per candidate"),
+        "{html}"
     );
+    assert!(html.contains("redo-off-binlog-serial-flush"), "{html}");
     let dir = demo_dir(&err);
     assert!(dir.starts_with(std::env::temp_dir()), "{dir:?}");
     assert!(
@@ -198,4 +217,93 @@ fn bad_setting_and_missing_pid() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("2147483600"), "{err}");
+}
+
+/// `redoctor calibrate` measures the host, then `diagnose --demo` finds the
+/// calibration in the state directory, predicts with it and verifies its
+/// candidates live: the verdict follows the trial.
+#[test]
+fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
+    if skip() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let o = redoctor()
+        .env("REDOCTOR_STATE_DIR", state.path())
+        .args(["calibrate", "--quick", "--duration", "1s"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("held-out error"), "{out}");
+    let file = std::fs::read_dir(state.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("cpu.json"))
+        .expect("a calibration file in the state directory");
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(c["schema"], "redoctor.calibration");
+    assert_eq!(
+        c["points"].as_array().unwrap().len(),
+        6,
+        "3 loads x 2 modes"
+    );
+    let sigma = c["fitted"]["sigma"].as_f64().unwrap();
+    assert!(sigma.is_finite() && sigma >= 0.05, "{sigma}");
+    assert!(c["host"]["fsync_us"].as_f64().unwrap() > 0.0);
+
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let o = redoctor()
+        .env("REDOCTOR_STATE_DIR", state.path())
+        .args(["diagnose", "--demo", "--duration", "3s", "--users", "16"])
+        .args(["--trial", "--trial-window", "1s", "--trial-max", "20s"])
+        .args(["--format", "json", "--out"])
+        .arg(report.path())
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.path()).unwrap()).unwrap();
+    let m = &v["model"];
+    assert_eq!(m["calibrated"], true, "{m}");
+    assert!(m["source"].as_str().unwrap().contains("calibration"), "{m}");
+    let verdict = &v["verdict"];
+    if v["trial"].is_null() {
+        assert_eq!(verdict["basis"], "model", "{verdict}");
+    } else {
+        assert_eq!(verdict["basis"], "trial", "{verdict}");
+        let t = &v["trial"];
+        let outcomes: Vec<&str> = match t["kind"].as_str().unwrap() {
+            "trial" => vec![t["outcome"].as_str().unwrap()],
+            _ => t["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|s| s["result"].get("tried"))
+                .map(|t| t["outcome"].as_str().unwrap())
+                .collect(),
+        };
+        let kept = outcomes.contains(&"kept");
+        assert_eq!(
+            verdict["kind"],
+            if kept { "change" } else { "no_change" },
+            "{verdict} {outcomes:?}"
+        );
+    }
+
+    // A damaged calibration is refused with its path and the fix.
+    std::fs::write(&file, "{ not json").unwrap();
+    let o = redoctor()
+        .env("REDOCTOR_STATE_DIR", state.path())
+        .args(["diagnose", "--demo", "--duration", "2s"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&*file.to_string_lossy()) && err.contains("redoctor calibrate"),
+        "{err}"
+    );
 }

@@ -1,6 +1,6 @@
 //! `redoctor diagnose --socket S --trial` against a served engine under a
-//! real client load: interleaved windows measured, the decision applied
-//! (candidate kept and recorded, or the baseline restored).
+//! real client load: ABBA-interleaved windows measured, the decision
+//! applied (candidate kept and recorded, or the baseline restored).
 
 mod common;
 
@@ -79,6 +79,7 @@ fn trial_measures_interleaved_windows_and_applies_its_decision() {
             "--trial",
             "--trial-rounds",
             "3",
+            "--model-priors",
             "--format",
             "json",
             "--socket",
@@ -105,16 +106,48 @@ fn trial_measures_interleaved_windows_and_applies_its_decision() {
         "read from the server"
     );
     let t = &v["trial"];
+    assert_eq!(t["kind"], "trial", "one recommendation: one trial; {err}");
     assert_eq!(t["candidate_settings"]["innodb_log_writer_threads"], "OFF");
     assert_eq!(t["baseline_settings"]["innodb_log_writer_threads"], "ON");
-    let (a, b) = (
-        t["baseline"].as_array().unwrap(),
-        t["candidate"].as_array().unwrap(),
+    let windows = t["windows"].as_array().unwrap();
+    assert!(
+        windows
+            .iter()
+            .all(|w| w["commits_per_s"].as_f64().unwrap() > 0.0),
+        "{t}"
     );
-    assert_eq!((a.len(), b.len()), (3, 3));
-    assert!(a.iter().chain(b).all(|x| x.as_f64().unwrap() > 0.0), "{t}");
-    let kept = t["kept"].as_bool().unwrap();
+    // Measured windows interleave in ABBA order: B C | C B | B C.
+    let sides: Vec<&str> = windows
+        .iter()
+        .filter(|w| w["warmup"] == false)
+        .map(|w| w["side"].as_str().unwrap())
+        .collect();
+    let abba = [
+        "baseline",
+        "candidate",
+        "candidate",
+        "baseline",
+        "baseline",
+        "candidate",
+    ];
+    let outcome = t["outcome"].as_str().unwrap();
+    if outcome == "aborted_floor" {
+        assert_eq!(sides.last(), Some(&"candidate"), "{t}");
+        assert!(abba.starts_with(&sides), "{sides:?}");
+    } else {
+        assert_eq!(sides, abba, "--trial-rounds 3: three pairs; {t}");
+        assert_eq!(t["log_ratios"].as_array().unwrap().len(), 3);
+        assert_eq!(t["looks"].as_array().unwrap().len(), 1, "{t}");
+    }
+    assert_eq!(
+        windows.iter().filter(|w| w["warmup"] == true).count(),
+        sides.windows(2).filter(|p| p[0] != p[1]).count(),
+        "one warm-up after each switch"
+    );
+    assert_ne!(outcome, "failed", "{}", t["reason"]);
+    let kept = outcome == "kept";
     assert!(err.contains("trial: "), "{err}");
+    verdict_follows_trial(&v, kept);
     if kept {
         assert_eq!(s.var("innodb_log_writer_threads"), "OFF");
         assert_eq!(s.state_entries(), 1);
@@ -127,4 +160,130 @@ fn trial_measures_interleaved_windows_and_applies_its_decision() {
         );
         assert!(!s.state().exists() || s.state_entries() == 0);
     }
+}
+
+/// The report's verdict and recommendations follow what the trial measured.
+fn verdict_follows_trial(v: &serde_json::Value, kept: bool) {
+    let verdict = &v["verdict"];
+    assert_eq!(verdict["basis"], "trial", "{verdict}");
+    let text = verdict["text"].as_str().unwrap();
+    if kept {
+        assert_eq!(verdict["kind"], "change", "{verdict}");
+        assert!(text.starts_with("change verified live and kept"), "{text}");
+        let recs = v["recommendations"].as_array().unwrap();
+        assert!(
+            !recs.is_empty() && recs.iter().all(|r| r["verified"] == true),
+            "{recs:?}"
+        );
+    } else {
+        assert_eq!(verdict["kind"], "no_change", "{verdict}");
+        assert!(!text.contains("change advised"), "{text}");
+        assert!(v["recommendations"].as_array().unwrap().is_empty());
+        let rejected = v["not_applied"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["status"] == "trial_rejected");
+        assert!(rejected, "{}", v["not_applied"]);
+    }
+}
+
+fn sysbench(socket: &std::path::Path, cmd: &str, threads: u32, secs: u32) -> std::process::Child {
+    std::process::Command::new("sysbench")
+        .args([
+            "--db-driver=mysql",
+            "--mysql-user=root",
+            "--tables=2",
+            "--table-size=2000",
+            &format!("--threads={threads}"),
+            &format!("--time={secs}"),
+            "--rand-type=uniform",
+        ])
+        .arg(format!("--mysql-socket={}", socket.display()))
+        .args(["oltp_update_index", cmd])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// `diagnose --trial` against `serve` under stock sysbench (oltp_update_index,
+/// 64 threads): whatever the trial measures, the verdict follows it.
+#[test]
+fn trial_under_sysbench_verdict_follows_the_measurement() {
+    if common::skip() {
+        return;
+    }
+    if std::process::Command::new("sysbench")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!(
+            "SKIPPED: sysbench is not installed (apt-get install sysbench; .ci/run does this)"
+        );
+        return;
+    }
+    let s = Served::start();
+    let prep = sysbench(&s.socket(), "prepare", 1, 0)
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        prep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&prep.stderr)
+    );
+    let mut load = sysbench(&s.socket(), "run", 64, 60);
+    let out = s.dir.path().join("report.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_redoctor"))
+        .args(["diagnose", "--pid", &s.child.id().to_string()])
+        .args(["--duration", "3s", "--model-priors", "--trial"])
+        .args([
+            "--trial-window",
+            "1s",
+            "--trial-max",
+            "30s",
+            "--format",
+            "json",
+        ])
+        .arg("--socket")
+        .arg(s.socket())
+        .arg("--state")
+        .arg(s.state())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let _ = load.kill();
+    let _ = load.wait();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    if v["trial"].is_null() {
+        // No candidate worth a trial: the verdict rests on the model.
+        assert_eq!(v["verdict"]["basis"], "model", "{}", v["verdict"]);
+        assert_eq!(v["verdict"]["kind"], "no_change", "{}", v["verdict"]);
+        return;
+    }
+    let trials: Vec<&serde_json::Value> = match v["trial"]["kind"].as_str().unwrap() {
+        "trial" => vec![&v["trial"]],
+        _ => v["trial"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["result"].get("tried"))
+            .collect(),
+    };
+    assert!(!trials.is_empty(), "{}", v["trial"]);
+    let kept = trials.iter().any(|t| t["outcome"] == "kept");
+    verdict_follows_trial(&v, kept);
+    // The server is left as the trial decided.
+    let redo = s.var("innodb_log_writer_threads");
+    let kept_redo = trials
+        .iter()
+        .filter(|t| t["outcome"] == "kept")
+        .filter_map(|t| t["candidate_settings"]["innodb_log_writer_threads"].as_str())
+        .next_back();
+    assert_eq!(redo, kept_redo.unwrap_or("ON"), "{}", v["trial"]);
 }

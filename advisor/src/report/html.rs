@@ -5,7 +5,8 @@
 use std::fmt::Write;
 
 use super::charts::*;
-use super::tables::tables;
+use super::tables::{tables, Table};
+use super::trial::blocks;
 use crate::advice::Diagnosis;
 use crate::error::AdvisorError;
 
@@ -75,15 +76,15 @@ pub fn html(d: &Diagnosis) -> Result<String, AdvisorError> {
         }
         o.push_str("</table>\n");
     }
-    if let Some(t) = &d.trial {
-        let _ = writeln!(
-            o,
-            "<h2>Trial</h2><p>{}</p><p>baseline commits/s: {:?}<br/>candidate commits/s: {:?}<br/>test: {}</p>",
-            esc(&t.reason),
-            t.baseline,
-            t.candidate,
-            esc(&t.test)
-        );
+    for b in d.trial.iter().flat_map(blocks) {
+        let _ = writeln!(o, "<h2>{}</h2><ul>", esc(&b.heading));
+        for (k, v) in &b.lines {
+            let _ = writeln!(o, "<li>{k}: {}</li>", esc(v));
+        }
+        o.push_str("</ul>\n");
+        if let Some(t) = &b.windows {
+            table(&mut o, t);
+        }
     }
     if !d.not_applied.is_empty() {
         o.push_str("<h2>Not applied</h2><table><tr><th>rule</th><th>setting</th><th>status</th><th>reason</th></tr>\n");
@@ -93,7 +94,7 @@ pub fn html(d: &Diagnosis) -> Result<String, AdvisorError> {
                 "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&n.rule),
                 esc(&n.setting),
-                esc(&n.status),
+                esc(&n.status.to_string()),
                 esc(&n.reason)
             );
         }
@@ -109,20 +110,25 @@ pub fn html(d: &Diagnosis) -> Result<String, AdvisorError> {
         let _ = writeln!(o, "<div>{}</div>", inline(svg));
     }
     for t in tables(d) {
-        let _ = writeln!(o, "<h2>{}</h2><table><tr>", esc(t.title));
-        for h in &t.header {
-            let _ = write!(o, "<th>{}</th>", esc(h));
-        }
-        o.push_str("</tr>\n");
-        for r in &t.rows {
-            o.push_str("<tr>");
-            for c in r {
-                let _ = write!(o, "<td>{}</td>", esc(c));
-            }
-            o.push_str("</tr>\n");
-        }
-        o.push_str("</table>\n");
+        let _ = writeln!(o, "<h2>{}</h2>", esc(t.title));
+        table(&mut o, &t);
     }
     o.push_str("</body></html>\n");
     Ok(o)
+}
+
+fn table(o: &mut String, t: &Table) {
+    o.push_str("<table><tr>");
+    for h in &t.header {
+        let _ = write!(o, "<th>{}</th>", esc(h));
+    }
+    o.push_str("</tr>\n");
+    for r in &t.rows {
+        o.push_str("<tr>");
+        for c in r {
+            let _ = write!(o, "<td>{}</td>", esc(c));
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
 }

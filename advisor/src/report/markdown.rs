@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::tables::tables;
+use super::trial::blocks;
 use crate::advice::Diagnosis;
 
 /// Escapes a table cell.
@@ -62,8 +63,19 @@ pub fn markdown(d: &Diagnosis) -> String {
                 .map(|e| vec![format!("`{}`", e.name), cell(&e.value)]),
         );
     }
-    if let Some(t) = &d.trial {
-        let _ = writeln!(o, "## Trial\n\n{}\n\n- baseline commits/s: {:?}\n- candidate commits/s: {:?}\n- test: {}\n", t.reason, t.baseline, t.candidate, t.test);
+    for b in d.trial.iter().flat_map(blocks) {
+        let _ = writeln!(o, "## {}\n", b.heading);
+        for (k, v) in &b.lines {
+            let _ = writeln!(o, "- {k}: {v}");
+        }
+        o.push('\n');
+        if let Some(t) = &b.windows {
+            pipe_table(
+                &mut o,
+                &t.header,
+                t.rows.iter().map(|r| r.iter().map(|c| cell(c)).collect()),
+            );
+        }
     }
     if !d.not_applied.is_empty() {
         let _ = writeln!(o, "## Not applied\n");
@@ -74,7 +86,7 @@ pub fn markdown(d: &Diagnosis) -> String {
                 vec![
                     format!("`{}`", n.rule),
                     n.setting.clone(),
-                    n.status.clone(),
+                    n.status.to_string(),
                     cell(&n.reason),
                 ]
             }),

@@ -6,6 +6,7 @@ mod html;
 mod markdown;
 mod tables;
 mod text;
+mod trial;
 
 use crate::advice::Diagnosis;
 use crate::error::AdvisorError;

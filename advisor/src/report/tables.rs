@@ -13,9 +13,111 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
-/// Summary signals, per-role and per-file-kind tables.
-pub fn tables(d: &Diagnosis) -> Vec<Table> {
+/// The model's predictions for every candidate and the inputs they rest on.
+pub fn model_tables(d: &Diagnosis) -> Vec<Table> {
+    let Some(m) = &d.model else { return vec![] };
     let mut out = Vec::new();
+    let pct = |r: f64| format!("{:+.0}%", (r - 1.0) * 100.0);
+    let mut rows = Vec::new();
+    if let (Some(i), Some(c)) = (&m.inputs, &m.current) {
+        rows.push(vec![
+            format!("{} (current)", i.config),
+            fmt_num(i.commits_per_s.round()),
+            "observed".into(),
+            String::new(),
+            fmt_num(c.cpu_us),
+            fmt_num(c.commit_latency_us),
+            fmt_num(c.group),
+            String::new(),
+        ]);
+    }
+    for p in &m.predictions {
+        let e = &p.estimate;
+        let bound = if e
+            .slot_bound
+            .is_some_and(|s| s <= e.cpu_bound.min(e.latency_bound))
+        {
+            "slots"
+        } else if e.cpu_bound <= e.latency_bound {
+            "CPU"
+        } else {
+            "latency"
+        };
+        rows.push(vec![
+            format!(
+                "{}{}",
+                p.config,
+                if m.chosen.as_deref() == Some(p.config.to_string().as_str()) {
+                    " (advised)"
+                } else {
+                    ""
+                }
+            ),
+            fmt_num(p.commits_per_s.round()),
+            format!("{} .. {}", fmt_num(p.low.round()), fmt_num(p.high.round())),
+            format!(
+                "{} [{}, {}]",
+                pct(p.ratio),
+                pct(p.ratio_low),
+                pct(p.ratio_high)
+            ),
+            fmt_num(e.cpu_us),
+            fmt_num(e.commit_latency_us),
+            fmt_num(e.group),
+            bound.into(),
+        ]);
+    }
+    out.push(Table {
+        title: "Model: predicted commits/s per candidate (95% interval)",
+        header: vec![
+            "configuration",
+            "commits/s",
+            "interval",
+            "vs current",
+            "CPU us/commit",
+            "commit latency us",
+            "group",
+            "limited by",
+        ],
+        rows,
+    });
+    let mut inputs = vec![
+        vec!["constants from".to_string(), m.source.clone()],
+        vec![
+            "model error (held out)".to_string(),
+            format!("{:.1}%", (m.sigma.exp() - 1.0) * 100.0),
+        ],
+    ];
+    if let Some(n) = &m.note {
+        inputs.push(vec!["note".into(), n.clone()]);
+    }
+    if let Some(i) = &m.inputs {
+        let v = serde_json::to_value(i).unwrap_or_default();
+        if let Some(o) = v.as_object() {
+            for (k, x) in o {
+                if k == "window_rates" {
+                    continue;
+                }
+                let val = match x {
+                    serde_json::Value::Number(n) => fmt_num(n.as_f64().unwrap_or(0.0)),
+                    serde_json::Value::Object(_) if k == "config" => i.config.to_string(),
+                    other => other.to_string(),
+                };
+                inputs.push(vec![k.clone(), val]);
+            }
+        }
+    }
+    out.push(Table {
+        title: "Model: inputs and constants",
+        header: vec!["input", "value"],
+        rows: inputs,
+    });
+    out
+}
+
+/// Model, summary signals, per-role and per-file-kind tables.
+pub fn tables(d: &Diagnosis) -> Vec<Table> {
+    let mut out = model_tables(d);
     out.push(Table {
         title: "Signals (all windows)",
         header: vec!["signal", "value", "unit", "meaning"],

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::tables::{tables, Table};
+use super::trial::blocks;
 use crate::advice::Diagnosis;
 
 pub fn text(d: &Diagnosis) -> String {
@@ -45,19 +46,14 @@ pub fn text(d: &Diagnosis) -> String {
             r.apply_mysql.as_deref().unwrap_or("no MySQL 8 equivalent")
         );
     }
-    if let Some(t) = &d.trial {
-        let _ = writeln!(o, "\nTRIAL: {}", t.reason);
-        let _ = writeln!(
-            o,
-            "   baseline commits/s:  {:?}",
-            t.baseline.iter().map(|x| x.round()).collect::<Vec<_>>()
-        );
-        let _ = writeln!(
-            o,
-            "   candidate commits/s: {:?}",
-            t.candidate.iter().map(|x| x.round()).collect::<Vec<_>>()
-        );
-        let _ = writeln!(o, "   test: {}", t.test);
+    for b in d.trial.iter().flat_map(blocks) {
+        let _ = writeln!(o, "\n{}", b.heading.to_uppercase());
+        for (k, v) in &b.lines {
+            let _ = writeln!(o, "   {k}: {v}");
+        }
+        if let Some(t) = &b.windows {
+            table(&mut o, t);
+        }
     }
     if !d.not_applied.is_empty() {
         let _ = writeln!(o, "\nNot applied:");

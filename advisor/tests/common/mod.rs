@@ -22,6 +22,8 @@ pub struct Shape {
     pub fsync_bucket_hi_ns: u64,
     pub binlog_bytes: u64,
     pub user_futex_share: f64,
+    /// User futex waits per commit (outside the redo log's locks: contention).
+    pub lock_waits_per_commit: u64,
 }
 
 impl Default for Shape {
@@ -39,6 +41,7 @@ impl Default for Shape {
             fsync_bucket_hi_ns: 131_072,
             binlog_bytes: 0,
             user_futex_share: 0.1,
+            lock_waits_per_commit: 1,
         }
     }
 }
@@ -55,7 +58,7 @@ pub fn window(s: Shape) -> Signals {
             oncpu_ns,
             voluntary_switches: s.commits * 2,
             futex_wait_ns: (s.user_futex_share * f64::from(s.users) * window_ns as f64) as u64,
-            futex_waits: s.commits,
+            futex_waits: s.commits * s.lock_waits_per_commit,
             wakeups_sent: s.commit_path_wakeups / 2,
             ..Default::default()
         },
@@ -170,4 +173,28 @@ pub fn windows(n: usize, s: Shape) -> Vec<Signals> {
 /// The shipped rule directory.
 pub fn shipped_rules() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../rules")
+}
+
+/// The model's priors with a small error: predictions decide (the tests
+/// check the advisor's logic, not the constants).
+pub fn confident_model() -> redoctor_advisor::model::Model {
+    let mut m = redoctor_advisor::model::Model::uncalibrated();
+    m.sigma = 0.05;
+    m.calibrated = true;
+    m.source = "test: priors with a 5% error".into();
+    m
+}
+
+/// 4 users committing small groups on a disk: the commit path is most of a
+/// transaction's time (37.5 µs of CPU, groups of 2.5, 98 µs fsyncs).
+pub fn small_groups() -> Shape {
+    Shape {
+        users: 4,
+        commits: 10_000,
+        cpus_busy: 0.375,
+        runnable: 0.5,
+        redo_fsyncs: 4_000,
+        commit_path_wakeups: 30_000,
+        ..Shape::default()
+    }
 }

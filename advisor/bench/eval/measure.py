@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Measure the advice-quality evaluation's data set (advisor/bench/README.md).
+
+    measure.py PLAN.toml DATA.jsonl [--resume] [--only SUBSTRING ...]
+               [--engine PATH] [--redoctor PATH]
+
+For every scenario of the plan (slices of workloads x users x cores x binlog x
+flush x storage), in a shuffled order:
+- every configuration of the plan runs `repeats` times as a fresh
+  `redoctor-engine run --json` process on a fresh data directory (the
+  configurations in a new shuffled order each repeat, so drift hits all);
+- the scenario is observed through the probes once in RT1 and once in RT0
+  (`redoctor diagnose --demo --format json --model-priors`): the summary,
+  facts and per-window commit rates are kept, so the advisor can diagnose
+  the scenario offline with any model.
+One JSON line per finished scenario is appended to DATA.jsonl (an interrupted
+run resumes with --resume). Needs root (the probes).
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+
+
+def scenarios(plan):
+    out = []
+    for sl in plan["slice"]:
+        for w in sl["workloads"]:
+            for u in sl["users"]:
+                for c in sl["cores"]:
+                    for b in sl["binlog"]:
+                        for f in sl["flush"]:
+                            out.append(
+                                {
+                                    "slice": sl["name"],
+                                    "workload": w,
+                                    "users": u,
+                                    "cores": c,
+                                    "binlog": b,
+                                    "flush": f,
+                                    "storage": sl["storage"],
+                                }
+                            )
+    return out
+
+
+def key(s):
+    return "{workload}/{users}u/{cores}c/{b}/flush{flush}/{storage}".format(
+        b="binlog" if s["binlog"] else "nobinlog", **s
+    )
+
+
+def axis_settings(s):
+    return [
+        ("log_bin", "ON" if s["binlog"] else "OFF"),
+        ("innodb_flush_log_at_trx_commit", str(s["flush"])),
+    ]
+
+
+def run_cell(args, plan, s, settings, workdir):
+    d = tempfile.mkdtemp(prefix="redoctor-eval-", dir=workdir)
+    try:
+        cmd = [
+            args.engine,
+            "run",
+            "--datadir",
+            os.path.join(d, "data"),
+            "--workload",
+            s["workload"],
+            "--users",
+            str(s["users"]),
+            "--cpus",
+            str(s["cores"]),
+            "--duration",
+            str(plan["run"]["duration_s"]),
+            "--warmup",
+            str(plan["run"]["warmup_s"]),
+            "--json",
+        ]
+        for k, v in axis_settings(s) + list(settings.items()):
+            cmd += ["--set", f"{k}={v}"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            return {"error": p.stderr.strip()[-500:]}
+        line = [l for l in p.stdout.splitlines() if l.startswith("{")][-1]
+        r = json.loads(line)
+        return {
+            "tps": r["tps"],
+            "p95_us": r.get("latency_us", {}).get("p95_us"),
+            "errors": r.get("errors"),
+        }
+    except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError) as e:
+        return {"error": str(e)}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def observe(args, plan, s, settings, workdir):
+    cmd = [
+        args.redoctor,
+        "diagnose",
+        "--demo",
+        "--model-priors",
+        "--format",
+        "json",
+        "--workdir",
+        workdir,
+        "--workload",
+        s["workload"],
+        "--users",
+        str(s["users"]),
+        "--cpus",
+        str(s["cores"]),
+        "--duration",
+        f"{plan['run']['observe_s']}s",
+    ]
+    for k, v in axis_settings(s) + list(settings.items()):
+        cmd += ["--engine-set", f"{k}={v}"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        return {"error": p.stderr.strip()[-500:]}
+    d = json.loads(p.stdout)
+    rates = []
+    for w in d["windows"]:
+        c = w["engine"].get("commits")
+        if c is not None and w["window_ns"] > 0:
+            rates.append(c / (w["window_ns"] / 1e9))
+    return {"summary": d["summary"], "facts": d["facts"], "window_rates": rates}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("plan")
+    ap.add_argument("out")
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--engine", default="target/release/redoctor-engine")
+    ap.add_argument("--redoctor", default="target/release/redoctor")
+    args = ap.parse_args()
+    with open(args.plan, "rb") as f:
+        plan = tomllib.load(f)
+    configs = plan["configurations"]
+    todo = scenarios(plan)
+    if args.only:
+        todo = [s for s in todo if any(o in key(s) for o in args.only)]
+    done = set()
+    if os.path.exists(args.out):
+        if not args.resume:
+            sys.exit(f"measure.py: {args.out} exists: pass --resume to continue it, or another path")
+        with open(args.out) as f:
+            done = {json.loads(l)["key"] for l in f if l.strip()}
+    rng = random.Random(plan["run"].get("seed", 1))
+    rng.shuffle(todo)
+    todo = [s for s in todo if key(s) not in done]
+    started = time.time()
+    for n, s in enumerate(todo, 1):
+        workdir = plan["storage"][s["storage"]]
+        t0 = time.time()
+        cells = {name: [] for name in configs}
+        for _ in range(plan["run"]["repeats"]):
+            order = list(configs)
+            rng.shuffle(order)
+            for name in order:
+                cells[name].append(run_cell(args, plan, s, configs[name], workdir))
+        obs = {}
+        for name in ["RT1", "RT0"]:
+            obs[name] = observe(args, plan, s, configs[name], workdir)
+        rec = dict(s, key=key(s), cells=cells, observations=obs, unix_s=int(time.time()))
+        with open(args.out, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        med = {}
+        for name, v in cells.items():
+            t = sorted(c["tps"] for c in v if "tps" in c)
+            med[name] = t[len(t) // 2] if t else float("nan")
+        best = max(med, key=lambda k: med[k] if med[k] == med[k] else -1)
+        errs = sum(1 for v in cells.values() for c in v if "error" in c)
+        oerr = [k for k, o in obs.items() if "error" in o]
+        el = time.time() - started
+        print(
+            f"[{n}/{len(todo)}] {key(s)}: best {best} {med[best]:.0f} "
+            f"(RT1 {med.get('RT1', 0):.0f}, RT0 {med.get('RT0', 0):.0f}) "
+            f"{time.time() - t0:.0f}s, errors {errs}{' obs-errors ' + ','.join(oerr) if oerr else ''}; "
+            f"eta {el / n * (len(todo) - n) / 60:.0f} min",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

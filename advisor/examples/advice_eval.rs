@@ -1,0 +1,573 @@
+//! Advice-quality evaluation, scored on scenarios the model was not fitted
+//! to (advisor/bench/README.md).
+//!
+//! ```sh
+//! cargo run --release -p redoctor-advisor --example advice_eval -- score DATA.jsonl [--trials TRIALS.jsonl]
+//! cargo run --release -p redoctor-advisor --example advice_eval -- folds DATA.jsonl OUTDIR
+//! ```
+//! `DATA.jsonl` comes from `advisor/bench/eval/measure.py`: per scenario,
+//! every configuration's commits/s over repeats and one probed observation
+//! in RT1 and in RT0. `score` fits the model once per family with that
+//! family left out and replays the advisor's diagnosis (`diagnose_summary`:
+//! the same code as `redoctor diagnose`) on the family's scenarios; the
+//! advised configuration is scored by the commits/s the repeats measured
+//! for it, against the oracle's best and the static policies. `folds`
+//! writes each family's held-out calibration file, for live `--trial` runs
+//! (`advisor/bench/eval/trials.py`), which `score --trials` then scores.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use redoctor_advisor::model::calibration::{Calibration, HostFacts};
+use redoctor_advisor::model::{fit, CalibrationPoint, Config, Inputs, Model, Outcome};
+use redoctor_advisor::{diagnose_summary, Facts, RuleSet, Summary};
+use serde::Deserialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+#[derive(Deserialize)]
+struct Cell {
+    tps: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct Obs {
+    summary: Option<Summary>,
+    facts: Option<Facts>,
+    #[serde(default)]
+    window_rates: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+struct Record {
+    key: String,
+    workload: String,
+    users: u32,
+    cores: u32,
+    binlog: bool,
+    flush: u8,
+    storage: String,
+    cells: BTreeMap<String, Vec<Cell>>,
+    observations: BTreeMap<String, Obs>,
+}
+
+impl Record {
+    fn samples(&self, config: &str) -> Vec<f64> {
+        self.cells
+            .get(config)
+            .map(|v| v.iter().filter_map(|c| c.tps).collect())
+            .unwrap_or_default()
+    }
+    fn median(&self, config: &str) -> Option<f64> {
+        median(&self.samples(config))
+    }
+    /// The best configuration by median.
+    fn best(&self) -> (String, f64) {
+        self.cells
+            .keys()
+            .filter_map(|k| self.median(k).map(|m| (k.clone(), m)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or_default()
+    }
+    /// Families it belongs to: its workload plus the cross-cutting sets.
+    fn families(&self) -> Vec<String> {
+        let mut f = vec![format!("workload:{}", self.workload)];
+        if self.users >= 1024 {
+            f.push("users>=1024".into());
+        }
+        if self.storage == "tmpfs" {
+            f.push("tmpfs".into());
+        }
+        if self.cores == 1 {
+            f.push("1cpu".into());
+        }
+        if self.binlog {
+            f.push("binlog".into());
+        }
+        if self.flush != 1 {
+            f.push("flush2".into());
+        }
+        f
+    }
+    fn inputs(&self, obs: &str) -> Option<(Inputs, &Obs)> {
+        let o = self.observations.get(obs)?;
+        let i = Inputs::from_summary(
+            o.summary.as_ref()?,
+            o.facts.as_ref()?,
+            o.window_rates.clone(),
+        )
+        .ok()?;
+        Some((i, o))
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// Welch's two-sided p-value on the logs of two samples.
+fn welch(a: &[f64], b: &[f64]) -> Option<f64> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let mv = |x: &[f64]| {
+        let l: Vec<f64> = x.iter().map(|v| v.max(1e-9).ln()).collect();
+        let n = l.len() as f64;
+        let m = l.iter().sum::<f64>() / n;
+        let v = l.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (n - 1.0);
+        (m, v, n)
+    };
+    let (ma, va, na) = mv(a);
+    let (mb, vb, nb) = mv(b);
+    let se2 = va / na + vb / nb;
+    if se2 <= 0.0 {
+        return Some(if ma == mb { 1.0 } else { 0.0 });
+    }
+    let t = (ma - mb) / se2.sqrt();
+    let df = se2.powi(2) / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    Some(2.0 * (1.0 - dist.cdf(t.abs())))
+}
+
+/// Noise of ln(median) from the repeats' spread (standard error, normal approx.).
+fn log_se(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.2;
+    }
+    let l: Vec<f64> = v.iter().map(|x| x.max(1e-9).ln()).collect();
+    let n = l.len() as f64;
+    let m = l.iter().sum::<f64>() / n;
+    let sd = (l.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    1.25 * sd / n.sqrt()
+}
+
+/// Calibration points from records: each observation paired with every
+/// other configuration's measured median.
+fn points(records: &[&Record]) -> Vec<CalibrationPoint> {
+    let mut out = Vec::new();
+    for r in records {
+        for obs in ["RT1", "RT0"] {
+            let Some((inputs, _)) = r.inputs(obs) else {
+                continue;
+            };
+            let Some(base) = r.median(obs) else { continue };
+            let base_se = log_se(&r.samples(obs));
+            let outcomes = r
+                .cells
+                .keys()
+                .filter(|k| k.as_str() != obs)
+                .filter_map(|k| {
+                    let config = parse_config(k)?;
+                    let m = r.median(k)?;
+                    Some(Outcome {
+                        config,
+                        ratio: m / base,
+                        noise: Some(
+                            (base_se.powi(2) + log_se(&r.samples(k)).powi(2))
+                                .sqrt()
+                                .max(0.02),
+                        ),
+                    })
+                })
+                .collect();
+            out.push(CalibrationPoint {
+                label: format!("{}@{obs}", r.key),
+                inputs,
+                outcomes,
+            });
+        }
+    }
+    out
+}
+
+/// `RT0+cap4+throttle16` -> Config.
+fn parse_config(label: &str) -> Option<Config> {
+    let mut parts = label.split('+');
+    let redo_threads = match parts.next()? {
+        "RT1" => true,
+        "RT0" => false,
+        _ => return None,
+    };
+    let mut c = Config {
+        redo_threads,
+        cap: 0,
+        throttle: 0,
+    };
+    for p in parts {
+        if let Some(n) = p.strip_prefix("cap") {
+            c.cap = n.parse().ok()?;
+        } else if let Some(n) = p.strip_prefix("throttle") {
+            c.throttle = n.parse().ok()?;
+        } else {
+            return None;
+        }
+    }
+    Some(c)
+}
+
+/// The configuration the advisor leaves the server in, starting from `obs`.
+fn advised(r: &Record, obs: &str, rules: &RuleSet, model: &Model) -> Option<String> {
+    let o = r.observations.get(obs)?;
+    let d = diagnose_summary(
+        0,
+        o.summary.clone()?,
+        o.window_rates.clone(),
+        vec![],
+        o.facts.clone()?,
+        rules,
+        model,
+    )
+    .ok()?;
+    let start = parse_config(obs)?;
+    Some(start.with(&d.proposed_settings()).to_string())
+}
+
+fn geomean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    (v.iter().map(|x| x.max(1e-9).ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+fn model_without(records: &[Record], family: Option<&str>) -> Model {
+    let train: Vec<&Record> = records
+        .iter()
+        .filter(|r| family.is_none_or(|f| !r.families().iter().any(|x| x == f)))
+        .collect();
+    let pts = points(&train);
+    match fit(&pts) {
+        Ok(f) => Model::from_fitted(
+            &f,
+            format!(
+                "fitted on {} scenarios{}",
+                train.len(),
+                family.map_or(String::new(), |f| format!(" without {f}"))
+            ),
+        ),
+        Err(e) => {
+            eprintln!("advice_eval: fit without {family:?} failed ({e}); using priors");
+            Model::uncalibrated()
+        }
+    }
+}
+
+/// Scores of one scenario.
+struct Row {
+    key: String,
+    best: String,
+    best_tps: f64,
+    advised: String,
+    pct: Option<f64>,
+    gap_beyond_noise: Option<bool>,
+    below_baseline_beyond_noise: bool,
+    statics: [Option<f64>; 3],
+    from_rt0: Option<f64>,
+}
+
+fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
+    let (best, best_tps) = r.best();
+    let pct = |c: &str| r.median(c).map(|m| m / best_tps);
+    let adv = advised(r, "RT1", rules, model).unwrap_or_else(|| "n/a".into());
+    let gap = if adv == best {
+        Some(false)
+    } else {
+        welch(&r.samples(&best), &r.samples(&adv)).map(|p| p < 0.05)
+    };
+    let below = adv != "RT1"
+        && r.median(&adv) < r.median("RT1")
+        && welch(&r.samples("RT1"), &r.samples(&adv)).is_some_and(|p| p < 0.05);
+    let seed000 = if r.binlog && r.cores <= 16 {
+        "RT0"
+    } else {
+        "RT1"
+    };
+    let m84 = if r.cores < 32 { "RT0" } else { "RT1" };
+    let from_rt0 = advised(r, "RT0", rules, model).and_then(|c| pct(&c));
+    Row {
+        key: r.key.clone(),
+        best: best.clone(),
+        best_tps,
+        pct: pct(&adv),
+        advised: adv,
+        gap_beyond_noise: gap,
+        below_baseline_beyond_noise: below,
+        statics: [pct("RT1"), pct(m84), pct(seed000)],
+        from_rt0,
+    }
+}
+
+fn f(x: Option<f64>) -> String {
+    x.map_or("n/a".into(), |x| format!("{:.0}%", x * 100.0))
+}
+
+fn load(path: &Path) -> Vec<Record> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        eprintln!("advice_eval: reading {}: {e}", path.display());
+        std::process::exit(1)
+    });
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).unwrap_or_else(|e| {
+                eprintln!("advice_eval: {}:{}: {e}", path.display(), i + 1);
+                std::process::exit(1)
+            })
+        })
+        .collect()
+}
+
+fn all_families(records: &[Record]) -> Vec<String> {
+    let mut f: Vec<String> = records.iter().flat_map(|r| r.families()).collect();
+    f.sort();
+    f.dedup();
+    f
+}
+
+#[derive(Deserialize)]
+struct TrialRun {
+    key: String,
+    /// The configuration the server was left in.
+    final_config: String,
+    verdict: String,
+    #[serde(default)]
+    seconds: f64,
+}
+
+fn score(records: &[Record], trials: Option<&Path>) {
+    let rules = RuleSet::shipped_and(&[]).expect("the shipped rules load");
+    let families = all_families(records);
+    let in_sample = model_without(records, None);
+    // Each scenario is scored with the model fitted without its workload.
+    let mut by_workload: BTreeMap<String, Model> = BTreeMap::new();
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    println!("## Held-out score per family\n");
+    println!("| family left out | scenarios | advised geomean | min | < 95% | below RT1 beyond noise | in-sample geomean | 8.0 ON | 8.4 OFF<32 | seed 000 | from RT0: geomean |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut all_held = Vec::new();
+    for fam in &families {
+        let model = model_without(records, Some(fam));
+        let test: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.families().contains(fam))
+            .collect();
+        let scored: Vec<Row> = test
+            .iter()
+            .map(|r| score_record(r, &rules, &model))
+            .collect();
+        let ins: Vec<f64> = test
+            .iter()
+            .filter_map(|r| score_record(r, &rules, &in_sample).pct)
+            .collect();
+        let adv: Vec<f64> = scored.iter().filter_map(|r| r.pct).collect();
+        let st = |i: usize| {
+            geomean(
+                &scored
+                    .iter()
+                    .filter_map(|r| r.statics[i])
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let rt0: Vec<f64> = scored.iter().filter_map(|r| r.from_rt0).collect();
+        println!(
+            "| {fam} | {} | {:.1}% | {:.0}% | {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.1}% |",
+            test.len(),
+            geomean(&adv) * 100.0,
+            adv.iter().cloned().fold(f64::INFINITY, f64::min) * 100.0,
+            adv.iter().filter(|x| **x < 0.95).count(),
+            scored.iter().filter(|r| r.below_baseline_beyond_noise).count(),
+            geomean(&ins) * 100.0,
+            st(0) * 100.0,
+            st(1) * 100.0,
+            st(2) * 100.0,
+            geomean(&rt0) * 100.0,
+        );
+        if fam.starts_with("workload:") {
+            for r in scored {
+                rows.insert(r.key.clone(), r);
+            }
+            by_workload.insert(fam.clone(), model);
+        }
+    }
+    for r in rows.values() {
+        if let Some(p) = r.pct {
+            all_held.push(p);
+        }
+    }
+    let statics: Vec<Vec<f64>> = (0..3)
+        .map(|i| rows.values().filter_map(|r| r.statics[i]).collect())
+        .collect();
+    println!(
+        "\nAll {} scenarios, each scored with the model fitted without its workload: advised geomean {:.1}%, always ON (8.0) {:.1}%, OFF below 32 CPUs (8.4) {:.1}%, seed 000 {:.1}%; below 95% of the oracle: {} ({} of them beyond noise); advised below the RT1 baseline beyond noise: {}.",
+        all_held.len(),
+        geomean(&all_held) * 100.0,
+        geomean(&statics[0]) * 100.0,
+        geomean(&statics[1]) * 100.0,
+        geomean(&statics[2]) * 100.0,
+        all_held.iter().filter(|x| **x < 0.95).count(),
+        rows.values().filter(|r| r.pct.is_some_and(|p| p < 0.95) && r.gap_beyond_noise == Some(true)).count(),
+        rows.values().filter(|r| r.below_baseline_beyond_noise).count(),
+    );
+    let trial_runs: BTreeMap<String, TrialRun> = trials
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<TrialRun>(l).ok())
+                .map(|t| (t.key.clone(), t))
+                .collect()
+        })
+        .unwrap_or_default();
+    println!("\n## Per scenario (held out by workload)\n");
+    println!("| scenario | oracle best (commits/s) | advised (no trial) | % of best | gap beyond noise | with --trial | % | trial s | 8.0 ON | 8.4 OFF<32 | seed 000 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut trial_pcts = Vec::new();
+    let mut trial_bad = 0;
+    for (k, r) in &rows {
+        let rec = records
+            .iter()
+            .find(|x| &x.key == k)
+            .expect("scored from records");
+        let t = trial_runs.get(k);
+        let tp = t.and_then(|t| rec.median(&t.final_config).map(|m| m / r.best_tps));
+        if let (Some(t), Some(p)) = (t, tp) {
+            trial_pcts.push(p);
+            let worse = t.final_config != "RT1"
+                && rec.median(&t.final_config) < rec.median("RT1")
+                && welch(&rec.samples("RT1"), &rec.samples(&t.final_config))
+                    .is_some_and(|p| p < 0.05);
+            if worse {
+                trial_bad += 1;
+            }
+        }
+        println!(
+            "| {k} | {:.0} ({}) | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.best_tps,
+            r.best,
+            r.advised,
+            f(r.pct),
+            match r.gap_beyond_noise {
+                Some(true) => "yes",
+                Some(false) if r.advised == r.best => "best",
+                Some(false) => "no",
+                None => "?",
+            },
+            t.map_or("".into(), |t| format!("{} ({})", t.final_config, t.verdict)),
+            f(tp),
+            t.map_or("".into(), |t| format!("{:.0}", t.seconds)),
+            f(r.statics[0]),
+            f(r.statics[1]),
+            f(r.statics[2]),
+        );
+    }
+    if !trial_pcts.is_empty() {
+        println!(
+            "\nWith --trial ({} scenarios): geomean {:.1}% of the oracle, min {:.0}%, below 98%: {}; kept a configuration measured below RT1 beyond noise: {}.",
+            trial_pcts.len(),
+            geomean(&trial_pcts) * 100.0,
+            trial_pcts.iter().cloned().fold(f64::INFINITY, f64::min) * 100.0,
+            trial_pcts.iter().filter(|x| **x < 0.98).count(),
+            trial_bad
+        );
+    }
+    let p = in_sample.params.to_vec();
+    println!(
+        "\nIn-sample model ({}; held-out error {:.1}%):",
+        in_sample.source,
+        (in_sample.sigma.exp() - 1.0) * 100.0
+    );
+    for ((name, ..), x) in redoctor_advisor::model::mechanics::PARAMS.iter().zip(p) {
+        println!("  {name} = {x:.3}");
+    }
+}
+
+fn folds(records: &[Record], dir: &Path) {
+    std::fs::create_dir_all(dir).expect("creating the output directory");
+    for fam in all_families(records)
+        .iter()
+        .filter(|f| f.starts_with("workload:"))
+    {
+        let train: Vec<&Record> = records
+            .iter()
+            .filter(|r| !r.families().contains(fam))
+            .collect();
+        let pts = points(&train);
+        let fitted = fit(&pts).expect("fitting a fold");
+        let host = HostFacts {
+            hostname: format!("evaluation fold without {fam}"),
+            kernel: String::new(),
+            cpu_model: String::new(),
+            cpus_online: 0,
+            cores: 0,
+            storage: String::new(),
+            fsync_us: 0.0,
+        };
+        let c = Calibration::new(host, pts, fitted);
+        let name = fam.trim_start_matches("workload:");
+        let path = dir.join(format!("{name}.json"));
+        c.save(&path).expect("writing a fold's calibration");
+        println!(
+            "{} ({} points, held-out error {:.1}%)",
+            path.display(),
+            c.fitted.points,
+            (c.fitted.sigma.exp() - 1.0) * 100.0
+        );
+    }
+}
+
+/// The fit on every scenario, and its worst residuals (a diagnostic).
+fn residuals(records: &[Record]) {
+    let all: Vec<&Record> = records.iter().collect();
+    let f = fit(&points(&all)).expect("fitting");
+    let mut r = f.residuals.clone();
+    r.sort_by(|a, b| {
+        (b.fitted / b.measured)
+            .ln()
+            .abs()
+            .total_cmp(&(a.fitted / a.measured).ln().abs())
+    });
+    println!(
+        "in-sample {:.1}%, held-out {:.1}%",
+        (f.in_sample_rms.exp() - 1.0) * 100.0,
+        (f.sigma.exp() - 1.0) * 100.0
+    );
+    for x in r {
+        println!(
+            "{:<52} {:>16} -> {:<16} measured {:>6.3} fitted {:>6.3} held-out {}",
+            x.label,
+            x.from.to_string(),
+            x.to.to_string(),
+            x.measured,
+            x.fitted,
+            x.held_out.map_or("-".into(), |h| format!("{h:.3}"))
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["score", data] => score(&load(Path::new(data)), None),
+        ["score", data, "--trials", t] => score(&load(Path::new(data)), Some(Path::new(t))),
+        ["folds", data, dir] => folds(&load(Path::new(data)), Path::new(dir)),
+        ["residuals", data] => residuals(&load(Path::new(data))),
+        _ => {
+            eprintln!("usage: advice_eval score DATA.jsonl [--trials TRIALS.jsonl] | folds DATA.jsonl OUTDIR");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Live verification of setting changes: one shared component for the
+//! diagnosis's `--trial`, a daemon and a CI gate. It drives a [`Testbed`]
+//! (a live server through its admin socket and the probes, or a simulation)
+//! and decides from measured commits/s whether a candidate setting stays.
+//! Design note: `advisor/EXPERIMENT.md`.
+//!
+//! # One trial ([`run_trial`])
+//!
+//! - **Paired windows, ABBA order.** Pair 1 measures baseline then
+//!   candidate, pair 2 candidate then baseline, pair 3 baseline then
+//!   candidate, and so on: settings switch only inside a pair, so a linear
+//!   drift of the load adds the same bias to every pair with alternating
+//!   sign and cancels. The testbed must be at the baseline when the trial
+//!   starts; the first window is always a baseline window.
+//! - **Warm-up.** After every settings switch one window of
+//!   [`Plan::warmup`] is measured and discarded (kept in the record, marked
+//!   `warmup`); a zero warm-up measures none.
+//! - **Statistic.** Each pair gives `d_i = ln(candidate_i / baseline_i)`;
+//!   the estimate is the ratio `exp(mean d)`.
+//! - **Sequential test.** A look after each pair from [`Plan::min_pairs`]
+//!   to [`Plan::max_pairs`]: a paired t-test on the `d_i` (Student t with
+//!   n - 1 degrees of freedom) at the per-look level `alpha / looks`, where
+//!   `looks = max_pairs - min_pairs + 1` (Bonferroni over the planned
+//!   looks: conservative, and valid whenever the trial stops). With the
+//!   per-look two-sided confidence interval of mean d: above 0 stops
+//!   "better" (candidate kept), below 0 stops "worse" (rolled back), inside
+//!   `(-ln(1 + min_effect), ln(1 + min_effect))` stops "no meaningful
+//!   difference" (futility; rolled back); otherwise the trial goes on. At
+//!   `max_pairs`, or when the time budget cannot fit another pair, it ends
+//!   inconclusive (rolled back).
+//! - **Floor guard.** Every measured candidate window is compared with the
+//!   median of the baseline windows so far; below [`Plan::floor`] times
+//!   that, the trial aborts at once and the baseline is restored
+//!   ([`Outcome::AbortedFloor`]). Warm-up windows are transients and not
+//!   compared.
+//! - **Time.** The trial's clock is the sum of its windows' measured
+//!   lengths ([`Sample::secs`]), so a simulation and a live server count
+//!   alike; a pair is started only if its planned length
+//!   ([`Plan::pair_time`]) fits the budget.
+//! - **Restoring.** The baseline is restored whatever happens unless the
+//!   outcome is [`Outcome::Kept`]; after a testbed error, best-effort
+//!   ([`Outcome::Failed`], the error recorded).
+//!
+//! # Several candidates ([`search`])
+//!
+//! Candidates are tried one at a time, best predicted gain first, each
+//! against the current baseline (a kept candidate becomes part of it). The
+//! whole search is bounded by [`Plan::max_total`]: each trial gets what is
+//! left, and a candidate that cannot fit `min_pairs` pairs is skipped.
+
+mod plan;
+mod search;
+mod sequential;
+mod trial;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use plan::Plan;
+pub use search::{search, Candidate, SearchReport, Step, StepResult};
+pub use sequential::{look, Decision, Look};
+pub use trial::{run_trial, Outcome, Side, TrialRecord, Window};
+
+/// Setting name to value.
+pub type Settings = BTreeMap<String, String>;
+
+/// What an experiment drives: a live server (admin socket and probes) or a
+/// simulation.
+pub trait Testbed {
+    /// The current values of `names` (every one, or an error).
+    fn read(&mut self, names: &[String]) -> Result<Settings, ExperimentError>;
+    /// Sets each of `settings` (`SET GLOBAL` on a server).
+    fn apply(&mut self, settings: &Settings) -> Result<(), ExperimentError>;
+    /// Measures one window of about `len`.
+    fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError>;
+}
+
+/// One measured window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub commits_per_s: f64,
+    /// The window's actual length.
+    pub secs: f64,
+}
+
+/// Why an experiment could not be run or went wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExperimentError {
+    /// The testbed could not read current values.
+    #[error("reading {names}: {cause}")]
+    Read { names: String, cause: String },
+    /// The testbed could not apply settings (some may have been applied).
+    #[error("applying {settings}: {cause}")]
+    Apply { settings: String, cause: String },
+    /// A window could not be measured, or measured nothing usable.
+    #[error("measuring a window: {cause}")]
+    Measure { cause: String },
+    /// A [`Plan`] field is out of range.
+    #[error("invalid experiment plan: {field} = {value} (valid: {valid})")]
+    Plan {
+        field: &'static str,
+        value: String,
+        valid: &'static str,
+    },
+}
+
+impl ExperimentError {
+    pub fn read(names: &[String], cause: impl std::fmt::Display) -> Self {
+        ExperimentError::Read {
+            names: names.join(", "),
+            cause: cause.to_string(),
+        }
+    }
+
+    pub fn apply(settings: &Settings, cause: impl std::fmt::Display) -> Self {
+        ExperimentError::Apply {
+            settings: show(settings),
+            cause: cause.to_string(),
+        }
+    }
+
+    pub fn measure(cause: impl std::fmt::Display) -> Self {
+        ExperimentError::Measure {
+            cause: cause.to_string(),
+        }
+    }
+}
+
+/// `a=1, b=OFF`.
+pub fn show(s: &Settings) -> String {
+    s.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a live experiment did: one trial, or a search over several
+/// candidates. The diagnosis's `trial` field (JSON: `kind` tells which).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Experiment {
+    Trial(TrialRecord),
+    Search(SearchReport),
+}
+
+impl Experiment {
+    /// One sentence: the trial's reason, or the search's summary.
+    pub fn reason(&self) -> String {
+        match self {
+            Experiment::Trial(t) => t.reason.clone(),
+            Experiment::Search(s) => s.summary(),
+        }
+    }
+}
+
+/// A ratio as a signed percentage change: 1.053 -> "+5.3%".
+pub fn pct(ratio: f64) -> String {
+    format!("{:+.1}%", (ratio - 1.0) * 100.0)
+}

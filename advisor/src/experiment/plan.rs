@@ -1,0 +1,239 @@
+//! The parameters of an experiment, with defaults and validation.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::ExperimentError;
+
+/// How windows are measured and when the sequential test stops.
+/// Durations serialise as seconds (`window_s`, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Length of each measured window (default 1 s).
+    #[serde(rename = "window_s", with = "secs")]
+    pub window: Duration,
+    /// Length of the discarded window after each settings switch (default
+    /// 0.5 s; zero: none).
+    #[serde(rename = "warmup_s", with = "secs")]
+    pub warmup: Duration,
+    /// Pairs before the first look (default 3, at least 2).
+    pub min_pairs: usize,
+    /// Pairs at most; the last look (default 10).
+    pub max_pairs: usize,
+    /// Time bound of a whole search, and of a lone trial run with it
+    /// (default 60 s).
+    #[serde(rename = "max_total_s", with = "secs")]
+    pub max_total: Duration,
+    /// Overall two-sided level, split over the looks (default 0.05).
+    pub alpha: f64,
+    /// Smallest relative change worth having: the futility band is
+    /// `±ln(1 + min_effect)` (default 0.03; 0 never stops for futility).
+    pub min_effect: f64,
+    /// A candidate window below `floor` × the baseline median aborts
+    /// (default 0.7; 0 disables the guard).
+    pub floor: f64,
+}
+
+impl Default for Plan {
+    fn default() -> Plan {
+        Plan {
+            window: Duration::from_secs(1),
+            warmup: Duration::from_millis(500),
+            min_pairs: 3,
+            max_pairs: 10,
+            max_total: Duration::from_secs(60),
+            alpha: 0.05,
+            min_effect: 0.03,
+            floor: 0.7,
+        }
+    }
+}
+
+/// Most pairs a plan may ask for.
+pub const MAX_PAIRS: usize = 1000;
+
+impl Plan {
+    /// Checks every field; the error names the field and its valid range.
+    pub fn validate(&self) -> Result<(), ExperimentError> {
+        let bad = |field, value: String, valid| {
+            Err(ExperimentError::Plan {
+                field,
+                value,
+                valid,
+            })
+        };
+        if self.window.is_zero() {
+            return bad("window", "0s".into(), "longer than 0");
+        }
+        if self.max_total.is_zero() {
+            return bad("max_total", "0s".into(), "longer than 0");
+        }
+        if self.min_pairs < 2 {
+            return bad(
+                "min_pairs",
+                self.min_pairs.to_string(),
+                "2..=max_pairs (a paired t-test needs 2 pairs)",
+            );
+        }
+        if self.max_pairs < self.min_pairs || self.max_pairs > MAX_PAIRS {
+            return bad("max_pairs", self.max_pairs.to_string(), "min_pairs..=1000");
+        }
+        if !(self.alpha > 0.0 && self.alpha <= 0.5) {
+            return bad("alpha", self.alpha.to_string(), "above 0, at most 0.5");
+        }
+        if !(0.0..1.0).contains(&self.min_effect) {
+            return bad(
+                "min_effect",
+                self.min_effect.to_string(),
+                "0 (no futility stop) up to below 1",
+            );
+        }
+        if !(0.0..1.0).contains(&self.floor) {
+            return bad(
+                "floor",
+                self.floor.to_string(),
+                "0 (no floor guard) up to below 1",
+            );
+        }
+        Ok(())
+    }
+
+    /// Planned looks: `max_pairs - min_pairs + 1`.
+    pub fn looks(&self) -> usize {
+        self.max_pairs + 1 - self.min_pairs
+    }
+
+    /// The level of each look: `alpha / looks` (Bonferroni).
+    pub fn look_alpha(&self) -> f64 {
+        self.alpha / self.looks() as f64
+    }
+
+    /// Planned length of one pair: two windows and one warm-up.
+    pub fn pair_time(&self) -> Duration {
+        self.window * 2 + self.warmup
+    }
+
+    /// Shortest time a decision can take: `min_pairs` pairs.
+    pub fn min_time(&self) -> Duration {
+        self.pair_time() * self.min_pairs as u32
+    }
+
+    /// The test in one sentence, with its parameters.
+    pub fn describe(&self) -> String {
+        format!(
+            "paired t-test on ln(candidate/baseline) of ABBA-ordered window pairs \
+             ({:.1}s windows, {:.1}s warm-up after each switch); looks at pairs {}..={} \
+             each at alpha {:.5} ({} two-sided, Bonferroni over {} looks); \
+             futility within ±{:.1}%; floor {:.2} × the baseline median",
+            self.window.as_secs_f64(),
+            self.warmup.as_secs_f64(),
+            self.min_pairs,
+            self.max_pairs,
+            self.look_alpha(),
+            self.alpha,
+            self.looks(),
+            self.min_effect * 100.0,
+            self.floor
+        )
+    }
+}
+
+/// Durations as (fractional) seconds.
+mod secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_valid_and_splits_alpha_over_eight_looks() {
+        let p = Plan::default();
+        p.validate().unwrap();
+        assert_eq!(p.looks(), 8);
+        assert!((p.look_alpha() - 0.00625).abs() < 1e-12);
+        assert_eq!(p.pair_time(), Duration::from_millis(2500));
+        assert_eq!(p.min_time(), Duration::from_millis(7500));
+    }
+
+    #[test]
+    fn a_bad_field_is_named_with_its_range() {
+        let cases: Vec<(Plan, &str)> = vec![
+            (
+                Plan {
+                    min_pairs: 1,
+                    ..Plan::default()
+                },
+                "min_pairs = 1",
+            ),
+            (
+                Plan {
+                    max_pairs: 2,
+                    ..Plan::default()
+                },
+                "max_pairs = 2",
+            ),
+            (
+                Plan {
+                    alpha: 0.0,
+                    ..Plan::default()
+                },
+                "alpha = 0",
+            ),
+            (
+                Plan {
+                    alpha: f64::NAN,
+                    ..Plan::default()
+                },
+                "alpha = NaN",
+            ),
+            (
+                Plan {
+                    floor: 1.0,
+                    ..Plan::default()
+                },
+                "floor = 1",
+            ),
+            (
+                Plan {
+                    min_effect: -0.1,
+                    ..Plan::default()
+                },
+                "min_effect = -0.1",
+            ),
+            (
+                Plan {
+                    window: Duration::ZERO,
+                    ..Plan::default()
+                },
+                "window = 0s",
+            ),
+        ];
+        for (p, want) in cases {
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("valid:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn durations_serialise_as_seconds() {
+        let p = Plan::default();
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["window_s"], 1.0);
+        assert_eq!(v["warmup_s"], 0.5);
+        assert_eq!(serde_json::from_value::<Plan>(v).unwrap(), p);
+    }
+}

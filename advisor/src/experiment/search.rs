@@ -1,0 +1,172 @@
+//! Several candidates, best predicted gain first, one trial each against
+//! the current baseline, within [`Plan::max_total`].
+
+use serde::{Deserialize, Serialize};
+
+use super::trial::{run_trial, TrialRecord};
+use super::{show, Plan, Settings, Testbed};
+
+/// One change to try: a knob, or a group of knobs that belong together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub label: String,
+    /// The settings it changes.
+    pub settings: Settings,
+    /// Expected relative gain (e.g. 0.1 for +10%), or any score; only
+    /// orders the candidates, highest first.
+    pub predicted_gain: f64,
+}
+
+/// What became of one candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepResult {
+    Tried(Box<TrialRecord>),
+    /// Not tried, and why.
+    Skipped(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub label: String,
+    pub settings: Settings,
+    pub predicted_gain: f64,
+    pub result: StepResult,
+}
+
+/// Everything a search did, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchReport {
+    pub plan: Plan,
+    /// Values of every candidate's knobs before the search.
+    pub start_settings: Settings,
+    /// One step per candidate, in the order tried.
+    pub steps: Vec<Step>,
+    /// Values after the search (the kept candidates applied).
+    pub final_settings: Settings,
+    /// Labels of the kept candidates, in order.
+    pub kept: Vec<String>,
+    /// Sum of the trials' elapsed times.
+    pub elapsed_s: f64,
+    /// Why nothing was tried (an invalid plan, or the starting values
+    /// could not be read); nothing was changed then.
+    pub error: Option<String>,
+}
+
+impl SearchReport {
+    /// One sentence: what was kept.
+    pub fn summary(&self) -> String {
+        if let Some(e) = &self.error {
+            return format!("search not run: {e}");
+        }
+        let tried = self
+            .steps
+            .iter()
+            .filter(|s| matches!(s.result, StepResult::Tried(_)))
+            .count();
+        let changed: Settings = self
+            .final_settings
+            .iter()
+            .filter(|(k, v)| self.start_settings.get(*k) != Some(v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        format!(
+            "{tried} of {} candidate(s) tried in {:.1}s; kept: {}",
+            self.steps.len(),
+            self.elapsed_s,
+            if self.kept.is_empty() {
+                "none (all settings as before)".to_string()
+            } else {
+                format!("{} ({})", self.kept.join(", "), show(&changed))
+            }
+        )
+    }
+}
+
+/// Tries `candidates` best predicted gain first (see the module docs of
+/// [`super`]). A failed trial ends the search: the rest are skipped.
+pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan) -> SearchReport {
+    let mut rep = SearchReport {
+        plan: plan.clone(),
+        start_settings: Settings::new(),
+        steps: vec![],
+        final_settings: Settings::new(),
+        kept: vec![],
+        elapsed_s: 0.0,
+        error: None,
+    };
+    if let Err(e) = plan.validate() {
+        rep.error = Some(e.to_string());
+        return rep;
+    }
+    let mut names: Vec<String> = candidates
+        .iter()
+        .flat_map(|c| c.settings.keys().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    match tb.read(&names) {
+        Ok(s) => match names.iter().find(|n| !s.contains_key(*n)) {
+            Some(n) => {
+                rep.error = Some(format!("reading {n}: the testbed returned no value"));
+                return rep;
+            }
+            None => rep.start_settings = s,
+        },
+        Err(e) => {
+            rep.error = Some(e.to_string());
+            return rep;
+        }
+    }
+    let mut current = rep.start_settings.clone();
+    candidates.sort_by(|a, b| b.predicted_gain.total_cmp(&a.predicted_gain));
+    let mut failed = false;
+    for c in candidates {
+        let baseline: Settings = c
+            .settings
+            .keys()
+            .map(|k| (k.clone(), current[k].clone()))
+            .collect();
+        let left = plan.max_total.saturating_sub(secs(rep.elapsed_s));
+        let skip = if failed {
+            Some("an earlier trial failed: the testbed's state is uncertain".to_string())
+        } else if baseline == c.settings {
+            Some("already in effect".to_string())
+        } else if left < plan.min_time() {
+            Some(format!(
+                "does not fit the time budget: {} pairs need {:.1}s, {:.1}s of {:.1}s left",
+                plan.min_pairs,
+                plan.min_time().as_secs_f64(),
+                left.as_secs_f64(),
+                plan.max_total.as_secs_f64()
+            ))
+        } else {
+            None
+        };
+        let result = match skip {
+            Some(why) => StepResult::Skipped(why),
+            None => {
+                let t = run_trial(tb, &baseline, &c.settings, plan, left);
+                rep.elapsed_s += t.elapsed_s;
+                if t.outcome.kept() {
+                    current.extend(c.settings.clone());
+                    rep.kept.push(c.label.clone());
+                }
+                failed = t.outcome == super::Outcome::Failed;
+                StepResult::Tried(Box::new(t))
+            }
+        };
+        rep.steps.push(Step {
+            label: c.label,
+            settings: c.settings,
+            predicted_gain: c.predicted_gain,
+            result,
+        });
+    }
+    rep.final_settings = current;
+    rep
+}
+
+fn secs(s: f64) -> std::time::Duration {
+    std::time::Duration::try_from_secs_f64(s).unwrap_or(std::time::Duration::MAX)
+}

@@ -1,0 +1,359 @@
+//! One A/B trial of a candidate against the baseline (the procedure is in
+//! the module docs of [`super`]).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::sequential::{look, Decision, Look};
+use super::{pct, ExperimentError, Plan, Settings, Testbed};
+
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Better beyond noise: the candidate stays applied.
+    Kept,
+    /// Worse beyond noise: the baseline was restored.
+    RolledBackWorse,
+    /// No decision (no meaningful difference, out of pairs or out of
+    /// time; the reason says which): the baseline was restored.
+    Inconclusive,
+    /// A candidate window fell below the floor: aborted, baseline restored.
+    AbortedFloor,
+    /// The testbed failed (or the plan was invalid): baseline restored
+    /// best-effort, the error recorded.
+    Failed,
+}
+
+impl Outcome {
+    pub fn kept(self) -> bool {
+        self == Outcome::Kept
+    }
+}
+
+/// Which settings a window ran with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Baseline,
+    Candidate,
+}
+
+/// One measured window, in trial order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// The pair it belongs to (1-based).
+    pub pair: usize,
+    pub side: Side,
+    /// True: the discarded window after a settings switch.
+    pub warmup: bool,
+    pub commits_per_s: f64,
+    pub secs: f64,
+}
+
+/// Everything a trial measured and decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    /// The test and its parameters, in one sentence.
+    pub test: String,
+    pub plan: Plan,
+    /// The settings restored unless kept.
+    pub baseline_settings: Settings,
+    /// The settings tried.
+    pub candidate_settings: Settings,
+    /// Every window, warm-ups included.
+    pub windows: Vec<Window>,
+    /// Each complete pair's `ln(candidate / baseline)`.
+    pub log_ratios: Vec<f64>,
+    /// The test at each look.
+    pub looks: Vec<Look>,
+    /// The test on all pairs at the per-look level (None under 2 pairs).
+    pub estimate: Option<Look>,
+    pub outcome: Outcome,
+    /// One sentence: why this outcome.
+    pub reason: String,
+    /// The testbed's error, for [`Outcome::Failed`].
+    pub error: Option<String>,
+    /// Sum of the windows' lengths.
+    pub elapsed_s: f64,
+}
+
+impl TrialRecord {
+    /// Measured (not warm-up) windows of `side`.
+    pub fn measured(&self, side: Side) -> impl Iterator<Item = &Window> {
+        self.windows
+            .iter()
+            .filter(move |w| w.side == side && !w.warmup)
+    }
+}
+
+/// Runs one trial within `budget` (see the module docs). The testbed must
+/// be at `baseline` on entry; on return it is at `candidate` if the outcome
+/// is [`Outcome::Kept`], else at `baseline` (best-effort after a failure).
+/// An invalid plan is a [`Outcome::Failed`] record with the testbed untouched.
+pub fn run_trial(
+    tb: &mut dyn Testbed,
+    baseline: &Settings,
+    candidate: &Settings,
+    plan: &Plan,
+    budget: Duration,
+) -> TrialRecord {
+    let mut run = Run {
+        tb,
+        plan,
+        rec: TrialRecord {
+            test: plan.describe(),
+            plan: plan.clone(),
+            baseline_settings: baseline.clone(),
+            candidate_settings: candidate.clone(),
+            windows: vec![],
+            log_ratios: vec![],
+            looks: vec![],
+            estimate: None,
+            outcome: Outcome::Failed,
+            reason: String::new(),
+            error: None,
+            elapsed_s: 0.0,
+        },
+        at: Side::Baseline,
+    };
+    if let Err(e) = plan.validate() {
+        run.rec.reason = format!("not run: {e}");
+        run.rec.error = Some(e.to_string());
+        return run.rec;
+    }
+    if plan.min_time() > budget {
+        run.rec.outcome = Outcome::Inconclusive;
+        run.rec.reason = format!(
+            "not run: the time budget ({:.1}s) cannot fit the {} pairs a decision needs ({:.1}s)",
+            budget.as_secs_f64(),
+            plan.min_pairs,
+            plan.min_time().as_secs_f64()
+        );
+        return run.rec;
+    }
+    let result = run.pairs(budget.as_secs_f64());
+    run.rec.estimate = look(&run.rec.log_ratios, plan.look_alpha());
+    run.finish(result);
+    run.rec
+}
+
+struct Run<'a> {
+    tb: &'a mut dyn Testbed,
+    plan: &'a Plan,
+    rec: TrialRecord,
+    /// The settings the testbed is at.
+    at: Side,
+}
+
+impl Run<'_> {
+    fn settings(&self, side: Side) -> &Settings {
+        match side {
+            Side::Baseline => &self.rec.baseline_settings,
+            Side::Candidate => &self.rec.candidate_settings,
+        }
+    }
+
+    /// Measures pairs until a decision; Ok((outcome, reason)).
+    fn pairs(&mut self, budget_s: f64) -> Result<(Outcome, String), ExperimentError> {
+        let pair_s = self.plan.pair_time().as_secs_f64();
+        for pair in 1..=self.plan.max_pairs {
+            if self.rec.elapsed_s + pair_s > budget_s {
+                let n = pair - 1;
+                return Ok((
+                    Outcome::Inconclusive,
+                    format!(
+                        "inconclusive: the time budget ({budget_s:.1}s) cannot fit another pair after {n} pairs{}: rolled back",
+                        self.estimate_words()
+                    ),
+                ));
+            }
+            let order = if pair % 2 == 1 {
+                [Side::Baseline, Side::Candidate]
+            } else {
+                [Side::Candidate, Side::Baseline]
+            };
+            let mut rate = [0.0; 2];
+            for side in order {
+                let r = self.window(pair, side)?;
+                if side == Side::Candidate {
+                    if let Some(reason) = self.below_floor(r) {
+                        return Ok((Outcome::AbortedFloor, reason));
+                    }
+                }
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(ExperimentError::measure(format!(
+                        "a {side} window measured {r} commits/s: the load stopped or commits are not counted"
+                    )));
+                }
+                rate[side as usize] = r;
+            }
+            self.rec.log_ratios.push((rate[1] / rate[0]).ln());
+            if pair < self.plan.min_pairs {
+                continue;
+            }
+            let l = look(&self.rec.log_ratios, self.plan.look_alpha())
+                .expect("at least 2 finite log-ratios at a look");
+            let decision = l.decide(self.plan.min_effect);
+            self.rec.looks.push(l.clone());
+            let est = interval(&l);
+            match decision {
+                Decision::Better => {
+                    return Ok((Outcome::Kept, format!("candidate faster: {est}: kept")))
+                }
+                Decision::Worse => {
+                    return Ok((
+                        Outcome::RolledBackWorse,
+                        format!("candidate slower: {est}: rolled back"),
+                    ))
+                }
+                Decision::Futile => {
+                    return Ok((
+                        Outcome::Inconclusive,
+                        format!(
+                            "no meaningful difference: {est} lies within ±{:.1}%: rolled back",
+                            self.plan.min_effect * 100.0
+                        ),
+                    ))
+                }
+                Decision::Continue => {}
+            }
+        }
+        Ok((
+            Outcome::Inconclusive,
+            format!(
+                "inconclusive after {} pairs (the most planned){}: rolled back",
+                self.plan.max_pairs,
+                self.estimate_words()
+            ),
+        ))
+    }
+
+    /// Switches to `side` if needed (with a warm-up), then measures one
+    /// window; its commits/s.
+    fn window(&mut self, pair: usize, side: Side) -> Result<f64, ExperimentError> {
+        if self.at != side {
+            let s = self.settings(side).clone();
+            self.tb.apply(&s)?;
+            self.at = side;
+            if !self.plan.warmup.is_zero() {
+                self.measure(pair, side, true)?;
+            }
+        }
+        self.measure(pair, side, false)
+    }
+
+    fn measure(&mut self, pair: usize, side: Side, warmup: bool) -> Result<f64, ExperimentError> {
+        let len = if warmup {
+            self.plan.warmup
+        } else {
+            self.plan.window
+        };
+        let s = self.tb.measure(len)?;
+        self.rec.elapsed_s += s.secs;
+        self.rec.windows.push(Window {
+            pair,
+            side,
+            warmup,
+            commits_per_s: s.commits_per_s,
+            secs: s.secs,
+        });
+        Ok(s.commits_per_s)
+    }
+
+    /// The abort reason when candidate rate `r` is under the floor.
+    fn below_floor(&self, r: f64) -> Option<String> {
+        let mut base: Vec<f64> = self
+            .rec
+            .measured(Side::Baseline)
+            .map(|w| w.commits_per_s)
+            .collect();
+        base.sort_by(f64::total_cmp);
+        let m = base.len();
+        let reference = if m % 2 == 1 {
+            base[m / 2]
+        } else {
+            (base[m / 2 - 1] + base[m / 2]) / 2.0
+        };
+        (r < self.plan.floor * reference).then(|| {
+            format!(
+                "a candidate window ran at {r:.0} commits/s, below {:.2} × the baseline median {reference:.0}: aborted, baseline restored",
+                self.plan.floor
+            )
+        })
+    }
+
+    fn estimate_words(&self) -> String {
+        look(&self.rec.log_ratios, self.plan.look_alpha())
+            .map(|l| format!("; {}", interval(&l)))
+            .unwrap_or_default()
+    }
+
+    /// Sets the outcome and reason, restoring the baseline unless kept.
+    fn finish(&mut self, result: Result<(Outcome, String), ExperimentError>) {
+        let (outcome, reason) = match result {
+            Ok(x) => x,
+            Err(e) => {
+                let restored = self.tb.apply(&self.rec.baseline_settings.clone());
+                self.rec.error = Some(e.to_string());
+                self.rec.outcome = Outcome::Failed;
+                self.rec.reason = match restored {
+                    Ok(()) => format!("the trial failed ({e}): baseline restored"),
+                    Err(r) => format!(
+                        "the trial failed ({e}) and restoring the baseline failed too ({r})"
+                    ),
+                };
+                return;
+            }
+        };
+        let want = if outcome.kept() {
+            Side::Candidate
+        } else {
+            Side::Baseline
+        };
+        if self.at != want {
+            let s = self.settings(want).clone();
+            if let Err(e) = self.tb.apply(&s) {
+                return self.finish(Err(e));
+            }
+            self.at = want;
+        }
+        self.rec.outcome = outcome;
+        self.rec.reason = reason;
+    }
+}
+
+/// "+5.3% (+2.1% to +8.6%, 99.4% interval) after 4 pairs, p = 0.0012".
+pub(crate) fn interval(l: &Look) -> String {
+    format!(
+        "{} ({} to {}, {:.1}% interval) after {} pairs, p = {:.4}",
+        pct(l.mean_ratio),
+        pct(l.ci_low),
+        pct(l.ci_high),
+        (1.0 - l.alpha) * 100.0,
+        l.n,
+        l.p_value
+    )
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Baseline => "baseline",
+            Side::Candidate => "candidate",
+        })
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Outcome::Kept => "kept",
+            Outcome::RolledBackWorse => "rolled back (worse)",
+            Outcome::Inconclusive => "inconclusive (rolled back)",
+            Outcome::AbortedFloor => "aborted below the floor (rolled back)",
+            Outcome::Failed => "failed",
+        })
+    }
+}

@@ -1,0 +1,385 @@
+//! The experiment module against a simulated testbed (scripted rates,
+//! seeded noise, optional drift, simulated time): decisions, restoring the
+//! baseline, the floor guard, the time bound, failures, ABBA against drift,
+//! the search, and the test's false-positive rate.
+
+mod sim;
+
+use std::time::Duration;
+
+use redoctor_advisor::experiment::{
+    look, run_trial, search, Candidate, Decision, Outcome, Plan, Settings, Side, StepResult,
+    Testbed, TrialRecord,
+};
+use sim::{s, Sim};
+
+fn base() -> Settings {
+    s(&[("x", "0")])
+}
+
+fn cand() -> Settings {
+    s(&[("x", "1")])
+}
+
+/// A one-knob sim: baseline at `b` commits/s, candidate at `c`.
+fn sim(b: f64, c: f64, noise: f64, seed: u64) -> Sim {
+    Sim::new(&[(base(), b), (cand(), c)], noise, seed)
+}
+
+fn trial(sim: &mut Sim, plan: &Plan) -> TrialRecord {
+    run_trial(sim, &base(), &cand(), plan, plan.max_total)
+}
+
+#[test]
+fn a_clearly_better_candidate_is_kept_and_stays_applied() {
+    let mut tb = sim(1000.0, 1300.0, 0.02, 1);
+    let t = trial(&mut tb, &Plan::default());
+    assert_eq!(t.outcome, Outcome::Kept, "{}", t.reason);
+    assert_eq!(tb.current, cand());
+    let e = t.estimate.as_ref().unwrap();
+    assert!(
+        e.ci_low > 1.0 && (1.2..1.4).contains(&e.mean_ratio),
+        "{e:?}"
+    );
+    assert!(t.reason.contains("candidate faster"), "{}", t.reason);
+    assert_eq!(t.looks.last(), Some(e));
+}
+
+#[test]
+fn a_clearly_worse_candidate_is_rolled_back() {
+    let mut tb = sim(1000.0, 800.0, 0.02, 2);
+    let t = trial(&mut tb, &Plan::default());
+    assert_eq!(t.outcome, Outcome::RolledBackWorse, "{}", t.reason);
+    assert_eq!(tb.current, base(), "baseline restored");
+    assert!(t.estimate.unwrap().ci_high < 1.0);
+}
+
+#[test]
+fn equal_rates_stop_for_futility_and_roll_back() {
+    let mut tb = sim(1000.0, 1000.0, 0.005, 3);
+    let plan = Plan::default();
+    let t = trial(&mut tb, &plan);
+    assert_eq!(t.outcome, Outcome::Inconclusive, "{}", t.reason);
+    assert!(
+        t.reason.contains("no meaningful difference"),
+        "{}",
+        t.reason
+    );
+    assert!(t.looks.len() < plan.looks(), "stopped before the last look");
+    assert_eq!(tb.current, base());
+}
+
+#[test]
+fn windows_follow_abba_with_a_discarded_warmup_after_each_switch() {
+    let mut tb = sim(1000.0, 1000.0, 0.1, 4);
+    let plan = Plan {
+        max_pairs: 3,
+        floor: 0.0,
+        ..Plan::default()
+    };
+    let t = trial(&mut tb, &plan);
+    use Side::{Baseline as B, Candidate as C};
+    let got: Vec<(usize, Side, bool)> = t
+        .windows
+        .iter()
+        .map(|w| (w.pair, w.side, w.warmup))
+        .collect();
+    let want = vec![
+        (1, B, false),
+        (1, C, true),
+        (1, C, false),
+        (2, C, false),
+        (2, B, true),
+        (2, B, false),
+        (3, B, false),
+        (3, C, true),
+        (3, C, false),
+    ];
+    assert_eq!(got, want);
+    // The testbed really ran each window in that state, warm-ups at their length.
+    for (w, (state, len)) in t.windows.iter().zip(&tb.log) {
+        let expect = if w.side == B { base() } else { cand() };
+        assert_eq!(state, &expect);
+        let l = if w.warmup { plan.warmup } else { plan.window };
+        assert_eq!(*len, l);
+    }
+    assert_eq!(t.log_ratios.len(), 3);
+    let (b, c) = (&t.windows[0], &t.windows[2]);
+    assert!((t.log_ratios[0] - (c.commits_per_s / b.commits_per_s).ln()).abs() < 1e-12);
+    assert_eq!(t.outcome, Outcome::Inconclusive, "{}", t.reason);
+    assert!(t.reason.contains("after 3 pairs"), "{}", t.reason);
+    assert_eq!(tb.current, base());
+}
+
+#[test]
+fn half_the_baseline_trips_the_floor_after_one_candidate_window() {
+    let mut tb = sim(1000.0, 500.0, 0.02, 5);
+    let t = trial(&mut tb, &Plan::default());
+    assert_eq!(t.outcome, Outcome::AbortedFloor, "{}", t.reason);
+    assert_eq!(t.measured(Side::Candidate).count(), 1);
+    assert_eq!(
+        tb.windows_in(&cand()),
+        2,
+        "one warm-up and one measured window"
+    );
+    assert_eq!(tb.log.len(), 3, "nothing measured after the abort");
+    assert_eq!(tb.current, base(), "baseline restored at once");
+    assert!(t.reason.contains("below 0.70"), "{}", t.reason);
+}
+
+#[test]
+fn the_time_bound_is_respected() {
+    let plan = Plan {
+        max_total: Duration::from_secs(20),
+        max_pairs: 50,
+        floor: 0.0,
+        ..Plan::default()
+    };
+    let mut tb = sim(1000.0, 1000.0, 0.2, 6);
+    let t = trial(&mut tb, &plan);
+    assert_eq!(t.outcome, Outcome::Inconclusive, "{}", t.reason);
+    assert!(t.reason.contains("time budget"), "{}", t.reason);
+    assert!(tb.clock <= plan.max_total + plan.window, "{:?}", tb.clock);
+    assert_eq!(t.log_ratios.len(), 8, "20 s fit 8 pairs of 2.5 s");
+    assert_eq!(tb.current, base());
+
+    // A budget under min_pairs pairs measures nothing.
+    let mut tb = sim(1000.0, 1300.0, 0.02, 6);
+    let t = run_trial(&mut tb, &base(), &cand(), &plan, Duration::from_secs(7));
+    assert_eq!(t.outcome, Outcome::Inconclusive);
+    assert!(t.reason.starts_with("not run"), "{}", t.reason);
+    assert_eq!((tb.log.len(), tb.applies), (0, 0));
+}
+
+#[test]
+fn an_apply_error_mid_trial_restores_the_baseline_and_fails() {
+    let b2 = s(&[("a", "0"), ("b", "0")]);
+    let c2 = s(&[("a", "1"), ("b", "1")]);
+    let mut tb = Sim::new(&[(b2.clone(), 1000.0), (c2.clone(), 1000.0)], 0.05, 7);
+    // Apply 3 is pair 3's switch to the candidate; it sets `a` then fails.
+    tb.fail_apply = Some(3);
+    let t = run_trial(&mut tb, &b2, &c2, &Plan::default(), Duration::from_secs(60));
+    assert_eq!(t.outcome, Outcome::Failed, "{}", t.reason);
+    assert!(t.error.as_deref().unwrap().contains("simulated refusal"));
+    assert!(t.reason.contains("baseline restored"), "{}", t.reason);
+    assert_eq!(tb.applies, 4, "three switches, then the restore");
+    assert_eq!(tb.current, b2);
+}
+
+#[test]
+fn an_invalid_plan_fails_without_touching_the_testbed() {
+    let mut tb = sim(1000.0, 1300.0, 0.02, 8);
+    let plan = Plan {
+        min_pairs: 1,
+        ..Plan::default()
+    };
+    let t = trial(&mut tb, &plan);
+    assert_eq!(t.outcome, Outcome::Failed);
+    assert!(t.reason.contains("min_pairs = 1"), "{}", t.reason);
+    assert_eq!((tb.log.len(), tb.applies), (0, 0));
+}
+
+#[test]
+fn drift_with_abba_gives_no_false_better() {
+    for seed in 0..20 {
+        let mut tb = sim(1000.0, 1000.0, 0.003, 100 + seed);
+        tb.drift_per_s = 0.02;
+        let t = trial(&mut tb, &Plan::default());
+        assert_ne!(t.outcome, Outcome::Kept, "seed {seed}: {}", t.reason);
+        assert_eq!(tb.current, base());
+    }
+}
+
+/// The same drift measured baseline-then-candidate in every pair (no ABBA)
+/// does look better: what the ABBA order is there for.
+#[test]
+fn the_same_drift_without_abba_would_look_better() {
+    let plan = Plan::default();
+    let mut tb = sim(1000.0, 1000.0, 0.003, 100);
+    tb.drift_per_s = 0.02;
+    let mut d = vec![];
+    for _ in 0..plan.max_pairs {
+        tb.apply(&base()).unwrap();
+        tb.measure(plan.warmup).unwrap();
+        let b = tb.measure(plan.window).unwrap().commits_per_s;
+        tb.apply(&cand()).unwrap();
+        tb.measure(plan.warmup).unwrap();
+        let c = tb.measure(plan.window).unwrap().commits_per_s;
+        d.push((c / b).ln());
+    }
+    let l = look(&d, plan.look_alpha()).unwrap();
+    assert_eq!(l.decide(plan.min_effect), Decision::Better, "{l:?}");
+}
+
+#[test]
+fn equal_rates_rarely_decide_anything() {
+    let plan = Plan::default();
+    let runs = 200;
+    let (mut kept, mut decided) = (0, 0);
+    for seed in 0..runs {
+        let mut tb = sim(1000.0, 1000.0, 0.03, 1000 + seed);
+        let t = trial(&mut tb, &plan);
+        kept += usize::from(t.outcome == Outcome::Kept);
+        decided += usize::from(matches!(
+            t.outcome,
+            Outcome::Kept | Outcome::RolledBackWorse
+        ));
+    }
+    let bound = plan.alpha * runs as f64;
+    assert!(
+        (decided as f64) < bound,
+        "{decided} of {runs} runs decided (kept {kept}); alpha allows under {bound}"
+    );
+}
+
+fn knob_x(v: &str, gain: f64) -> Candidate {
+    Candidate {
+        label: format!("x={v}"),
+        settings: s(&[("x", v)]),
+        predicted_gain: gain,
+    }
+}
+
+#[test]
+fn search_keeps_the_better_of_two_candidates() {
+    let rates = [
+        (s(&[("x", "1")]), 1000.0),
+        (s(&[("x", "2")]), 1300.0),
+        (s(&[("x", "3")]), 1100.0),
+    ];
+    let mut tb = Sim::new(&rates, 0.02, 9);
+    // The prediction orders them wrongly: x=3 is tried first.
+    let cands = vec![knob_x("2", 0.1), knob_x("3", 0.2)];
+    let plan = Plan::default();
+    let r = search(&mut tb, cands, &plan);
+    assert_eq!(r.error, None);
+    assert_eq!(r.start_settings, s(&[("x", "1")]));
+    assert_eq!(r.kept, vec!["x=3", "x=2"], "{}", r.summary());
+    assert_eq!(r.final_settings, s(&[("x", "2")]));
+    assert_eq!(tb.current, r.final_settings);
+    let StepResult::Tried(second) = &r.steps[1].result else {
+        panic!("x=2 not tried");
+    };
+    assert_eq!(
+        second.baseline_settings,
+        s(&[("x", "3")]),
+        "a kept candidate is the next baseline"
+    );
+    assert!(tb.clock <= plan.max_total + plan.window);
+}
+
+#[test]
+fn search_rolls_back_a_worse_knob_and_keeps_a_better_one() {
+    let st = |a: &str, b: &str| s(&[("a", a), ("b", b)]);
+    let rates = [
+        (st("0", "0"), 1000.0),
+        (st("1", "0"), 1250.0),
+        (st("0", "1"), 850.0),
+        (st("1", "1"), 1060.0),
+    ];
+    let mut tb = Sim::new(&rates, 0.02, 10);
+    let one = |k: &str, gain| Candidate {
+        label: k.into(),
+        settings: s(&[(k, "1")]),
+        predicted_gain: gain,
+    };
+    let r = search(
+        &mut tb,
+        vec![one("b", 0.3), one("a", 0.2)],
+        &Plan::default(),
+    );
+    let outcomes: Vec<_> = r
+        .steps
+        .iter()
+        .map(|st| match &st.result {
+            StepResult::Tried(t) => t.outcome,
+            StepResult::Skipped(w) => panic!("{}: skipped: {w}", st.label),
+        })
+        .collect();
+    assert_eq!(outcomes, vec![Outcome::RolledBackWorse, Outcome::Kept]);
+    assert_eq!(r.final_settings, st("1", "0"));
+    assert_eq!(tb.current, st("1", "0"));
+    assert!(r.summary().contains("kept: a (a=1)"), "{}", r.summary());
+}
+
+#[test]
+fn search_skips_a_candidate_that_does_not_fit_the_budget() {
+    let st = |a: &str, b: &str| s(&[("a", a), ("b", b)]);
+    let rates = [
+        (st("0", "0"), 1000.0),
+        (st("1", "0"), 1300.0),
+        (st("0", "1"), 1300.0),
+        (st("1", "1"), 1690.0),
+    ];
+    let mut tb = Sim::new(&rates, 0.01, 11);
+    // 12.5 s: the first trial's 3 pairs take 7.5 s, 5 s cannot fit 3 more.
+    let plan = Plan {
+        max_total: Duration::from_millis(12_500),
+        ..Plan::default()
+    };
+    let cands = vec![
+        Candidate {
+            label: "b".into(),
+            settings: s(&[("b", "1")]),
+            predicted_gain: 0.1,
+        },
+        Candidate {
+            label: "a".into(),
+            settings: s(&[("a", "1")]),
+            predicted_gain: 0.3,
+        },
+    ];
+    let r = search(&mut tb, cands, &plan);
+    let StepResult::Tried(first) = &r.steps[0].result else {
+        panic!("a not tried");
+    };
+    assert_eq!(
+        (r.steps[0].label.as_str(), first.outcome),
+        ("a", Outcome::Kept)
+    );
+    assert_eq!(first.looks.len(), 1, "decided at the first look");
+    match &r.steps[1].result {
+        StepResult::Skipped(why) => assert!(why.contains("does not fit the time budget"), "{why}"),
+        StepResult::Tried(t) => panic!("b tried: {}", t.reason),
+    }
+    assert_eq!(
+        tb.windows_in(&st("0", "1")) + tb.windows_in(&st("1", "1")),
+        0
+    );
+    assert_eq!(r.final_settings, st("1", "0"));
+    assert!(tb.clock <= plan.max_total + plan.window);
+}
+
+#[test]
+fn a_search_of_noisy_candidates_stays_within_max_total() {
+    let rates: Vec<_> = (0..4)
+        .map(|v| (s(&[("x", &v.to_string())]), 1000.0))
+        .collect();
+    let mut tb = Sim::new(&rates, 0.15, 12);
+    let plan = Plan {
+        max_total: Duration::from_secs(30),
+        floor: 0.0,
+        ..Plan::default()
+    };
+    let cands = (1..4).map(|v| knob_x(&v.to_string(), v as f64)).collect();
+    let r = search(&mut tb, cands, &plan);
+    assert!(tb.clock <= plan.max_total + plan.window, "{:?}", tb.clock);
+    assert!((r.elapsed_s - tb.clock.as_secs_f64()).abs() < 1e-9);
+    assert!(r
+        .steps
+        .iter()
+        .any(|s| matches!(s.result, StepResult::Skipped(_))));
+    assert_eq!(tb.current, s(&[("x", "0")]), "nothing kept");
+}
+
+#[test]
+fn records_serialise_with_snake_case_names() {
+    let mut tb = sim(1000.0, 500.0, 0.02, 13);
+    let t = trial(&mut tb, &Plan::default());
+    let v = serde_json::to_value(&t).unwrap();
+    assert_eq!(v["outcome"], "aborted_floor");
+    assert_eq!(v["windows"][0]["side"], "baseline");
+    assert_eq!(v["plan"]["window_s"], 1.0);
+    let back: TrialRecord = serde_json::from_value(v).unwrap();
+    assert_eq!(back, t);
+}
