@@ -339,8 +339,9 @@ struct TrialRun {
     /// The configuration the server was left in.
     final_config: String,
     verdict: String,
+    /// Time the trial itself took (its windows).
     #[serde(default)]
-    seconds: f64,
+    trial_s: f64,
 }
 
 fn score(records: &[Record], trials: Option<&Path>) {
@@ -463,7 +464,7 @@ fn score(records: &[Record], trials: Option<&Path>) {
             },
             t.map_or("".into(), |t| format!("{} ({})", t.final_config, t.verdict)),
             f(tp),
-            t.map_or("".into(), |t| format!("{:.0}", t.seconds)),
+            t.map_or("".into(), |t| format!("{:.0}", t.trial_s)),
             f(r.statics[0]),
             f(r.statics[1]),
             f(r.statics[2]),

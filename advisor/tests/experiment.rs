@@ -140,12 +140,12 @@ fn the_time_bound_is_respected() {
     assert_eq!(t.outcome, Outcome::Inconclusive, "{}", t.reason);
     assert!(t.reason.contains("time budget"), "{}", t.reason);
     assert!(tb.clock <= plan.max_total + plan.window, "{:?}", tb.clock);
-    assert_eq!(t.log_ratios.len(), 8, "20 s fit 8 pairs of 2.5 s");
+    assert_eq!(t.log_ratios.len(), 6, "20 s fit 6 pairs of 3 s");
     assert_eq!(tb.current, base());
 
     // A budget under min_pairs pairs measures nothing.
     let mut tb = sim(1000.0, 1300.0, 0.02, 6);
-    let t = run_trial(&mut tb, &base(), &cand(), &plan, Duration::from_secs(7));
+    let t = run_trial(&mut tb, &base(), &cand(), &plan, Duration::from_secs(8));
     assert_eq!(t.outcome, Outcome::Inconclusive);
     assert!(t.reason.starts_with("not run"), "{}", t.reason);
     assert_eq!((tb.log.len(), tb.applies), (0, 0));

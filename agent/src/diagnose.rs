@@ -28,6 +28,10 @@ pub struct DiagnoseArgs {
     /// How long to observe (default 10s; 5s with --demo).
     #[arg(long, value_parser = crate::duration::parse)]
     duration: Option<Duration>,
+    /// Observed and discarded before the measured windows, while the load
+    /// settles (default 2s with --demo, whose engine has just started; 0 with --pid).
+    #[arg(long, value_parser = crate::duration::parse)]
+    warmup: Option<Duration>,
     /// Window length within the observation (windows feed the trends and charts).
     #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
     interval: Duration,
@@ -186,6 +190,19 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         }
     }
     let mut sampler = crate::probe::attach(&AttachOptions::new(pid), profile)?;
+    let warmup = args.warmup.unwrap_or(if args.demo {
+        DEMO_WARMUP
+    } else {
+        Duration::ZERO
+    });
+    if !warmup.is_zero() {
+        let w = sampler
+            .wait_window(warmup)
+            .context("reading the probes' maps")?;
+        if w.target_exited {
+            bail!("pid {pid} exited during the warm-up");
+        }
+    }
     let windows = observe(&mut sampler, pid, duration, args.interval)?;
     if let Some(e) = &demo {
         for (k, v) in &e.settings {
@@ -243,6 +260,10 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
+
+/// The demo's warm-up: its engine has just started (threads, caches, the
+/// spin gate's first CPU reading).
+const DEMO_WARMUP: Duration = Duration::from_secs(2);
 
 /// Where the model's constants come from, per the flags.
 fn model_source(

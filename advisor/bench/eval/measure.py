@@ -3,6 +3,7 @@
 
     measure.py PLAN.toml DATA.jsonl [--resume] [--only SUBSTRING ...]
                [--engine PATH] [--redoctor PATH]
+    measure.py PLAN.toml DATA.jsonl --reobserve FROM.jsonl [--resume]
 
 For every scenario of the plan (slices of workloads x users x cores x binlog x
 flush x storage), in a shuffled order:
@@ -14,7 +15,9 @@ flush x storage), in a shuffled order:
   facts and per-window commit rates are kept, so the advisor can diagnose
   the scenario offline with any model.
 One JSON line per finished scenario is appended to DATA.jsonl (an interrupted
-run resumes with --resume). Needs root (the probes).
+run resumes with --resume). `--reobserve FROM.jsonl` keeps FROM's cells and
+measures the observations again (after a change to what diagnose observes).
+Needs root (the probes).
 """
 
 import argparse
@@ -143,6 +146,7 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--engine", default="target/release/redoctor-engine")
     ap.add_argument("--redoctor", default="target/release/redoctor")
+    ap.add_argument("--reobserve")
     args = ap.parse_args()
     with open(args.plan, "rb") as f:
         plan = tomllib.load(f)
@@ -160,6 +164,21 @@ def main():
     rng.shuffle(todo)
     todo = [s for s in todo if key(s) not in done]
     started = time.time()
+    if args.reobserve:
+        with open(args.reobserve) as f:
+            old = [json.loads(l) for l in f if l.strip()]
+        old = [r for r in old if r["key"] not in done and (not args.only or any(o in r["key"] for o in args.only))]
+        for n, rec in enumerate(old, 1):
+            s = {k: rec[k] for k in ["slice", "workload", "users", "cores", "binlog", "flush", "storage"]}
+            workdir = plan["storage"][s["storage"]]
+            rec["observations"] = {
+                name: observe(args, plan, s, configs[name], workdir) for name in ["RT1", "RT0"]
+            }
+            rec["reobserved_unix_s"] = int(time.time())
+            with open(args.out, "a") as f:
+                f.write(json.dumps(rec) + "\n")
+            print(f"[{n}/{len(old)}] {rec['key']} reobserved", flush=True)
+        return
     for n, s in enumerate(todo, 1):
         workdir = plan["storage"][s["storage"]]
         t0 = time.time()

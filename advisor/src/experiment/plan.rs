@@ -39,7 +39,7 @@ impl Default for Plan {
     fn default() -> Plan {
         Plan {
             window: Duration::from_secs(1),
-            warmup: Duration::from_millis(500),
+            warmup: Duration::from_secs(1),
             min_pairs: 3,
             max_pairs: 10,
             max_total: Duration::from_secs(60),
@@ -165,8 +165,8 @@ mod tests {
         p.validate().unwrap();
         assert_eq!(p.looks(), 8);
         assert!((p.look_alpha() - 0.00625).abs() < 1e-12);
-        assert_eq!(p.pair_time(), Duration::from_millis(2500));
-        assert_eq!(p.min_time(), Duration::from_millis(7500));
+        assert_eq!(p.pair_time(), Duration::from_millis(3000));
+        assert_eq!(p.min_time(), Duration::from_millis(9000));
     }
 
     #[test]
@@ -233,7 +233,7 @@ mod tests {
         let p = Plan::default();
         let v = serde_json::to_value(&p).unwrap();
         assert_eq!(v["window_s"], 1.0);
-        assert_eq!(v["warmup_s"], 0.5);
+        assert_eq!(v["warmup_s"], 1.0);
         assert_eq!(serde_json::from_value::<Plan>(v).unwrap(), p);
     }
 }

@@ -38,11 +38,13 @@ pub struct Params {
     pub rt1_group_cpu_us: f64,
     /// RT0 CPU per fsync group: the leader's write and fsync calls, µs.
     pub rt0_group_cpu_us: f64,
-    /// RT0 convoy: extra CPU per commit per doubling of the waiters per
-    /// flush above the knee (followers woken to find their data not yet
-    /// durable, newcomers racing for the writer and flusher mutexes), µs.
+    /// RT0 convoy on a real fsync: extra CPU per commit per doubling of
+    /// the users per core above the knee (an elected leader waits for a CPU
+    /// behind hundreds of runnable threads while its followers pile up;
+    /// waiters woken to find their data not yet durable, newcomers racing
+    /// for the writer and flusher mutexes), µs. None on tmpfs: nobody waits.
     pub rt0_convoy_cpu_us: f64,
-    /// Commits per fsync above which RT0's leader election convoys.
+    /// Users per core above which RT0's leader election convoys.
     pub rt0_convoy_knee: f64,
     /// Time to hand a gate or throttle slot to the next queued thread (its
     /// wakeup and first run), µs: on every slot's critical path when the
@@ -202,16 +204,17 @@ struct Load {
 /// is a few hundred ns).
 const FSYNC_CPU_HALF_US: f64 = 20.0;
 
-fn commit_path_cpu(p: &Params, i: &Inputs, redo_threads: bool, group: f64) -> f64 {
+fn commit_path_cpu(p: &Params, i: &Inputs, redo_threads: bool, group: f64, users: f64) -> f64 {
     let g = group.max(1.0);
     if redo_threads {
         p.switch_cpu_us + p.rt1_group_cpu_us / g
     } else {
-        let doublings = (g / p.rt0_convoy_knee).log2().max(0.0);
+        let doublings = (users / i.cores / p.rt0_convoy_knee).log2().max(0.0);
+        // How real the fsync is: ~0 on tmpfs, ~1 on a device.
         let device = i.fsync_us / (i.fsync_us + FSYNC_CPU_HALF_US);
         p.switch_cpu_us * (1.0 - 1.0 / g)
             + p.rt0_group_cpu_us * device / g
-            + p.rt0_convoy_cpu_us * doublings
+            + p.rt0_convoy_cpu_us * doublings * device
     }
 }
 
@@ -283,7 +286,7 @@ fn load(p: &Params, i: &Inputs) -> Load {
     let path = if c.redo_threads && i.log_cpu_us > 0.0 {
         i.log_cpu_us + p.switch_cpu_us
     } else {
-        commit_path_cpu(p, i, c.redo_threads, i.group)
+        commit_path_cpu(p, i, c.redo_threads, i.group, i.users)
     };
     let contention = p.switch_cpu_us * i.lock_waits;
     let work = (i.cpu_us - path - contention - slot_cpu(p, c, i.users)).max(0.05 * i.cpu_us);
@@ -308,9 +311,16 @@ fn evaluate(p: &Params, i: &Inputs, l: &Load, c: &Config, group: f64) -> Estimat
     };
     // Same redo mode: the observed path, moved by what the model says the
     // new group and concurrency change; the other mode: the model's.
-    let model_path = commit_path_cpu(p, i, c.redo_threads, group);
+    // RT0's committers are everyone waiting for the flush (a cap does not
+    // limit them: the commit leaves the gate first); a throttle does.
+    let committers = if c.throttle > 0 {
+        l.users.min(f64::from(c.throttle))
+    } else {
+        l.users
+    };
+    let model_path = commit_path_cpu(p, i, c.redo_threads, group, committers);
     let path = if c.redo_threads == i.config.redo_threads {
-        let seen = commit_path_cpu(p, i, c.redo_threads, i.group);
+        let seen = commit_path_cpu(p, i, c.redo_threads, i.group, l.users);
         (l.observed_path_cpu_us + model_path - seen).max(0.0)
     } else {
         model_path
