@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use plotters::prelude::*;
 use redoctor_advisor::model::calibration::{Calibration, HostFacts};
 use redoctor_advisor::model::{fit, CalibrationPoint, Config, Inputs, Model, Outcome};
 use redoctor_advisor::{diagnose_summary, Facts, RuleSet, Summary};
@@ -344,7 +345,76 @@ struct TrialRun {
     trial_s: f64,
 }
 
-fn score(records: &[Record], trials: Option<&Path>) {
+/// One SVG: per scenario, the share of the oracle's best reached by the
+/// advice without trial, with --trial, and MySQL 8.4's and 8.0's defaults.
+fn chart(rows: &[(String, [Option<f64>; 4])], path: &Path) {
+    let names = [
+        "advised (no trial)",
+        "with --trial",
+        "8.4 OFF<32",
+        "8.0 always ON",
+    ];
+    let colours = [
+        RGBColor(31, 119, 180),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(150, 150, 150),
+    ];
+    let n = rows.len().max(1);
+    let width = (60 + 22 * n as u32).max(800);
+    let root = SVGBackend::new(path, (width, 520)).into_drawing_area();
+    root.fill(&WHITE).expect("drawing");
+    let mut c = ChartBuilder::on(&root)
+        .caption(
+            "Share of the oracle's best, per scenario (held out by workload)",
+            ("sans-serif", 18),
+        )
+        .margin(10)
+        .x_label_area_size(200)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..n as f64, 0f64..1.05)
+        .expect("drawing");
+    let label = |v: &f64| {
+        let i = v.floor() as usize;
+        if (v - v.floor() - 0.5).abs() < 1e-6 {
+            rows.get(i).map(|r| r.0.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    c.configure_mesh()
+        .x_labels(2 * n + 1)
+        .x_label_formatter(&label)
+        .x_label_style(
+            ("sans-serif", 10)
+                .into_font()
+                .transform(FontTransform::Rotate90),
+        )
+        .y_desc("commits/s / oracle best")
+        .draw()
+        .expect("drawing");
+    for (k, colour) in colours.iter().enumerate() {
+        let bars = rows.iter().enumerate().filter_map(|(i, r)| {
+            r.1[k].map(|v| {
+                let x0 = i as f64 + 0.1 + 0.2 * k as f64;
+                Rectangle::new([(x0, 0.0), (x0 + 0.2, v.min(1.05))], colour.filled())
+            })
+        });
+        c.draw_series(bars)
+            .expect("drawing")
+            .label(names[k])
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
+    }
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .expect("drawing");
+    root.present().expect("writing the chart");
+}
+
+fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
     let rules = RuleSet::shipped_and(&[]).expect("the shipped rules load");
     let families = all_families(records);
     let in_sample = model_without(records, None);
@@ -433,6 +503,7 @@ fn score(records: &[Record], trials: Option<&Path>) {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut trial_pcts = Vec::new();
     let mut trial_bad = 0;
+    let mut bars = Vec::new();
     for (k, r) in &rows {
         let rec = records
             .iter()
@@ -440,6 +511,7 @@ fn score(records: &[Record], trials: Option<&Path>) {
             .expect("scored from records");
         let t = trial_runs.get(k);
         let tp = t.and_then(|t| rec.median(&t.final_config).map(|m| m / r.best_tps));
+        bars.push((k.clone(), [r.pct, tp, r.statics[1], r.statics[0]]));
         if let (Some(t), Some(p)) = (t, tp) {
             trial_pcts.push(p);
             let worse = t.final_config != "RT1"
@@ -479,6 +551,10 @@ fn score(records: &[Record], trials: Option<&Path>) {
             trial_pcts.iter().filter(|x| **x < 0.98).count(),
             trial_bad
         );
+    }
+    if let Some(path) = svg {
+        chart(&bars, path);
+        println!("\nChart: {}", path.display());
     }
     let p = in_sample.params.to_vec();
     println!(
@@ -562,12 +638,18 @@ fn main() {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["score", data] => score(&load(Path::new(data)), None),
-        ["score", data, "--trials", t] => score(&load(Path::new(data)), Some(Path::new(t))),
+        ["score", data] => score(&load(Path::new(data)), None, None),
+        ["score", data, "--trials", t] => score(&load(Path::new(data)), Some(Path::new(t)), None),
+        ["score", data, "--trials", t, "--svg", f] => score(
+            &load(Path::new(data)),
+            Some(Path::new(t)),
+            Some(Path::new(f)),
+        ),
+        ["score", data, "--svg", f] => score(&load(Path::new(data)), None, Some(Path::new(f))),
         ["folds", data, dir] => folds(&load(Path::new(data)), Path::new(dir)),
         ["residuals", data] => residuals(&load(Path::new(data))),
         _ => {
-            eprintln!("usage: advice_eval score DATA.jsonl [--trials TRIALS.jsonl] | folds DATA.jsonl OUTDIR");
+            eprintln!("usage: advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | folds DATA.jsonl OUTDIR | residuals DATA.jsonl");
             std::process::exit(2);
         }
     }

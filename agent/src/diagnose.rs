@@ -132,9 +132,13 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     let profile = Profile::resolve(&args.profile).context("loading the target profile")?;
     // The demo calibrates the host first when it has no calibration yet
     // (before its engine starts, so the two do not share the CPUs).
-    let demo_model = if args.demo {
+    // An explicit calibration (or the priors) is read before anything
+    // starts, so a bad file fails fast.
+    let early_model = if args.demo || args.calibration.is_some() || args.model_priors {
         let cores = args.cpus.unwrap_or_else(crate::calibrate::online_cpus);
-        Some(crate::calibrate::model(model_source(&args, cores, true)?)?)
+        Some(crate::calibrate::model(model_source(
+            &args, cores, args.demo,
+        )?)?)
     } else {
         None
     };
@@ -212,7 +216,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         }
     }
     let facts = Facts::infer(&args.profile, &summarize(&windows), &stated);
-    let model = match demo_model {
+    let model = match early_model {
         Some(m) => m,
         None => {
             let cores = summarize(&windows).get("cores").copied().unwrap_or(1.0) as u32;

@@ -307,3 +307,41 @@ fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
         "{err}"
     );
 }
+
+#[test]
+fn bad_calibrations_and_trial_without_a_socket_are_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.json");
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, r#"{"schema":"redoctor.calibration","version":9}"#).unwrap();
+    for (file, says) in [(&missing, "No such file"), (&old, "version 9")] {
+        let o = redoctor()
+            .args(["diagnose", "--pid", "1", "--calibration"])
+            .arg(file)
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&*file.to_string_lossy())
+                && err.contains(says)
+                && err.contains("redoctor calibrate"),
+            "{err}"
+        );
+    }
+    let o = redoctor()
+        .args(["diagnose", "--pid", "1", "--trial"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--socket"), "{err}");
+    let o = redoctor()
+        .args(["calibrate", "--workdir"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a directory"), "{err}");
+}

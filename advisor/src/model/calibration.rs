@@ -81,8 +81,9 @@ impl Calibration {
         }
         let ver = v.get("version").and_then(|s| s.as_u64());
         if ver != Some(u64::from(VERSION)) {
+            let ver = ver.map_or("missing".to_string(), |v| v.to_string());
             return Err(bad(format!(
-                "version {ver:?} is not the supported {VERSION}; run `redoctor calibrate` again"
+                "version {ver} is not the supported {VERSION}; run `redoctor calibrate` again"
             )));
         }
         serde_json::from_value(v).map_err(|e| bad(format!("malformed: {e}")))

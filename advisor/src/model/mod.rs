@@ -46,8 +46,8 @@ pub enum ModelError {
     /// A calibration file is not usable.
     #[error("calibration file {}: {reason}", path.display())]
     Calibration { path: PathBuf, reason: String },
-    /// A calibration file could not be read or written.
-    #[error("calibration file {}: {source}", path.display())]
+    /// A calibration file could not be read or written (the cause is the source).
+    #[error("calibration file {}", path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,
