@@ -102,17 +102,8 @@ impl Record {
 }
 
 fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
+    use statrs::statistics::{Data, OrderStatistics};
+    (!v.is_empty()).then(|| Data::new(v.to_vec()).median())
 }
 
 /// Welch's two-sided p-value on the logs of two samples.

@@ -355,17 +355,16 @@ fn summary_sums_windows_and_costs_per_commit() {
     assert_eq!(s["lock_waits_per_commit"], 1.0);
 }
 
-/// A diagnosis advising RT0, then a trial on a simulated server.
-fn trial_on(rt0_rate: f64) -> Diagnosis {
+/// `d` after a trial of RT1 -> RT0 on a simulated server whose RT1 runs
+/// 10000 commits/s and RT0 `rt0_rate`.
+fn after_trial(mut d: Diagnosis, rt0_rate: f64, seed: u64) -> Diagnosis {
     let rules = RuleSet::load(&[shipped_rules()]).unwrap();
-    let mut d = run(binlog(), 3, &[], &[]);
-    assert_eq!(d.verdict.kind, VerdictKind::Change);
     let base = sim::s(&[("innodb_log_writer_threads", "ON")]);
     let cand = sim::s(&[("innodb_log_writer_threads", "OFF")]);
     let mut tb = sim::Sim::new(
         &[(base.clone(), 10_000.0), (cand.clone(), rt0_rate)],
         0.03,
-        7,
+        seed,
     );
     let plan = Plan {
         window: Duration::from_secs(1),
@@ -374,6 +373,13 @@ fn trial_on(rt0_rate: f64) -> Diagnosis {
     let t = run_trial(&mut tb, &base, &cand, &plan, plan.max_total);
     follow_trial(&mut d, Experiment::Trial(t), &rules);
     d
+}
+
+/// A diagnosis advising RT0, then a trial on a simulated server.
+fn trial_on(rt0_rate: f64) -> Diagnosis {
+    let d = run(binlog(), 3, &[], &[]);
+    assert_eq!(d.verdict.kind, VerdictKind::Change);
+    after_trial(d, rt0_rate, 7)
 }
 
 #[test]
@@ -403,22 +409,9 @@ fn a_trial_that_measures_the_change_better_verifies_it() {
 
 #[test]
 fn a_trial_can_keep_what_the_model_could_not_call() {
-    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
-    let mut d = run_with(binlog(), 3, &[], &[], &Model::uncalibrated());
+    let d = run_with(binlog(), 3, &[], &[], &Model::uncalibrated());
     assert!(d.recommendations.is_empty());
-    let base = sim::s(&[("innodb_log_writer_threads", "ON")]);
-    let cand = sim::s(&[("innodb_log_writer_threads", "OFF")]);
-    let mut tb = sim::Sim::new(
-        &[(base.clone(), 10_000.0), (cand.clone(), 14_000.0)],
-        0.03,
-        3,
-    );
-    let plan = Plan {
-        window: Duration::from_secs(1),
-        ..Plan::default()
-    };
-    let t = run_trial(&mut tb, &base, &cand, &plan, plan.max_total);
-    follow_trial(&mut d, Experiment::Trial(t), &rules);
+    let d = after_trial(d, 14_000.0, 3);
     assert_eq!(d.verdict.kind, VerdictKind::Change, "{}", d.verdict.text);
     let r = &d.recommendations[0];
     assert_eq!(

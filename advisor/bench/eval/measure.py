@@ -67,6 +67,16 @@ def axis_settings(s):
     ]
 
 
+def done_keys(out, resume, tool):
+    """Keys already in OUT (resuming), or exit if OUT exists without --resume."""
+    if not os.path.exists(out):
+        return set()
+    if not resume:
+        sys.exit(f"{tool}: {out} exists: pass --resume to continue it, or another path")
+    with open(out) as f:
+        return {json.loads(l)["key"] for l in f if l.strip()}
+
+
 def run_cell(args, plan, s, settings, workdir):
     d = tempfile.mkdtemp(prefix="redoctor-eval-", dir=workdir)
     try:
@@ -154,12 +164,7 @@ def main():
     todo = scenarios(plan)
     if args.only:
         todo = [s for s in todo if any(o in key(s) for o in args.only)]
-    done = set()
-    if os.path.exists(args.out):
-        if not args.resume:
-            sys.exit(f"measure.py: {args.out} exists: pass --resume to continue it, or another path")
-        with open(args.out) as f:
-            done = {json.loads(l)["key"] for l in f if l.strip()}
+    done = done_keys(args.out, args.resume, "measure.py")
     rng = random.Random(plan["run"].get("seed", 1))
     rng.shuffle(todo)
     todo = [s for s in todo if key(s) not in done]

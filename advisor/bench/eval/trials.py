@@ -22,7 +22,7 @@ import time
 import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import axis_settings, key, scenarios  # noqa: E402
+from measure import axis_settings, done_keys, key, scenarios  # noqa: E402
 
 
 def label(settings):
@@ -73,12 +73,7 @@ def main():
     todo = scenarios(plan)
     if args.only:
         todo = [s for s in todo if any(o in key(s) for o in args.only)]
-    done = set()
-    if os.path.exists(args.out):
-        if not args.resume:
-            sys.exit(f"trials.py: {args.out} exists: pass --resume to continue it")
-        with open(args.out) as f:
-            done = {json.loads(l)["key"] for l in f if l.strip()}
+    done = done_keys(args.out, args.resume, "trials.py")
     todo = [s for s in todo if key(s) not in done]
     for n, s in enumerate(todo, 1):
         cal = os.path.join(args.folds, f"{s['workload']}.json")
