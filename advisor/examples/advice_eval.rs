@@ -558,6 +558,39 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
     }
 }
 
+/// The product's own path: the model from a `redoctor calibrate` file
+/// (fitted on the bundled engine's calibration runs only), scored on every
+/// scenario, none of which it saw.
+fn score_calibration(records: &[Record], path: &Path) {
+    let rules = RuleSet::shipped_and(&[]).expect("the shipped rules load");
+    let c = Calibration::load(path).unwrap_or_else(|e| {
+        eprintln!("advice_eval: {e}");
+        std::process::exit(1)
+    });
+    let model = Model::from_calibration(&c, path);
+    let rows: Vec<Row> = records.iter().map(|r| score_record(r, &rules, &model)).collect();
+    let adv: Vec<f64> = rows.iter().filter_map(|r| r.pct).collect();
+    let st = |i: usize| geomean(&rows.iter().filter_map(|r| r.statics[i]).collect::<Vec<_>>());
+    println!(
+        "Model from {} ({} points, held-out error {:.1}%), on {} scenarios it never saw: advised geomean {:.1}% of the oracle (min {:.0}%, below 95%: {}, below RT1 beyond noise: {}); always ON {:.1}%, 8.4 {:.1}%, seed 000 {:.1}%; advised a change in {} scenarios.",
+        path.display(),
+        c.fitted.points,
+        (c.fitted.sigma.exp() - 1.0) * 100.0,
+        rows.len(),
+        geomean(&adv) * 100.0,
+        adv.iter().cloned().fold(f64::INFINITY, f64::min) * 100.0,
+        adv.iter().filter(|x| **x < 0.95).count(),
+        rows.iter().filter(|r| r.below_baseline_beyond_noise).count(),
+        st(0) * 100.0,
+        st(1) * 100.0,
+        st(2) * 100.0,
+        rows.iter().filter(|r| r.advised != "RT1").count(),
+    );
+    for r in rows.iter().filter(|r| r.advised != "RT1") {
+        println!("  {}: advised {} at {}", r.key, r.advised, f(r.pct));
+    }
+}
+
 fn folds(records: &[Record], dir: &Path) {
     std::fs::create_dir_all(dir).expect("creating the output directory");
     for fam in all_families(records)
@@ -637,10 +670,11 @@ fn main() {
             Some(Path::new(f)),
         ),
         ["score", data, "--svg", f] => score(&load(Path::new(data)), None, Some(Path::new(f))),
+        ["score", data, "--calibration", c] => score_calibration(&load(Path::new(data)), Path::new(c)),
         ["folds", data, dir] => folds(&load(Path::new(data)), Path::new(dir)),
         ["residuals", data] => residuals(&load(Path::new(data))),
         _ => {
-            eprintln!("usage: advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | folds DATA.jsonl OUTDIR | residuals DATA.jsonl");
+            eprintln!("usage: advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl");
             std::process::exit(2);
         }
     }
