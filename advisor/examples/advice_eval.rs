@@ -568,7 +568,10 @@ fn score_calibration(records: &[Record], path: &Path) {
         std::process::exit(1)
     });
     let model = Model::from_calibration(&c, path);
-    let rows: Vec<Row> = records.iter().map(|r| score_record(r, &rules, &model)).collect();
+    let rows: Vec<Row> = records
+        .iter()
+        .map(|r| score_record(r, &rules, &model))
+        .collect();
     let adv: Vec<f64> = rows.iter().filter_map(|r| r.pct).collect();
     let st = |i: usize| geomean(&rows.iter().filter_map(|r| r.statics[i]).collect::<Vec<_>>());
     println!(
@@ -670,7 +673,9 @@ fn main() {
             Some(Path::new(f)),
         ),
         ["score", data, "--svg", f] => score(&load(Path::new(data)), None, Some(Path::new(f))),
-        ["score", data, "--calibration", c] => score_calibration(&load(Path::new(data)), Path::new(c)),
+        ["score", data, "--calibration", c] => {
+            score_calibration(&load(Path::new(data)), Path::new(c))
+        }
         ["folds", data, dir] => folds(&load(Path::new(data)), Path::new(dir)),
         ["residuals", data] => residuals(&load(Path::new(data))),
         _ => {

@@ -28,7 +28,7 @@ use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
 use crate::model::{Config, Inputs, Model, Prediction, Settings};
 use crate::rule::Rule;
 use crate::ruleset::RuleSet;
-use crate::summary::{summarize, Summary, SIGNAL_DOCS};
+use crate::summary::{summarize, Summary};
 
 /// Below this much observed time no advice is given at all.
 pub const MIN_OBSERVED_S: f64 = 1.0;
@@ -589,47 +589,27 @@ fn setting_value(v: &Value) -> Result<String, String> {
     })
 }
 
-/// `signals.X`, `facts.X` and `t.X` names read by an expression, with values.
-fn evidence(src: &str, summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> {
-    let mut ev = Vec::new();
-    let reads = |name: &str| {
-        src.match_indices(name).any(|(i, _)| {
-            let before_ok = i == 0 || !is_ident(src.as_bytes()[i - 1]);
-            let after = src.as_bytes().get(i + name.len());
-            before_ok && after.is_none_or(|&c| !is_ident(c))
+/// The value of every path the rule reads (`Rule::reads`), as the rule saw it.
+fn evidence(summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> {
+    rule.reads
+        .iter()
+        .map(|path| {
+            let (root, rest) = path.split_once('.').unwrap_or((path.as_str(), ""));
+            let value = match root {
+                "signals" => summary.get(rest).map(|v| fmt_num(*v)),
+                "t" => rule.thresholds.get(rest).map(|v| fmt_num(*v)),
+                _ => match rest {
+                    "cores" => Some(facts.cores.to_string()),
+                    "binlog" => Some(facts.binlog.to_string()),
+                    "engine" => Some(facts.engine.clone()),
+                    _ => rest
+                        .strip_prefix("settings.")
+                        .and_then(|k| facts.settings.get(k).cloned()),
+                },
+            };
+            item(path.clone(), value.unwrap_or_else(|| "(absent)".into()))
         })
-    };
-    for (k, _, _) in SIGNAL_DOCS {
-        if reads(&format!("signals.{k}")) {
-            let v = summary.get(*k).copied().unwrap_or(0.0);
-            ev.push(item(format!("signals.{k}"), fmt_num(v)));
-        }
-    }
-    let fact_vals = [
-        ("cores", facts.cores.to_string()),
-        ("binlog", facts.binlog.to_string()),
-        ("engine", facts.engine.clone()),
-    ];
-    for (k, v) in fact_vals {
-        if reads(&format!("facts.{k}")) {
-            ev.push(item(format!("facts.{k}"), v));
-        }
-    }
-    for (k, v) in &facts.settings {
-        if reads(&format!("facts.settings.{k}")) {
-            ev.push(item(format!("facts.settings.{k}"), v.clone()));
-        }
-    }
-    for (k, v) in &rule.thresholds {
-        if reads(&format!("t.{k}")) {
-            ev.push(item(format!("t.{k}"), fmt_num(*v)));
-        }
-    }
-    ev
-}
-
-fn is_ident(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'.'
+        .collect()
 }
 
 fn item(name: String, value: String) -> EvidenceItem {
@@ -665,7 +645,6 @@ pub(crate) fn rule_recommendation(
         proposed: proposed.to_string(),
         confidence,
     };
-    let src = format!("{} {}", r.condition_src, r.recommend_src);
     Recommendation {
         rule: r.id.clone(),
         severity: r.severity,
@@ -675,7 +654,7 @@ pub(crate) fn rule_recommendation(
         proposed: w.proposed.clone(),
         confidence: w.confidence,
         condition: r.condition_src.clone(),
-        evidence: evidence(&src, summary, facts, r),
+        evidence: evidence(summary, facts, r),
         rationale: r.rationale.clone(),
         sources: r.sources.clone(),
         expected_effect: r.expected_effect.clone(),

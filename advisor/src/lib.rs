@@ -23,6 +23,7 @@ pub mod experiment;
 pub mod facts;
 pub mod follow_trial;
 pub mod model;
+pub mod reads;
 pub mod report;
 pub mod rule;
 pub mod ruleset;

@@ -80,6 +80,9 @@ pub struct Rule {
     pub mysql: Option<String>,
     /// Ids of rules that must also be recommended for this one to be kept.
     pub requires: Vec<String>,
+    /// Every `signals.*`, `facts.*` and `t.*` path its expressions read
+    /// (from their syntax trees): the evidence a recommendation shows.
+    pub reads: Vec<String>,
     /// File and line the rule was defined at.
     pub origin: String,
 }
@@ -159,6 +162,10 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Rule>, AdvisorError> {
         };
         let condition = compile(&r.condition, "condition")?;
         let recommend = compile(&r.recommend, "recommend")?;
+        let mut reads = crate::reads::reads(r.condition.get_ref());
+        reads.extend(crate::reads::reads(r.recommend.get_ref()));
+        reads.sort();
+        reads.dedup();
         rules.push(Rule {
             origin: format!("{}:{}", path.display(), line_of(text, at)),
             id,
@@ -179,6 +186,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Rule>, AdvisorError> {
             expected_effect: r.expected_effect,
             mysql: r.mysql,
             requires: r.requires,
+            reads,
         });
     }
     Ok(rules)

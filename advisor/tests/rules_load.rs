@@ -177,17 +177,12 @@ fn every_signal_the_shipped_rules_read_is_documented() {
         .map(|d| d.0)
         .collect();
     for r in &set.rules {
-        let src = format!("{} {}", r.condition_src, r.recommend_src);
-        for (i, _) in src.match_indices("signals.") {
-            let name: String = src[i + 8..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            assert!(
-                documented.contains(&name.as_str()),
-                "{}: signals.{name}",
-                r.id
-            );
+        assert!(!r.reads.is_empty(), "{}", r.id);
+        for path in r.reads.iter().filter_map(|p| p.strip_prefix("signals.")) {
+            assert!(documented.contains(&path), "{}: signals.{path}", r.id);
+        }
+        for path in r.reads.iter().filter_map(|p| p.strip_prefix("t.")) {
+            assert!(r.thresholds.contains_key(path), "{}: t.{path}", r.id);
         }
     }
 }
