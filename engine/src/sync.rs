@@ -1,13 +1,17 @@
-//! Synchronisation primitives for the concurrency gate and the redo log's
-//! events, swapped for loom's in model-checking builds
-//! (`RUSTFLAGS="--cfg loom"`), so `tests/loom_gate.rs` and
-//! `tests/loom_event.rs` can explore every interleaving of the real code.
+//! Synchronisation primitives for the engine's lock-free code (the
+//! concurrency gate, the redo log's events, the link buffer, the log
+//! buffer and the transaction throttle), swapped for loom's in
+//! model-checking builds (`RUSTFLAGS="--cfg loom"`), so the `tests/loom_*.rs`
+//! models explore every interleaving of the real code. In a normal build
+//! each shim is the `std` type itself or a zero-cost wrapper of it.
 
 #[cfg(not(loom))]
 mod imp {
     pub use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+    pub use std::thread_local;
     use std::time::Duration;
 
+    pub use crate::named_locks::NamedCondvar;
     use crate::named_locks::NamedMutex;
 
     /// A named `std` mutex (see [`crate::named_locks`]).
@@ -47,6 +51,47 @@ mod imp {
 
     pub fn sleep(d: Duration) {
         std::thread::sleep(d);
+    }
+
+    /// `std`'s `UnsafeCell`, without `get`: the bytes are reached only
+    /// through [`copy_to_cells`] and [`copy_from_cells`], one `memcpy` each
+    /// here, and byte by byte through loom's `with`/`with_mut` in a model,
+    /// so no access escapes the model's checks.
+    #[repr(transparent)]
+    pub struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub const fn new(v: T) -> Self {
+            UnsafeCell(std::cell::UnsafeCell::new(v))
+        }
+    }
+
+    /// Copies `src` into `cells` (same length) with one `memcpy`: the cells
+    /// are contiguous bytes.
+    ///
+    /// # Safety
+    /// Nobody else accesses `cells` during the call.
+    #[inline(always)]
+    pub unsafe fn copy_to_cells(cells: &[UnsafeCell<u8>], src: &[u8]) {
+        debug_assert_eq!(cells.len(), src.len());
+        // `UnsafeCell<u8>` (both layers `repr(transparent)`) is a `u8` that
+        // may be written through a shared reference, and the pointer
+        // covers the whole slice.
+        let dst =
+            std::cell::UnsafeCell::raw_get(cells.as_ptr().cast::<std::cell::UnsafeCell<u8>>());
+        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
+    }
+
+    /// Copies `cells` out into `dst` (same length) with one `memcpy`.
+    ///
+    /// # Safety
+    /// Nobody writes `cells` during the call.
+    #[inline(always)]
+    pub unsafe fn copy_from_cells(cells: &[UnsafeCell<u8>], dst: &mut [u8]) {
+        debug_assert_eq!(cells.len(), dst.len());
+        let src =
+            std::cell::UnsafeCell::raw_get(cells.as_ptr().cast::<std::cell::UnsafeCell<u8>>());
+        std::ptr::copy_nonoverlapping(src.cast_const(), dst.as_mut_ptr(), dst.len());
     }
 
     /// A 32-bit futex word (private to the process): `wait` sleeps while
@@ -102,11 +147,40 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
+    pub use loom::cell::UnsafeCell;
     pub use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
-    use std::time::Duration;
+    pub use loom::thread_local;
+    use std::ops::{Deref, DerefMut};
+    use std::time::{Duration, Instant};
 
     pub struct Mutex<T>(loom::sync::Mutex<T>);
-    pub type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+    /// Loom's guard and the mutex it locks, so a timed wait can release
+    /// and re-take the lock.
+    pub struct MutexGuard<'a, T> {
+        lock: &'a loom::sync::Mutex<T>,
+        guard: loom::sync::MutexGuard<'a, T>,
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            &self.guard
+        }
+    }
+
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            &mut self.guard
+        }
+    }
+
+    fn lock<T>(m: &loom::sync::Mutex<T>) -> MutexGuard<'_, T> {
+        MutexGuard {
+            lock: m,
+            guard: m.lock().expect("loom mutex poisoned"),
+        }
+    }
 
     impl<T> Mutex<T> {
         /// Names mean nothing in a model.
@@ -114,7 +188,7 @@ mod imp {
             Mutex(loom::sync::Mutex::new(t))
         }
         pub fn lock(&self) -> MutexGuard<'_, T> {
-            self.0.lock().expect("loom mutex poisoned")
+            lock(&self.0)
         }
     }
 
@@ -125,10 +199,74 @@ mod imp {
             Condvar(loom::sync::Condvar::new())
         }
         pub fn wait<'a, T>(&self, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-            self.0.wait(g).expect("loom mutex poisoned")
+            MutexGuard {
+                lock: g.lock,
+                guard: self.0.wait(g.guard).expect("loom mutex poisoned"),
+            }
         }
         pub fn notify_one(&self) {
             self.0.notify_one();
+        }
+    }
+
+    /// [`crate::named_locks::NamedCondvar`] in a model (names mean
+    /// nothing there).
+    pub struct NamedCondvar(loom::sync::Condvar);
+
+    impl NamedCondvar {
+        pub fn new(_name: &str) -> Self {
+            NamedCondvar(loom::sync::Condvar::new())
+        }
+        pub fn notify_one(&self) {
+            self.0.notify_one();
+        }
+        /// Time does not exist in a model (and a model must not branch on
+        /// the clock): a deadline still ahead at the call never passes, so
+        /// this is a plain wait and a lost wakeup deadlocks; a deadline
+        /// already due is a wait that timed out: the lock is released and
+        /// re-taken, so other threads may run in between (and, say, grant
+        /// what the waiter waited for), and the result says it timed out.
+        /// Models use either a zero or a very long timeout.
+        pub fn wait_until<'a, T>(
+            &self,
+            g: MutexGuard<'a, T>,
+            deadline: Instant,
+        ) -> (MutexGuard<'a, T>, bool) {
+            if deadline > Instant::now() {
+                let g = MutexGuard {
+                    lock: g.lock,
+                    guard: self.0.wait(g.guard).expect("loom mutex poisoned"),
+                };
+                (g, false)
+            } else {
+                let m = g.lock;
+                drop(g);
+                loom::thread::yield_now();
+                (lock(m), true)
+            }
+        }
+    }
+
+    /// Copies `src` into `cells` byte by byte, so loom checks every byte's
+    /// access against every other thread's.
+    ///
+    /// # Safety
+    /// As in a normal build; loom reports a breach as a causality violation.
+    pub unsafe fn copy_to_cells(cells: &[UnsafeCell<u8>], src: &[u8]) {
+        assert_eq!(cells.len(), src.len());
+        for (c, &b) in cells.iter().zip(src) {
+            c.with_mut(|p| *p = b);
+        }
+    }
+
+    /// Copies `cells` out into `dst` byte by byte (see [`copy_to_cells`]).
+    ///
+    /// # Safety
+    /// As in a normal build; loom reports a breach as a causality violation.
+    pub unsafe fn copy_from_cells(cells: &[UnsafeCell<u8>], dst: &mut [u8]) {
+        assert_eq!(cells.len(), dst.len());
+        for (c, d) in cells.iter().zip(dst) {
+            *d = c.with(|p| *p);
         }
     }
 

@@ -19,17 +19,18 @@
 //! and a finisher decrements `active` before reading `queued` (all
 //! sequentially consistent, each store-then-load pair separated by a SeqCst
 //! fence), so one of them always sees the other. The concurrency gate uses
-//! the same protocol and is model-checked with loom (`tests/loom_gate.rs`).
+//! the same protocol; both are model-checked with loom (`tests/loom_gate.rs`,
+//! `tests/loom_throttle.rs`).
 //!
 //! Names (see [`crate::named_locks`]): the queue mutex is `throttle`; a
 //! waiter parks on its thread's own condition variable, `throttle.wait`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::named_locks::{NamedCondvar, NamedMutex};
+use crate::sync::{fence, thread_local, AtomicBool, AtomicU64, Mutex, NamedCondvar};
 
 /// A transaction waited longer than the throttle's timeout to start.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -82,7 +83,7 @@ pub struct Throttle {
     timeout_ms: AtomicU64,
     active: AtomicU64,
     queued: AtomicU64,
-    queue: NamedMutex<Queue>,
+    queue: Mutex<Queue>,
     admitted: AtomicU64,
     waits: AtomicU64,
     timeouts: AtomicU64,
@@ -104,7 +105,7 @@ impl Throttle {
             timeout_ms: AtomicU64::new(timeout.as_millis() as u64),
             active: AtomicU64::new(0),
             queued: AtomicU64::new(0),
-            queue: NamedMutex::new("throttle", Queue::default()),
+            queue: Mutex::named("throttle", Queue::default()),
             admitted: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),

@@ -3,12 +3,14 @@
 //! A thread that finished copying its record `[start, end)` stores `end` in
 //! the slot for `start`; the tail walks over contiguous slots, so it is the
 //! lsn below which nothing is missing. Lock-free: any thread may advance it.
+//! Model-checked with loom (`tests/loom_link_buffer.rs`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crossbeam_utils::CachePadded;
 
 use super::Lsn;
+use crate::sync::AtomicU64;
 
 pub struct LinkBuffer {
     slots: Box<[AtomicU64]>,
@@ -81,7 +83,7 @@ impl LinkBuffer {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;
