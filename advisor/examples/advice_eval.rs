@@ -22,8 +22,8 @@ use plotters::prelude::*;
 use redoctor_advisor::model::calibration::{Calibration, HostFacts};
 use redoctor_advisor::model::{fit, CalibrationPoint, Config, Inputs, Model, Outcome};
 use redoctor_advisor::{diagnose_summary, Facts, RuleSet, Summary};
+use redoctor_stats::{median, welch_p_value};
 use serde::Deserialize;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
 #[derive(Deserialize)]
 struct Cell {
@@ -101,33 +101,10 @@ impl Record {
     }
 }
 
-fn median(v: &[f64]) -> Option<f64> {
-    use statrs::statistics::{Data, OrderStatistics};
-    (!v.is_empty()).then(|| Data::new(v.to_vec()).median())
-}
-
 /// Welch's two-sided p-value on the logs of two samples.
 fn welch(a: &[f64], b: &[f64]) -> Option<f64> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let mv = |x: &[f64]| {
-        let l: Vec<f64> = x.iter().map(|v| v.max(1e-9).ln()).collect();
-        let n = l.len() as f64;
-        let m = l.iter().sum::<f64>() / n;
-        let v = l.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (n - 1.0);
-        (m, v, n)
-    };
-    let (ma, va, na) = mv(a);
-    let (mb, vb, nb) = mv(b);
-    let se2 = va / na + vb / nb;
-    if se2 <= 0.0 {
-        return Some(if ma == mb { 1.0 } else { 0.0 });
-    }
-    let t = (ma - mb) / se2.sqrt();
-    let df = se2.powi(2) / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
-    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    Some(2.0 * (1.0 - dist.cdf(t.abs())))
+    let ln = |x: &[f64]| x.iter().map(|v| v.max(1e-9).ln()).collect::<Vec<f64>>();
+    welch_p_value(&ln(a), &ln(b))
 }
 
 /// Noise of ln(median) from the repeats' spread (standard error, normal approx.).

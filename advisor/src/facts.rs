@@ -28,7 +28,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("innodb_log_writer_threads", "ON"),
     ("innodb_flush_log_at_trx_commit", "1"),
     ("innodb_thread_concurrency", "0"),
-    ("innodb_admission_policy", "seed001"),
+    ("innodb_admission_policy", "soft"),
     ("innodb_max_active_transactions", "0"),
     ("log_bin", "OFF"),
     ("sync_binlog", "1"),

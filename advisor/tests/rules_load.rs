@@ -172,9 +172,9 @@ fn built_in_copy_matches_the_rules_directory() {
 #[test]
 fn every_signal_the_shipped_rules_read_is_documented() {
     let set = RuleSet::load(&[common::shipped_rules()]).unwrap();
-    let documented: Vec<&str> = redoctor_advisor::summary::SIGNAL_DOCS
+    let documented: Vec<&str> = redoctor_advisor::summary::SIGNALS
         .iter()
-        .map(|d| d.0)
+        .map(|d| d.name)
         .collect();
     for r in &set.rules {
         assert!(!r.reads.is_empty(), "{}", r.id);

@@ -19,7 +19,7 @@ pub struct ApplyArgs {
     #[arg(long)]
     socket: PathBuf,
     /// A setting to apply, NAME=VALUE (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::diagnose::parse_setting)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = redoctor_args::setting)]
     set: Vec<(String, String)>,
     /// Apply every recommendation of a JSON report (`redoctor diagnose --format json`).
     #[arg(long)]

@@ -34,7 +34,7 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub workdir: Option<PathBuf>,
     /// Observation per run, after a 1 s warm-up.
-    #[arg(long, default_value = "2s", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "2s", value_parser = redoctor_args::positive_duration)]
     pub duration: Duration,
     /// A shorter plan (update_index in both modes at 1, 16 and 256 users).
     #[arg(long)]

@@ -26,14 +26,14 @@ pub struct DiagnoseArgs {
     #[arg(long)]
     demo: bool,
     /// How long to observe (default 10s; 5s with --demo).
-    #[arg(long, value_parser = crate::duration::parse)]
+    #[arg(long, value_parser = redoctor_args::positive_duration)]
     duration: Option<Duration>,
     /// Observed and discarded before the measured windows, while the load
     /// settles (default 2s with --demo, whose engine has just started; 0 with --pid).
-    #[arg(long, value_parser = crate::duration::parse)]
+    #[arg(long, value_parser = redoctor_args::duration)]
     warmup: Option<Duration>,
     /// Window length within the observation (windows feed the trends and charts).
-    #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "1s", value_parser = redoctor_args::positive_duration)]
     interval: Duration,
     /// Report format: text, json, md or html.
     #[arg(long, default_value = "text")]
@@ -49,7 +49,7 @@ pub struct DiagnoseArgs {
     disable: Vec<String>,
     /// The server's current value of a setting, NAME=VALUE (repeatable); unstated
     /// settings are inferred from the signals (redo threads, binlog) or taken as defaults.
-    #[arg(long = "setting", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    #[arg(long = "setting", value_name = "NAME=VALUE", value_parser = redoctor_args::setting)]
     settings: Vec<(String, String)>,
     /// Target profile: a shipped name (redoctor-engine, mysql8, mariadb, postgresql) or a TOML file.
     #[arg(long, default_value = "redoctor-engine")]
@@ -67,10 +67,10 @@ pub struct DiagnoseArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=50))]
     trial_rounds: u32,
     /// --trial: length of each measured window (default: --interval).
-    #[arg(long, value_parser = crate::duration::parse)]
+    #[arg(long, value_parser = redoctor_args::positive_duration)]
     trial_window: Option<Duration>,
     /// --trial: time bound of all trials together.
-    #[arg(long, default_value = "60s", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "60s", value_parser = redoctor_args::positive_duration)]
     trial_max: Duration,
     /// --trial: allow trying durability settings.
     #[arg(long)]
@@ -106,19 +106,8 @@ pub struct DiagnoseArgs {
     #[arg(long)]
     workdir: Option<PathBuf>,
     /// --demo: a setting the engine starts with, NAME=VALUE (repeatable), e.g. log_bin=ON.
-    #[arg(long = "engine-set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    #[arg(long = "engine-set", value_name = "NAME=VALUE", value_parser = redoctor_args::setting)]
     engine_set: Vec<(String, String)>,
-}
-
-pub fn parse_setting(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
-            Ok((k.trim().to_string(), v.trim().to_string()))
-        }
-        _ => Err(format!(
-            "`{s}` is not NAME=VALUE (e.g. innodb_log_writer_threads=OFF)"
-        )),
-    }
 }
 
 pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {

@@ -10,7 +10,6 @@ mod apply;
 mod calibrate;
 mod demo;
 mod diagnose;
-mod duration;
 mod probe;
 mod revert;
 mod state;

@@ -17,10 +17,10 @@ pub struct ProbeArgs {
     #[arg(long)]
     pid: u32,
     /// Window length (e.g. 500ms, 1s, 5s).
-    #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "1s", value_parser = redoctor_args::positive_duration)]
     interval: Duration,
     /// Stop after this long (default: until interrupted or the target exits).
-    #[arg(long, value_parser = crate::duration::parse)]
+    #[arg(long, value_parser = redoctor_args::positive_duration)]
     duration: Option<Duration>,
     /// Print one JSON object (a `Signals` window) per line instead of a table.
     #[arg(long)]

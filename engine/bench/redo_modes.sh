@@ -46,7 +46,7 @@ mkdir -p "$OUT"
 
 echo "building the release binary..." >&2
 bin=$(cd "$engine_dir" &&
-    cargo build --release --bin redoctor-engine --message-format=json-render-diagnostics |
+    cargo build --release -p redoctor-engine-cli --bin redoctor-engine --message-format=json-render-diagnostics |
     jq -r 'select(.reason == "compiler-artifact" and .target.name == "redoctor-engine" and .executable != null) | .executable' |
         tail -n 1)
 if [[ -z "$bin" || ! -x "$bin" ]]; then

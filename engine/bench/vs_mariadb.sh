@@ -37,7 +37,7 @@ for tool in sysbench mariadbd mariadb-install-db mariadb; do
 done
 
 cd "$(dirname "$0")/../.."
-cargo build --release -q -p redoctor-engine --bin redoctor-engine
+cargo build --release -q -p redoctor-engine-cli --bin redoctor-engine
 BIN=$PWD/target/release/redoctor-engine
 
 WORK=$(mktemp -d "$DISK_DIR/vs_mariadb.XXXXXX")

@@ -4,11 +4,11 @@
 //!
 //! ```text
 //! cargo run --release -p redoctor-engine --example admission_bench -- \
-//!     [secs=1] [users=1,8,64,256,512] [configs=off,seed001:8,fifo:8,throttle:16] \
+//!     [secs=1] [users=1,8,64,256,512] [configs=off,soft:8,fifo:8,throttle:16] \
 //!     [workload=update_index|read_write] [redo=on|off] [flush=1] [rows=10000]
 //! ```
 //!
-//! A config is `off`, `seed001:N`, `fifo:N` (innodb_thread_concurrency=N with
+//! A config is `off`, `soft:N` (`seed001:N` still accepted), `fifo:N` (innodb_thread_concurrency=N with
 //! that policy) or `throttle:N` (innodb_max_active_transactions=N); join
 //! several with `+`, e.g. `fifo:8+throttle:32`. Prints one line per run: TPS,
 //! and the gate and throttle counters of the run.
@@ -37,7 +37,7 @@ fn parse_args() -> Result<Args> {
     let mut a = Args {
         secs: 1.0,
         users: vec![1, 8, 64, 256, 512],
-        configs: ["off", "seed001:8", "fifo:8", "throttle:16"]
+        configs: ["off", "soft:8", "fifo:8", "throttle:16"]
             .map(String::from)
             .to_vec(),
         workload: "update_index".into(),
@@ -82,7 +82,7 @@ fn config_settings(config: &str) -> Result<Vec<(String, String)>> {
     for part in config.split('+') {
         match part.split_once(':') {
             None if part == "off" => {}
-            Some(("seed001" | "fifo", n)) => {
+            Some(("soft" | "seed001" | "fifo", n)) => {
                 s.push((
                     "innodb_admission_policy".into(),
                     part[..part.len() - n.len() - 1].into(),
@@ -90,7 +90,7 @@ fn config_settings(config: &str) -> Result<Vec<(String, String)>> {
                 s.push(("innodb_thread_concurrency".into(), n.into()));
             }
             Some(("throttle", n)) => s.push(("innodb_max_active_transactions".into(), n.into())),
-            _ => bail!("config '{part}': use off, seed001:N, fifo:N or throttle:N"),
+            _ => bail!("config '{part}': use off, soft:N, fifo:N or throttle:N"),
         }
     }
     Ok(s)

@@ -11,7 +11,7 @@
 //!
 //! Two admission policies, switchable live:
 //!
-//! * [`Policy::Seed001`] (MySQL 5.4): no mutex and no queue. Try to take a
+//! * [`Policy::Soft`] (MySQL 5.4): no mutex and no queue. Try to take a
 //!   slot (a compare-and-swap below the cap); failing that, yield once, then
 //!   sleep `innodb_thread_sleep_delay` at most twice, trying after each; then
 //!   enter regardless. The cap is soft: a thread that tried three times gets
@@ -45,8 +45,9 @@ use crate::sync::{
 /// How threads wait at a full gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
-    /// Seed 001: try, yield, sleep twice, enter regardless (soft cap).
-    Seed001,
+    /// MySQL 5.4's policy (seed 001): try, yield, sleep twice, enter
+    /// regardless (a soft cap).
+    Soft,
     /// A FIFO queue; one waiter woken per exit (hard cap).
     Fifo,
 }
@@ -54,7 +55,7 @@ pub enum Policy {
 impl Policy {
     pub fn name(self) -> &'static str {
         match self {
-            Policy::Seed001 => "seed001",
+            Policy::Soft => "soft",
             Policy::Fifo => "fifo",
         }
     }
@@ -122,7 +123,7 @@ pub struct ConcurrencyGate {
 
 impl Default for ConcurrencyGate {
     fn default() -> Self {
-        ConcurrencyGate::new(0, 5000, 10_000, Policy::Seed001)
+        ConcurrencyGate::new(0, 5000, 10_000, Policy::Soft)
     }
 }
 
@@ -172,7 +173,7 @@ impl ConcurrencyGate {
         if self.fifo.load(Ordering::Relaxed) {
             Policy::Fifo
         } else {
-            Policy::Seed001
+            Policy::Soft
         }
     }
 
@@ -257,7 +258,7 @@ impl ConcurrencyGate {
             self.wait_in_queue(false);
             Entry::AfterWait
         } else {
-            self.enter_seed001()
+            self.enter_soft()
         }
     }
 
@@ -272,12 +273,12 @@ impl ConcurrencyGate {
             self.wait_in_queue(true);
             Entry::AfterWait
         } else {
-            self.enter_seed001()
+            self.enter_soft()
         }
     }
 
     /// Seed 001: yield once, sleep at most twice, then enter regardless.
-    fn enter_seed001(&self) -> Entry {
+    fn enter_soft(&self) -> Entry {
         yield_now();
         if self.try_take() {
             return Entry::AfterWait;

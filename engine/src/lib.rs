@@ -24,14 +24,11 @@ pub mod named_locks;
 pub mod probe_points;
 pub mod recovery;
 pub mod redo;
-pub mod server;
 pub mod settings;
-pub mod sweep;
 mod sync;
 pub mod throttle;
 pub mod trx_sys;
 pub mod vfs;
-pub mod workload;
 
 pub use engine::{Engine, EngineOptions};
 pub use error::EngineError;

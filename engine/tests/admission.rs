@@ -83,12 +83,12 @@ fn fifo_never_exceeds_the_cap_under_stress() {
 
 #[test]
 fn seed001_overshoot_is_bounded_by_forced_entries_and_reported() {
-    let gate = Arc::new(ConcurrencyGate::new(2, 1, 200, Policy::Seed001));
+    let gate = Arc::new(ConcurrencyGate::new(2, 1, 200, Policy::Soft));
     // Held far longer than yield + 2 sleeps: waiters give up and force in.
     let over = hammer(&gate, 24, 40, 2_000);
     let st = gate.stats();
     eprintln!(
-        "seed001 cap 2, 24 threads: max overshoot {over}, high water {}, {st:?}",
+        "soft cap 2, 24 threads: max overshoot {over}, high water {}, {st:?}",
         st.inside_high_water
     );
     assert!(
@@ -102,10 +102,10 @@ fn seed001_overshoot_is_bounded_by_forced_entries_and_reported() {
     assert!(st.inside_high_water <= 24);
 
     // Held briefly: the retries nearly always find a slot.
-    let gate = Arc::new(ConcurrencyGate::new(4, 1, 10_000, Policy::Seed001));
+    let gate = Arc::new(ConcurrencyGate::new(4, 1, 10_000, Policy::Soft));
     let over = hammer(&gate, 16, 300, 5);
     let st = gate.stats();
-    eprintln!("seed001 cap 4, 16 threads, short holds: max overshoot {over}, {st:?}");
+    eprintln!("soft cap 4, 16 threads, short holds: max overshoot {over}, {st:?}");
     assert!(
         st.forced * 4 <= st.enters,
         "forced entries should be rare: {st:?}"
@@ -133,7 +133,7 @@ fn live_cap_and_policy_changes_strand_no_waiter() {
     while done.load(Ordering::SeqCst) < 32 {
         gate.set_cap([1, 4, 0, 2, 16][i % 5]);
         gate.set_policy(if i.is_multiple_of(3) {
-            Policy::Seed001
+            Policy::Soft
         } else {
             Policy::Fifo
         });
@@ -245,7 +245,7 @@ fn tickets_keep_the_slot_between_statements() {
 /// commit and both would sit until the lock wait timeout.
 #[test]
 fn a_row_lock_waiter_gives_its_slot_up() {
-    for policy in ["fifo", "seed001"] {
+    for policy in ["fifo", "soft"] {
         let (e, table) = engine(10);
         e.set_global("innodb_admission_policy", policy).unwrap();
         e.set_global("innodb_thread_concurrency", "1").unwrap();

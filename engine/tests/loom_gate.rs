@@ -99,7 +99,7 @@ fn switching_policy_strands_no_waiter() {
             g.enter();
             g.exit();
         });
-        gate.set_policy(Policy::Seed001);
+        gate.set_policy(Policy::Soft);
         gate.exit();
         waiter.join().unwrap();
         assert_eq!(gate.stats().inside, 0);

@@ -49,7 +49,7 @@ measurements instead, for comparison (it loads slowly: set ON_AFTER=3).
 
 Usage: probes/bench/alternating.py [PHASE_SECONDS] [PHASES] [-- AGENT ARGS...]
        (defaults 4 s, 8 phases each way; needs root and a release build:
-        cargo build --release -p redoctor-engine -p redoctor-agent)
+        cargo build --release -p redoctor-engine-cli -p redoctor-agent)
 """
 import bisect
 import json

@@ -25,7 +25,7 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
 SECS=${2:-5}
 WARMUP=2
-cargo build --release -q -p redoctor-engine -p redoctor-agent
+cargo build --release -q -p redoctor-engine-cli -p redoctor-agent
 ENGINE=target/release/redoctor-engine
 AGENT=target/release/redoctor
 work=$(mktemp -d)

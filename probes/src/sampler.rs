@@ -217,9 +217,8 @@ impl Sampler {
         exited: bool,
         live: Option<&HashMap<u32, String>>,
     ) -> Signals {
-        let prev = &self.prev;
         let pid = self.probes.pid();
-        let window_ns = cur.at.duration_since(prev.at).as_nanos().max(1) as u64;
+        let window_ns = cur.at.duration_since(self.prev.at).as_nanos().max(1) as u64;
         let secs = window_ns as f64 / 1e9;
         let mut roles: BTreeMap<Role, RoleSignals> = BTreeMap::new();
 
@@ -227,8 +226,81 @@ impl Sampler {
         for comm in live.into_iter().flat_map(HashMap::values) {
             roles.entry(self.profile.role_of(comm)).or_default().threads += 1;
         }
+        let (cpu, threads) = self.scheduler(cur, window_ns, &mut roles);
+        let mut wakeups = self.wakeups(cur, &mut roles);
+        let io = self.io(cur, secs);
 
-        // Scheduler.
+        // Engine events: commits are needed per wakeup and per fsync.
+        let redo_fsync_calls = io
+            .get(&FileKind::Redo)
+            .map_or(0, |f: &FileIo| f.fsync_calls);
+        let engine = self.engine_events(cur, secs, redo_fsync_calls);
+        wakeups.commit_path_per_commit = engine
+            .commits
+            .filter(|c| *c > 0)
+            .map(|c| wakeups.commit_path as f64 / c as f64);
+
+        // Futex waits by address and by named lock; the kernel keys them by
+        // thread family (the name without digits), whose role any thread
+        // of that family tells.
+        let family_roles: HashMap<u32, Role> = self
+            .comms
+            .values()
+            .map(|c| (comm_family(c), self.profile.role_of(c)))
+            .collect();
+        let (futex_waits, named_lock_waits) = lock_waits(
+            &cur.futex,
+            &self.prev.futex,
+            |family| family_roles.get(&family).copied().unwrap_or(Role::Other),
+            |addr| self.lock_name(addr),
+            u64::from(self.probes.futex_sample()),
+        );
+
+        let mut unavailable = self.probes.unavailable().to_vec();
+        if let Some(why) = &self.named_error {
+            unavailable.push(crate::loader::Unavailable {
+                what: "lock names (named_lock_waits, futex_waits[].lock)".into(),
+                why: why.clone(),
+            });
+        }
+        if self.cost.refused() {
+            unavailable.push(crate::loader::Unavailable {
+                what: "probe_cost".into(),
+                why: "the kernel refused BPF_ENABLE_STATS; set sysctl kernel.bpf_stats_enabled=1"
+                    .into(),
+            });
+        }
+        Signals {
+            schema_version: SCHEMA_VERSION,
+            pid,
+            profile: self.profile.name.clone(),
+            end_unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            window_ns,
+            target_exited: exited,
+            cpu,
+            roles,
+            threads,
+            wakeups,
+            io,
+            futex_waits,
+            named_lock_waits,
+            engine,
+            probe_cost: probe_cost.unwrap_or_default(),
+            unavailable,
+        }
+    }
+
+    /// On-CPU time, switches and run-queue waits: per thread, per role
+    /// (into `roles`) and for the whole target.
+    fn scheduler(
+        &self,
+        cur: &MapsReading,
+        window_ns: u64,
+        roles: &mut BTreeMap<Role, RoleSignals>,
+    ) -> (Cpu, Vec<ThreadSignals>) {
+        let prev = &self.prev;
         let mut cpu = Cpu {
             affinity_cpus: self.affinity_cpus,
             ..Cpu::default()
@@ -259,7 +331,7 @@ impl Sampler {
             r.involuntary_switches += t.involuntary_switches;
             r.runq_wait_ns += t.runq_wait_ns;
             // Futex totals per role are exact (counted per thread); the
-            // per-address breakdown below is sampled.
+            // per-address breakdown is sampled.
             r.futex_wait_ns += d(now.futex_wait_ns, was.futex_wait_ns);
             r.futex_waits += d(now.futex_waits, was.futex_waits);
             threads.push(t);
@@ -275,13 +347,18 @@ impl Sampler {
             *h = cur.runq_hist[i].saturating_sub(prev.runq_hist[i]);
         }
         cpu.runq_latency = histogram(&hist);
+        (cpu, threads)
+    }
 
-        // Wakeups.
+    /// Who woke whom: by role pair, by thread pair, inside and across the
+    /// target's boundary (sent and received counts go into `roles`).
+    fn wakeups(&self, cur: &MapsReading, roles: &mut BTreeMap<Role, RoleSignals>) -> Wakeups {
+        let pid = self.probes.pid();
         let mut wakeups = Wakeups::default();
         let mut by_role: BTreeMap<(Role, Role), u64> = BTreeMap::new();
         let mut by_thread = Vec::new();
         for (k, n) in &cur.wakeups {
-            let n = n.saturating_sub(prev.wakeups.get(k).copied().unwrap_or(0));
+            let n = n.saturating_sub(self.prev.wakeups.get(k).copied().unwrap_or(0));
             if n == 0 {
                 continue;
             }
@@ -337,11 +414,14 @@ impl Sampler {
         by_thread.sort_by_key(|e| std::cmp::Reverse(e.count));
         by_thread.truncate(50);
         wakeups.by_thread = by_thread;
+        wakeups
+    }
 
-        // I/O per file kind.
+    /// Writes and fsyncs per file kind (kinds with no call are left out).
+    fn io(&self, cur: &MapsReading, secs: f64) -> BTreeMap<FileKind, FileIo> {
         let mut io: BTreeMap<FileKind, (FileIo, [u64; HIST_BUCKETS])> = BTreeMap::new();
         for (fd, now) in &cur.io {
-            let was = prev.io.get(fd).copied().unwrap_or_default();
+            let was = self.prev.io.get(fd).copied().unwrap_or_default();
             let kind = self
                 .fd_paths
                 .get(fd)
@@ -357,76 +437,14 @@ impl Sampler {
                 *slot += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
             }
         }
-        let io: BTreeMap<FileKind, FileIo> = io
-            .into_iter()
+        io.into_iter()
             .filter(|(_, (f, _))| f.write_calls + f.fsync_calls > 0)
             .map(|(k, (mut f, h))| {
                 f.write_bytes_per_s = f.write_bytes as f64 / secs;
                 f.fsync_latency = histogram(&h);
                 (k, f)
             })
-            .collect();
-
-        // Engine events: commits are needed per wakeup and per fsync.
-        let redo_fsync_calls = io
-            .get(&FileKind::Redo)
-            .map_or(0, |f: &FileIo| f.fsync_calls);
-        let engine = self.engine_events(cur, secs, redo_fsync_calls);
-        wakeups.commit_path_per_commit = engine
-            .commits
-            .filter(|c| *c > 0)
-            .map(|c| wakeups.commit_path as f64 / c as f64);
-
-        // Futex waits by address and by named lock; the kernel keys them by
-        // thread family (the name without digits), whose role any thread
-        // of that family tells.
-        let family_roles: HashMap<u32, Role> = self
-            .comms
-            .values()
-            .map(|c| (comm_family(c), self.profile.role_of(c)))
-            .collect();
-        let (futex_waits, named_lock_waits) = lock_waits(
-            &cur.futex,
-            &prev.futex,
-            |family| family_roles.get(&family).copied().unwrap_or(Role::Other),
-            |addr| self.lock_name(addr),
-            u64::from(self.probes.futex_sample()),
-        );
-
-        let mut unavailable = self.probes.unavailable().to_vec();
-        if let Some(why) = &self.named_error {
-            unavailable.push(crate::loader::Unavailable {
-                what: "lock names (named_lock_waits, futex_waits[].lock)".into(),
-                why: why.clone(),
-            });
-        }
-        if self.cost.refused() {
-            unavailable.push(crate::loader::Unavailable {
-                what: "probe_cost".into(),
-                why: "the kernel refused BPF_ENABLE_STATS; set sysctl kernel.bpf_stats_enabled=1"
-                    .into(),
-            });
-        }
-        Signals {
-            schema_version: SCHEMA_VERSION,
-            pid,
-            profile: self.profile.name.clone(),
-            end_unix_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            window_ns,
-            target_exited: exited,
-            cpu,
-            roles,
-            threads,
-            wakeups,
-            io,
-            futex_waits,
-            named_lock_waits,
-            engine,
-            probe_cost: probe_cost.unwrap_or_default(),
-            unavailable,
-        }
+            .collect()
     }
 
     fn engine_events(

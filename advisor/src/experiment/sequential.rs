@@ -2,8 +2,8 @@
 //! `d_i = ln(candidate_i / baseline_i)` at one look's level, and the
 //! decision it leads to (see the module docs of [`super`]).
 
+use redoctor_stats::{mean, student_t_critical, student_t_two_sided, variance};
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The test at one look. Ratios are `exp` of the log-ratio statistics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,13 +42,11 @@ pub fn look(d: &[f64], alpha: f64) -> Option<Look> {
         return None;
     }
     let nf = n as f64;
-    let mean = d.iter().sum::<f64>() / nf;
-    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (nf - 1.0);
-    let se = (var / nf).sqrt();
-    let t = StudentsT::new(0.0, 1.0, nf - 1.0).ok()?;
-    let half = t.inverse_cdf(1.0 - alpha / 2.0) * se;
+    let mean = mean(d);
+    let se = (variance(d)? / nf).sqrt();
+    let half = student_t_critical(alpha, nf - 1.0) * se;
     let p_value = if se > 0.0 {
-        (2.0 * t.sf((mean / se).abs())).min(1.0)
+        student_t_two_sided(mean / se, nf - 1.0)
     } else if mean == 0.0 {
         1.0
     } else {

@@ -4,7 +4,7 @@ use redoctor_probes::Role;
 
 use crate::advice::Diagnosis;
 use crate::evaluate::fmt_num;
-use crate::summary::{ratio, SIGNAL_DOCS};
+use crate::summary::{ratio, SIGNALS};
 
 /// A table: title, header, rows.
 pub struct Table {
@@ -121,11 +121,16 @@ pub fn tables(d: &Diagnosis) -> Vec<Table> {
     out.push(Table {
         title: "Signals (all windows)",
         header: vec!["signal", "value", "unit", "meaning"],
-        rows: SIGNAL_DOCS
+        rows: SIGNALS
             .iter()
-            .map(|(k, unit, doc)| {
-                let v = d.summary.get(*k).copied().unwrap_or(0.0);
-                vec![k.to_string(), fmt_num(v), unit.to_string(), doc.to_string()]
+            .map(|s| {
+                let v = d.summary.get(s.name).copied().unwrap_or(0.0);
+                vec![
+                    s.name.to_string(),
+                    fmt_num(v),
+                    s.unit.to_string(),
+                    s.meaning.to_string(),
+                ]
             })
             .collect(),
     });

@@ -42,7 +42,13 @@ pub fn engine() -> PathBuf {
     let p = me.with_file_name("redoctor-engine");
     if !p.is_file() {
         let mut b = Command::new(env!("CARGO"));
-        b.args(["build", "-p", "redoctor-engine", "--bin", "redoctor-engine"]);
+        b.args([
+            "build",
+            "-p",
+            "redoctor-engine-cli",
+            "--bin",
+            "redoctor-engine",
+        ]);
         if me.components().any(|c| c.as_os_str() == "release") {
             b.arg("--release");
         }

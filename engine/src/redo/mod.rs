@@ -228,7 +228,7 @@ pub struct RedoLog {
     flush_at_commit: AtomicU8,
     threads: NamedMutex<Option<LogThreads>>,
     pub spin: SpinGate,
-    spin_delay_us: AtomicU64,
+    spin_delay_us: u64,
     failed: OnceLock<String>,
     last_background_flush: NamedMutex<Instant>,
     pub(crate) counters: Arc<Counters>,
@@ -273,7 +273,7 @@ impl RedoLog {
             flush_at_commit: AtomicU8::new(opts.flush_at_commit),
             threads: NamedMutex::new("redo.threads", None),
             spin: SpinGate::new(opts.spin_cpu_pct_hwm, opts.wait_for_flush_spin_hwm_us),
-            spin_delay_us: AtomicU64::new(opts.spin_delay_us),
+            spin_delay_us: opts.spin_delay_us,
             failed: OnceLock::new(),
             last_background_flush: NamedMutex::new("redo.background_flush", Instant::now()),
             counters,
@@ -331,9 +331,6 @@ impl RedoLog {
         self.flush_at_commit.store(v, Ordering::Release);
         self.flusher_event.notify();
         Ok(())
-    }
-    pub fn set_spin_delay_us(&self, us: u64) {
-        self.spin_delay_us.store(us, Ordering::Relaxed);
     }
 
     // ---- failure ---------------------------------------------------------
@@ -568,7 +565,7 @@ impl RedoLog {
     fn wait_rt1(&self, slots: &WaitSlots, lsn: Lsn, spun: &mut bool, pos: impl Fn() -> Lsn) {
         if !*spun {
             *spun = true;
-            let budget = self.spin_delay_us.load(Ordering::Relaxed);
+            let budget = self.spin_delay_us;
             if budget > 0 && self.spin.allows_spin() {
                 let t = Instant::now();
                 while t.elapsed().as_micros() < budget as u128 {

@@ -114,6 +114,10 @@ impl Kind {
                 (*min..=*max).contains(&v).then_some(Value::UInt(v))
             }
             Kind::Enum(names) => {
+                let t = ENUM_ALIASES
+                    .iter()
+                    .find(|(old, new)| old.eq_ignore_ascii_case(t) && names.contains(new))
+                    .map_or(t, |(_, new)| *new);
                 if let Some(n) = names.iter().find(|n| n.eq_ignore_ascii_case(t)) {
                     return Some(Value::Enum(n));
                 }
@@ -123,6 +127,10 @@ impl Kind {
         }
     }
 }
+
+/// Old spellings of enumeration values, still accepted on input (the
+/// new name is what SHOW reports).
+const ENUM_ALIASES: &[(&str, &str)] = &[("seed001", "soft")];
 
 /// A parsed setting value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -111,7 +111,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "innodb_thread_sleep_delay",
         kind: Kind::UInt { min: 0, max: 1_000_000, unit: "microseconds" },
         default: "10000",
-        doc: "How long the seed001 admission policy sleeps between tries at a full gate (twice at most).",
+        doc: "How long the soft admission policy sleeps between tries at a full gate (twice at most).",
         get: |e| Value::UInt(e.concurrency_gate().sleep_delay_us()),
         set: Some(|e, v| {
             e.concurrency_gate().set_sleep_delay_us(v.as_u64());
@@ -121,12 +121,12 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "innodb_admission_policy",
-        kind: Kind::Enum(&["seed001", "fifo"]),
-        default: "seed001",
-        doc: "How threads wait at a full concurrency gate: seed001 (no queue: yield, sleep twice, enter regardless; soft cap) or fifo (queue, one waiter woken per exit; hard cap).",
+        kind: Kind::Enum(&["soft", "fifo"]),
+        default: "soft",
+        doc: "How threads wait at a full concurrency gate: soft (no queue: yield, sleep twice, enter regardless; MySQL 5.4's policy, the old spelling seed001 is accepted) or fifo (queue, one waiter woken per exit; hard cap).",
         get: |e| Value::Enum(e.concurrency_gate().policy().name()),
         set: Some(|e, v| {
-            let p = if v.as_str() == "fifo" { Policy::Fifo } else { Policy::Seed001 };
+            let p = if v.as_str() == "fifo" { Policy::Fifo } else { Policy::Soft };
             e.concurrency_gate().set_policy(p);
             Ok(())
         }),

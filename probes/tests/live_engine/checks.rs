@@ -375,7 +375,7 @@ fn probed_window(
 
 /// utime + stime of process `pid` (all its threads, exited ones included), ns.
 fn process_cpu_ns(pid: u32) -> Result<u64, String> {
-    redoctor_engine::workload::procstat::cpu_time_of(pid)
+    redoctor_workload::procstat::cpu_time_of(pid)
         .map(|d| d.as_nanos() as u64)
         .map_err(|e| e.to_string())
 }

@@ -6,8 +6,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use redoctor_engine::counters::CounterValues;
-use redoctor_engine::workload::{self, RunConfig, WorkloadKind};
 use redoctor_engine::{Engine, EngineOptions, RedoMode};
+use redoctor_workload::{self as workload, RunConfig, WorkloadKind};
 
 pub const CHILD_ENV: &str = "REDOCTOR_PROBES_CHILD";
 const DIR_ENV: &str = "REDOCTOR_PROBES_DIR";

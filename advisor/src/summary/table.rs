@@ -1,0 +1,285 @@
+//! Every summary signal, one row each: name, unit, meaning, computation.
+
+use super::totals::Totals;
+use super::{quantile_le, ratio};
+
+/// One summary signal.
+pub struct SignalDef {
+    /// The name rules read as `signals.<name>`.
+    pub name: &'static str,
+    /// Its unit ("" for a count or a pure number).
+    pub unit: &'static str,
+    /// What it means and how it is computed, in words.
+    pub meaning: &'static str,
+    /// How it is computed from the windows' sums.
+    pub compute: fn(&Totals) -> f64,
+}
+
+const fn def(
+    name: &'static str,
+    unit: &'static str,
+    meaning: &'static str,
+    compute: fn(&Totals) -> f64,
+) -> SignalDef {
+    SignalDef {
+        name,
+        unit,
+        meaning,
+        compute,
+    }
+}
+
+/// `last / first` of two halves; 1 (steady) without two halves or a zero start.
+fn trend(halves: Option<(f64, f64)>) -> f64 {
+    match halves {
+        Some((a, b)) if a > 0.0 => b / a,
+        _ => 1.0,
+    }
+}
+
+/// Every signal `summarize` computes, in the order reports list them.
+pub const SIGNALS: &[SignalDef] = &[
+    def("window_s", "s", "observed time, all windows", |t| {
+        t.window_ns as f64 / 1e9
+    }),
+    def("windows", "", "number of windows", |t| t.windows as f64),
+    def(
+        "commits",
+        "",
+        "commits acknowledged (engine probe points; 0 when unavailable)",
+        |t| t.commits as f64,
+    ),
+    def("commits_per_s", "1/s", "commits / window_s", |t| {
+        t.commits_per_s()
+    }),
+    def(
+        "commits_known",
+        "0/1",
+        "1 when the engine's commit counter was seen",
+        |t| f64::from(u8::from(t.commits_known)),
+    ),
+    def("cores", "", "CPUs in the target's affinity mask", |t| {
+        t.cores
+    }),
+    def(
+        "cpus_busy",
+        "CPUs",
+        "on-CPU time / window (1.0 = one full CPU)",
+        |t| t.oncpu_ns as f64 / t.window_ns.max(1) as f64,
+    ),
+    def("cpu_share", "0..1", "cpus_busy / cores", |t| {
+        t.oncpu_ns as f64 / t.window_ns.max(1) as f64 / t.cores
+    }),
+    def(
+        "avg_runnable_threads",
+        "",
+        "threads running or waiting for a CPU, on average: (on-CPU + run-queue wait) / window",
+        |t| t.avg_runnable(),
+    ),
+    def(
+        "saturation",
+        "",
+        "avg_runnable_threads / cores (> 1: threads queue for CPUs)",
+        |t| t.avg_runnable() / t.cores,
+    ),
+    def(
+        "runq_wait_share",
+        "0..1",
+        "run-queue wait / (on-CPU + run-queue wait)",
+        |t| ratio(t.runq_ns as f64, (t.oncpu_ns + t.runq_ns) as f64),
+    ),
+    def(
+        "runq_p99_us",
+        "us",
+        "run-queue latency, upper bound of the p99 bucket",
+        |t| quantile_le(&t.runq_hist, 0.99) / 1e3,
+    ),
+    def(
+        "user_threads",
+        "",
+        "user (connection) threads seen alive, largest over the windows",
+        |t| t.user_threads,
+    ),
+    def(
+        "log_threads",
+        "",
+        "dedicated redo log threads (writer, flusher, notifiers) alive",
+        |t| t.log_threads,
+    ),
+    def("user_threads_per_core", "", "user_threads / cores", |t| {
+        t.user_threads / t.cores
+    }),
+    def("tps_per_user", "1/s", "commits_per_s / user_threads", |t| {
+        ratio(t.commits_per_s(), t.user_threads)
+    }),
+    def(
+        "ctx_switches_per_commit",
+        "",
+        "voluntary + involuntary switches / commits",
+        |t| t.per_commit((t.voluntary + t.involuntary) as f64),
+    ),
+    def(
+        "involuntary_share",
+        "0..1",
+        "involuntary / all context switches",
+        |t| ratio(t.involuntary as f64, (t.voluntary + t.involuntary) as f64),
+    ),
+    def(
+        "commit_path_wakeups_per_commit",
+        "",
+        "wakeups between commit-path roles / commits",
+        |t| t.per_commit(t.commit_path_wakeups as f64),
+    ),
+    def(
+        "commits_per_fsync",
+        "",
+        "commits / redo fsyncs (group commit size)",
+        |t| ratio(t.commits as f64, t.redo.fsync_calls as f64),
+    ),
+    def(
+        "commits_per_redo_write",
+        "",
+        "commits / write calls on redo files (commits per log-writer round)",
+        |t| ratio(t.commits as f64, t.redo.write_calls as f64),
+    ),
+    def(
+        "redo_fsyncs_per_s",
+        "1/s",
+        "fsync/fdatasync calls on redo files per second",
+        |t| t.redo.fsync_calls as f64 / t.secs(),
+    ),
+    def(
+        "redo_fsync_p50_us",
+        "us",
+        "redo fsync latency, upper bound of the median bucket",
+        |t| quantile_le(&t.redo_fsync_hist, 0.5) / 1e3,
+    ),
+    def(
+        "redo_fsync_p99_us",
+        "us",
+        "redo fsync latency, upper bound of the p99 bucket",
+        |t| quantile_le(&t.redo_fsync_hist, 0.99) / 1e3,
+    ),
+    def(
+        "redo_write_bytes_per_s",
+        "B/s",
+        "bytes written to redo files per second",
+        |t| t.redo.write_bytes as f64 / t.secs(),
+    ),
+    def(
+        "binlog_write_bytes_per_s",
+        "B/s",
+        "bytes written to binlog files per second",
+        |t| t.binlog.write_bytes as f64 / t.secs(),
+    ),
+    def(
+        "user_futex_wait_share",
+        "0..1",
+        "user threads' futex wait time / (user_threads x window)",
+        |t| {
+            ratio(
+                t.user.futex_wait_ns as f64,
+                t.user_threads * t.window_ns as f64,
+            )
+        },
+    ),
+    def(
+        "futex_waits_per_commit",
+        "",
+        "futex waits of all threads / commits",
+        |t| t.per_commit(t.futex_waits as f64),
+    ),
+    def(
+        "tps_trend",
+        "",
+        "commits/s of the last half of the windows / first half (1 = steady)",
+        |t| trend(t.tps_halves),
+    ),
+    def(
+        "futex_wait_trend",
+        "",
+        "user futex wait of the last half / first half (1 = steady)",
+        |t| trend(t.user_futex_halves),
+    ),
+    def(
+        "cpu_us_per_commit",
+        "us",
+        "on-CPU time of all the target's threads / commits",
+        |t| t.us_per_commit(t.oncpu_ns as f64),
+    ),
+    def(
+        "user_cpu_us_per_commit",
+        "us",
+        "on-CPU time of user threads / commits",
+        |t| t.us_per_commit(t.user.oncpu_ns as f64),
+    ),
+    def(
+        "log_cpu_us_per_commit",
+        "us",
+        "on-CPU time of the dedicated log threads / commits (0 in RT0)",
+        |t| t.us_per_commit(t.log.oncpu_ns as f64),
+    ),
+    def(
+        "user_switches_per_commit",
+        "",
+        "user threads' voluntary + involuntary switches / commits",
+        |t| t.per_commit(t.user.switches as f64),
+    ),
+    def(
+        "redo_fsync_mean_us",
+        "us",
+        "time in redo fsync/fdatasync / such calls (0 without calls)",
+        |t| ratio(t.redo.fsync_ns as f64, t.redo.fsync_calls as f64) / 1e3,
+    ),
+    def(
+        "binlog_fsync_mean_us",
+        "us",
+        "time in binlog fsync/fdatasync / such calls (0 without calls)",
+        |t| ratio(t.binlog.fsync_ns as f64, t.binlog.fsync_calls as f64) / 1e3,
+    ),
+    def(
+        "binlog_fsyncs_per_s",
+        "1/s",
+        "fsync/fdatasync calls on binlog files per second",
+        |t| t.binlog.fsync_calls as f64 / t.secs(),
+    ),
+    def(
+        "commit_wait_us_per_commit",
+        "us",
+        "user threads' futex wait on the redo log's named locks (redo.*) / commits",
+        |t| t.us_per_commit(t.user_redo_lock_ns),
+    ),
+    def(
+        "lock_wait_us_per_commit",
+        "us",
+        "user threads' futex wait on anything but the redo log's locks (row locks, latches, gates) / commits",
+        |t| t.us_per_commit((t.user.futex_wait_ns as f64 - t.user_redo_lock_ns).max(0.0)),
+    ),
+    def(
+        "lock_waits_per_commit",
+        "",
+        "user threads' futex waits outside the redo log's locks / commits",
+        |t| t.per_commit((t.user.futex_waits as f64 - t.user_redo_lock_waits).max(0.0)),
+    ),
+    def(
+        "runq_wait_us_per_commit",
+        "us",
+        "user threads' run-queue wait / commits",
+        |t| t.us_per_commit(t.user.runq_wait_ns as f64),
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::SIGNALS;
+
+    #[test]
+    fn names_are_unique_and_documented() {
+        let mut names: Vec<&str> = SIGNALS.iter().map(|d| d.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "a signal name appears twice");
+        assert!(SIGNALS.iter().all(|d| !d.meaning.is_empty()));
+    }
+}

@@ -1,0 +1,97 @@
+//! Opening the engine's data directory: the options every subcommand shares.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use redoctor_engine::{Engine, EngineOptions, RedoOptions};
+
+/// Options for opening the engine, shared by every subcommand.
+#[derive(Args, Debug)]
+pub struct EngineArgs {
+    /// Data directory (created by `run` if missing).
+    #[arg(long)]
+    pub datadir: PathBuf,
+    /// Redo log buffer size in MiB, fractions allowed (a power of two in bytes; engine default if absent).
+    #[arg(long = "log-buffer-mb", value_name = "MB", value_parser = redoctor_args::mib)]
+    pub log_buffer_bytes: Option<u64>,
+    /// Redo log file size in MiB, fractions allowed (engine default if absent).
+    #[arg(long = "log-file-mb", value_name = "MB", value_parser = redoctor_args::mib)]
+    pub log_file_bytes: Option<u64>,
+    /// Take a checkpoint when the redo log is this full (percent; engine default if absent).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub checkpoint_fill_pct: Option<u32>,
+}
+
+/// Opens the engine at `args.datadir` (recovering it if needed).
+pub fn open_engine(
+    args: &EngineArgs,
+    mut redo: RedoOptions,
+    lock_wait_timeout: Option<Duration>,
+    startup: Vec<(String, String)>,
+) -> Result<Arc<Engine>> {
+    if let Some(bytes) = args.log_buffer_bytes {
+        redo.log_buffer_size =
+            usize::try_from(bytes).context("--log-buffer-mb is too large for this machine")?;
+    }
+    if let Some(bytes) = args.log_file_bytes {
+        redo.log_file_size = bytes;
+    }
+    let mut opts = EngineOptions::new(args.datadir.clone());
+    opts.redo = redo;
+    opts.settings = startup;
+    if let Some(t) = lock_wait_timeout {
+        opts.lock_wait_timeout = t;
+    }
+    if let Some(pct) = args.checkpoint_fill_pct {
+        opts.checkpoint_fill_pct = pct;
+    }
+    Engine::open(opts).with_context(|| {
+        format!(
+            "cannot open the engine at {} (recovery failed or the directory holds something else); \
+             pass the --datadir of an earlier run or an empty directory",
+            args.datadir.display()
+        )
+    })
+}
+
+/// Creates `dir` if needed and checks that files can be created in it.
+pub fn ensure_writable_dir(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--datadir {} exists but is not a directory; pass a directory path",
+            dir.display()
+        );
+    }
+    fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "cannot create --datadir {}; pass a directory you can write to",
+            dir.display()
+        )
+    })?;
+    let probe = dir.join(".redoctor-write-probe");
+    fs::write(&probe, b"").with_context(|| {
+        format!(
+            "--datadir {} is not writable; pass a directory you can write to",
+            dir.display()
+        )
+    })?;
+    fs::remove_file(&probe).with_context(|| format!("cannot remove {}", probe.display()))?;
+    Ok(())
+}
+
+/// Checks that `dir` is an existing directory (recover and verify never create one).
+pub fn ensure_existing_datadir(dir: &Path) -> Result<()> {
+    if !dir.is_dir() {
+        bail!(
+            "--datadir {} does not exist or is not a directory: there is nothing to recover; \
+             pass the --datadir of an earlier `run`",
+            dir.display()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! `redoctor-engine serve`: command-line options and the run loop.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use redoctor_args::OnOff;
+use redoctor_engine::{Engine, EngineOptions};
+use redoctor_server::{wait_for_signal, Server, ServerConfig, DEFAULT_MAX_PACKET};
+
+use crate::run::redo_mode;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Data directory (created if missing; recovered if it holds a crashed engine).
+    #[arg(long)]
+    pub datadir: PathBuf,
+    /// Unix socket path (created mode 0600; only the server's user may connect).
+    #[arg(long)]
+    pub socket: PathBuf,
+    /// Also listen on 127.0.0.1:PORT (off unless given; no peer check on TCP).
+    #[arg(long, value_name = "PORT")]
+    pub tcp: Option<u16>,
+    /// Dedicated redo log threads at start: on (RT1) or off (RT0). Engine default if absent.
+    #[arg(long, value_enum)]
+    pub redo_threads: Option<OnOff>,
+    /// innodb_flush_log_at_trx_commit at start (0, 1, 2). Engine default (1) if absent.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub flush_at_commit: Option<u8>,
+    /// Redo log file size in MiB, fractions allowed (engine default if absent).
+    #[arg(long = "log-file-mb", value_name = "MB", value_parser = redoctor_args::mib)]
+    pub log_file_bytes: Option<u64>,
+    /// innodb_lock_wait_timeout at start (`50`, `50s`; at least 1 s; engine default if absent).
+    #[arg(long, value_parser = redoctor_args::duration)]
+    pub lock_wait_timeout: Option<Duration>,
+    /// max_allowed_packet in bytes: larger client packets close the connection.
+    #[arg(long, default_value_t = DEFAULT_MAX_PACKET)]
+    pub max_packet: usize,
+    /// How long shutdown lets open transactions finish before rolling them back (`5`, `500ms`).
+    #[arg(long, default_value = "5", value_parser = redoctor_args::duration)]
+    pub shutdown_grace: Duration,
+    /// connect_timeout: how long a client has to log in after connecting (`10`, `10s`; at least 1 s).
+    #[arg(long, default_value = "10", value_parser = redoctor_args::duration)]
+    pub connect_timeout: Duration,
+}
+
+/// Opens the engine, serves until SIGTERM/SIGINT, shuts down gracefully.
+pub fn run(a: ServeArgs) -> Result<ExitCode> {
+    std::fs::create_dir_all(&a.datadir).with_context(|| {
+        format!(
+            "cannot create --datadir {}; pass a directory you can write to",
+            a.datadir.display()
+        )
+    })?;
+    let mut opts = EngineOptions::new(a.datadir.clone());
+    // Clients send multi-row INSERTs of ~512 KiB (sysbench's bulk load) as one
+    // autocommit transaction: allow redo records up to 2 MiB (the link
+    // buffer caps a record at half its slots; 4 Mi slots take 32 MiB).
+    opts.redo.link_slots = opts.redo.link_slots.max(1 << 22);
+    if let Some(m) = a.redo_threads {
+        opts.redo.mode = redo_mode(m);
+    }
+    if let Some(f) = a.flush_at_commit {
+        opts.redo.flush_at_commit = f;
+    }
+    if let Some(bytes) = a.log_file_bytes {
+        opts.redo.log_file_size = bytes;
+    }
+    if let Some(t) = a.lock_wait_timeout {
+        opts.lock_wait_timeout = t.max(Duration::from_secs(1));
+    }
+    let engine = Engine::open(opts).with_context(|| {
+        format!(
+            "cannot open the engine at {}; pass the --datadir of an earlier run or an empty directory",
+            a.datadir.display()
+        )
+    })?;
+    let mut cfg = ServerConfig::new(&a.socket);
+    cfg.tcp_port = a.tcp;
+    cfg.max_packet = a.max_packet;
+    cfg.shutdown_grace = a.shutdown_grace;
+    cfg.connect_timeout = a.connect_timeout.max(Duration::from_secs(1));
+    let server = Server::start(engine, cfg).context("starting the server")?;
+    match server.tcp_port() {
+        Some(p) => eprintln!(
+            "redoctor-engine serve: listening on {} and 127.0.0.1:{p}",
+            a.socket.display()
+        ),
+        None => eprintln!("redoctor-engine serve: listening on {}", a.socket.display()),
+    }
+    wait_for_signal();
+    eprintln!("redoctor-engine serve: shutting down");
+    server.shutdown().context("shutting down")?;
+    eprintln!("redoctor-engine serve: stopped cleanly");
+    Ok(ExitCode::SUCCESS)
+}

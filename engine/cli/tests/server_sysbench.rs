@@ -1,0 +1,282 @@
+//! Stock clients nobody here wrote drive `redoctor-engine serve`: sysbench's
+//! bundled OLTP scripts (prepare, run, cleanup) and the `mariadb` command-line
+//! client. Each test skips only if the tool is not installed, and says so
+//! (CI installs both).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+
+fn installed(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!(
+            "SKIPPED: `{tool}` is not installed (apt-get install sysbench mariadb-client; .ci/run does this)"
+        );
+    }
+    found
+}
+
+struct Served {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    fn start() -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("mysql.sock");
+        let child = Command::new(env!("CARGO_BIN_EXE_redoctor-engine"))
+            .arg("serve")
+            .arg("--datadir")
+            .arg(dir.path().join("data"))
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--lock-wait-timeout")
+            .arg("10")
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !socket.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "server did not create its socket"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Served {
+            child,
+            socket,
+            _dir: dir,
+        }
+    }
+
+    fn status(&self, name: &str) -> u64 {
+        let mut c = common::connect(&self.socket);
+        let rows: Vec<(String, String)> = c
+            .query(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+            .unwrap();
+        assert_eq!(rows.len(), 1, "status {name}");
+        rows[0].1.parse().unwrap()
+    }
+
+    /// SIGTERM, then the exit status and whether the socket file is gone.
+    fn stop(mut self) {
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let st = self.child.wait().unwrap();
+        assert!(st.success(), "serve exited with {st}");
+        assert!(!self.socket.exists(), "socket file left behind");
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sysbench(socket: &Path, script: &str, cmd: &str, threads: u32) -> String {
+    let out = Command::new("sysbench")
+        .args([
+            "--db-driver=mysql",
+            &format!("--mysql-socket={}", socket.display()),
+            "--mysql-user=root",
+            "--mysql-db=sbtest",
+            "--tables=2",
+            "--table-size=10000",
+            &format!("--threads={threads}"),
+            "--time=2",
+            "--report-interval=0",
+            script,
+            cmd,
+        ])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && !text.contains("FATAL"),
+        "sysbench {script} {cmd} failed:\n{text}"
+    );
+    text
+}
+
+/// The first number after `label` in sysbench's report.
+fn number(report: &str, label: &str) -> f64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no '{label}' in:\n{report}"));
+    line[line.find(label).unwrap() + label.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_start_matches('(')
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn sysbench_oltp_scripts_prepare_run_cleanup() {
+    if !installed("sysbench") {
+        return;
+    }
+    let s = Served::start();
+    for (script, threads) in [
+        ("oltp_read_write", 2),
+        ("oltp_update_index", 4),
+        ("oltp_insert", 4),
+        ("oltp_point_select", 4),
+    ] {
+        sysbench(&s.socket, script, "prepare", 1);
+        // The bulk load (multi-row INSERTs of ~512 KiB) arrived whole.
+        let mut c = common::connect(&s.socket);
+        let rows: i64 = c
+            .query_first("SELECT COUNT(*) FROM sbtest2")
+            .unwrap()
+            .unwrap();
+        assert_eq!(rows, 10_000, "{script}: prepare loaded {rows} rows");
+        drop(c);
+        let commits = s.status("Com_commit");
+        let lock_errors = s.status("Innodb_deadlocks") + s.status("Innodb_row_lock_timeouts");
+        let report = sysbench(&s.socket, script, "run", threads);
+        let trx = number(&report, "transactions:");
+        let ignored = number(&report, "ignored errors:");
+        let tps = report
+            .lines()
+            .find(|l| l.trim_start().starts_with("transactions:"))
+            .and_then(|l| l.split('(').nth(1))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap()
+            .parse::<f64>()
+            .unwrap();
+        let commit_delta = s.status("Com_commit") - commits;
+        let lock_delta =
+            s.status("Innodb_deadlocks") + s.status("Innodb_row_lock_timeouts") - lock_errors;
+        eprintln!(
+            "{script}: {trx} transactions, {tps} tps, {ignored} ignored errors, \
+             {commit_delta} engine commits, {lock_delta} lock errors"
+        );
+        assert!(trx > 0.0 && tps > 0.0, "{script}: no throughput\n{report}");
+        assert_eq!(
+            commit_delta as f64, trx,
+            "{script}: engine commits must equal sysbench transactions"
+        );
+        // The only errors are the retryable ones sysbench retries on MySQL
+        // too (deadlock 1213, lock wait timeout 1205), each one counted by the engine.
+        assert_eq!(ignored, lock_delta as f64, "{script}: unexplained errors");
+        sysbench(&s.socket, script, "cleanup", 1);
+        let mut c = common::connect(&s.socket);
+        let tables: Vec<String> = c.query("SHOW TABLES").unwrap();
+        assert!(tables.is_empty(), "{script}: cleanup left {tables:?}");
+    }
+    s.stop();
+}
+
+fn mariadb(socket: &Path, sql: &str) -> std::process::Output {
+    Command::new("mariadb")
+        .arg(format!("--socket={}", socket.display()))
+        .args(["--user=root", "--batch", "--skip-column-names", "-e", sql])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn mariadb_client_sets_and_shows_globals() {
+    if !installed("mariadb") {
+        return;
+    }
+    let s = Served::start();
+    let out = mariadb(
+        &s.socket,
+        "SET GLOBAL innodb_log_writer_threads = OFF; \
+         SET GLOBAL innodb_flush_log_at_trx_commit = 2; \
+         SHOW GLOBAL VARIABLES LIKE 'innodb_log_writer_threads'; \
+         SELECT @@global.innodb_flush_log_at_trx_commit; \
+         SHOW GLOBAL STATUS LIKE 'Com_commit';",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "innodb_log_writer_threads\tOFF");
+    assert_eq!(lines[1], "2");
+    assert!(lines[2].starts_with("Com_commit\t"));
+    // A refused value: error 1231 printed, nothing changed.
+    let out = mariadb(&s.socket, "SET GLOBAL innodb_flush_log_at_trx_commit = 5");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1231"));
+    let out = mariadb(&s.socket, "SELECT @@innodb_flush_log_at_trx_commit");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    // Unsupported SQL: a named error, the server keeps serving.
+    let out = mariadb(&s.socket, "CREATE VIEW v AS SELECT 1");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1235"));
+    let out = mariadb(&s.socket, "SELECT 1");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+    s.stop();
+}
+
+#[test]
+fn only_the_servers_user_may_connect() {
+    if !installed("mariadb") {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: needs root to run a client as another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let s = Served::start();
+    let as_nobody = || {
+        Command::new("mariadb")
+            .arg(format!("--socket={}", s.socket.display()))
+            .args(["--user=root", "-e", "SELECT 1"])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap()
+    };
+    // The socket's mode keeps other users out ...
+    let out = as_nobody();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("2002"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ... and if the mode is loosened, the peer-credential check still does.
+    let dir = s.socket.parent().unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&s.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = as_nobody();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("1045"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The owner still connects.
+    let out = mariadb(&s.socket, "SELECT 1");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+    s.stop();
+}

@@ -1,0 +1,354 @@
+//! Runs data statements (SELECT, INSERT, UPDATE, DELETE) inside a transaction.
+
+use std::collections::{HashMap, HashSet};
+
+use msql_srv::{Column, ColumnFlags, ColumnType, ErrorKind};
+use parking_lot::Mutex;
+
+use super::error::{no_such_table, trx_error, SqlError};
+use super::sql::{Col, Filter, Lit, Operand, Projection, Select, SetCol, Stmt};
+use redoctor_engine::data::table::Row;
+use redoctor_engine::data::trx::Trx;
+use redoctor_engine::engine::{Engine, TableId};
+
+/// `c CHAR(120)`, `pad CHAR(60)`: longer values are refused (strict mode).
+const C_LEN: usize = 120;
+const PAD_LEN: usize = 60;
+
+/// One result cell.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cell {
+    Null,
+    Int(i64),
+    Str(String),
+}
+
+/// What a statement returns.
+#[derive(Debug)]
+pub enum Outcome {
+    Done {
+        affected: u64,
+        last_insert_id: u64,
+    },
+    Rows {
+        cols: Vec<Column>,
+        rows: Vec<Vec<Cell>>,
+    },
+}
+
+impl Outcome {
+    pub fn ok() -> Outcome {
+        Outcome::Done {
+            affected: 0,
+            last_insert_id: 0,
+        }
+    }
+}
+
+/// A result column description.
+pub fn column(name: &str, int: bool) -> Column {
+    Column {
+        table: String::new(),
+        column: name.to_string(),
+        coltype: if int {
+            ColumnType::MYSQL_TYPE_LONGLONG
+        } else {
+            ColumnType::MYSQL_TYPE_VAR_STRING
+        },
+        colflags: ColumnFlags::empty(),
+    }
+}
+
+/// The columns a SELECT returns (also sent when it is prepared).
+pub fn select_columns(s: &Select) -> Vec<Column> {
+    match &s.projection {
+        Projection::Count => vec![column("COUNT(*)", true)],
+        Projection::Sum(c) => vec![column(&format!("SUM({})", c.name()), true)],
+        Projection::Cols(cols) => cols
+            .iter()
+            .map(|c| column(c.name(), matches!(c, Col::Id | Col::K)))
+            .collect(),
+    }
+}
+
+/// AUTO_INCREMENT counters, per table, shared by all connections. A table's
+/// counter starts above its highest committed id (as InnoDB does on restart).
+#[derive(Default)]
+pub struct AutoInc(Mutex<HashMap<TableId, i64>>);
+
+impl AutoInc {
+    /// Runs `f` on `table`'s counter (the next id to hand out).
+    fn with<R>(&self, engine: &Engine, table: TableId, f: impl FnOnce(&mut i64) -> R) -> R {
+        let mut m = self.0.lock();
+        let v = m
+            .entry(table)
+            .or_insert_with(|| engine.max_row_id(table).unwrap_or(0).max(0) + 1);
+        f(v)
+    }
+
+    fn next(&self, engine: &Engine, table: TableId) -> i64 {
+        self.with(engine, table, |v| {
+            let id = *v;
+            *v += 1;
+            id
+        })
+    }
+
+    /// An explicit id moves the counter past it.
+    fn saw(&self, engine: &Engine, table: TableId, id: i64) {
+        self.with(engine, table, |v| {
+            if id >= *v {
+                *v = id.saturating_add(1);
+            }
+        })
+    }
+}
+
+/// Resolves operands against the statement's parameters.
+pub struct Args<'a>(pub &'a [Lit]);
+
+impl Args<'_> {
+    fn get(&self, o: &Operand) -> Result<Lit, SqlError> {
+        match o {
+            Operand::Lit(l) => Ok(l.clone()),
+            Operand::Param(i) => self.0.get(*i).cloned().ok_or_else(|| {
+                SqlError::new(
+                    ErrorKind::ER_WRONG_ARGUMENTS,
+                    format!("parameter {} was not supplied", i + 1),
+                )
+            }),
+        }
+    }
+
+    pub fn int(&self, o: &Operand, what: &str) -> Result<i64, SqlError> {
+        lit_int(self.get(o)?, what)
+    }
+
+    fn i32(&self, o: &Operand, what: &str) -> Result<i32, SqlError> {
+        let v = self.int(o, what)?;
+        i32::try_from(v).map_err(|_| {
+            SqlError::new(
+                ErrorKind::ER_WARN_DATA_OUT_OF_RANGE,
+                format!("Out of range value {v} for {what} (INTEGER)"),
+            )
+        })
+    }
+
+    pub fn text(&self, o: &Operand, what: &str, max: usize) -> Result<String, SqlError> {
+        let s = match self.get(o)? {
+            Lit::Str(s) => s,
+            Lit::Int(i) => i.to_string(),
+            Lit::Null => {
+                return Err(SqlError::new(
+                    ErrorKind::ER_BAD_NULL_ERROR,
+                    format!("Column '{what}' cannot be null"),
+                ))
+            }
+        };
+        if s.chars().count() > max {
+            return Err(SqlError::new(
+                ErrorKind::ER_DATA_TOO_LONG,
+                format!(
+                    "Data too long for column '{what}' (CHAR({max}), got {} characters)",
+                    s.chars().count()
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// The id of an INSERT row: None means AUTO_INCREMENT (absent, NULL or 0).
+    fn insert_id(&self, o: Option<&Operand>) -> Result<Option<i64>, SqlError> {
+        match o.map(|o| self.get(o)).transpose()? {
+            None | Some(Lit::Null) => Ok(None),
+            Some(l) => match lit_int(l, "column 'id'")? {
+                0 => Ok(None),
+                id => Ok(Some(id)),
+            },
+        }
+    }
+}
+
+fn lit_int(l: Lit, what: &str) -> Result<i64, SqlError> {
+    match l {
+        Lit::Int(i) => Ok(i),
+        Lit::Str(s) => s.trim().parse().map_err(|_| {
+            SqlError::new(
+                ErrorKind::ER_TRUNCATED_WRONG_VALUE,
+                format!("Incorrect integer value: '{s}' for {what}"),
+            )
+        }),
+        Lit::Null => Err(SqlError::new(
+            ErrorKind::ER_BAD_NULL_ERROR,
+            format!("{what} cannot be null"),
+        )),
+    }
+}
+
+fn table_id(engine: &Engine, name: &str) -> Result<TableId, SqlError> {
+    engine.table_id(name).ok_or_else(|| no_such_table(name))
+}
+
+fn cell(row_id: i64, row: &Row, c: Col) -> Cell {
+    match c {
+        Col::Id => Cell::Int(row_id),
+        Col::K => Cell::Int(row.k as i64),
+        Col::C => Cell::Str(row.c.clone()),
+        Col::Pad => Cell::Str(row.pad.clone()),
+    }
+}
+
+/// Runs a data statement in `trx`. `changed` is set once the statement has
+/// changed a row (so a later failure cannot be undone statement-only).
+pub fn run(
+    engine: &Engine,
+    auto_inc: &AutoInc,
+    trx: &mut Trx,
+    stmt: &Stmt,
+    args: &Args<'_>,
+    changed: &mut bool,
+) -> Result<Outcome, SqlError> {
+    match stmt {
+        Stmt::Select(s) => select(engine, trx, s, args),
+        Stmt::Insert { table, rows } => {
+            let tid = table_id(engine, table)?;
+            let mut first_auto = 0u64;
+            for r in rows {
+                let id = match args.insert_id(r[0].as_ref())? {
+                    Some(id) => {
+                        auto_inc.saw(engine, tid, id);
+                        id
+                    }
+                    None => {
+                        let id = auto_inc.next(engine, tid);
+                        if first_auto == 0 {
+                            first_auto = id as u64;
+                        }
+                        id
+                    }
+                };
+                let k = match &r[1] {
+                    Some(o) => args.i32(o, "column 'k'")?,
+                    None => 0,
+                };
+                let c = match &r[2] {
+                    Some(o) => args.text(o, "c", C_LEN)?,
+                    None => String::new(),
+                };
+                let pad = match &r[3] {
+                    Some(o) => args.text(o, "pad", PAD_LEN)?,
+                    None => String::new(),
+                };
+                trx.insert(tid, id, Row { k, c, pad })
+                    .map_err(|e| trx_error(e, table))?;
+                *changed = true;
+            }
+            Ok(Outcome::Done {
+                affected: rows.len() as u64,
+                last_insert_id: first_auto,
+            })
+        }
+        Stmt::Update { table, set, id } => {
+            let tid = table_id(engine, table)?;
+            let id = args.int(id, "id")?;
+            let mut found = true;
+            for s in set {
+                let hit = match s {
+                    SetCol::KAdd { delta, negate } => {
+                        let d = args.i32(delta, "k increment")?;
+                        let d = if *negate { d.wrapping_neg() } else { d };
+                        trx.update_k(tid, id, d)
+                    }
+                    SetCol::C(v) => {
+                        let c = args.text(v, "c", C_LEN)?;
+                        trx.update_c(tid, id, c)
+                    }
+                }
+                .map_err(|e| trx_error(e, table))?;
+                if hit {
+                    *changed = true;
+                }
+                found &= hit;
+            }
+            Ok(Outcome::Done {
+                affected: found as u64,
+                last_insert_id: 0,
+            })
+        }
+        Stmt::Delete { table, id } => {
+            let tid = table_id(engine, table)?;
+            let id = args.int(id, "id")?;
+            let hit = trx.delete(tid, id).map_err(|e| trx_error(e, table))?;
+            *changed |= hit;
+            Ok(Outcome::Done {
+                affected: hit as u64,
+                last_insert_id: 0,
+            })
+        }
+        other => unreachable!("not a data statement: {other:?}"),
+    }
+}
+
+fn select(
+    engine: &Engine,
+    trx: &mut Trx,
+    s: &Select,
+    args: &Args<'_>,
+) -> Result<Outcome, SqlError> {
+    let tid = table_id(engine, &s.table)?;
+    let mut source: Vec<(i64, Row)> = Vec::new();
+    let e = |e| trx_error(e, &s.table);
+    match &s.filter {
+        Filter::IdEq(o) => {
+            let id = args.int(o, "id")?;
+            if let Some(r) = trx.get(tid, id).map_err(e)? {
+                source.push((id, r));
+            }
+        }
+        Filter::IdBetween(lo, hi) => {
+            let (lo, hi) = (args.int(lo, "id")?, args.int(hi, "id")?);
+            source = trx.range(tid, lo, hi).map_err(e)?;
+        }
+        Filter::KEq(o) => {
+            let k = args.i32(o, "k")?;
+            source = trx.get_by_k(tid, k).map_err(e)?;
+        }
+        Filter::All => source = trx.range(tid, i64::MIN, i64::MAX).map_err(e)?,
+    }
+    let cols = select_columns(s);
+    let mut rows: Vec<Vec<Cell>> = match &s.projection {
+        Projection::Count => vec![vec![Cell::Int(source.len() as i64)]],
+        Projection::Sum(c) => {
+            let sum = source.iter().fold(None::<i64>, |acc, (id, r)| {
+                let v = if *c == Col::Id { *id } else { r.k as i64 };
+                Some(acc.unwrap_or(0).wrapping_add(v))
+            });
+            vec![vec![sum.map_or(Cell::Null, Cell::Int)]]
+        }
+        Projection::Cols(pc) => {
+            let order_key = s.order.map(|(c, _)| c);
+            let mut keyed: Vec<(Cell, Vec<Cell>)> = source
+                .iter()
+                .map(|(id, r)| {
+                    let key = order_key.map_or(Cell::Null, |c| cell(*id, r, c));
+                    (key, pc.iter().map(|c| cell(*id, r, *c)).collect())
+                })
+                .collect();
+            if let Some((_, desc)) = s.order {
+                // Stable: ties keep id order, as InnoDB's filesort of a PK range does.
+                keyed.sort_by(|a, b| if desc { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) });
+            }
+            let mut rows: Vec<Vec<Cell>> = keyed.into_iter().map(|(_, r)| r).collect();
+            if s.distinct {
+                let mut seen = HashSet::new();
+                rows.retain(|r| seen.insert(r.clone()));
+            }
+            rows
+        }
+    };
+    if let Some(l) = &s.limit {
+        let n = args.int(l, "LIMIT")?.max(0) as usize;
+        rows.truncate(n);
+    }
+    Ok(Outcome::Rows { cols, rows })
+}
