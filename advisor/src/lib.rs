@@ -22,6 +22,7 @@ pub mod evaluate;
 pub mod experiment;
 pub mod facts;
 pub mod follow_trial;
+pub mod gate;
 pub mod model;
 pub mod reads;
 pub mod report;

@@ -49,7 +49,7 @@ pub fn engine_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     let p = me.with_file_name("redoctor-engine");
     if !p.is_file() {
         bail!(
-            "the bundled engine was not found at {}: build it (`cargo build --release -p redoctor-engine`) or name it with --engine-bin or ${ENGINE_ENV}",
+            "the bundled engine was not found at {}: build it (`cargo build --release -p redoctor-engine-cli`) or name it with --engine-bin or ${ENGINE_ENV}",
             p.display()
         );
     }

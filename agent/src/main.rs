@@ -3,13 +3,15 @@
 //! verdict is the report's first line, and `verdict.kind` in JSON).
 //!
 //! Exit codes: 0 success; 1 error (message on stderr); 3 the target process
-//! exited during `probe` (its last window was still printed).
+//! exited during `probe` (its last window was still printed). `gate run`:
+//! 0 pass, 1 regression, 2 error.
 
 mod admin;
 mod apply;
 mod calibrate;
 mod demo;
 mod diagnose;
+mod gate;
 mod probe;
 mod revert;
 mod state;
@@ -43,11 +45,14 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Restore the settings `redoctor apply` changed on a server.
     Revert(revert::RevertArgs),
+    /// CI performance gate: context switches, wakeups, fsyncs and CPU per commit vs a baseline.
+    Gate(gate::GateArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Gate(args) => return gate::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Diagnose(args) => diagnose::run(*args),
         Command::Apply(args) => apply::run(args),

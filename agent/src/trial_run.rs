@@ -76,21 +76,31 @@ impl Testbed for Live<'_> {
 /// Most candidates one `--trial` tries (each needs at least `min_pairs` pairs).
 pub const MAX_CANDIDATES: usize = 3;
 
-/// What to try, best predicted first: every candidate configuration the
-/// model predicts could gain (its interval reaches
-/// [`WORTH_TRYING`](redoctor_advisor::evaluate::WORTH_TRYING) and its
-/// estimate is a gain), at most [`MAX_CANDIDATES`], then each proposal the
-/// model does not cover (`not_modelled`: only a trial can judge it).
+/// What to try, one knob at a time (the search keeps what wins and tries
+/// the next knob on top of it, so combinations are reached step by step):
+/// for each knob the model's candidates change — the redo mode, the
+/// concurrency cap (with its admission policy), the throttle — its best
+/// predicted single-knob configuration, when the prediction's interval
+/// reaches [`WORTH_TRYING`](redoctor_advisor::evaluate::WORTH_TRYING)
+/// (the model's point estimate may be below 1: its held-out error is wide,
+/// and the trial is the judge); best predicted first, at most
+/// [`MAX_CANDIDATES`]. Then each proposal the model does not cover
+/// (`not_modelled`: only a trial can judge it).
 pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     if let Some(m) = &d.model {
+        let mut knobs_seen: Vec<&'static str> = Vec::new();
         for p in m
             .predictions
             .iter()
-            .filter(|p| p.ratio > 1.0 && p.ratio_high >= redoctor_advisor::evaluate::WORTH_TRYING)
-            .filter(|p| !p.changes.is_empty())
-            .take(MAX_CANDIDATES)
+            .filter(|p| p.ratio_high >= redoctor_advisor::evaluate::WORTH_TRYING)
         {
+            let knobs = knobs_of(&p.changes);
+            let [knob] = knobs.as_slice() else { continue };
+            if knobs_seen.contains(knob) || out.len() >= MAX_CANDIDATES {
+                continue;
+            }
+            knobs_seen.push(knob);
             out.push(Candidate {
                 label: format!("{} ({})", p.config, show(&p.changes)),
                 settings: p.changes.clone(),
@@ -114,6 +124,23 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
         });
     }
     out
+}
+
+/// The knobs a change touches (a cap and its admission policy are one knob).
+fn knobs_of(changes: &Settings) -> Vec<&'static str> {
+    use redoctor_advisor::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
+    let mut knobs: Vec<&'static str> = changes
+        .keys()
+        .map(|k| match k.as_str() {
+            REDO_THREADS => "redo",
+            CAP | POLICY => "cap",
+            THROTTLE => "throttle",
+            _ => "other",
+        })
+        .collect();
+    knobs.sort_unstable();
+    knobs.dedup();
+    knobs
 }
 
 /// The default plan with `max_pairs` (and at most as many `min_pairs`),

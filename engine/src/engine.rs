@@ -29,6 +29,7 @@ use crate::data::record::{self, RedoRecord};
 use crate::data::table::Row;
 pub use crate::data::table::TableId;
 use crate::data::trx::{EngineHooks, Trx, TrxError};
+use crate::debug_hooks::DebugHooks;
 use crate::error::EngineError;
 use crate::probe_points;
 use crate::recovery::{self, RecoveryReport};
@@ -102,6 +103,8 @@ pub struct Engine {
     /// The binlog and ordered group commit, when log_bin=ON.
     binlog: Option<GroupCommit>,
     binlog_settings: Arc<BinlogSettings>,
+    /// Commit-path regressions on purpose, for the CI gate's tests.
+    debug: DebugHooks,
 }
 
 thread_local! {
@@ -162,6 +165,7 @@ impl Engine {
             shut: AtomicBool::new(false),
             binlog,
             binlog_settings,
+            debug: DebugHooks::default(),
         });
         if let Err(e) = startup.apply_live(&engine) {
             let _ = engine.shutdown();
@@ -401,7 +405,9 @@ impl Engine {
             return Ok(self.redo.current_lsn());
         }
         if let Some(binlog) = &self.binlog {
-            return binlog.commit(trx);
+            let r = binlog.commit(trx);
+            self.debug.after_commit();
+            return r;
         }
         let r = REDO_BODY.with(|b| {
             let mut body = b.borrow_mut();
@@ -419,6 +425,7 @@ impl Engine {
         trx.apply_commit();
         self.redo.mark_closed(start, end);
         self.redo.wait_for_commit(end)?;
+        self.debug.after_commit();
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         Ok(end)
     }
@@ -529,6 +536,11 @@ impl Engine {
     /// The transaction throttle (`innodb_max_active_transactions`).
     pub fn throttle(&self) -> &Arc<Throttle> {
         &self.throttle
+    }
+
+    /// The debug settings that slow the commit path on purpose.
+    pub fn debug_hooks(&self) -> &DebugHooks {
+        &self.debug
     }
 
     /// The transaction system (active transactions, id assignment).

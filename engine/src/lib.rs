@@ -18,6 +18,7 @@ pub mod binlog;
 pub mod checkpoint;
 pub mod counters;
 pub mod data;
+pub mod debug_hooks;
 pub mod engine;
 pub mod error;
 pub mod named_locks;

@@ -193,6 +193,34 @@ pub static SETTINGS: &[Setting] = &[
         }),
         at_startup: Some(|o, v| o.binlog_group_commit_sync_delay_us = v.as_u64()),
     },
+    Setting {
+        name: "redoctor_debug_commit_extra_hop",
+        kind: Kind::Bool,
+        default: "OFF",
+        doc: "Debug (a regression on purpose, for performance-gate tests): every commit takes one more notifier hand-off each way after it is durable.",
+        get: |e| Value::Bool(e.debug_hooks().extra_hop()),
+        set: Some(|e, v| {
+            e.debug_hooks()
+                .set_extra_hop(v.as_u64() == 1)
+                .map_err(|err| SettingsError::Apply {
+                    name: "redoctor_debug_commit_extra_hop",
+                    reason: format!("cannot start the relay thread: {err}"),
+                })
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "redoctor_debug_commit_sleep_us",
+        kind: Kind::UInt { min: 0, max: crate::debug_hooks::MAX_SLEEP_US, unit: "microseconds" },
+        default: "0",
+        doc: "Debug (a regression on purpose, for performance-gate tests): every commit sleeps this long after it is durable.",
+        get: |e| Value::UInt(e.debug_hooks().sleep_us()),
+        set: Some(|e, v| {
+            e.debug_hooks().set_sleep_us(v.as_u64());
+            Ok(())
+        }),
+        at_startup: None,
+    },
 ];
 
 #[cfg(test)]
