@@ -436,8 +436,10 @@ impl RedoLog {
         self.recent_closed.add_link(start, end);
     }
 
-    /// Reservable lsns before the log counts as full. The margin of one log
-    /// buffer absorbs threads that passed the check together.
+    /// Reservable lsns before the log counts as full. The margin of two log
+    /// buffers absorbs threads that passed the check together and the
+    /// commit marks appended without a space wait
+    /// ([`append_without_space_wait`](Self::append_without_space_wait)).
     fn free_limit(&self) -> u64 {
         self.layout.capacity() - 2 * self.buffer.size()
     }
