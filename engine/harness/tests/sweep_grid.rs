@@ -24,7 +24,7 @@ RT1 = { innodb_log_writer_threads = "ON" }
 
 #[test]
 fn shipped_sweeps_are_valid() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sweeps");
     let default = Grid::load(&dir.join("default.toml")).unwrap();
     assert_eq!(default.cells().len(), 384);
     assert_eq!(default.axes.binlog, [false, true]);
