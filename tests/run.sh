@@ -3,7 +3,9 @@
 # Every crate's unit and integration tests, then the loom model checks of the
 # concurrency gate, the redo log's wakeup event, link buffer and log buffer,
 # and the transaction throttle (a separate build: loom replaces the atomics,
-# locks, cells and futex words).
+# locks, cells and futex words); then the project's own performance gate on
+# the bundled engine's commit path against its committed baseline
+# (agent/GATE.md: a regression or an error fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
@@ -13,3 +15,7 @@ echo "== loom model checks (engine/tests/loom_*.rs)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release -p redoctor-engine --test loom_gate --test loom_event \
     --test loom_link_buffer --test loom_log_buffer --test loom_throttle
+echo "== performance gate (tests/gate/engine-commit-path.toml)"
+cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
+target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \
+    --baseline tests/gate/engine-commit-path.baseline.json

@@ -112,25 +112,30 @@ impl Baseline {
 
     /// Writes atomically.
     pub fn save(&self, path: &Path) -> Result<(), GateError> {
-        let io = |e: std::io::Error| GateError::Io {
-            doing: format!("writing the baseline {}", path.display()),
-            source: e,
-        };
         let text = serde_json::to_string_pretty(self).map_err(|e| GateError::Io {
             doing: "serialising the baseline".into(),
             source: std::io::Error::other(e),
         })?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-        tmp.write_all(text.as_bytes()).map_err(io)?;
-        tmp.write_all(b"\n").map_err(io)?;
-        tmp.as_file().sync_all().map_err(io)?;
-        tmp.persist(path).map_err(|e| io(e.error))?;
-        Ok(())
+        write_atomic(path, format!("{text}\n").as_bytes())
     }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it,
+/// fsync'd, renamed over it; an error leaves `path` as it was.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), GateError> {
+    let io = |e: std::io::Error| GateError::Io {
+        doing: format!("writing {}", path.display()),
+        source: e,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    tmp.write_all(bytes).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 #[cfg(test)]

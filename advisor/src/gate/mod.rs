@@ -8,7 +8,7 @@ pub mod compare;
 pub mod metrics;
 pub mod output;
 
-pub use baseline::Baseline;
+pub use baseline::{write_atomic, Baseline};
 pub use compare::{compare, Comparison, MetricResult, Verdict};
 pub use metrics::{Direction, Threshold, METRICS};
 pub use output::GateReport;

@@ -79,23 +79,18 @@ pub fn mann_whitney_greater(a: &[f64], b: &[f64]) -> Option<f64> {
     }
     // U of b: pairs (x in a, y in b) with y > x, ties counted as 1/2.
     let mut u2: f64 = 0.0;
-    let mut ties = false;
     for y in b {
         for x in a {
             if y > x {
                 u2 += 1.0;
             } else if y == x {
                 u2 += 0.5;
-                ties = true;
             }
         }
     }
-    let all: Vec<f64> = a.iter().chain(b).copied().collect();
-    if !ties {
-        let mut sorted = all.clone();
-        sorted.sort_by(f64::total_cmp);
-        ties = sorted.windows(2).any(|w| w[0] == w[1]);
-    }
+    let mut sorted: Vec<f64> = a.iter().chain(b).copied().collect();
+    sorted.sort_by(f64::total_cmp);
+    let ties = sorted.windows(2).any(|w| w[0] == w[1]);
     if !ties && n1 <= 20 && n2 <= 20 {
         let counts = u_distribution(n1, n2);
         let total: f64 = counts.iter().sum();
@@ -104,8 +99,6 @@ pub fn mann_whitney_greater(a: &[f64], b: &[f64]) -> Option<f64> {
     }
     let (n1f, n2f) = (n1 as f64, n2 as f64);
     let n = n1f + n2f;
-    let mut sorted = all;
-    sorted.sort_by(f64::total_cmp);
     let mut tie_term = 0.0;
     let mut i = 0;
     while i < sorted.len() {

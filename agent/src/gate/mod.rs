@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use redoctor_advisor::gate::{compare, output, Baseline, GateReport};
+use redoctor_advisor::gate::{compare, output, write_atomic, Baseline, GateReport};
 
 use scenario::Scenario;
 
@@ -208,28 +208,15 @@ fn emit(r: &GateReport, format: Format, out: Option<&Path>) -> Result<()> {
         Some(p) => {
             if format == Format::Md {
                 let svg = output::svg_chart(r)?;
-                write_atomic(Path::new(chart_name.as_deref().expect("out given")), &svg)?;
+                write_atomic(
+                    Path::new(chart_name.as_deref().expect("out given")),
+                    svg.as_bytes(),
+                )?;
             }
-            write_atomic(p, &text)?;
+            write_atomic(p, text.as_bytes())?;
             // The verdict also goes to stderr, for the CI log.
             eprint!("{}", output::text(r));
         }
     }
-    Ok(())
-}
-
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut f = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("writing {}: pass a writable directory", path.display()))?;
-    f.write_all(text.as_bytes())
-        .and_then(|_| f.as_file().sync_all())
-        .with_context(|| format!("writing {}", path.display()))?;
-    f.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

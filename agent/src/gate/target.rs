@@ -273,16 +273,22 @@ fn newest_process(name: &str) -> Option<u32> {
     best.map(|(_, pid)| pid)
 }
 
+/// When `child` has exited: its status and what it wrote to stderr.
+fn exited(child: &mut Child) -> Option<String> {
+    let status = child.try_wait().ok()??;
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    Some(format!("({status}): {}", err.trim()))
+}
+
 /// Polls `ready` until true; fails when `child` exits first or on timeout.
 fn wait_until(child: &mut Child, timeout: Duration, ready: impl Fn() -> bool) -> Result<()> {
     let t = Instant::now();
     loop {
-        if let Some(status) = child.try_wait()? {
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            bail!("it exited first ({status}): {}", err.trim());
+        if let Some(why) = exited(child) {
+            bail!("it exited first {why}");
         }
         if ready() {
             return Ok(());
