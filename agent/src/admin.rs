@@ -64,6 +64,22 @@ impl Admin {
         }
     }
 
+    /// A status counter (`SHOW GLOBAL STATUS LIKE 'name'`); unknown is an error.
+    pub fn status(&mut self, name: &str) -> Result<u64> {
+        check_name(name)?;
+        let rows: Vec<(String, String)> = self
+            .conn
+            .query(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+            .with_context(|| format!("reading status {name} from the server at {}", self.socket))?;
+        match rows.into_iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            Some((_, v)) => v
+                .trim()
+                .parse()
+                .with_context(|| format!("status {name} = {v:?} is not a counter")),
+            None => bail!("the server at {} has no status counter {name}", self.socket),
+        }
+    }
+
     /// `SET GLOBAL name = value`; the server validates (a refused value changes nothing).
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
         check_name(name)?;

@@ -9,8 +9,10 @@
 mod admin;
 mod apply;
 mod calibrate;
+mod daemon;
 mod demo;
 mod diagnose;
+mod find;
 mod gate;
 mod probe;
 mod revert;
@@ -45,6 +47,8 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Restore the settings `redoctor apply` changed on a server.
     Revert(revert::RevertArgs),
+    /// The daemon: continuous low-cost observation, advice, and (apply mode) live trials with rollback.
+    Agent(daemon::AgentArgs),
     /// CI performance gate: context switches, wakeups, fsyncs and CPU per commit vs a baseline.
     Gate(gate::GateArgs),
 }
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Command::Apply(args) => apply::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Revert(args) => revert::run(args),
+        Command::Agent(args) => daemon::run(args),
     };
     match result {
         Ok(code) => code,

@@ -234,6 +234,8 @@ pub struct MapsReading {
     /// Threads in the overflow hash (their array entry was taken).
     pub overflow_threads: HashSet<u32>,
     pub runq_hist: [u64; HIST_BUCKETS],
+    /// `events_lost_total`, summed over CPUs.
+    pub events_lost: u64,
     /// Wakeups per pair: `wakeups_by_pair` plus the per-CPU recent slots.
     pub wakeups: HashMap<WakePair, u64>,
     /// Pairs that had a count in a recent slot (their total is not all in
@@ -253,6 +255,7 @@ impl Default for MapsReading {
             tasks: HashMap::new(),
             overflow_threads: HashSet::new(),
             runq_hist: [0; HIST_BUCKETS],
+            events_lost: 0,
             wakeups: HashMap::new(),
             wakeups_in_slots: HashSet::new(),
             io: HashMap::new(),
@@ -422,6 +425,11 @@ impl MapsReading {
             *slot = per_cpu.iter().sum();
         }
 
+        let events_lost = read_array::<u64>(p, "events_lost_total", how)?
+            .into_iter()
+            .flatten()
+            .sum();
+
         let mut points = [PointStats::default(); point::COUNT];
         let read = read_array::<PointStats>(p, "engine_probe_point_hits", how)?;
         for (slot, v) in points.iter_mut().zip(read) {
@@ -433,6 +441,7 @@ impl MapsReading {
             tasks,
             overflow_threads,
             runq_hist,
+            events_lost,
             wakeups,
             wakeups_in_slots,
             io,

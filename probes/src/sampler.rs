@@ -289,6 +289,7 @@ impl Sampler {
             engine,
             probe_cost: probe_cost.unwrap_or_default(),
             unavailable,
+            events_lost: cur.events_lost.saturating_sub(self.prev.events_lost),
         }
     }
 

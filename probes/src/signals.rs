@@ -58,6 +58,10 @@ pub struct Signals {
     pub probe_cost: Vec<ProgramCost>,
     /// Measurements that were not available, with why (e.g. stripped probe symbols).
     pub unavailable: Vec<crate::loader::Unavailable>,
+    /// Events the programs could not record in the window because a hash
+    /// map was full (map `events_lost_total`); 0 in a healthy run.
+    #[serde(default)]
+    pub events_lost: u64,
 }
 
 /// Scheduler signals for the whole target.

@@ -163,6 +163,7 @@ pub fn window(s: Shape) -> Signals {
         },
         probe_cost: vec![],
         unavailable: vec![],
+        events_lost: 0,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -222,8 +222,8 @@ fn find_pid(c: &CommandTarget, target: &mut Guard) -> Result<u32> {
         }
         let found = match &c.pid {
             PidFrom::Command => target.0.as_ref().map(|c| c.id()),
-            PidFrom::Pidfile(p) => read_pidfile(p),
-            PidFrom::Process(name) => newest_process(name),
+            PidFrom::Pidfile(p) => crate::find::read_pidfile(p),
+            PidFrom::Process(name) => crate::find::newest_process(name),
         };
         if let Some(pid) = found {
             return Ok(pid);
@@ -241,36 +241,6 @@ fn find_pid(c: &CommandTarget, target: &mut Guard) -> Result<u32> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn read_pidfile(p: &PathBuf) -> Option<u32> {
-    let pid: u32 = std::fs::read_to_string(p).ok()?.trim().parse().ok()?;
-    Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
-}
-
-/// The newest process whose `comm` is `name`.
-fn newest_process(name: &str) -> Option<u32> {
-    let mut best: Option<(u64, u32)> = None;
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        if comm.trim() != name {
-            continue;
-        }
-        // Field 22 of /proc/PID/stat: start time in clock ticks.
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let start = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(19))
-            .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(0);
-        if best.is_none_or(|(s, _)| start > s) {
-            best = Some((start, pid));
-        }
-    }
-    best.map(|(_, pid)| pid)
 }
 
 /// When `child` has exited: its status and what it wrote to stderr.

@@ -170,13 +170,29 @@ static __always_inline void hist_add(void *map, __u64 v)
 /* The value at `key` in a hash map, inserted as `init` first when absent
  * (a concurrent insert of the same key wins; either way the entry is found).
  * Callers pass a `static const` zero: nothing is built on the stack per event. */
+/* Events not recorded because a hash map was full (lookup_or_init found no
+ * room): the agent's `lost events`. Only the failure path touches it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} events_lost_total SEC(".maps");
+
 static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
 {
 	void *v = bpf_map_lookup_elem(map, key);
 	if (v)
 		return v;
 	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
-	return bpf_map_lookup_elem(map, key);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v) {
+		__u32 zero_key = 0;
+		__u64 *lost = bpf_map_lookup_elem(&events_lost_total, &zero_key);
+		if (lost)
+			*lost += 1;
+	}
+	return v;
 }
 
 /* `tgid << 32 | pid` of task `t` (the layout of bpf_get_current_pid_tgid),

@@ -1,0 +1,256 @@
+//! The closed loop's guardrails: whether a change may be tried now, and
+//! what of a candidate may be tried. Each one is a config key
+//! (`[target.guardrails]`); the abort-and-restore floor is the trial's
+//! (`Plan::floor`).
+
+use redoctor_advisor::experiment::{Candidate, Settings};
+use redoctor_advisor::model::config::{CAP, THROTTLE};
+
+use super::config::Target;
+use super::journal::Journal;
+
+/// Why no change may be tried now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Closed {
+    /// A change was kept less than `stabilization` ago.
+    Stabilizing { wait_s: u64 },
+    /// `daily_budget` changes were kept in the last 24 hours.
+    Budget { used: usize, budget: u32 },
+}
+
+impl std::fmt::Display for Closed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Closed::Stabilizing { wait_s } => write!(
+                f,
+                "stabilization window: the last kept change is recent ({wait_s} s to wait)"
+            ),
+            Closed::Budget { used, budget } => write!(
+                f,
+                "daily change budget spent ({used} of {budget} in the last 24 h)"
+            ),
+        }
+    }
+}
+
+/// Whether the stabilization window and the daily budget allow a change at `now`.
+pub fn window(t: &Target, j: &Journal, now: u64) -> Result<(), Closed> {
+    let g = &t.guardrails;
+    if let Some(last) = j.last_change() {
+        let until = last + g.stabilization.as_millis() as u64;
+        if now < until {
+            return Err(Closed::Stabilizing {
+                wait_s: (until - now).div_ceil(1000),
+            });
+        }
+    }
+    let used = j.changes_in_day(now);
+    if used >= g.daily_budget as usize {
+        return Err(Closed::Budget {
+            used,
+            budget: g.daily_budget,
+        });
+    }
+    Ok(())
+}
+
+/// The part of `c` the guardrails allow, or why none of it: every setting
+/// must be a configured knob (durability ones need consent, checked when
+/// the config is loaded), none changed within `min_dwell`, and caps and
+/// the throttle move by at most `max_step` (0, unlimited, counts as the
+/// connected `users`).
+pub fn admit(
+    t: &Target,
+    j: &Journal,
+    current: &Settings,
+    users: f64,
+    mut c: Candidate,
+    now: u64,
+) -> Result<Candidate, String> {
+    let g = &t.guardrails;
+    let asked = c.settings.clone();
+    for (k, v) in c.settings.iter_mut() {
+        if !t.allows(k) {
+            return Err(format!("{k} is not among the target's knobs"));
+        }
+        if let Some(at) = j.last_change_of(k) {
+            let until = at + g.min_dwell.as_millis() as u64;
+            if now < until {
+                return Err(format!(
+                    "{k} changed {} s ago (min_dwell {} s)",
+                    (now - at) / 1000,
+                    g.min_dwell.as_secs()
+                ));
+            }
+        }
+        if k == CAP || k == THROTTLE {
+            if let Some(old) = current.get(k) {
+                *v = clamp_step(old, v, users, g.max_step)?;
+            }
+        }
+    }
+    c.settings.retain(|k, v| current.get(k) != Some(v));
+    if c.settings.is_empty() {
+        return Err("nothing left to change after the step limit".into());
+    }
+    if c.settings != asked {
+        c.label = format!(
+            "{} as {} (max_step {})",
+            c.label,
+            redoctor_advisor::experiment::show(&c.settings),
+            g.max_step
+        );
+    }
+    Ok(c)
+}
+
+/// `new` limited to within `max_step` times `old` (0 = unlimited, taken as `users`).
+fn clamp_step(old: &str, new: &str, users: f64, max_step: f64) -> Result<String, String> {
+    let parse = |s: &str| {
+        s.parse::<f64>()
+            .map_err(|_| format!("`{s}` is not a number"))
+    };
+    let eff = |x: f64| if x == 0.0 { users.max(1.0) } else { x };
+    let (o, n) = (eff(parse(old)?), parse(new)?);
+    let want = eff(n);
+    let lo = (o / max_step).ceil().max(1.0);
+    let hi = (o * max_step).floor();
+    if want >= lo && want <= hi {
+        return Ok(new.to_string());
+    }
+    Ok(format!("{}", want.clamp(lo, hi) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::config::Config;
+    use super::super::journal::KeptChange;
+    use super::*;
+
+    fn target(extra: &str) -> Target {
+        let c = Config::parse(&format!(
+            "[[target]]\nname = \"t\"\npid = 1\nsocket = \"/s\"\nmode = \"apply\"\n{extra}"
+        ))
+        .unwrap();
+        c.targets[0].get_ref().clone()
+    }
+
+    fn cand(k: &str, v: &str) -> Candidate {
+        Candidate {
+            label: format!("{k}={v}"),
+            settings: Settings::from([(k.into(), v.into())]),
+            predicted_gain: 0.1,
+        }
+    }
+
+    fn kept(at: u64, k: &str) -> KeptChange {
+        KeptChange {
+            at_unix_ms: at,
+            before: Settings::new(),
+            after: Settings::from([(k.into(), "x".into())]),
+        }
+    }
+
+    #[test]
+    fn the_stabilization_window_and_the_budget_close_the_loop() {
+        let t = target("[target.guardrails]\nstabilization = \"60s\"\ndaily_budget = 2\n");
+        let mut j = Journal::empty("t");
+        let now = 100_000_000;
+        assert_eq!(window(&t, &j, now), Ok(()));
+        j.changes.push(kept(now - 30_000, "a"));
+        assert_eq!(window(&t, &j, now), Err(Closed::Stabilizing { wait_s: 30 }));
+        assert_eq!(window(&t, &j, now + 30_000), Ok(()));
+        j.changes.push(kept(now - 3_600_000, "a"));
+        assert_eq!(
+            window(&t, &j, now + 60_000),
+            Err(Closed::Budget { used: 2, budget: 2 })
+        );
+        assert_eq!(window(&t, &j, now + 24 * 3_600_000), Ok(()));
+    }
+
+    #[test]
+    fn dwell_knobs_and_steps_shape_a_candidate() {
+        let t = target("knobs = [\"innodb_thread_concurrency\", \"innodb_log_writer_threads\"]\n[target.guardrails]\nmin_dwell = \"10m\"\nmax_step = 4.0\n");
+        let mut j = Journal::empty("t");
+        let now = 100_000_000;
+        let cur = Settings::from([
+            ("innodb_thread_concurrency".into(), "32".into()),
+            ("innodb_log_writer_threads".into(), "ON".into()),
+        ]);
+        let e = admit(
+            &t,
+            &j,
+            &cur,
+            64.0,
+            cand("innodb_max_active_transactions", "8"),
+            now,
+        )
+        .unwrap_err();
+        assert!(e.contains("not among"), "{e}");
+        // 32 -> 2 is a factor 16: limited to 8.
+        let c = admit(
+            &t,
+            &j,
+            &cur,
+            64.0,
+            cand("innodb_thread_concurrency", "2"),
+            now,
+        )
+        .unwrap();
+        assert_eq!(c.settings["innodb_thread_concurrency"], "8");
+        // 32 -> 0 (unlimited, 256 users): limited to 128.
+        let c = admit(
+            &t,
+            &j,
+            &cur,
+            256.0,
+            cand("innodb_thread_concurrency", "0"),
+            now,
+        )
+        .unwrap();
+        assert_eq!(c.settings["innodb_thread_concurrency"], "128");
+        // Unlimited with 16 users -> 4 is within 4x.
+        let cur0 = Settings::from([("innodb_thread_concurrency".into(), "0".into())]);
+        let c = admit(
+            &t,
+            &j,
+            &cur0,
+            16.0,
+            cand("innodb_thread_concurrency", "4"),
+            now,
+        )
+        .unwrap();
+        assert_eq!(c.settings["innodb_thread_concurrency"], "4");
+        j.changes
+            .push(kept(now - 60_000, "innodb_log_writer_threads"));
+        let e = admit(
+            &t,
+            &j,
+            &cur,
+            64.0,
+            cand("innodb_log_writer_threads", "OFF"),
+            now,
+        )
+        .unwrap_err();
+        assert!(e.contains("min_dwell"), "{e}");
+        let c = admit(
+            &t,
+            &j,
+            &cur,
+            64.0,
+            cand("innodb_log_writer_threads", "OFF"),
+            now + 600_000,
+        )
+        .unwrap();
+        assert_eq!(c.settings["innodb_log_writer_threads"], "OFF");
+        assert!(admit(
+            &t,
+            &j,
+            &cur,
+            64.0,
+            cand("innodb_thread_concurrency", "32"),
+            now
+        )
+        .is_err());
+    }
+}

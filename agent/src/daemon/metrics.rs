@@ -1,0 +1,305 @@
+//! Prometheus exposition (OpenMetrics text, `prometheus-client`) on a
+//! loopback address: per target its state, counters, last sampled signals,
+//! advice, settings and trial outcomes; and the agent's own cost. The
+//! Grafana dashboard `agent/grafana/redoctor-agent.json` charts them.
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Request, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct T {
+    pub target: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TSignal {
+    pub target: String,
+    pub signal: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TSetting {
+    pub target: String,
+    pub setting: String,
+    pub value: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TAdvice {
+    pub target: String,
+    pub setting: String,
+    pub current: String,
+    pub proposed: String,
+    pub rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TOutcome {
+    pub target: String,
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TMode {
+    pub target: String,
+    pub mode: String,
+}
+
+type G = Family<T, Gauge<f64, AtomicU64>>;
+type C = Family<T, Counter<f64, AtomicU64>>;
+
+/// Every metric the agent exports.
+#[derive(Default)]
+pub struct Metrics {
+    pub up: G,
+    pub pid: G,
+    pub mode: Family<TMode, Gauge>,
+    pub attaches: C,
+    pub commits_per_second: G,
+    pub users: G,
+    pub signal: Family<TSignal, Gauge<f64, AtomicU64>>,
+    pub setting: Family<TSetting, Gauge>,
+    pub advice: Family<TAdvice, Gauge>,
+    pub advice_changes: G,
+    pub samples: C,
+    pub phase_changes: C,
+    pub trials: Family<TOutcome, Counter>,
+    pub changes_kept: C,
+    pub restores: C,
+    pub probes_attached: G,
+    pub duty_cycle: G,
+    pub bpf_run_seconds: C,
+    pub bpf_events: C,
+    pub bpf_events_per_second: G,
+    pub lost_events: C,
+    pub cpu_seconds: Gauge<f64, AtomicU64>,
+    pub rss_bytes: Gauge<f64, AtomicU64>,
+}
+
+impl Metrics {
+    pub fn registry(self: &Arc<Self>) -> Registry {
+        let mut r = Registry::with_prefix("redoctor");
+        let m = self.as_ref();
+        r.register(
+            "target_up",
+            "1 while the target process is found and attached",
+            m.up.clone(),
+        );
+        r.register(
+            "target_pid",
+            "The target's current process id",
+            m.pid.clone(),
+        );
+        r.register(
+            "target_mode",
+            "1 for the target's mode (observe, recommend, apply)",
+            m.mode.clone(),
+        );
+        r.register(
+            "target_attaches",
+            "Times the agent attached to a (new) target process",
+            m.attaches.clone(),
+        );
+        r.register(
+            "target_commits_per_second",
+            "Commits/s over the last second (status counter)",
+            m.commits_per_second.clone(),
+        );
+        r.register(
+            "target_users",
+            "Connected users (status counter)",
+            m.users.clone(),
+        );
+        r.register(
+            "signal",
+            "The last sampled observation's signals (names as in the diagnosis summary)",
+            m.signal.clone(),
+        );
+        r.register(
+            "setting_info",
+            "1 for each knob's current value",
+            m.setting.clone(),
+        );
+        r.register(
+            "advice_info",
+            "1 for each change the current advice proposes",
+            m.advice.clone(),
+        );
+        r.register(
+            "advice_changes",
+            "Changes the current advice proposes",
+            m.advice_changes.clone(),
+        );
+        r.register(
+            "samples",
+            "Sampled observations (probes attached)",
+            m.samples.clone(),
+        );
+        r.register(
+            "phase_changes",
+            "Workload phase changes detected",
+            m.phase_changes.clone(),
+        );
+        r.register(
+            "trials",
+            "Live trials by outcome (kept, rolled_back_worse, inconclusive, aborted_floor, failed)",
+            m.trials.clone(),
+        );
+        r.register(
+            "changes_kept",
+            "Changes kept after a trial",
+            m.changes_kept.clone(),
+        );
+        r.register(
+            "restores",
+            "Settings restored after an interrupted trial (at start or re-attach)",
+            m.restores.clone(),
+        );
+        r.register(
+            "agent_probes_attached",
+            "1 while the scheduler/I/O probes are attached to the target",
+            m.probes_attached.clone(),
+        );
+        r.register(
+            "agent_probe_duty_cycle",
+            "Fraction of the time the probes were attached since the agent started",
+            m.duty_cycle.clone(),
+        );
+        r.register(
+            "agent_bpf_run_seconds",
+            "CPU time the probes' BPF programs ran (kernel run-time statistics)",
+            m.bpf_run_seconds.clone(),
+        );
+        r.register(
+            "agent_bpf_events",
+            "Events the probes' BPF programs handled",
+            m.bpf_events.clone(),
+        );
+        r.register(
+            "agent_bpf_events_per_second",
+            "Events/s in the last sampled window",
+            m.bpf_events_per_second.clone(),
+        );
+        r.register(
+            "agent_lost_events",
+            "Events the probes could not record (a full map)",
+            m.lost_events.clone(),
+        );
+        r.register(
+            "agent_cpu_seconds",
+            "CPU time used by the agent process (user + system), cumulative",
+            m.cpu_seconds.clone(),
+        );
+        r.register(
+            "agent_rss_bytes",
+            "Resident memory of the agent process",
+            m.rss_bytes.clone(),
+        );
+        r
+    }
+
+    pub fn t(target: &str) -> T {
+        T {
+            target: target.to_string(),
+        }
+    }
+
+    /// Removes every label set of `target` from the per-value families
+    /// (settings and advice), so a stale value does not linger.
+    pub fn clear_values(&self, target: &str, settings: &[TSetting], advice: &[TAdvice]) {
+        for s in settings.iter().filter(|s| s.target == target) {
+            self.setting.remove(s);
+        }
+        for a in advice.iter().filter(|a| a.target == target) {
+            self.advice.remove(a);
+        }
+    }
+
+    /// Reads the agent's CPU time and RSS from /proc/self.
+    pub fn update_self(&self) {
+        if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
+            // Fields after the command's closing parenthesis; utime, stime are 14, 15.
+            if let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) {
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+                if let (Some(u), Some(s)) = (f.get(11), f.get(12)) {
+                    if let (Ok(u), Ok(s)) = (u.parse::<f64>(), s.parse::<f64>()) {
+                        self.cpu_seconds.set((u + s) / tick.max(1.0));
+                    }
+                }
+            }
+        }
+        if let Ok(statm) = std::fs::read_to_string("/proc/self/statm") {
+            if let Some(Ok(pages)) = statm.split_whitespace().nth(1).map(str::parse::<f64>) {
+                let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as f64;
+                self.rss_bytes.set(pages * page);
+            }
+        }
+    }
+}
+
+/// Binds `addr` (loopback, checked by the config) and serves `/metrics`
+/// until the runtime stops.
+pub async fn serve(
+    addr: SocketAddr,
+    registry: Arc<Registry>,
+) -> Result<tokio::task::JoinHandle<()>> {
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+        format!("binding the metrics endpoint {addr} (agent.metrics; is another agent running?)")
+    })?;
+    Ok(tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let registry = registry.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let registry = registry.clone();
+                    async move { Ok::<_, std::convert::Infallible>(respond(&req, &registry)) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    }))
+}
+
+fn respond(req: &Request<hyper::body::Incoming>, registry: &Registry) -> Response<Full<Bytes>> {
+    let mut b = Response::builder();
+    if req.uri().path() != "/metrics" {
+        return b
+            .status(404)
+            .body(Full::new(Bytes::from(
+                "not found: the metrics are at /metrics\n",
+            )))
+            .expect("a static response");
+    }
+    let mut text = String::new();
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut text, registry) {
+        return b
+            .status(500)
+            .body(Full::new(Bytes::from(format!(
+                "encoding the metrics: {e}\n"
+            ))))
+            .expect("a static response");
+    }
+    b = b.header(
+        "content-type",
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+    );
+    b.body(Full::new(Bytes::from(text)))
+        .expect("a static response")
+}

@@ -1,0 +1,269 @@
+//! Apply mode: the admitted candidates are tried live, one at a time, with
+//! the shared experiment module (`redoctor_advisor::experiment`), on a
+//! testbed that switches settings over the admin socket and measures
+//! commits/s from the server's status counter (no probes needed). The
+//! first kept candidate ends the evaluation (one change per stabilization
+//! window). Each trial is in the journal while it runs.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use redoctor_advisor::experiment::{
+    pct, run_trial, show, ExperimentError, Outcome, Sample, Settings, Testbed, TrialRecord,
+};
+use redoctor_advisor::Diagnosis;
+use serde_json::json;
+
+use super::guardrails;
+use super::journal::{now_ms, KeptChange, OpenTrial};
+use super::metrics::{Metrics, TOutcome};
+use super::status::TrialLine;
+use super::worker::Worker;
+
+/// The server as a testbed: settings over the admin socket, commits/s
+/// from the status counter; stops (an error, so the baseline is restored)
+/// when the agent is stopping or the target goes away.
+struct CounterBed<'a> {
+    w: &'a mut Worker,
+}
+
+impl Testbed for CounterBed<'_> {
+    fn read(&mut self, names: &[String]) -> Result<Settings, ExperimentError> {
+        let a = self.w.admin.as_mut().ok_or_else(|| {
+            ExperimentError::read(names, "not connected to the server's admin socket")
+        })?;
+        names
+            .iter()
+            .map(|n| {
+                a.get(n)
+                    .map(|v| (n.clone(), v))
+                    .map_err(|e| ExperimentError::read(names, format!("{e:#}")))
+            })
+            .collect()
+    }
+
+    fn apply(&mut self, settings: &Settings) -> Result<(), ExperimentError> {
+        let a = self.w.admin.as_mut().ok_or_else(|| {
+            ExperimentError::apply(settings, "not connected to the server's admin socket")
+        })?;
+        for (k, v) in settings {
+            a.set(k, v)
+                .map_err(|e| ExperimentError::apply(settings, format!("{e:#}")))?;
+        }
+        Ok(())
+    }
+
+    fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError> {
+        let counter = self.w.t.commit_counter.clone();
+        let read = |w: &mut Worker| -> Result<u64, ExperimentError> {
+            let a = w
+                .admin
+                .as_mut()
+                .ok_or_else(|| ExperimentError::measure("not connected"))?;
+            a.status(&counter)
+                .map_err(|e| ExperimentError::measure(format!("{e:#}")))
+        };
+        let c0 = read(self.w)?;
+        let t0 = Instant::now();
+        while t0.elapsed() < len {
+            if self.w.stop.load(Ordering::Relaxed) {
+                return Err(ExperimentError::measure("the agent is stopping"));
+            }
+            if let Some(pid) = self.w.pid {
+                if !crate::find::alive(pid) {
+                    return Err(ExperimentError::measure("the target process exited"));
+                }
+            }
+            std::thread::sleep((len - t0.elapsed().min(len)).min(Duration::from_millis(100)));
+        }
+        let c1 = read(self.w)?;
+        let secs = t0.elapsed().as_secs_f64();
+        let rate = c1.saturating_sub(c0) as f64 / secs;
+        let m = Metrics::t(&self.w.t.name);
+        self.w
+            .shared
+            .metrics
+            .commits_per_second
+            .get_or_create(&m)
+            .set(rate);
+        Ok(Sample {
+            commits_per_s: rate,
+            secs,
+        })
+    }
+}
+
+fn outcome_name(o: Outcome) -> String {
+    serde_json::to_value(o)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{o:?}"))
+}
+
+/// The closed loop's step after a diagnosis.
+pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
+    if w.admin.is_none() {
+        return Ok(());
+    }
+    let candidates = w.candidates(d);
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let now = now_ms();
+    if let Err(closed) = guardrails::window(&w.t, &w.journal, now) {
+        w.audit(
+            "change_deferred",
+            json!({"why": closed.to_string(),
+                   "candidates": candidates.iter().map(|c| show(&c.settings)).collect::<Vec<_>>()}),
+        );
+        return Ok(());
+    }
+    let current: Settings = w.stated_settings()?.into_iter().collect();
+    let mut admitted = Vec::new();
+    for c in candidates {
+        let label = c.label.clone();
+        match guardrails::admit(&w.t, &w.journal, &current, w.users, c, now) {
+            Ok(c) if w.rejected.contains(&c.settings) => {
+                let _ = c;
+            }
+            Ok(c)
+                if admitted
+                    .iter()
+                    .any(|a: &redoctor_advisor::experiment::Candidate| {
+                        a.settings == c.settings
+                    }) => {}
+            Ok(c) => admitted.push(c),
+            Err(why) => w.audit("candidate_refused", json!({"candidate": label, "why": why})),
+        }
+    }
+    let plan = w.shared.trial_plan(&w.t);
+    let budget_end = Instant::now() + plan.max_total;
+    for c in admitted {
+        let left = budget_end.saturating_duration_since(Instant::now());
+        if left < plan.min_time() || w.stopping() {
+            break;
+        }
+        let names: Vec<String> = c.settings.keys().cloned().collect();
+        let baseline = CounterBed { w }
+            .read(&names)
+            .context("reading the baseline")?;
+        w.journal.open_trial = Some(OpenTrial {
+            socket: w
+                .t
+                .socket
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            user: w.t.user.clone(),
+            baseline: baseline.clone(),
+            candidate: c.settings.clone(),
+            started_unix_ms: now_ms(),
+        });
+        w.journal
+            .save(&w.journal_path)
+            .context("recording the trial in the journal before applying it")?;
+        w.audit(
+            "trial_started",
+            json!({"candidate": c.label, "settings": c.settings, "baseline": baseline,
+                   "predicted_gain": c.predicted_gain, "plan": plan.describe()}),
+        );
+        w.status(|s| s.state = format!("trial: {}", show(&c.settings)));
+        w.phase.pause();
+        let rec = run_trial(&mut CounterBed { w }, &baseline, &c.settings, &plan, left);
+        let kept = rec.outcome.kept();
+        settle(w, &c.settings, &baseline, &rec)?;
+        let m = Metrics::t(&w.t.name);
+        w.shared
+            .metrics
+            .trials
+            .get_or_create(&TOutcome {
+                target: w.t.name.clone(),
+                outcome: outcome_name(rec.outcome),
+            })
+            .inc();
+        if kept {
+            w.shared.metrics.changes_kept.get_or_create(&m).inc();
+            w.phase.forget_mix();
+            break;
+        }
+        w.rejected.push(c.settings.clone());
+        if rec.outcome == Outcome::Failed {
+            // The server or the load went away: no further trial now.
+            break;
+        }
+    }
+    w.status(|s| s.state = "observing".into());
+    Ok(())
+}
+
+/// Records the outcome: the journal's open trial is cleared once the
+/// server is known to be at the kept or restored settings.
+fn settle(w: &mut Worker, cand: &Settings, baseline: &Settings, rec: &TrialRecord) -> Result<()> {
+    let expect = if rec.outcome.kept() { cand } else { baseline };
+    let names: Vec<String> = expect.keys().cloned().collect();
+    let now_at = CounterBed { w }.read(&names).ok();
+    let settled = now_at.as_ref() == Some(expect);
+    let windows: Vec<serde_json::Value> = rec
+        .windows
+        .iter()
+        .map(|x| json!({"side": x.side, "commits_per_s": x.commits_per_s, "warmup": x.warmup}))
+        .collect();
+    w.audit(
+        "trial",
+        json!({
+            "candidate": cand, "baseline": baseline,
+            "outcome": outcome_name(rec.outcome),
+            "estimate": rec.estimate.as_ref().map(|e| pct(e.mean_ratio)),
+            "reason": rec.reason, "error": rec.error,
+            "elapsed_s": rec.elapsed_s, "windows": windows,
+            "now": now_at,
+        }),
+    );
+    let line = TrialLine {
+        at_unix_ms: now_ms(),
+        candidate: show(cand),
+        outcome: outcome_name(rec.outcome),
+        estimate: rec.estimate.as_ref().map(|e| pct(e.mean_ratio)),
+        reason: rec.reason.clone(),
+    };
+    w.status(|s| {
+        s.trials.push(line);
+        let n = s.trials.len();
+        if n > 10 {
+            s.trials.drain(..n - 10);
+        }
+    });
+    if !settled {
+        // The journal keeps the open trial: the next connection restores it.
+        w.audit(
+            "restore_pending",
+            json!({"expected": expect, "read": now_at,
+                   "why": "the server could not be read back at the expected settings; the journal keeps the trial and the next connection restores the baseline"}),
+        );
+        w.admin = None;
+        return Ok(());
+    }
+    if rec.outcome.kept() {
+        w.journal.changes.push(KeptChange {
+            at_unix_ms: now_ms(),
+            before: baseline.clone(),
+            after: cand.clone(),
+        });
+        eprintln!(
+            "redoctor agent: {}: kept {} ({})",
+            w.t.name,
+            show(cand),
+            rec.reason
+        );
+    } else {
+        eprintln!(
+            "redoctor agent: {}: rolled back {} ({})",
+            w.t.name,
+            show(cand),
+            rec.reason
+        );
+    }
+    w.journal.open_trial = None;
+    w.journal.save(&w.journal_path)
+}

@@ -1,0 +1,542 @@
+//! One target's loop (a thread): find the process, poll its cheap status
+//! counters once a second, attach the probes for a sampled observation on
+//! a duty cycle (or sooner after a phase change), diagnose, and in apply
+//! mode try the admitted candidates live, one kept change per evaluation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use redoctor_advisor::experiment::{Candidate, Settings};
+use redoctor_advisor::facts::DEFAULT_SETTINGS;
+use redoctor_advisor::model::Model;
+use redoctor_advisor::{diagnose, summarize, Diagnosis, Facts};
+use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
+use serde_json::json;
+
+use super::config::{Mode, Target};
+use super::journal::{self, Journal};
+use super::metrics::{Metrics, TAdvice, TMode, TSetting, TSignal};
+use super::phase::PhaseDetector;
+use super::status::{AdviceLine, TargetStatus};
+use super::trials;
+use super::Shared;
+use crate::admin::Admin;
+
+pub struct Worker {
+    pub(super) t: Target,
+    pub(super) shared: Arc<Shared>,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) profile: Profile,
+    pub(super) journal_path: std::path::PathBuf,
+    pub(super) journal: Journal,
+    pub(super) pid: Option<u32>,
+    /// The pid last seen, kept after it went away (a restart is then reported as one).
+    last_pid: Option<u32>,
+    pub(super) admin: Option<Admin>,
+    pub(super) phase: PhaseDetector,
+    /// (commits, users, when) at the last poll.
+    last_poll: Option<(u64, Instant)>,
+    pub(super) users: f64,
+    next_sample: Instant,
+    last_sample: Option<Instant>,
+    /// Why the next evaluation was brought forward.
+    pending: Option<String>,
+    model: Option<(u32, Model)>,
+    started: Instant,
+    attached: Duration,
+    /// Candidates that lost a trial in this phase (not tried again until the phase changes).
+    pub(super) rejected: Vec<Settings>,
+    last_advice: Vec<(String, String)>,
+    shown_settings: Vec<TSetting>,
+    shown_advice: Vec<TAdvice>,
+    warned_unavailable: bool,
+}
+
+fn sleep_unless(stop: &AtomicBool, d: Duration) {
+    let end = Instant::now() + d;
+    while !stop.load(Ordering::Relaxed) {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
+impl Worker {
+    pub fn new(t: Target, shared: Arc<Shared>, stop: Arc<AtomicBool>) -> Result<Worker> {
+        let profile = Profile::resolve(&t.profile).context("loading the target profile")?;
+        let journal_path = journal::path(&shared.state_dir, &t.name);
+        let journal = Journal::load(&journal_path, &t.name)?;
+        let m = Metrics::t(&t.name);
+        shared.metrics.up.get_or_create(&m).set(0.0);
+        shared
+            .metrics
+            .mode
+            .get_or_create(&TMode {
+                target: t.name.clone(),
+                mode: format!("{:?}", t.mode).to_lowercase(),
+            })
+            .set(1);
+        Ok(Worker {
+            phase: PhaseDetector::new(t.phase.clone()),
+            t,
+            shared,
+            stop,
+            profile,
+            journal_path,
+            journal,
+            pid: None,
+            last_pid: None,
+            admin: None,
+            last_poll: None,
+            users: 0.0,
+            next_sample: Instant::now(),
+            last_sample: None,
+            pending: None,
+            model: None,
+            started: Instant::now(),
+            attached: Duration::ZERO,
+            rejected: vec![],
+            last_advice: vec![],
+            shown_settings: vec![],
+            shown_advice: vec![],
+            warned_unavailable: false,
+        })
+    }
+
+    pub(super) fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn status(&self, f: impl FnOnce(&mut TargetStatus)) {
+        let mut all = self.shared.status.lock().unwrap_or_else(|p| p.into_inner());
+        let s = all
+            .entry(self.t.name.clone())
+            .or_insert_with(|| TargetStatus::new(&self.t));
+        f(s);
+    }
+
+    pub(super) fn audit(&self, event: &str, fields: serde_json::Value) {
+        self.shared.audit.log(&self.t.name, event, fields);
+    }
+
+    /// Runs until stopped; a trial in progress is rolled back first.
+    pub fn run(mut self) {
+        self.status(|_| {});
+        while !self.stopping() {
+            let tick = Instant::now();
+            if let Err(e) = self.step() {
+                let msg = format!("{e:#}");
+                eprintln!("redoctor agent: {}: {msg}", self.t.name);
+                self.status(|s| s.last_error = Some(msg.clone()));
+                self.admin = None;
+                self.last_poll = None;
+            }
+            sleep_unless(
+                &self.stop,
+                Duration::from_secs(1).saturating_sub(tick.elapsed()),
+            );
+        }
+        self.status(|s| s.state = "stopped".into());
+    }
+
+    fn resolve(&self) -> Option<u32> {
+        match (&self.t.pid, &self.t.process, &self.t.pidfile) {
+            (Some(p), _, _) => crate::find::alive(*p).then_some(*p),
+            (_, Some(n), _) => crate::find::newest_process(n),
+            (_, _, Some(f)) => crate::find::read_pidfile(f),
+            _ => None,
+        }
+    }
+
+    fn step(&mut self) -> Result<()> {
+        let m = Metrics::t(&self.t.name);
+        let Some(pid) = self.resolve() else {
+            if let Some(old) = self.pid.take() {
+                self.admin = None;
+                self.shared.metrics.up.get_or_create(&m).set(0.0);
+                self.audit("target_gone", json!({"pid": old}));
+                eprintln!(
+                    "redoctor agent: {}: target pid {old} is gone; waiting for it to come back",
+                    self.t.name
+                );
+            }
+            self.status(|s| {
+                s.state = "waiting for the target process".into();
+                s.pid = None;
+            });
+            return Ok(());
+        };
+        if self.pid != Some(pid) {
+            self.attach_to(pid)?;
+        }
+        if self.t.socket.is_some() && self.admin.is_none() {
+            self.connect()?;
+        }
+        self.poll()?;
+        if Instant::now() >= self.next_sample && !self.stopping() {
+            self.evaluate(pid)?;
+        }
+        Ok(())
+    }
+
+    fn attach_to(&mut self, pid: u32) -> Result<()> {
+        let m = Metrics::t(&self.t.name);
+        self.pid = Some(pid);
+        match self.last_pid.replace(pid) {
+            Some(old) => {
+                self.audit("target_restarted", json!({"old_pid": old, "pid": pid}));
+                eprintln!(
+                    "redoctor agent: {}: target restarted (pid {old} -> {pid}); re-attaching",
+                    self.t.name
+                );
+            }
+            None => {
+                self.audit("attached", json!({"pid": pid}));
+                eprintln!("redoctor agent: {}: found pid {pid}", self.t.name);
+            }
+        }
+        self.shared.metrics.attaches.get_or_create(&m).inc();
+        self.shared.metrics.pid.get_or_create(&m).set(pid as f64);
+        self.shared.metrics.up.get_or_create(&m).set(1.0);
+        self.admin = None;
+        self.last_poll = None;
+        self.phase = PhaseDetector::new(self.t.phase.clone());
+        self.rejected.clear();
+        self.warned_unavailable = false;
+        // Let a just-started server settle before the first sample.
+        self.next_sample = Instant::now() + Duration::from_secs(2);
+        self.status(|s| {
+            s.pid = Some(pid);
+            s.state = "observing".into();
+            s.last_error = None;
+        });
+        Ok(())
+    }
+
+    fn connect(&mut self) -> Result<()> {
+        let sock = self.t.socket.clone().expect("checked by the caller");
+        let mut a = Admin::connect(&sock, &self.t.user)?;
+        // An interrupted trial is undone before anything else.
+        if let Some(open) = self.journal.open_trial.clone() {
+            super::reconcile::restore(&mut a, &open, &self.t.name, &self.shared)?;
+            self.journal.open_trial = None;
+            self.journal.save(&self.journal_path)?;
+        }
+        self.admin = Some(a);
+        Ok(())
+    }
+
+    /// Reads the status counters: commits/s and users over the last second.
+    fn poll(&mut self) -> Result<()> {
+        let Some(a) = self.admin.as_mut() else {
+            return Ok(());
+        };
+        let commits = a.status(&self.t.commit_counter)?;
+        let users = a.status(&self.t.users_counter)? as f64;
+        let now = Instant::now();
+        self.users = users;
+        let m = Metrics::t(&self.t.name);
+        self.shared.metrics.users.get_or_create(&m).set(users);
+        if let Some((c0, t0)) = self.last_poll.replace((commits, now)) {
+            let secs = now.duration_since(t0).as_secs_f64();
+            if secs <= 0.0 {
+                return Ok(());
+            }
+            let rate = commits.saturating_sub(c0) as f64 / secs;
+            self.shared
+                .metrics
+                .commits_per_second
+                .get_or_create(&m)
+                .set(rate);
+            self.status(|s| {
+                s.commits_per_s = Some(rate);
+                s.users = Some(users);
+            });
+            if let Some(change) = self.phase.second(rate, users) {
+                self.phase_changed(change.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    fn phase_changed(&mut self, what: String) {
+        let m = Metrics::t(&self.t.name);
+        self.shared.metrics.phase_changes.get_or_create(&m).inc();
+        self.audit("phase_change", json!({"change": what}));
+        eprintln!("redoctor agent: {}: phase change: {what}", self.t.name);
+        self.rejected.clear();
+        self.pending = Some(what);
+        let soonest = self
+            .last_sample
+            .map(|l| l + self.t.sampling.min_gap)
+            .unwrap_or_else(Instant::now);
+        self.next_sample = self.next_sample.min(soonest.max(Instant::now()));
+    }
+
+    /// A sampled observation, the diagnosis, and (apply mode) the trials.
+    fn evaluate(&mut self, pid: u32) -> Result<()> {
+        let s = self.t.sampling.clone();
+        self.last_sample = Some(Instant::now());
+        self.next_sample = Instant::now() + s.every;
+        let reason = self.pending.take();
+        let windows = match self.sample(pid)? {
+            Some(w) => w,
+            None => return Ok(()),
+        };
+        let summary = summarize(&windows);
+        if let Some(change) = self.phase.sample(&summary) {
+            if reason.is_none() {
+                // The load's character changed between samples: this
+                // evaluation is the new phase's.
+                let m = Metrics::t(&self.t.name);
+                self.shared.metrics.phase_changes.get_or_create(&m).inc();
+                self.audit("phase_change", json!({"change": change.to_string()}));
+                self.rejected.clear();
+            }
+        }
+        let d = self.diagnose(pid, windows, &summary)?;
+        self.export(&d, &summary);
+        if let Some(r) = &reason {
+            self.audit("evaluated", json!({"why": r, "verdict": d.verdict.text}));
+        }
+        if self.t.mode == Mode::Apply {
+            trials::evaluate(self, &d)?;
+            self.phase.after_trials();
+        } else {
+            self.phase.settle();
+        }
+        Ok(())
+    }
+
+    /// Attaches the probes for the warm-up and the window, then detaches.
+    fn sample(&mut self, pid: u32) -> Result<Option<Vec<Signals>>> {
+        let s = self.t.sampling.clone();
+        let m = Metrics::t(&self.t.name);
+        let mut opts = AttachOptions::new(pid);
+        opts.syscall_hooks = redoctor_probes::SyscallHooks::Auto;
+        let began = Instant::now();
+        let probes =
+            Probes::attach(&opts).with_context(|| format!("attaching the probes to pid {pid}"))?;
+        if !self.warned_unavailable {
+            for u in probes.unavailable() {
+                eprintln!(
+                    "redoctor agent: {}: warning: {} unavailable: {}",
+                    self.t.name, u.what, u.why
+                );
+            }
+            self.warned_unavailable = true;
+        }
+        let ids = probes.program_ids();
+        self.shared
+            .metrics
+            .probes_attached
+            .get_or_create(&m)
+            .set(1.0);
+        self.status(|st| {
+            st.state = "sampling".into();
+            st.probe_program_ids = ids.clone();
+        });
+        let mut sampler = Sampler::new(probes, self.profile.clone())?;
+        sampler.set_cost_every(1);
+        let mut windows = Vec::new();
+        let result = (|| -> Result<()> {
+            if !s.warmup.is_zero() {
+                let w = sampler.wait_window(s.warmup)?;
+                if w.target_exited {
+                    return Ok(());
+                }
+            }
+            let w = sampler.wait_window(s.window)?;
+            if w.window_ns > 0 {
+                windows.push(w);
+            }
+            Ok(())
+        })();
+        drop(sampler);
+        self.attached += began.elapsed();
+        self.shared
+            .metrics
+            .probes_attached
+            .get_or_create(&m)
+            .set(0.0);
+        self.shared
+            .metrics
+            .duty_cycle
+            .get_or_create(&m)
+            .set(self.attached.as_secs_f64() / self.started.elapsed().as_secs_f64().max(1e-9));
+        self.status(|st| {
+            st.state = "observing".into();
+            st.probe_program_ids.clear();
+        });
+        result.context("reading the probes' maps")?;
+        self.shared.metrics.samples.get_or_create(&m).inc();
+        for w in &windows {
+            let (runs, ns) = w
+                .probe_cost
+                .iter()
+                .fold((0, 0), |(r, n), c| (r + c.runs, n + c.run_ns));
+            let secs = (w.window_ns as f64 / 1e9).max(1e-9);
+            self.shared
+                .metrics
+                .bpf_events
+                .get_or_create(&m)
+                .inc_by(runs as f64);
+            self.shared
+                .metrics
+                .bpf_events_per_second
+                .get_or_create(&m)
+                .set(runs as f64 / secs);
+            self.shared
+                .metrics
+                .bpf_run_seconds
+                .get_or_create(&m)
+                .inc_by(ns as f64 / 1e9);
+            self.shared
+                .metrics
+                .lost_events
+                .get_or_create(&m)
+                .inc_by(w.events_lost as f64);
+        }
+        if windows.is_empty() || windows.iter().any(|w| w.target_exited) {
+            return Ok(None);
+        }
+        Ok(Some(windows))
+    }
+
+    /// The current settings the diagnosis states (from the server when connected).
+    pub(super) fn stated_settings(&mut self) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        if let Some(a) = self.admin.as_mut() {
+            for (k, _) in DEFAULT_SETTINGS {
+                out.push((k.to_string(), a.get(k)?));
+            }
+        }
+        Ok(out)
+    }
+
+    fn diagnose(
+        &mut self,
+        pid: u32,
+        windows: Vec<Signals>,
+        summary: &redoctor_advisor::Summary,
+    ) -> Result<Diagnosis> {
+        let stated = self.stated_settings()?;
+        let facts = Facts::infer(&self.t.profile, summary, &stated);
+        let cores = summary.get("cores").copied().unwrap_or(1.0).max(1.0) as u32;
+        if self.model.as_ref().map(|(c, _)| *c) != Some(cores) {
+            let src = match &self.shared.calibration {
+                Some(p) => crate::calibrate::ModelSource::File(p),
+                None => crate::calibrate::ModelSource::Default { cores, auto: None },
+            };
+            self.model = Some((cores, crate::calibrate::model(src)?));
+        }
+        let model = &self.model.as_ref().expect("set above").1;
+        Ok(diagnose(pid, windows, facts, &self.shared.rules, model)?)
+    }
+
+    /// Metrics, status and (when it changed) an audit line for a diagnosis.
+    fn export(&mut self, d: &Diagnosis, summary: &redoctor_advisor::Summary) {
+        let name = self.t.name.clone();
+        let met = &self.shared.metrics;
+        for (k, v) in summary {
+            met.signal
+                .get_or_create(&TSignal {
+                    target: name.clone(),
+                    signal: k.clone(),
+                })
+                .set(*v);
+        }
+        met.clear_values(&name, &self.shown_settings, &self.shown_advice);
+        self.shown_settings = d
+            .facts
+            .settings
+            .iter()
+            .filter(|(k, _)| self.t.allows(k))
+            .map(|(k, v)| TSetting {
+                target: name.clone(),
+                setting: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
+        self.shown_advice = d
+            .recommendations
+            .iter()
+            .map(|r| TAdvice {
+                target: name.clone(),
+                setting: r.setting.clone(),
+                current: r.current.clone(),
+                proposed: r.proposed.clone(),
+                rule: r.rule.clone(),
+            })
+            .collect();
+        for s in &self.shown_settings {
+            met.setting.get_or_create(s).set(1);
+        }
+        for a in &self.shown_advice {
+            met.advice.get_or_create(a).set(1);
+        }
+        met.advice_changes
+            .get_or_create(&Metrics::t(&name))
+            .set(d.recommendations.len() as f64);
+        let advice: Vec<(String, String)> = d
+            .recommendations
+            .iter()
+            .map(|r| (r.setting.clone(), r.proposed.clone()))
+            .collect();
+        let lines: Vec<AdviceLine> = d
+            .recommendations
+            .iter()
+            .map(|r| AdviceLine {
+                setting: r.setting.clone(),
+                current: r.current.clone(),
+                proposed: r.proposed.clone(),
+                rule: r.rule.clone(),
+            })
+            .collect();
+        let settings: Settings = d
+            .facts
+            .settings
+            .iter()
+            .filter(|(k, _)| self.t.allows(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.status(|s| {
+            s.verdict = Some(d.verdict.text.clone());
+            s.advice = lines;
+            s.settings = settings;
+            s.last_sample_unix_ms = Some(journal::now_ms());
+        });
+        if advice != self.last_advice {
+            self.audit(
+                "advice",
+                json!({
+                    "verdict": d.verdict.text,
+                    "changes": d.recommendations.iter().map(|r| json!({
+                        "setting": r.setting, "current": r.current, "proposed": r.proposed,
+                        "rule": r.rule, "confidence": r.confidence,
+                    })).collect::<Vec<_>>(),
+                }),
+            );
+            self.last_advice = advice;
+        }
+    }
+
+    pub(super) fn candidates(&self, d: &Diagnosis) -> Vec<Candidate> {
+        let mut out = crate::trial_run::candidates(d);
+        for c in &self.t.candidates {
+            out.push(Candidate {
+                label: format!(
+                    "{} (from the config)",
+                    redoctor_advisor::experiment::show(c)
+                ),
+                settings: c.clone(),
+                predicted_gain: 0.0,
+            });
+        }
+        out
+    }
+}
