@@ -47,6 +47,9 @@ dispatch alone, without the agent's map and /proc reads.
 `probes/bench/bpftrace-agent.sh` runs the bpftrace equivalents of the main
 measurements instead, for comparison (it loads slowly: set ON_AFTER=3).
 
+ENGINE_ARGS adds arguments to the engine's command line (e.g. an admin
+socket for agent/bench/daemon-agent.sh, which runs the daemon instead).
+
 Usage: probes/bench/alternating.py [PHASE_SECONDS] [PHASES] [-- AGENT ARGS...]
        (defaults 4 s, 8 phases each way; needs root and a release build:
         cargo build --release -p redoctor-engine-cli -p redoctor-agent)
@@ -69,7 +72,7 @@ AGENT = os.environ.get("AGENT", os.path.join(ROOT, "target/release/redoctor"))
 # Seconds from an agent's start to the first interval counted as "on".
 ON_AFTER_MS = 1000 * float(os.environ.get("ON_AFTER", "0.7"))
 SCENARIO = ["-w", "update_index", "--users", "32", "--redo-threads", "on", "--cpus", "2",
-            "--tables", "4", "--table-size", "10000"]
+            "--tables", "4", "--table-size", "10000"] + os.environ.get("ENGINE_ARGS", "").split()
 
 
 def main() -> None:

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Phase-change benchmark of `redoctor agent` in apply mode.
+
+One `redoctor-engine serve` (2 CPUs, data on disk) under sysbench
+oltp_update_index: phase A with 4 users for 40 s, then phase B with 256
+users for 40 s. The same two-phase load runs with each of the oracle's
+static configurations (advisor/bench/eval/plan.toml's six) and with the
+agent in apply mode starting from the server's defaults, interleaved
+(agent, two statics, agent, two statics, ...), so a drift of the host
+touches all alike.
+
+Per phase it prints: the best static configuration and its TPS; for each
+agent run, the configuration it held at the phase's end, when its last
+kept change in the phase came (seconds after the phase began), how many
+changes it kept in the phase, and its TPS over the phase as a share of the
+best static's. Targets (issue): the oracle's best setting within 30 s of
+the change, at most one kept change per phase, >= 95% of the best static.
+
+Usage: agent/bench/phase.py [AGENT_RUNS] [--json OUT]   (root; release build:
+       cargo build --release -p redoctor-engine-cli -p redoctor-agent;
+       sysbench and the mysql client installed)
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
+AGENT = os.path.join(ROOT, "target/release/redoctor")
+PHASES = [("A", 4, 40), ("B", 256, 40)]
+KNOBS = ["innodb_log_writer_threads", "innodb_thread_concurrency",
+         "innodb_admission_policy", "innodb_max_active_transactions"]
+CONFIGS = {
+    "RT1": {"innodb_log_writer_threads": "ON"},
+    "RT0": {"innodb_log_writer_threads": "OFF"},
+    "RT1+cap4": {"innodb_log_writer_threads": "ON", "innodb_thread_concurrency": "4",
+                 "innodb_admission_policy": "fifo"},
+    "RT0+cap4": {"innodb_log_writer_threads": "OFF", "innodb_thread_concurrency": "4",
+                 "innodb_admission_policy": "fifo"},
+    "RT1+throttle16": {"innodb_log_writer_threads": "ON", "innodb_max_active_transactions": "16"},
+    "RT0+throttle16": {"innodb_log_writer_threads": "OFF", "innodb_max_active_transactions": "16"},
+}
+AGENT_CONFIG = """[agent]
+state_dir = "{state}"
+metrics = "off"
+
+[[target]]
+name = "engine"
+pid = {pid}
+socket = "{socket}"
+mode = "apply"
+
+[target.sampling]
+every = "60s"
+warmup = "1s"
+window = "2s"
+min_gap = "5s"
+
+# Tuned to 40-second phases (the defaults are minutes).
+[target.guardrails]
+min_dwell = "20s"
+stabilization = "20s"
+
+[target.trial]
+window = "1s"
+warmup = "1s"
+max_total = "25s"
+
+[target.phase]
+hold = "2s"
+"""
+
+
+def sql(socket, stmt):
+    out = subprocess.run(["mysql", "-S", socket, "-uroot", "-N", "-B", "-e", stmt],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"mysql: {stmt}: {out.stderr}")
+    return out.stdout
+
+
+def read_settings(socket):
+    s = {}
+    for k in KNOBS:
+        line = sql(socket, f"SHOW GLOBAL VARIABLES LIKE '{k}'").split("\t")
+        s[k] = line[1].strip()
+    return s
+
+
+def apply(socket, settings):
+    for k, v in settings.items():
+        val = v if v.isdigit() or v in ("ON", "OFF") else f"'{v}'"
+        sql(socket, f"SET GLOBAL {k} = {val}")
+
+
+def name_of(s):
+    """The oracle's name for a settings map (RT1+cap4, ...)."""
+    n = "RT1" if s.get("innodb_log_writer_threads", "ON") == "ON" else "RT0"
+    if s.get("innodb_thread_concurrency", "0") != "0":
+        n += f"+cap{s['innodb_thread_concurrency']}"
+    if s.get("innodb_max_active_transactions", "0") != "0":
+        n += f"+throttle{s['innodb_max_active_transactions']}"
+    return n
+
+
+def sysbench(socket, users, secs):
+    """(start unix s, TPS over the phase, per-second TPS)."""
+    t0 = time.time()
+    out = subprocess.run(
+        ["sysbench", "--db-driver=mysql", f"--mysql-socket={socket}", "--mysql-user=root",
+         "--mysql-db=sbtest", "--tables=4", "--table-size=10000", f"--threads={users}",
+         f"--time={secs}", "--report-interval=1", "oltp_update_index", "run"],
+        capture_output=True, text=True)
+    if out.returncode != 0 or "FATAL" in out.stdout + out.stderr:
+        sys.exit(f"sysbench failed:\n{out.stdout}\n{out.stderr}")
+    m = re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", out.stdout)
+    per_s = [float(x) for x in re.findall(r"\] thds: \d+ tps: ([\d.]+)", out.stdout)]
+    return t0, float(m.group(1)), per_s
+
+
+def two_phases(socket):
+    return [(name,) + sysbench(socket, users, secs) for name, users, secs in PHASES]
+
+
+def audit(state):
+    p = os.path.join(state, "audit.jsonl")
+    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+
+
+def agent_run(socket, pid, defaults, work, i):
+    apply(socket, defaults)
+    state = os.path.join(work, f"agent{i}")
+    cfg = os.path.join(work, f"agent{i}.toml")
+    with open(cfg, "w") as f:
+        f.write(AGENT_CONFIG.format(state=state, pid=pid, socket=socket))
+    err = open(os.path.join(work, f"agent{i}.err"), "w")
+    agent = subprocess.Popen([AGENT, "agent", "--config", cfg], stderr=err, stdout=subprocess.DEVNULL)
+    phases = two_phases(socket)
+    end = time.time()
+    agent.send_signal(signal.SIGTERM)
+    agent.wait(timeout=10)
+    lines = audit(state)
+    out = []
+    bounds = [p[1] for p in phases] + [end]
+    settings = dict(defaults)
+    for j, (name, start, tps, per_s) in enumerate(phases):
+        kept, last = 0, None
+        for l in lines:
+            t = l["ts_unix_ms"] / 1000
+            if l.get("event") == "trial" and l.get("outcome") == "kept" and bounds[j] <= t < bounds[j + 1]:
+                kept += 1
+                last = t - start
+                settings.update(l["candidate"])
+        trials = [l for l in lines if l.get("event") == "trial" and bounds[j] <= l["ts_unix_ms"] / 1000 < bounds[j + 1]]
+        out.append({"phase": name, "tps": tps, "per_s": per_s, "held": name_of(settings),
+                    "kept": kept, "last_change_s": last, "trials": len(trials),
+                    "outcomes": [f"{name_of(dict(defaults, **t['candidate']))}:{t['outcome']}" for t in trials]})
+    return out
+
+
+def main():
+    args = sys.argv[1:]
+    json_out = None
+    if "--json" in args:
+        i = args.index("--json")
+        json_out = args[i + 1]
+        args = args[:i] + args[i + 2:]
+    runs = int(args[0]) if args else 3
+    for tool in ("sysbench", "mysql"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is not installed (apt-get install sysbench mariadb-client)")
+    work = tempfile.mkdtemp(prefix="redoctor-phase.", dir="/var/tmp")
+    socket = os.path.join(work, "s.sock")
+    engine = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(work, "data"),
+                               "--socket", socket], stdout=subprocess.DEVNULL,
+                              stderr=open(os.path.join(work, "engine.err"), "w"))
+    try:
+        while not os.path.exists(socket):
+            time.sleep(0.05)
+        subprocess.run(["sysbench", "--db-driver=mysql", f"--mysql-socket={socket}",
+                        "--mysql-user=root", "--mysql-db=sbtest", "--tables=4",
+                        "--table-size=10000", "oltp_update_index", "prepare"],
+                       capture_output=True, check=True)
+        defaults = read_settings(socket)
+        statics = {n: [] for n in CONFIGS}
+        agents = []
+        names = list(CONFIGS)
+        per_agent = -(-len(names) // runs)
+        for i in range(runs):
+            agents.append(agent_run(socket, engine.pid, defaults, work, i))
+            print(f"agent run {i + 1}: " + "; ".join(
+                f"{p['phase']}: {p['held']} {p['tps']:.0f} TPS, {p['kept']} kept" for p in agents[-1]),
+                flush=True)
+            for n in names[i * per_agent:(i + 1) * per_agent]:
+                apply(socket, defaults)
+                apply(socket, CONFIGS[n])
+                statics[n].append([p[2] for p in two_phases(socket)])
+                print(f"static {n}: " + ", ".join(f"{t:.0f}" for t in statics[n][-1]), flush=True)
+        for n in names[runs * per_agent:]:
+            apply(socket, defaults)
+            apply(socket, CONFIGS[n])
+            statics[n].append([p[2] for p in two_phases(socket)])
+    finally:
+        engine.send_signal(signal.SIGTERM)
+        engine.wait()
+    report = {"phases": [], "statics": statics, "agent_runs": agents}
+    print()
+    print("| phase | best static | its TPS | agent run | held at end | last kept change | kept | TPS | of best |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for j, (name, users, secs) in enumerate(PHASES):
+        best = max(statics, key=lambda n: statics[n][0][j])
+        best_tps = statics[best][0][j]
+        report["phases"].append({"phase": name, "users": users, "best": best, "best_tps": best_tps,
+                                 "statics": {n: statics[n][0][j] for n in statics}})
+        for i, a in enumerate(agents):
+            p = a[j]
+            last = f"{p['last_change_s']:.0f} s" if p["last_change_s"] is not None else "none"
+            print(f"| {name} ({users} users, {secs} s) | {best} | {best_tps:.0f} | {i + 1} | {p['held']} | "
+                  f"{last} | {p['kept']} | {p['tps']:.0f} | {100 * p['tps'] / best_tps:.1f}% |")
+    print()
+    print("static TPS per phase: " + "; ".join(
+        f"{n} " + "/".join(f"{t:.0f}" for t in statics[n][0]) for n in statics))
+    for i, a in enumerate(agents):
+        for p in a:
+            print(f"agent run {i + 1} phase {p['phase']} trials: {', '.join(p['outcomes']) or 'none'}")
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(report, f, indent=1)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,706 @@
+//! `redoctor agent` end to end, with real processes (root: the probes):
+//! the bundled engine under load with its admin socket, the agent started
+//! as a user would, its audit log, status file, metrics endpoint and the
+//! kernel's BPF object list read back.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_redoctor");
+
+/// `redoctor-engine run` under load with an admin socket; killed on drop.
+struct Engine {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Engine {
+    fn start(users: u32) -> Engine {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("admin.sock");
+        let child = Command::new(common::engine())
+            .args(["run", "--workload", "update_index", "--tables", "1"])
+            .args(["--table-size", "2000", "--duration", "600", "--warmup", "0"])
+            .arg("--users")
+            .arg(users.to_string())
+            .arg("--admin-socket")
+            .arg(&socket)
+            .arg("--datadir")
+            .arg(dir.path().join("data"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let e = Engine {
+            child,
+            socket,
+            _dir: dir,
+        };
+        wait("the engine's admin socket", 60, || e.socket.exists());
+        e
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn conn(&self) -> mysql::Conn {
+        let o = mysql::OptsBuilder::new()
+            .socket(Some(self.socket.to_str().unwrap()))
+            .user(Some("root"));
+        mysql::Conn::new(o).unwrap()
+    }
+
+    fn var(&self, name: &str) -> String {
+        let rows: Vec<(String, String)> = self
+            .conn()
+            .query(format!("SHOW GLOBAL VARIABLES LIKE '{name}'"))
+            .unwrap();
+        rows.into_iter().next().unwrap().1
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A running agent; SIGKILLed on drop if still running.
+struct Agent {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Agent {
+    fn start(config: &Path) -> Agent {
+        let log = config.with_extension(format!("{}.log", Instant::now().elapsed().as_nanos()));
+        let f = std::fs::File::create(&log).unwrap();
+        let child = Command::new(BIN)
+            .arg("agent")
+            .arg("--config")
+            .arg(config)
+            .stdout(Stdio::null())
+            .stderr(f)
+            .spawn()
+            .unwrap();
+        Agent { child, log }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: i32) {
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Sends SIGTERM; the exit status, or a panic after `secs`.
+    fn term(&mut self, secs: u64) -> std::process::ExitStatus {
+        self.signal(libc::SIGTERM);
+        let t = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(secs),
+                "the agent did not exit within {secs} s of SIGTERM:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "timed out after {secs} s waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn audit(state: &Path) -> Vec<Value> {
+    std::fs::read_to_string(state.join("audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every audit line is JSON"))
+        .collect()
+}
+
+fn events(state: &Path, event: &str) -> Vec<Value> {
+    audit(state)
+        .into_iter()
+        .filter(|v| v["event"] == event)
+        .collect()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn write_config(dir: &Path, body: &str) -> PathBuf {
+    let p = dir.join("agent.toml");
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+/// The response, or "" while nothing listens yet.
+fn http_get(port: u16, path: &str) -> String {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    use std::io::Write;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn check_config(body: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_config(dir.path(), body);
+    let o = Command::new(BIN)
+        .args(["agent", "--check-config"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn config_errors_name_the_key_and_line_and_start_nothing() {
+    let base = "[agent]\nstate_dir = \"STATE\"\n\n[[target]]\nname = \"db\"\npid = 1\n";
+    for (extra, want) in [
+        ("colour = \"red\"\n", vec!["line 7", "colour"]),
+        (
+            "[target.sampling]\nevery = \"5 fortnights\"\n",
+            vec!["line 8", "fortnights"],
+        ),
+        (
+            "knobs = [\"innodb_flush_log_at_trx_commit\"]\n",
+            vec![
+                "line 7",
+                "innodb_flush_log_at_trx_commit",
+                "allow_durability",
+            ],
+        ),
+        ("process = \"x\"\n", vec!["line 4", "exactly one of pid"]),
+        ("profile = \"oracle\"\n", vec!["line 4", "oracle"]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let body = base.replace("STATE", state.to_str().unwrap()) + extra;
+        let (ok, err) = check_config(&body);
+        assert!(!ok, "{extra}: accepted");
+        for w in &want {
+            assert!(err.contains(w), "{extra}: `{w}` not in: {err}");
+        }
+        let p = write_config(dir.path(), &body);
+        let o = Command::new(BIN)
+            .args(["agent", "--config"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{extra}");
+        assert!(!state.exists(), "{extra}: the agent created its state dir");
+    }
+    let (ok, err) = check_config(&base.replace("STATE", "/tmp/unused"));
+    assert!(ok, "{err}");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent.toml");
+    let o = Command::new(BIN)
+        .args(["agent", "--check-config"])
+        .arg(&example)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "the shipped example config: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Observe mode: metrics parse, bind loopback only, cover the dashboard;
+/// status; SIGHUP reloads (and refuses a bad file); SIGTERM exits 0 in 5 s.
+#[test]
+fn observes_exports_metrics_on_loopback_reloads_and_stops() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let port = free_port();
+    let body = format!(
+        r#"[agent]
+state_dir = "{}"
+metrics = "127.0.0.1:{port}"
+[agent.budget]
+tps_percent = 5.0
+
+[[target]]
+name = "engine"
+pid = {}
+socket = "{}"
+mode = "observe"
+[target.sampling]
+every = "4s"
+warmup = "500ms"
+window = "1s"
+"#,
+        state.display(),
+        e.pid(),
+        e.socket.display()
+    );
+    let cfg = write_config(dir.path(), &body);
+    let mut a = Agent::start(&cfg);
+    wait("a sampled observation", 60, || {
+        http_get(port, "/metrics").contains("redoctor_samples_total{target=\"engine\"} 1")
+    });
+    let resp = http_get(port, "/metrics");
+    let (head, text) = resp.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape =
+        prometheus_parse::Scrape::parse(lines).expect("a Prometheus text-format parser reads it");
+    let value = |name: &str| {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && s.labels.get("target") == Some("engine"))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            })
+            .unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
+    };
+    assert_eq!(value("redoctor_target_up"), 1.0);
+    assert_eq!(value("redoctor_target_pid"), e.pid() as f64);
+    assert!(value("redoctor_target_commits_per_second") > 0.0);
+    assert!(value("redoctor_agent_bpf_events_total") > 0.0);
+    let duty = value("redoctor_agent_probe_duty_cycle");
+    assert!(duty > 0.0 && duty < 0.9, "duty cycle {duty}");
+    assert!(scrape
+        .samples
+        .iter()
+        .any(|s| s.metric == "redoctor_signal"
+            && s.labels.get("signal") == Some("cpu_us_per_commit")));
+    assert!(scrape
+        .samples
+        .iter()
+        .any(|s| s.metric == "redoctor_agent_rss_bytes"));
+    // Every metric the shipped dashboard charts is exported.
+    let dash = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("grafana/redoctor-agent.json"),
+    )
+    .unwrap();
+    let _: Value = serde_json::from_str(&dash).expect("the dashboard is JSON");
+    for name in dash
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("redoctor_"))
+    {
+        let family = name.strip_suffix("_total").unwrap_or(name);
+        assert!(
+            text.contains(&format!("# TYPE {family} ")),
+            "the dashboard charts {name}, which the agent does not export"
+        );
+    }
+    assert!(http_get(port, "/other").starts_with("HTTP/1.1 404"));
+    // Bound to loopback only: the kernel's socket table lists one listener
+    // on the port, at 127.0.0.1.
+    let hex_port = format!(":{port:04X} ");
+    let listeners: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(hex_port.trim()) && f[3] == "0A"
+        })
+        .collect();
+    assert_eq!(listeners.len(), 1, "{listeners:?}");
+    assert!(
+        listeners[0]
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .starts_with("0100007F:"),
+        "{listeners:?}"
+    );
+
+    wait("the status file", 10, || {
+        status_json(&state)["targets"][0]["verdict"].is_string()
+    });
+    let o = Command::new(BIN)
+        .args(["agent", "status", "--json", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["running"], true);
+    assert_eq!(st["targets"][0]["pid"], e.pid());
+    assert!(st["targets"][0]["verdict"].is_string(), "{st}");
+    let o = Command::new(BIN)
+        .args(["agent", "status", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let human = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        human.contains("engine [Observe]") && human.contains("advice:"),
+        "{human}"
+    );
+
+    // SIGHUP: a bad file is refused and the agent goes on; a good one reloads.
+    std::fs::write(
+        &cfg,
+        body.replace("mode = \"observe\"", "mode = \"sideways\""),
+    )
+    .unwrap();
+    a.signal(libc::SIGHUP);
+    wait("the reload refused", 20, || {
+        !events(&state, "config_rejected").is_empty()
+    });
+    assert!(a.child.try_wait().unwrap().is_none());
+    std::fs::write(
+        &cfg,
+        body.replace("mode = \"observe\"", "mode = \"recommend\""),
+    )
+    .unwrap();
+    a.signal(libc::SIGHUP);
+    wait("the reload", 20, || {
+        !events(&state, "config_reloaded").is_empty()
+    });
+    wait("the new mode exported", 20, || {
+        http_get(port, "/metrics").contains("mode=\"recommend\"")
+    });
+    let s = a.term(5);
+    assert!(s.success(), "exit {s:?}: {}", a.stderr());
+    assert_eq!(events(&state, "agent_stopped").len(), 1);
+}
+
+/// A forced bad candidate (a commit-path sleep that cuts throughput far
+/// below the floor) is rolled back at its first measured window.
+#[test]
+fn a_bad_candidate_is_rolled_back_within_one_window() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg = write_config(
+        dir.path(),
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "off"
+[agent.budget]
+tps_percent = 5.0
+
+[[target]]
+name = "engine"
+pid = {}
+socket = "{}"
+mode = "apply"
+knobs = ["redoctor_debug_commit_sleep_us"]
+candidates = [{{ redoctor_debug_commit_sleep_us = "5000" }}]
+[target.sampling]
+every = "30s"
+warmup = "500ms"
+window = "1s"
+[target.trial]
+window = "1s"
+warmup = "500ms"
+"#,
+            state.display(),
+            e.pid(),
+            e.socket.display()
+        ),
+    );
+    let mut a = Agent::start(&cfg);
+    wait("the trial's outcome", 60, || {
+        !events(&state, "trial").is_empty()
+    });
+    let t = &events(&state, "trial")[0];
+    assert_eq!(t["outcome"], "aborted_floor", "{t}");
+    let measured: Vec<&Value> = t["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["side"] == "candidate" && w["warmup"] == false)
+        .collect();
+    assert_eq!(
+        measured.len(),
+        1,
+        "rolled back after one verification window: {t}"
+    );
+    assert_eq!(e.var("redoctor_debug_commit_sleep_us"), "0");
+    assert_eq!(t["now"]["redoctor_debug_commit_sleep_us"], "0", "{t}");
+    let started = events(&state, "trial_started");
+    assert_eq!(started.len(), 1);
+    assert!(started[0]["candidate"]
+        .as_str()
+        .unwrap()
+        .contains("from the config"));
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("targets/engine.json")).unwrap())
+            .unwrap();
+    assert!(
+        j["open_trial"].is_null() && j["changes"].as_array().unwrap().is_empty(),
+        "{j}"
+    );
+    assert!(a.term(5).success());
+}
+
+fn bpf_prog_exists(id: u32) -> bool {
+    Command::new("bpftool")
+        .args(["prog", "show", "id", &id.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("bpftool (apt-get install bpftool; .ci/run does this)")
+        .success()
+}
+
+fn status_json(state: &Path) -> Value {
+    std::fs::read_to_string(state.join("status.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// `kill -9` in the middle of a trial: the next start restores the
+/// baseline before anything else. `kill -9` while the probes are attached:
+/// the kernel holds none of their programs (so no link either: a link
+/// holds its program) and nothing is pinned.
+#[test]
+fn kill9_mid_trial_is_undone_at_the_next_start_and_leaves_no_bpf_objects() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg_text = format!(
+        r#"[agent]
+state_dir = "{}"
+metrics = "off"
+[agent.budget]
+tps_percent = 5.0
+
+[[target]]
+name = "engine"
+pid = {}
+socket = "{}"
+mode = "apply"
+knobs = ["redoctor_debug_commit_sleep_us"]
+candidates = [{{ redoctor_debug_commit_sleep_us = "50" }}]
+[target.sampling]
+every = "30s"
+warmup = "500ms"
+window = "1s"
+[target.guardrails]
+floor = 0.0
+[target.trial]
+window = "1s"
+warmup = "0s"
+min_pairs = 40
+max_pairs = 40
+max_total = "120s"
+"#,
+        state.display(),
+        e.pid(),
+        e.socket.display()
+    );
+    let cfg = write_config(dir.path(), &cfg_text);
+    let mut a = Agent::start(&cfg);
+    wait("the candidate applied", 60, || {
+        !events(&state, "trial_started").is_empty()
+            && e.var("redoctor_debug_commit_sleep_us") == "50"
+    });
+    a.kill9();
+    assert_eq!(
+        e.var("redoctor_debug_commit_sleep_us"),
+        "50",
+        "killed mid-trial"
+    );
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("targets/engine.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        j["open_trial"]["baseline"]["redoctor_debug_commit_sleep_us"],
+        "0"
+    );
+
+    // The next start, in observe mode: the restore comes first.
+    let observe = cfg_text
+        .replace("mode = \"apply\"", "mode = \"observe\"")
+        .replace("every = \"30s\"", "every = \"60s\"")
+        .replace(
+            "window = \"1s\"\n[target.guardrails]",
+            "window = \"20s\"\n[target.guardrails]",
+        );
+    std::fs::write(&cfg, &observe).unwrap();
+    let before = audit(&state).len();
+    let mut b = Agent::start(&cfg);
+    wait("the restore", 30, || {
+        e.var("redoctor_debug_commit_sleep_us") == "0"
+    });
+    let after: Vec<Value> = audit(&state).into_iter().skip(before).collect();
+    let kinds: Vec<&str> = after.iter().map(|v| v["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds[0], "agent_started", "{kinds:?}");
+    assert_eq!(
+        kinds[1], "reconciled",
+        "restored before anything else: {kinds:?}"
+    );
+    assert_eq!(after[1]["restored"][0]["to"], "0");
+    assert!(
+        b.stderr().contains("was interrupted; restored 1 setting"),
+        "{}",
+        b.stderr()
+    );
+
+    // Now kill it while its probes are attached (a 20 s sampled window).
+    let mut ids: Vec<u32> = vec![];
+    wait("the probes attached", 30, || {
+        ids = status_json(&state)["targets"][0]["probe_program_ids"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.as_u64())
+                    .map(|x| x as u32)
+                    .collect()
+            })
+            .unwrap_or_default();
+        !ids.is_empty()
+    });
+    assert!(
+        ids.iter().any(|id| bpf_prog_exists(*id)),
+        "{ids:?} not in the kernel's list"
+    );
+    b.kill9();
+    wait("the kernel to free the programs", 10, || {
+        !ids.iter().any(|id| bpf_prog_exists(*id))
+    });
+    let pinned: Vec<_> = std::fs::read_dir("/sys/fs/bpf")
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        !pinned
+            .iter()
+            .any(|n| n.to_string_lossy().contains("redoctor")),
+        "{pinned:?}"
+    );
+}
+
+/// The target restarts (new pid): re-attached, and said so; the target
+/// dies: reported, and the agent keeps running.
+#[test]
+fn follows_a_restarted_target_and_survives_its_death() {
+    if common::skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let pidfile = dir.path().join("engine.pid");
+    let first = Engine::start(2);
+    std::fs::write(&pidfile, first.pid().to_string()).unwrap();
+    let cfg = write_config(
+        dir.path(),
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "off"
+[agent.budget]
+tps_percent = 5.0
+
+[[target]]
+name = "engine"
+pidfile = "{}"
+mode = "recommend"
+[target.sampling]
+every = "30s"
+warmup = "500ms"
+window = "1s"
+"#,
+            state.display(),
+            pidfile.display()
+        ),
+    );
+    let mut a = Agent::start(&cfg);
+    wait("attached", 30, || !events(&state, "attached").is_empty());
+    let old = first.pid();
+    drop(first);
+    wait("the target reported gone", 30, || {
+        !events(&state, "target_gone").is_empty()
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        a.child.try_wait().unwrap().is_none(),
+        "the agent exited: {}",
+        a.stderr()
+    );
+    assert_eq!(
+        status_json(&state)["targets"][0]["state"],
+        "waiting for the target process"
+    );
+    let second = Engine::start(2);
+    std::fs::write(&pidfile, second.pid().to_string()).unwrap();
+    wait("re-attached", 30, || {
+        !events(&state, "target_restarted").is_empty()
+    });
+    let r = &events(&state, "target_restarted")[0];
+    assert_eq!(r["old_pid"], old);
+    assert_eq!(r["pid"], second.pid());
+    assert!(a.stderr().contains("target restarted"), "{}", a.stderr());
+    wait("a sample of the new process", 30, || {
+        status_json(&state)["targets"][0]["verdict"].is_string()
+    });
+    assert!(a.term(5).success());
+}
