@@ -51,6 +51,11 @@ pub struct TOutcome {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Resource {
+    pub resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TMode {
     pub target: String,
     pub mode: String,
@@ -85,6 +90,8 @@ pub struct Metrics {
     pub lost_events: C,
     pub cpu_seconds: Gauge<f64, AtomicU64>,
     pub rss_bytes: Gauge<f64, AtomicU64>,
+    pub over_budget: Family<Resource, Gauge>,
+    pub sampling_backoff: Gauge,
 }
 
 impl Metrics {

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,6 +74,8 @@ struct StatusArgs {
 /// the status map carry over).
 pub struct Shared {
     pub audit: Arc<Audit>,
+    /// Factor on `sampling.every`, raised while the agent's CPU is over budget.
+    pub backoff: Arc<AtomicU32>,
     pub metrics: Arc<Metrics>,
     pub status: Arc<Mutex<BTreeMap<String, TargetStatus>>>,
     pub rules: RuleSet,
@@ -157,8 +159,13 @@ fn lock(dir: &Path) -> Result<std::fs::File> {
 
 fn shared_from(c: Config, keep: Option<&Shared>) -> Result<Shared> {
     let rules = RuleSet::shipped_and(&c.agent.rules).context("loading the rules")?;
-    let (audit, metrics, status) = match keep {
-        Some(s) => (s.audit.clone(), s.metrics.clone(), s.status.clone()),
+    let (audit, metrics, status, backoff) = match keep {
+        Some(s) => (
+            s.audit.clone(),
+            s.metrics.clone(),
+            s.status.clone(),
+            s.backoff.clone(),
+        ),
         None => (
             Arc::new(Audit::open(
                 &c.agent.state_dir,
@@ -167,10 +174,12 @@ fn shared_from(c: Config, keep: Option<&Shared>) -> Result<Shared> {
             )?),
             Arc::new(Metrics::default()),
             Arc::new(Mutex::new(BTreeMap::new())),
+            Arc::new(AtomicU32::new(1)),
         ),
     };
     Ok(Shared {
         audit,
+        backoff,
         metrics,
         status,
         rules,
@@ -283,6 +292,79 @@ fn write_status(shared: &Shared, config: &Path) {
     }
 }
 
+/// Once a minute: the agent's own CPU and RSS against `agent.budget`.
+/// Over the CPU budget, sampling is stretched (doubled, up to 16 times)
+/// and relaxed again once well under it; over the RSS budget, it says so.
+#[derive(Default)]
+struct BudgetWatch {
+    last: Option<(std::time::Instant, f64)>,
+    over: [bool; 2],
+}
+
+impl BudgetWatch {
+    const EVERY: Duration = Duration::from_secs(60);
+
+    fn check(&mut self, shared: &Shared) {
+        let m = &shared.metrics;
+        let now = std::time::Instant::now();
+        let cpu = m.cpu_seconds.get();
+        let Some((t0, c0)) = self.last else {
+            self.last = Some((now, cpu));
+            return;
+        };
+        if now.duration_since(t0) < Self::EVERY {
+            return;
+        }
+        self.last = Some((now, cpu));
+        let b = &shared.config.agent.budget;
+        let cpu_pct = 100.0 * (cpu - c0) / now.duration_since(t0).as_secs_f64();
+        let rss_mib = m.rss_bytes.get() / 1048576.0;
+        let next = next_backoff(
+            cpu_pct,
+            b.cpu_percent,
+            shared.backoff.load(Ordering::Relaxed),
+        );
+        shared.backoff.store(next, Ordering::Relaxed);
+        m.sampling_backoff.set(i64::from(next));
+        for (i, (name, over, used, limit)) in [
+            ("cpu", cpu_pct > b.cpu_percent, cpu_pct, b.cpu_percent),
+            ("rss", rss_mib > b.rss_mib, rss_mib, b.rss_mib),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            m.over_budget
+                .get_or_create(&metrics::Resource {
+                    resource: name.into(),
+                })
+                .set(i64::from(over));
+            if over != self.over[i] {
+                self.over[i] = over;
+                let event = if over { "over_budget" } else { "within_budget" };
+                shared.audit.log(
+                    "-",
+                    event,
+                    json!({"resource": name, "used": used, "budget": limit, "sampling_backoff": next}),
+                );
+                if over {
+                    eprintln!("redoctor agent: warning: {name} {used:.2} is over agent.budget ({limit}); sampling stretched {next}x");
+                }
+            }
+        }
+    }
+}
+
+/// The sampling backoff after a minute at `cpu_pct` against `budget`.
+fn next_backoff(cpu_pct: f64, budget: f64, backoff: u32) -> u32 {
+    if cpu_pct > budget {
+        (backoff * 2).min(16)
+    } else if cpu_pct < budget / 2.0 {
+        (backoff / 2).max(1)
+    } else {
+        backoff
+    }
+}
+
 async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
     use tokio::signal::unix::{signal, SignalKind};
     let registry = Arc::new(shared.metrics.registry());
@@ -301,10 +383,12 @@ async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut running = start(&shared)?;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut budget = BudgetWatch::default();
     loop {
         tokio::select! {
             _ = tick.tick() => {
                 shared.metrics.update_self();
+                budget.check(&shared);
                 write_status(&shared, &path);
             }
             _ = hup.recv() => {
@@ -340,4 +424,18 @@ async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
         .log("-", "agent_stopped", json!({"pid": std::process::id()}));
     eprintln!("redoctor agent: stopped; every probe detached");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_backoff;
+
+    #[test]
+    fn sampling_stretches_over_the_cpu_budget_and_relaxes_well_under_it() {
+        assert_eq!(next_backoff(0.2, 1.0, 1), 1);
+        assert_eq!(next_backoff(1.5, 1.0, 1), 2);
+        assert_eq!(next_backoff(1.5, 1.0, 16), 16);
+        assert_eq!(next_backoff(0.8, 1.0, 4), 4);
+        assert_eq!(next_backoff(0.3, 1.0, 4), 2);
+    }
 }

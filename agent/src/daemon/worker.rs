@@ -281,7 +281,8 @@ impl Worker {
     fn evaluate(&mut self, pid: u32) -> Result<()> {
         let s = self.t.sampling.clone();
         self.last_sample = Some(Instant::now());
-        self.next_sample = Instant::now() + s.every;
+        let backoff = self.shared.backoff.load(Ordering::Relaxed).max(1);
+        self.next_sample = Instant::now() + s.every * backoff;
         let reason = self.pending.take();
         let windows = match self.sample(pid)? {
             Some(w) => w,
