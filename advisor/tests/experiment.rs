@@ -311,7 +311,9 @@ fn search_skips_a_candidate_that_does_not_fit_the_budget() {
         (st("0", "1"), 1300.0),
         (st("1", "1"), 1690.0),
     ];
-    let mut tb = Sim::new(&rates, 0.01, 11);
+    // Little noise: a +30% effect clears the strict interim level (0.001,
+    // t(2 df) = 31.6) at the first look.
+    let mut tb = Sim::new(&rates, 0.002, 11);
     // 12.5 s: the first trial's 3 pairs take 7.5 s, 5 s cannot fit 3 more.
     let plan = Plan {
         max_total: Duration::from_millis(12_500),
@@ -382,4 +384,32 @@ fn records_serialise_with_snake_case_names() {
     assert_eq!(v["plan"]["window_s"], 1.0);
     let back: TrialRecord = serde_json::from_value(v).unwrap();
     assert_eq!(back, t);
+}
+
+#[test]
+fn the_last_look_gets_what_the_interim_looks_left_of_alpha() {
+    // +8% under 3% noise: too small for the strict interim level, clear at
+    // the last look that the time budget allows (pair 6).
+    let b = s(&[("a", "0")]);
+    let c = s(&[("a", "1")]);
+    let plan = Plan::default();
+    let mut kept_late = 0;
+    for seed in 0..20 {
+        let mut tb = Sim::new(&[(b.clone(), 1000.0), (c.clone(), 1080.0)], 0.03, seed);
+        let t = run_trial(&mut tb, &b, &c, &plan, Duration::from_secs(18));
+        let last = t.looks.last().expect("at least one look");
+        let interim = t.looks.len() - 1;
+        for l in &t.looks[..interim] {
+            assert!((l.alpha - plan.interim_alpha()).abs() < 1e-12);
+        }
+        if t.outcome == Outcome::Kept && t.looks.len() == 4 {
+            assert!((last.alpha - plan.final_alpha(3)).abs() < 1e-12, "{t:?}");
+            kept_late += 1;
+        }
+        assert_ne!(t.outcome, Outcome::RolledBackWorse, "seed {seed}");
+    }
+    assert!(
+        kept_late >= 10,
+        "kept at the last look in {kept_late} of 20"
+    );
 }

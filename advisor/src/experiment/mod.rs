@@ -19,14 +19,18 @@
 //!   the estimate is the ratio `exp(mean d)`.
 //! - **Sequential test.** A look after each pair from [`Plan::min_pairs`]
 //!   to [`Plan::max_pairs`]: a paired t-test on the `d_i` (Student t with
-//!   n - 1 degrees of freedom) at the per-look level `alpha / looks`, where
-//!   `looks = max_pairs - min_pairs + 1` (Bonferroni over the planned
-//!   looks: conservative, and valid whenever the trial stops). With the
-//!   per-look two-sided confidence interval of mean d: above 0 stops
-//!   "better" (candidate kept), below 0 stops "worse" (rolled back), inside
-//!   `(-ln(1 + min_effect), ln(1 + min_effect))` stops "no meaningful
-//!   difference" (futility; rolled back); otherwise the trial goes on. At
-//!   `max_pairs`, or when the time budget cannot fit another pair, it ends
+//!   n - 1 degrees of freedom). Rejection levels split `alpha`
+//!   Haybittle–Peto style: each interim look at a strict
+//!   [`Plan::interim_alpha`] (0.001 by default), the last look (the most
+//!   pairs, or no time for another) at what the looks made left
+//!   ([`Plan::final_alpha`], 0.043 after 7): the levels of the looks made
+//!   sum to `alpha` whenever the trial stops, and the last look keeps nearly
+//!   a fixed-length test's power. With that look's two-sided interval of
+//!   mean d: above 0 stops "better" (candidate kept), below 0 stops "worse"
+//!   (rolled back). Futility — the interval at `alpha / looks` inside
+//!   `(-ln(1 + min_effect), ln(1 + min_effect))` — stops "no meaningful
+//!   difference" (rolled back; stopping without rejecting spends no
+//!   alpha). Otherwise the trial goes on; after the last look it ends
 //!   inconclusive (rolled back).
 //! - **Floor guard.** Every measured candidate window is compared with the
 //!   median of the baseline windows so far; below [`Plan::floor`] times

@@ -104,9 +104,30 @@ impl Plan {
         self.max_pairs + 1 - self.min_pairs
     }
 
-    /// The level of each look: `alpha / looks` (Bonferroni).
+    /// The futility band's level at every look: `alpha / looks`. Stopping
+    /// for futility never rejects, so it spends none of `alpha`.
     pub fn look_alpha(&self) -> f64 {
         self.alpha / self.looks() as f64
+    }
+
+    /// The rejection level of an interim look (Haybittle–Peto): a strict
+    /// `min(alpha / 50, alpha / (2 (looks - 1)))`, 0.001 by default, so
+    /// only an overwhelming effect stops a trial early.
+    pub fn interim_alpha(&self) -> f64 {
+        let looks = self.looks();
+        if looks <= 1 {
+            return self.alpha;
+        }
+        (self.alpha / 50.0).min(self.alpha / (2.0 * (looks - 1) as f64))
+    }
+
+    /// The rejection level of the final look after `interim` interim
+    /// looks: what they left of `alpha` (0.043 after 7 by default). The
+    /// levels of the looks made sum to `alpha` whenever the trial stops
+    /// (Bonferroni over the looks actually made), and the last look keeps
+    /// nearly a fixed-length test's power.
+    pub fn final_alpha(&self, interim: usize) -> f64 {
+        (self.alpha - interim as f64 * self.interim_alpha()).max(self.interim_alpha())
     }
 
     /// Planned length of one pair: two windows and one warm-up.
@@ -124,16 +145,18 @@ impl Plan {
         format!(
             "paired t-test on ln(candidate/baseline) of ABBA-ordered window pairs \
              ({:.1}s windows, {:.1}s warm-up after each switch); looks at pairs {}..={} \
-             each at alpha {:.5} ({} two-sided, Bonferroni over {} looks); \
-             futility within ±{:.1}%; floor {:.2} × the baseline median",
+             rejecting at alpha {:.4} at an interim look and what is left of {} \
+             (two-sided) at the last (Haybittle–Peto, up to {} looks); \
+             futility within ±{:.1}% at alpha {:.5}; floor {:.2} × the baseline median",
             self.window.as_secs_f64(),
             self.warmup.as_secs_f64(),
             self.min_pairs,
             self.max_pairs,
-            self.look_alpha(),
+            self.interim_alpha(),
             self.alpha,
             self.looks(),
             self.min_effect * 100.0,
+            self.look_alpha(),
             self.floor
         )
     }
@@ -165,6 +188,15 @@ mod tests {
         p.validate().unwrap();
         assert_eq!(p.looks(), 8);
         assert!((p.look_alpha() - 0.00625).abs() < 1e-12);
+        assert!((p.interim_alpha() - 0.001).abs() < 1e-12);
+        assert!((p.final_alpha(7) - 0.043).abs() < 1e-12);
+        assert!((p.final_alpha(2) - 0.048).abs() < 1e-12);
+        let many = Plan {
+            max_pairs: 1000,
+            ..Plan::default()
+        };
+        let spent = 997.0 * many.interim_alpha() + many.final_alpha(997);
+        assert!((spent - 0.05).abs() < 1e-12 && many.final_alpha(997) >= 0.025);
         assert_eq!(p.pair_time(), Duration::from_millis(3000));
         assert_eq!(p.min_time(), Duration::from_millis(9000));
     }

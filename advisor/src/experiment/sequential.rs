@@ -17,7 +17,7 @@ pub struct Look {
     pub ci_high: f64,
     /// Two-sided p-value of "no difference" (mean d = 0).
     pub p_value: f64,
-    /// This look's level (`alpha / looks`).
+    /// This look's rejection level (interim or final, see [`super::Plan`]).
     pub alpha: f64,
 }
 

@@ -134,7 +134,7 @@ pub fn run_trial(
         return run.rec;
     }
     let result = run.pairs(budget.as_secs_f64());
-    run.rec.estimate = look(&run.rec.log_ratios, plan.look_alpha());
+    run.rec.estimate = look(&run.rec.log_ratios, run.final_level());
     run.finish(result);
     run.rec
 }
@@ -193,9 +193,25 @@ impl Run<'_> {
             if pair < self.plan.min_pairs {
                 continue;
             }
-            let l = look(&self.rec.log_ratios, self.plan.look_alpha())
+            // The last look: the most pairs, or no time for another.
+            let last = pair == self.plan.max_pairs || self.rec.elapsed_s + pair_s > budget_s;
+            let interim = self.rec.looks.len();
+            let alpha = if last {
+                self.plan.final_alpha(interim)
+            } else {
+                self.plan.interim_alpha()
+            };
+            let l =
+                look(&self.rec.log_ratios, alpha).expect("at least 2 finite log-ratios at a look");
+            let futility = look(&self.rec.log_ratios, self.plan.look_alpha())
                 .expect("at least 2 finite log-ratios at a look");
-            let decision = l.decide(self.plan.min_effect);
+            let decision = match l.decide(self.plan.min_effect) {
+                d @ (Decision::Better | Decision::Worse) => d,
+                _ => match futility.decide(self.plan.min_effect) {
+                    Decision::Futile => Decision::Futile,
+                    _ => Decision::Continue,
+                },
+            };
             self.rec.looks.push(l.clone());
             let est = interval(&l);
             match decision {
@@ -284,8 +300,16 @@ impl Run<'_> {
         })
     }
 
+    /// The level the trial's estimate is stated at: the last look's.
+    fn final_level(&self) -> f64 {
+        self.rec
+            .looks
+            .last()
+            .map_or(self.plan.final_alpha(0), |l| l.alpha)
+    }
+
     fn estimate_words(&self) -> String {
-        look(&self.rec.log_ratios, self.plan.look_alpha())
+        look(&self.rec.log_ratios, self.final_level())
             .map(|l| format!("; {}", interval(&l)))
             .unwrap_or_default()
     }
