@@ -284,6 +284,11 @@ mode = "observe"
 every = "4s"
 warmup = "500ms"
 window = "1s"
+
+[[target]]
+name = "absent"
+process = "no-such-db"
+mode = "observe"
 "#,
         state.display(),
         e.pid(),
@@ -384,6 +389,13 @@ window = "1s"
     let st: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(st["running"], true);
     assert_eq!(st["targets"][0]["pid"], e.pid());
+    // A target that is not running is reported, not fatal.
+    assert_eq!(st["targets"][1]["name"], "absent");
+    assert_eq!(st["targets"][1]["state"], "waiting for the target process");
+    assert!(
+        text.contains("redoctor_target_up{target=\"absent\"} 0"),
+        "{text}"
+    );
     assert!(st["targets"][0]["verdict"].is_string(), "{st}");
     let o = Command::new(BIN)
         .args(["agent", "status", "--config"])

@@ -92,8 +92,8 @@ pub const METRICS: &[MetricDef] = &[
         "p95_commit_latency_us",
         "us",
         Down,
-        25.0,
-        20.0,
+        50.0,
+        50.0,
         "95th percentile commit latency as the engine reports it",
     ),
     m(
@@ -116,8 +116,8 @@ pub const METRICS: &[MetricDef] = &[
         "commit_path_wakeups_per_commit",
         "",
         Down,
-        10.0,
-        0.2,
+        15.0,
+        0.3,
         "wakeups between commit-path roles (users, log threads, binlog) / commits",
     ),
     m(

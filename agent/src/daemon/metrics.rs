@@ -213,6 +213,16 @@ impl Metrics {
             "Resident memory of the agent process",
             m.rss_bytes.clone(),
         );
+        r.register(
+            "agent_over_budget",
+            "1 while the agent's own use of a resource (cpu, rss) is over agent.budget",
+            m.over_budget.clone(),
+        );
+        r.register(
+            "agent_sampling_backoff",
+            "Factor stretching sampling.every while the agent's CPU is over budget (1 = none)",
+            m.sampling_backoff.clone(),
+        );
         r
     }
 
