@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
+use redoctor_advisor::experiment::{ExperimentError, Settings};
 
 /// Settings that trade durability for speed: never changed without an explicit flag.
 pub const DURABILITY_SETTINGS: &[&str] = &["innodb_flush_log_at_trx_commit", "sync_binlog"];
@@ -53,31 +54,50 @@ impl Admin {
 
     /// The current value of a global variable; an unknown name is an error.
     pub fn get(&mut self, name: &str) -> Result<String> {
-        check_name(name)?;
-        let rows: Vec<(String, String)> = self
-            .conn
-            .query(format!("SHOW GLOBAL VARIABLES LIKE '{name}'"))
-            .with_context(|| format!("reading {name} from the server at {}", self.socket))?;
-        match rows.into_iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            Some((_, v)) => Ok(v),
-            None => bail!("the server at {} has no variable {name}", self.socket),
-        }
+        self.show("VARIABLES", "variable", name)
     }
 
     /// A status counter (`SHOW GLOBAL STATUS LIKE 'name'`); unknown is an error.
     pub fn status(&mut self, name: &str) -> Result<u64> {
+        let v = self.show("STATUS", "status counter", name)?;
+        v.trim()
+            .parse()
+            .with_context(|| format!("status {name} = {v:?} is not a counter"))
+    }
+
+    /// `SHOW GLOBAL {what} LIKE 'name'`: the value of the row named `name`.
+    fn show(&mut self, what: &str, noun: &str, name: &str) -> Result<String> {
         check_name(name)?;
         let rows: Vec<(String, String)> = self
             .conn
-            .query(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
-            .with_context(|| format!("reading status {name} from the server at {}", self.socket))?;
+            .query(format!("SHOW GLOBAL {what} LIKE '{name}'"))
+            .with_context(|| format!("reading {noun} {name} from the server at {}", self.socket))?;
         match rows.into_iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            Some((_, v)) => v
-                .trim()
-                .parse()
-                .with_context(|| format!("status {name} = {v:?} is not a counter")),
-            None => bail!("the server at {} has no status counter {name}", self.socket),
+            Some((_, v)) => Ok(v),
+            None => bail!("the server at {} has no {noun} {name}", self.socket),
         }
+    }
+
+    /// Each of `names`' current values, as a trial's testbed reads them.
+    pub fn read_settings(&mut self, names: &[String]) -> Result<Settings, ExperimentError> {
+        names
+            .iter()
+            .map(|n| {
+                let v = self
+                    .get(n)
+                    .map_err(|e| ExperimentError::read(names, format!("{e:#}")))?;
+                Ok((n.clone(), v))
+            })
+            .collect()
+    }
+
+    /// Sets each of `settings`, as a trial's testbed applies them.
+    pub fn apply_settings(&mut self, settings: &Settings) -> Result<(), ExperimentError> {
+        for (k, v) in settings {
+            self.set(k, v)
+                .map_err(|e| ExperimentError::apply(settings, format!("{e:#}")))?;
+        }
+        Ok(())
     }
 
     /// `SET GLOBAL name = value`; the server validates (a refused value changes nothing).

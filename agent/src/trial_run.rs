@@ -29,25 +29,11 @@ pub struct Live<'a> {
 
 impl Testbed for Live<'_> {
     fn read(&mut self, names: &[String]) -> Result<Settings, ExperimentError> {
-        names
-            .iter()
-            .map(|n| {
-                let v = self
-                    .admin
-                    .get(n)
-                    .map_err(|e| ExperimentError::read(names, format!("{e:#}")))?;
-                Ok((n.clone(), v))
-            })
-            .collect()
+        self.admin.read_settings(names)
     }
 
     fn apply(&mut self, settings: &Settings) -> Result<(), ExperimentError> {
-        for (k, v) in settings {
-            self.admin
-                .set(k, v)
-                .map_err(|e| ExperimentError::apply(settings, format!("{e:#}")))?;
-        }
-        Ok(())
+        self.admin.apply_settings(settings)
     }
 
     fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError> {

@@ -232,13 +232,13 @@ impl Metrics {
         }
     }
 
-    /// Removes every label set of `target` from the per-value families
-    /// (settings and advice), so a stale value does not linger.
-    pub fn clear_values(&self, target: &str, settings: &[TSetting], advice: &[TAdvice]) {
-        for s in settings.iter().filter(|s| s.target == target) {
+    /// Removes the label sets a target showed last (settings and advice),
+    /// so a stale value does not linger.
+    pub fn clear_values(&self, settings: &[TSetting], advice: &[TAdvice]) {
+        for s in settings {
             self.setting.remove(s);
         }
-        for a in advice.iter().filter(|a| a.target == target) {
+        for a in advice {
             self.advice.remove(a);
         }
     }

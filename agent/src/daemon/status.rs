@@ -2,12 +2,11 @@
 //! atomically every second) and `redoctor agent status [--json]`, which
 //! reads it.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use redoctor_advisor::experiment::Settings;
+use redoctor_advisor::experiment::{show, Settings};
 use serde::{Deserialize, Serialize};
 
 use super::config::{Mode, Target};
@@ -151,9 +150,7 @@ pub fn print(out: &mut impl Write, s: &Status, running: bool) -> Result<()> {
             )?;
         }
         if !t.settings.is_empty() {
-            let kv: BTreeMap<&String, &String> = t.settings.iter().collect();
-            let shown: Vec<String> = kv.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            writeln!(out, "  settings: {}", shown.join(", "))?;
+            writeln!(out, "  settings: {}", show(&t.settings))?;
         }
         for tr in t.trials.iter().rev().take(3) {
             writeln!(

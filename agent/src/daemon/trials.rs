@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use redoctor_advisor::experiment::{
-    pct, run_trial, show, ExperimentError, Outcome, Sample, Settings, Testbed, TrialRecord,
+    pct, run_trial, show, Candidate, ExperimentError, Outcome, Sample, Settings, Testbed,
+    TrialRecord,
 };
 use redoctor_advisor::Diagnosis;
 use serde_json::json;
@@ -28,30 +29,26 @@ struct CounterBed<'a> {
     w: &'a mut Worker,
 }
 
+impl CounterBed<'_> {
+    fn admin(&mut self) -> Result<&mut crate::admin::Admin, &'static str> {
+        self.w
+            .admin
+            .as_mut()
+            .ok_or("not connected to the server's admin socket")
+    }
+}
+
 impl Testbed for CounterBed<'_> {
     fn read(&mut self, names: &[String]) -> Result<Settings, ExperimentError> {
-        let a = self.w.admin.as_mut().ok_or_else(|| {
-            ExperimentError::read(names, "not connected to the server's admin socket")
-        })?;
-        names
-            .iter()
-            .map(|n| {
-                a.get(n)
-                    .map(|v| (n.clone(), v))
-                    .map_err(|e| ExperimentError::read(names, format!("{e:#}")))
-            })
-            .collect()
+        self.admin()
+            .map_err(|e| ExperimentError::read(names, e))?
+            .read_settings(names)
     }
 
     fn apply(&mut self, settings: &Settings) -> Result<(), ExperimentError> {
-        let a = self.w.admin.as_mut().ok_or_else(|| {
-            ExperimentError::apply(settings, "not connected to the server's admin socket")
-        })?;
-        for (k, v) in settings {
-            a.set(k, v)
-                .map_err(|e| ExperimentError::apply(settings, format!("{e:#}")))?;
-        }
-        Ok(())
+        self.admin()
+            .map_err(|e| ExperimentError::apply(settings, e))?
+            .apply_settings(settings)
     }
 
     fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError> {
@@ -124,16 +121,15 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
     for c in candidates {
         let label = c.label.clone();
         match guardrails::admit(&w.t, &w.journal, &current, w.users, c, now) {
-            Ok(c) if w.rejected.contains(&c.settings) => {
-                let _ = c;
+            Ok(c) => {
+                if !w.rejected.contains(&c.settings)
+                    && !admitted
+                        .iter()
+                        .any(|a: &Candidate| a.settings == c.settings)
+                {
+                    admitted.push(c);
+                }
             }
-            Ok(c)
-                if admitted
-                    .iter()
-                    .any(|a: &redoctor_advisor::experiment::Candidate| {
-                        a.settings == c.settings
-                    }) => {}
-            Ok(c) => admitted.push(c),
             Err(why) => w.audit("candidate_refused", json!({"candidate": label, "why": why})),
         }
     }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use redoctor_advisor::experiment::{Candidate, Settings};
 use redoctor_advisor::facts::DEFAULT_SETTINGS;
 use redoctor_advisor::model::Model;
-use redoctor_advisor::{diagnose, summarize, Diagnosis, Facts};
+use redoctor_advisor::{diagnose_summary, summarize, Diagnosis, Facts};
 use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
 use serde_json::json;
 
@@ -436,7 +436,17 @@ impl Worker {
             self.model = Some((cores, crate::calibrate::model(src)?));
         }
         let model = &self.model.as_ref().expect("set above").1;
-        Ok(diagnose(pid, windows, facts, &self.shared.rules, model)?)
+        // The summary is already made: diagnose from it rather than again from the windows.
+        let rates = redoctor_advisor::model::inputs::window_rates(&windows);
+        Ok(diagnose_summary(
+            pid,
+            summary.clone(),
+            rates,
+            windows,
+            facts,
+            &self.shared.rules,
+            model,
+        )?)
     }
 
     /// Metrics, status and (when it changed) an audit line for a diagnosis.
@@ -451,7 +461,7 @@ impl Worker {
                 })
                 .set(*v);
         }
-        met.clear_values(&name, &self.shown_settings, &self.shown_advice);
+        met.clear_values(&self.shown_settings, &self.shown_advice);
         self.shown_settings = d
             .facts
             .settings
