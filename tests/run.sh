@@ -11,10 +11,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 echo "== cargo test --release --workspace --all-targets"
 cargo test --release --workspace --all-targets
-echo "== loom model checks (engine/tests/loom_*.rs)"
+echo "== loom model checks (engine/src/tests/loom_*.rs)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-    cargo test --release -p redoctor-engine --test loom_gate --test loom_event \
-    --test loom_link_buffer --test loom_log_buffer --test loom_throttle
+    cargo test --release -p redoctor-engine --lib tests::loom_
 echo "== performance gate (tests/gate/engine-commit-path.toml)"
 cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
 target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use redoctor_engine::data::table::TableId;
+use redoctor_engine::TableId;
 use redoctor_engine::{Engine, EngineError, EngineOptions};
 
 struct Args {

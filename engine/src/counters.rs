@@ -79,8 +79,6 @@ counters! {
     binlog_stage_waits,
 }
 
-pub use CounterValues as Counts;
-
 /// What `Engine::status` returns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusSnapshot {

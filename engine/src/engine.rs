@@ -458,11 +458,6 @@ impl Engine {
         let _ = self.set_global("innodb_log_wait_for_flush_spin_hwm", &us.to_string());
     }
 
-    /// The binlog group commit, when log_bin=ON.
-    pub fn binlog(&self) -> Option<&GroupCommit> {
-        self.binlog.as_ref()
-    }
-
     /// `log_bin` (fixed at startup).
     pub fn log_bin(&self) -> bool {
         self.binlog.is_some()
@@ -488,7 +483,7 @@ impl Engine {
 
     /// `SET GLOBAL innodb_lock_wait_timeout` with sub-second precision (for
     /// tests; not recorded: `set_global` takes whole seconds and records).
-    pub fn set_lock_wait_timeout(&self, t: Duration) {
+    pub(crate) fn set_lock_wait_timeout(&self, t: Duration) {
         self.lock_sys.set_wait_timeout(t);
     }
 
@@ -539,7 +534,7 @@ impl Engine {
     }
 
     /// The debug settings that slow the commit path on purpose.
-    pub fn debug_hooks(&self) -> &DebugHooks {
+    pub(crate) fn debug_hooks(&self) -> &DebugHooks {
         &self.debug
     }
 

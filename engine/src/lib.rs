@@ -1,37 +1,50 @@
 //! The bundled engine: a compact, InnoDB-style transactional engine.
 //!
 //! Data flows through it the way it does through InnoDB:
-//! a transaction changes rows under row locks ([`data::lock_sys`]), its commit
-//! is serialised into one redo record ([`data::record`]), copied into the
-//! concurrent log buffer ([`redo::log_buffer`]), written by the log writer
-//! ([`redo::writer`]), made durable by the log flusher ([`redo::flusher`]) and
-//! acknowledged by the notifiers ([`redo::notifiers`]) — or, with dedicated log
+//! a transaction changes rows under row locks (`data/lock_sys.rs`), its commit
+//! is serialised into one redo record (`data/record.rs`), copied into the
+//! concurrent log buffer (`redo/log_buffer.rs`), written by the log writer
+//! (`redo/writer.rs`), made durable by the log flusher (`redo/flusher.rs`) and
+//! acknowledged by the notifiers (`redo/notifiers.rs`) — or, with dedicated log
 //! threads off, by the committing user threads themselves. Checkpoints
-//! ([`checkpoint`]) let the circular redo file be reused; [`recovery`] rebuilds
+//! (`checkpoint.rs`) let the circular redo file be reused; `recovery.rs` rebuilds
 //! the tables after a crash.
 //!
 //! See `engine/DESIGN.md` for the on-disk layout and failure analysis and
 //! `engine/PROBES.md` for the probe points.
 
-pub mod admission;
-pub mod binlog;
-pub mod checkpoint;
-pub mod counters;
-pub mod data;
-pub mod debug_hooks;
-pub mod engine;
-pub mod error;
-pub mod named_locks;
-pub mod probe_points;
-pub mod recovery;
-pub mod redo;
-pub mod settings;
+mod admission;
+mod binlog;
+mod checkpoint;
+mod counters;
+mod data;
+mod debug_hooks;
+mod engine;
+mod error;
+mod named_locks;
+mod probe_points;
+mod recovery;
+mod redo;
+mod settings;
 mod sync;
-pub mod throttle;
-pub mod trx_sys;
+mod throttle;
+mod trx_sys;
 pub mod vfs;
 
+#[cfg(test)]
+mod tests;
+
+// The public API: what the server, the load driver, the CLI and the probes'
+// live tests use. Everything else is private to the engine.
+pub use binlog::BinlogError;
+pub use counters::{CounterValues, StatusSnapshot};
+pub use data::catalog::DataError;
+pub use data::table::{Row, TableId};
+pub use data::trx::{Trx, TrxError};
 pub use engine::{Engine, EngineOptions};
 pub use error::EngineError;
+pub use recovery::{RecoveryError, RecoveryReport};
 pub use redo::{Lsn, RedoMode, RedoOptions};
-pub use settings::{SettingChange, SettingsError, Variable};
+pub use settings::{
+    find as find_setting, Setting, SettingChange, SettingsError, Variable, HISTORY_LEN, SETTINGS,
+};

@@ -19,7 +19,7 @@
 //! and a finisher decrements `active` before reading `queued` (all
 //! sequentially consistent, each store-then-load pair separated by a SeqCst
 //! fence), so one of them always sees the other. The concurrency gate uses
-//! the same protocol; both are model-checked with loom (`tests/loom_gate.rs`,
+//! the same protocol; both are model-checked with loom (`src/tests/loom_gate.rs`,
 //! `tests/loom_throttle.rs`).
 //!
 //! Names (see [`crate::named_locks`]): the queue mutex is `throttle`; a

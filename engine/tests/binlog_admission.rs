@@ -2,8 +2,8 @@
 //! concurrency-gate slot: with innodb_thread_concurrency=1 the group commit
 //! still gathers many transactions per group.
 
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::RedoMode;
+use redoctor_engine::RedoMode;
+use redoctor_engine::Row;
 use redoctor_engine::{Engine, EngineOptions};
 
 #[test]

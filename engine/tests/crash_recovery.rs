@@ -14,9 +14,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::RedoMode;
 use redoctor_engine::vfs::SimVfs;
+use redoctor_engine::RedoMode;
+use redoctor_engine::Row;
 use redoctor_engine::{Engine, EngineOptions};
 
 /// Bounds the states kept in memory per round.

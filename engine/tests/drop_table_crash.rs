@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::RedoMode;
 use redoctor_engine::vfs::SimVfs;
 use redoctor_engine::Engine;
+use redoctor_engine::RedoMode;
+use redoctor_engine::Row;
 
 fn row(k: i32) -> Row {
     Row {

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use rand::SeedableRng;
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::{RedoMode, RedoOptions};
 use redoctor_engine::vfs::{SimVfs, Vfs};
+use redoctor_engine::Row;
 use redoctor_engine::{Engine, EngineError, EngineOptions};
+use redoctor_engine::{RedoMode, RedoOptions};
 
 fn opts(vfs: Arc<SimVfs>, mode: RedoMode) -> EngineOptions {
     let mut o = EngineOptions::new("unused");

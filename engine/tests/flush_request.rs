@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::RedoMode;
 use redoctor_engine::vfs::SimVfs;
 use redoctor_engine::Engine;
+use redoctor_engine::RedoMode;
+use redoctor_engine::Row;
 
 #[test]
 fn checkpoints_do_not_wait_for_the_lazy_flush() {

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::SeedableRng;
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::{RedoMode, RedoOptions};
 use redoctor_engine::vfs::{SimVfs, Vfs};
+use redoctor_engine::Row;
 use redoctor_engine::{Engine, EngineOptions};
+use redoctor_engine::{RedoMode, RedoOptions};
 
 const USERS: usize = 64;
 const SWITCHES: usize = 100;

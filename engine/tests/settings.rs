@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::status;
-use redoctor_engine::redo::RedoMode;
 use redoctor_engine::vfs::SimVfs;
+use redoctor_engine::RedoMode;
 use redoctor_engine::{Engine, EngineError, EngineOptions, SettingsError};
 
 fn engine() -> Arc<Engine> {
@@ -160,7 +160,7 @@ fn accepted_changes_are_recorded_with_old_new_and_time() {
             .unwrap();
     }
     let h = e.setting_changes();
-    assert_eq!(h.len(), redoctor_engine::settings::HISTORY_LEN);
+    assert_eq!(h.len(), redoctor_engine::HISTORY_LEN);
     assert_eq!(h.last().unwrap().new, "300");
     e.shutdown().unwrap();
 }
@@ -233,7 +233,7 @@ fn every_setting_changes_live_under_64_users_without_losing_commits() {
                         Err(err) => {
                             // Only the throttle may refuse, and only if it times out.
                             assert!(
-                                matches!(err, redoctor_engine::data::trx::TrxError::Throttled(_)),
+                                matches!(err, redoctor_engine::TrxError::Throttled(_)),
                                 "{err}"
                             );
                             e.rollback(t);

@@ -8,8 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use common::status;
-use redoctor_engine::redo::RedoMode;
 use redoctor_engine::vfs::SimVfs;
+use redoctor_engine::RedoMode;
 use redoctor_engine::{Engine, EngineError, SettingsError};
 
 fn open(log_bin: &str) -> Arc<Engine> {
@@ -99,7 +99,7 @@ fn binlog_counters_show_under_binlog_names() {
         trx.insert(
             t,
             i,
-            redoctor_engine::data::table::Row {
+            redoctor_engine::Row {
                 k: 1,
                 c: "c".into(),
                 pad: "p".into(),

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redoctor_engine::redo::{RedoMode, RedoOptions};
 use redoctor_engine::vfs::{SimVfs, Vfs};
 use redoctor_engine::{Engine, EngineOptions};
+use redoctor_engine::{RedoMode, RedoOptions};
 
 fn thread_names() -> Vec<String> {
     let mut v = vec![];

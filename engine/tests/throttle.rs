@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redoctor_engine::data::trx::TrxError;
 use redoctor_engine::EngineError;
+use redoctor_engine::TrxError;
 
 use common::{sbtest_engine as engine, wait_until};
 

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
-use redoctor_engine::recovery::RecoveryReport;
+use redoctor_engine::RecoveryReport;
 use redoctor_engine::{Engine, RedoOptions};
 
 use crate::open::{ensure_existing_datadir, open_engine, EngineArgs};

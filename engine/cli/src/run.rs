@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use redoctor_args::OnOff;
-use redoctor_engine::settings;
+use redoctor_engine::{find_setting, SETTINGS};
 use redoctor_engine::{Engine, RedoMode, RedoOptions};
 use redoctor_server as server;
 use redoctor_workload::{self as workload, procstat, KeyDist, Mix, RunConfig, WorkloadSpec};
@@ -146,7 +146,7 @@ fn start_admin_server(engine: &Arc<Engine>, path: &Path) -> Result<server::Serve
 fn startup_settings(settings: &[(String, String)]) -> Vec<(String, String)> {
     settings
         .iter()
-        .filter(|(name, _)| settings::find(name).is_ok_and(|s| !s.dynamic()))
+        .filter(|(name, _)| find_setting(name).is_ok_and(|s| !s.dynamic()))
         .cloned()
         .collect()
 }
@@ -157,8 +157,8 @@ fn startup_settings(settings: &[(String, String)]) -> Vec<(String, String)> {
 /// the engine opened: here it is only checked.
 fn apply_settings(engine: &Engine, settings: &[(String, String)]) -> Result<()> {
     for (name, value) in settings {
-        let s = settings::find(name).map_err(|_| {
-            let known: Vec<&str> = settings::SETTINGS.iter().map(|s| s.name).collect();
+        let s = find_setting(name).map_err(|_| {
+            let known: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
             anyhow::anyhow!(
                 "unknown setting `{name}`: this engine knows {}",
                 known.join(", ")

@@ -12,8 +12,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use redoctor_engine::engine::TableId;
 use redoctor_engine::RedoOptions;
+use redoctor_engine::TableId;
 use redoctor_workload::acks;
 
 use crate::open::{ensure_existing_datadir, open_engine, EngineArgs};

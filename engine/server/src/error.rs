@@ -4,10 +4,10 @@
 
 use msql_srv::ErrorKind;
 
-use redoctor_engine::data::catalog::DataError;
-use redoctor_engine::data::trx::TrxError;
-use redoctor_engine::error::EngineError;
-use redoctor_engine::settings::SettingsError;
+use redoctor_engine::DataError;
+use redoctor_engine::EngineError;
+use redoctor_engine::SettingsError;
+use redoctor_engine::TrxError;
 
 /// One failed statement; the connection stays usable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,9 +7,9 @@ use parking_lot::Mutex;
 
 use super::error::{no_such_table, trx_error, SqlError};
 use super::sql::{Col, Filter, Lit, Operand, Projection, Select, SetCol, Stmt};
-use redoctor_engine::data::table::Row;
-use redoctor_engine::data::trx::Trx;
-use redoctor_engine::engine::{Engine, TableId};
+use redoctor_engine::Row;
+use redoctor_engine::Trx;
+use redoctor_engine::{Engine, TableId};
 
 /// `c CHAR(120)`, `pad CHAR(60)`: longer values are refused (strict mode).
 const C_LEN: usize = 120;

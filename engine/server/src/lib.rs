@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 pub use listener::{check_socket_path, wait_for_signal, Server};
 
-use redoctor_engine::engine::Engine;
+use redoctor_engine::Engine;
 
 /// MySQL's default max_allowed_packet (64 MiB).
 pub const DEFAULT_MAX_PACKET: usize = 64 << 20;
@@ -95,7 +95,7 @@ pub enum ServerError {
         source: std::io::Error,
     },
     #[error("engine shutdown failed: {0}")]
-    Engine(#[from] redoctor_engine::error::EngineError),
+    Engine(#[from] redoctor_engine::EngineError),
 }
 
 /// State shared by every connection.

@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use super::framing::{Guard, StmtParams};
 use super::session::Session;
 use super::{peer, ConnState, ServerConfig, ServerError, Shared};
-use redoctor_engine::engine::Engine;
+use redoctor_engine::Engine;
 
 enum Sock {
     Unix(UnixStream),

@@ -28,7 +28,7 @@ use super::exec::{self, column, select_columns, Args, Cell, Outcome};
 use super::framing::StmtParams;
 use super::sql::{self, ConstItem, Lit, Parsed, Stmt};
 use super::{ConnState, Shared};
-use redoctor_engine::data::trx::Trx;
+use redoctor_engine::Trx;
 
 /// The version string clients see (`SELECT VERSION()`, `@@version`).
 pub const VERSION: &str = "8.0.36-redoctor";

@@ -224,11 +224,6 @@ impl GroupCommit {
             .map_err(|e| self.fail(format!("binlog fdatasync: {e}")))
     }
 
-    /// The fail-stop message, once an I/O error stopped group commit.
-    pub fn failure(&self) -> Option<&str> {
-        self.failed.get().map(String::as_str)
-    }
-
     fn fail(&self, cause: String) -> BinlogError {
         BinlogError::FailStop {
             cause: self.fail_cause(cause),

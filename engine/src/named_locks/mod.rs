@@ -22,7 +22,7 @@ use std::ops::Deref;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
-pub use registry::{NamedLockEntry, PublishedTable, Registration, Registry, NAME_LEN};
+pub use registry::{NamedLockEntry, Registration, Registry};
 
 /// The engine's registry (every engine in the process shares it).
 pub static REGISTRY: Registry = Registry::new();
@@ -104,6 +104,7 @@ impl<T> NamedMutex<T> {
     pub fn lock(&self) -> MutexGuard<'_, T> {
         lock(&self.0)
     }
+    #[cfg(test)]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         try_lock(&self.0)
     }
@@ -119,6 +120,7 @@ impl NamedCondvar {
     pub fn notify_one(&self) {
         self.0.notify_one();
     }
+    #[cfg(test)]
     pub fn notify_all(&self) {
         self.0.notify_all();
     }

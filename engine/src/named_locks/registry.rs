@@ -134,6 +134,7 @@ impl Registry {
     }
 
     /// Bumped by every registration and unregistration.
+    #[cfg(test)]
     pub fn generation(&self) -> u64 {
         self.inner().generation
     }

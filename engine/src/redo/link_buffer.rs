@@ -54,6 +54,7 @@ impl LinkBuffer {
     }
 
     /// The tail without advancing it.
+    #[cfg(all(test, loom))]
     pub fn tail(&self) -> Lsn {
         self.tail.load(Ordering::Acquire)
     }

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use redoctor_engine::redo::{RedoMode, RedoOptions};
 use redoctor_engine::vfs::{SimVfs, Vfs};
 use redoctor_engine::EngineOptions;
+use redoctor_engine::{RedoMode, RedoOptions};
 
 pub fn sim_opts(vfs: Arc<SimVfs>, mode: RedoMode, fac: u8, log_file_size: u64) -> EngineOptions {
     let mut o = EngineOptions::new("unused");
@@ -35,12 +35,7 @@ pub fn status(e: &redoctor_engine::Engine, name: &str) -> u64 {
 /// An engine on a simulated disk (RT1, flush at commit) with `sbtest1` of
 /// `rows` rows.
 #[allow(dead_code)]
-pub fn sbtest_engine(
-    rows: u64,
-) -> (
-    Arc<redoctor_engine::Engine>,
-    redoctor_engine::data::table::TableId,
-) {
+pub fn sbtest_engine(rows: u64) -> (Arc<redoctor_engine::Engine>, redoctor_engine::TableId) {
     let vfs = Arc::new(SimVfs::new());
     let e = redoctor_engine::Engine::open(sim_opts(vfs, RedoMode::On, 1, 1 << 20)).unwrap();
     e.prepare_sbtest(1, rows).unwrap();

@@ -13,7 +13,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
-use redoctor_engine::engine::TableId;
+use redoctor_engine::TableId;
 
 /// Appends acknowledgement lines to the file (shared by all user threads).
 #[derive(Debug)]

@@ -41,7 +41,7 @@ pub use mix::{Mix, MixError, Statement};
 pub use report::{CtxSwitchReport, IntervalReport, LatencySummary, RunReport};
 pub use runner::{prepare, run, run_with_reports};
 
-use redoctor_engine::error::EngineError;
+use redoctor_engine::EngineError;
 
 /// Everything [`run`] needs to know besides the engine.
 #[derive(Debug, Clone)]

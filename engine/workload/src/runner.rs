@@ -28,10 +28,10 @@ use super::tpcc::{self, TpccTables};
 use super::txn_gen::StatementError;
 use super::txn_gen::{InsertIds, OpCounts, Outcome, SbtestPlan, TxnGen};
 use super::{RunConfig, WorkloadError};
-use redoctor_engine::counters::{CounterValues, StatusSnapshot};
-use redoctor_engine::engine::{Engine, TableId};
-use redoctor_engine::error::EngineError;
-use redoctor_engine::redo::RedoMode;
+use redoctor_engine::EngineError;
+use redoctor_engine::RedoMode;
+use redoctor_engine::{CounterValues, StatusSnapshot};
+use redoctor_engine::{Engine, TableId};
 
 /// The phases of a run, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

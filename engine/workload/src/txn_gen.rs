@@ -16,10 +16,10 @@ use super::access::KeySampler;
 use super::kinds::read_write_shape;
 use super::mix::{Mix, Statement};
 use super::tpcc::TpccGen;
-use redoctor_engine::data::table::Row;
-use redoctor_engine::data::trx::Trx;
-use redoctor_engine::engine::TableId;
-use redoctor_engine::error::EngineError;
+use redoctor_engine::EngineError;
+use redoctor_engine::Row;
+use redoctor_engine::TableId;
+use redoctor_engine::Trx;
 
 /// Width of the `c` column (`CHAR(120)`) and its number of 11-digit groups.
 pub const C_WIDTH: usize = 120;
@@ -98,8 +98,8 @@ pub enum StatementError {
     MissingRow { table: TableId, id: i64 },
 }
 
-impl From<redoctor_engine::data::trx::TrxError> for StatementError {
-    fn from(e: redoctor_engine::data::trx::TrxError) -> Self {
+impl From<redoctor_engine::TrxError> for StatementError {
+    fn from(e: redoctor_engine::TrxError) -> Self {
         StatementError::Engine(e.into())
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use redoctor_engine::counters::CounterValues;
+use redoctor_engine::CounterValues;
 use redoctor_engine::{Engine, EngineOptions, RedoMode};
 use redoctor_workload::{self as workload, RunConfig, WorkloadKind};
 

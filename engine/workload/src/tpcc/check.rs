@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::{district_key, field, split_order_key, TpccError, DISTRICTS, INITIAL_W_YTD};
-use redoctor_engine::data::table::Row;
-use redoctor_engine::engine::Engine;
+use redoctor_engine::Engine;
+use redoctor_engine::Row;
 
 /// What [`check_consistency`] found.
 #[derive(Debug, Clone, Default)]

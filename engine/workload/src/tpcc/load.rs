@@ -7,9 +7,9 @@ use super::{
     customer_key, district_key, encode_fields, engine_err, row, stock_key, TpccError, TpccTables,
     CUSTOMERS_PER_DISTRICT, DISTRICTS, INITIAL_D_YTD, INITIAL_W_YTD, ITEMS, MAX_WAREHOUSES, TABLES,
 };
-use redoctor_engine::data::table::Row;
-use redoctor_engine::engine::{Engine, TableId};
-use redoctor_engine::error::EngineError;
+use redoctor_engine::EngineError;
+use redoctor_engine::Row;
+use redoctor_engine::{Engine, TableId};
 
 /// Rows per load transaction.
 const LOAD_BATCH: usize = 100;

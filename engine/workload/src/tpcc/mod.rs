@@ -50,9 +50,9 @@ pub use check::{check_consistency, TpccCheck};
 pub use load::{first_free_history_id, prepare};
 pub use txns::{nurand, TpccGen};
 
-use redoctor_engine::data::table::Row;
-use redoctor_engine::engine::{Engine, TableId};
-use redoctor_engine::error::EngineError;
+use redoctor_engine::EngineError;
+use redoctor_engine::Row;
+use redoctor_engine::{Engine, TableId};
 
 pub const DISTRICTS: u32 = 10;
 pub const CUSTOMERS_PER_DISTRICT: u32 = 300;

@@ -9,9 +9,9 @@ use super::{
     DISTRICTS, ITEMS, NEW_ORDER_WEIGHT, PAYMENT_WEIGHT,
 };
 use crate::txn_gen::{InsertIds, OpCounts, Outcome, StatementError};
-use redoctor_engine::data::table::Row;
-use redoctor_engine::data::trx::Trx;
-use redoctor_engine::engine::TableId;
+use redoctor_engine::Row;
+use redoctor_engine::TableId;
+use redoctor_engine::Trx;
 
 /// TPC-C's non-uniform random number NURand(A, x, y) with run constant `c`.
 pub fn nurand(rng: &mut impl Rng, a: u32, c: u32, x: u32, y: u32) -> u32 {

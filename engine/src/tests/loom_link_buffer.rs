@@ -2,15 +2,14 @@
 //! with loom: every interleaving of threads marking ranges done and moving
 //! the tail, on the real link-buffer code (its slots and tail are loom's
 //! atomics in this build). Run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --test loom_link_buffer`;
-//! in a normal build this file is empty.
-#![cfg(loom)]
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --lib tests::loom_link_buffer`;
+//! a normal build leaves it out.
 
 use std::sync::Arc;
 
+use crate::redo::link_buffer::LinkBuffer;
 use loom::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use loom::thread;
-use redoctor_engine::redo::link_buffer::LinkBuffer;
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();

@@ -7,17 +7,16 @@
 //! copy in without locks, link the range in `recent_written`; the writer
 //! copies out only below the link buffer's tail, then publishes
 //! `write_lsn`. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --test loom_log_buffer`;
-//! in a normal build this file is empty.
-#![cfg(loom)]
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --lib tests::loom_log_buffer`;
+//! a normal build leaves it out.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 use std::sync::Arc;
 
+use crate::redo::link_buffer::LinkBuffer;
+use crate::redo::log_buffer::LogBuffer;
 use loom::sync::atomic::AtomicU64;
 use loom::thread;
-use redoctor_engine::redo::link_buffer::LinkBuffer;
-use redoctor_engine::redo::log_buffer::LogBuffer;
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();

@@ -11,24 +11,22 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::binlog::file;
+use crate::binlog::BinlogError;
+use crate::data::record::{self, RedoRecord, RowOp};
+use crate::data::table::Row;
+use crate::redo::RedoMode;
+use crate::vfs::SimVfs;
+use crate::{Engine, EngineError, EngineOptions};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use redoctor_engine::binlog::file;
-use redoctor_engine::binlog::BinlogError;
-use redoctor_engine::data::record::{self, RedoRecord, RowOp};
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::RedoMode;
-use redoctor_engine::vfs::SimVfs;
-use redoctor_engine::{Engine, EngineError, EngineOptions};
-
-mod common;
 
 type State = BTreeMap<i64, Row>;
 const ROWS: i64 = 16;
 
 fn opts(vfs: Arc<SimVfs>, mode: RedoMode) -> EngineOptions {
-    let mut o = common::sim_opts(vfs, mode, 1, 4 << 20);
+    let mut o = super::common::sim_opts(vfs, mode, 1, 4 << 20);
     o.log_bin = true;
     o.max_binlog_size = 64 << 10;
     o.lock_wait_timeout = Duration::from_secs(10);
@@ -461,7 +459,7 @@ fn real_directory_reopen_without_shutdown() {
     drop(engine);
     let engine = Engine::open(mk()).unwrap();
     assert_eq!(engine.dump(), before);
-    let vfs = redoctor_engine::vfs::OsVfs::new(dir.path()).unwrap();
+    let vfs = crate::vfs::OsVfs::new(dir.path()).unwrap();
     let (want, xids) = {
         let mut state = State::new();
         let mut xids = Vec::new();

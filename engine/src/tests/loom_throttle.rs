@@ -5,16 +5,15 @@
 //! so a waiter nobody admits deadlocks and loom reports it; a zero timeout
 //! times out at the first wait, after releasing the queue mutex, so a
 //! finisher may grant the waiter its place in between. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --test loom_throttle`;
-//! in a normal build this file is empty.
-#![cfg(loom)]
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --lib tests::loom_throttle`;
+//! a normal build leaves it out.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::throttle::{Throttle, ThrottleStats};
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::thread;
-use redoctor_engine::throttle::{Throttle, ThrottleStats};
 
 const NEVER: Duration = Duration::from_secs(3600);
 

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use crate::binlog::file::{self, BinlogWriter, FileEnd, FILE_HDR};
+use crate::binlog::recover;
+use crate::binlog::BinlogError;
+use crate::vfs::{SimVfs, Vfs};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use redoctor_engine::binlog::file::{self, BinlogWriter, FileEnd, FILE_HDR};
-use redoctor_engine::binlog::recover;
-use redoctor_engine::binlog::BinlogError;
-use redoctor_engine::vfs::{SimVfs, Vfs};
 
 fn payload(xid: u64) -> Vec<u8> {
     (0..(xid % 97 + 1)).map(|i| (xid + i) as u8).collect()
@@ -191,7 +191,7 @@ fn torn_tail_after_power_cut() {
 
 #[test]
 fn settings_are_validated() {
-    use redoctor_engine::binlog::{validate_max_binlog_size, validate_sync_delay_us};
+    use crate::binlog::{validate_max_binlog_size, validate_sync_delay_us};
     assert!(validate_max_binlog_size(4096).is_ok());
     let e = validate_max_binlog_size(100).unwrap_err().to_string();
     assert!(

@@ -4,15 +4,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::RedoMode;
-use redoctor_engine::vfs::{SimVfs, Vfs};
-use redoctor_engine::{Engine, EngineOptions};
-
-mod common;
+use crate::data::table::Row;
+use crate::redo::RedoMode;
+use crate::vfs::{SimVfs, Vfs};
+use crate::{Engine, EngineOptions};
 
 fn opts(vfs: Arc<SimVfs>, mode: RedoMode, fac: u8) -> EngineOptions {
-    common::sim_opts(vfs, mode, fac, 128 << 10)
+    super::common::sim_opts(vfs, mode, fac, 128 << 10)
 }
 
 fn update(engine: &Engine, id: i64) -> u64 {
@@ -87,7 +85,7 @@ fn full_log_makes_committers_wait_then_recycles() {
             h.join().unwrap();
         }
         let st = e.status();
-        let capacity = redoctor_engine::redo::log_file::Layout::for_file_size(128 << 10).capacity();
+        let capacity = crate::redo::log_file::Layout::for_file_size(128 << 10).capacity();
         assert!(
             st.lsn - start > 3 * capacity,
             "the log must wrap several times"

@@ -3,16 +3,14 @@
 //! keep the slot, row-lock waiters give their slot up, and live changes of
 //! cap and policy strand nobody.
 
-mod common;
-
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use redoctor_engine::admission::{ConcurrencyGate, Entry, Policy};
-use redoctor_engine::data::trx::TrxError;
+use crate::admission::{ConcurrencyGate, Entry, Policy};
+use crate::data::trx::TrxError;
 
-use common::{sbtest_engine as engine, wait_until};
+use super::common::{sbtest_engine as engine, wait_until};
 
 fn busy(us: u64) {
     let t = Instant::now();

@@ -19,18 +19,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::binlog::file;
+use crate::binlog::xa::XaReport;
+use crate::data::record::{self, RedoRecord, RowOp};
+use crate::data::table::Row;
+use crate::redo::RedoMode;
+use crate::vfs::SimVfs;
+use crate::{Engine, EngineOptions};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use redoctor_engine::binlog::file;
-use redoctor_engine::binlog::xa::XaReport;
-use redoctor_engine::data::record::{self, RedoRecord, RowOp};
-use redoctor_engine::data::table::Row;
-use redoctor_engine::redo::RedoMode;
-use redoctor_engine::vfs::SimVfs;
-use redoctor_engine::{Engine, EngineOptions};
-
-mod common;
 
 type State = BTreeMap<String, BTreeMap<i64, Row>>;
 
@@ -49,7 +47,7 @@ fn opts(vfs: Arc<SimVfs>, shape: Shape) -> EngineOptions {
     let Shape {
         mode, sync_binlog, ..
     } = shape;
-    let mut o = common::sim_opts(vfs, mode, 1, 256 << 10);
+    let mut o = super::common::sim_opts(vfs, mode, 1, 256 << 10);
     o.checkpoint_fill_pct = 40;
     o.lock_wait_timeout = Duration::from_secs(5);
     o.log_bin = true;
@@ -75,7 +73,7 @@ fn random_trx(engine: &Engine, rng: &mut StdRng) -> Option<u64> {
                     pad: "p".into(),
                 };
                 match trx.insert(table, row, row_v) {
-                    Err(redoctor_engine::data::trx::TrxError::DuplicateKey { .. }) => Ok(()),
+                    Err(crate::data::trx::TrxError::DuplicateKey { .. }) => Ok(()),
                     r => r,
                 }
             }

@@ -1,15 +1,14 @@
 //! Model checking of the FIFO concurrency gate with loom: every interleaving
 //! of a few threads, on the real gate code (its atomics, mutex and condition
 //! variables are loom's in this build). Run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --test loom_gate`;
-//! in a normal build this file is empty.
-#![cfg(loom)]
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --lib tests::loom_gate`;
+//! a normal build leaves it out.
 
 use std::sync::Arc;
 
+use crate::admission::{ConcurrencyGate, Policy};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
-use redoctor_engine::admission::{ConcurrencyGate, Policy};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use redoctor_engine::counters::Counters;
-use redoctor_engine::recovery;
-use redoctor_engine::redo::log_file::{self, StopReason};
-use redoctor_engine::redo::{RedoLog, RedoMode, RedoOptions};
-use redoctor_engine::vfs::{SimVfs, Vfs};
+use crate::counters::Counters;
+use crate::recovery;
+use crate::redo::log_file::{self, StopReason};
+use crate::redo::{RedoLog, RedoMode, RedoOptions};
+use crate::vfs::{SimVfs, Vfs};
 
 fn opts(mode: RedoMode) -> RedoOptions {
     RedoOptions {

@@ -3,16 +3,15 @@
 //! atomics and futex word are loom's in this build; the futex is modelled
 //! as the kernel implements it, and has no timeouts, so a lost wakeup is a
 //! deadlock loom reports). Run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --test loom_event`;
-//! in a normal build this file is empty.
-#![cfg(loom)]
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p redoctor-engine --lib tests::loom_event`;
+//! a normal build leaves it out.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::redo::event::Event;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 use loom::thread;
-use redoctor_engine::redo::event::Event;
 
 fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
