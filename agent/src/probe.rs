@@ -53,6 +53,10 @@ pub struct ProbeArgs {
     /// of two; 1 = all, exact but ~200 ns per wait); per-role totals are exact.
     #[arg(long, default_value_t = redoctor_probes::loader::DEFAULT_FUTEX_SAMPLE)]
     futex_sample: u32,
+    /// Capacity of the wakeups-by-thread-pair map; a wakeup that finds it
+    /// full is counted as a lost event (printed, never silent).
+    #[arg(long, default_value_t = redoctor_probes::loader::DEFAULT_WAKE_PAIRS)]
+    pub wake_pairs: u32,
     /// Bench control: attach every hook, but the scheduler and syscall
     /// programs return at once (their dispatch alone; signals stay empty).
     #[arg(long, hide = true)]
@@ -78,6 +82,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     opts.syscall_hooks = args.syscall_hooks;
     opts.batch_points = args.batch_probes;
     opts.futex_sample = args.futex_sample;
+    opts.wake_pairs = args.wake_pairs;
     opts.empty_programs = args.empty_programs;
     let mut sampler = attach(&opts, profile)?;
     sampler.set_cost_every(args.cost_every);
@@ -103,6 +108,12 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
             crate::table::print(&mut out, &signals)?;
         }
         out.flush()?;
+        if args.json && signals.events_lost > 0 {
+            eprintln!(
+                "redoctor: warning: {}",
+                crate::table::lost_events_line(signals.events_lost)
+            );
+        }
         if signals.target_exited {
             eprintln!(
                 "redoctor: target pid {} exited during the last window; it was printed up to the exit",

@@ -22,6 +22,9 @@ pub fn print(out: &mut impl Write, s: &Signals) -> io::Result<()> {
             ""
         }
     )?;
+    if s.events_lost > 0 {
+        writeln!(out, "LOST: {}", lost_events_line(s.events_lost))?;
+    }
     let c = &s.cpu;
     writeln!(
         out,
@@ -111,4 +114,13 @@ pub fn print(out: &mut impl Write, s: &Signals) -> io::Result<()> {
         )?;
     }
     writeln!(out)
+}
+
+/// What `n` lost events mean and what to do, in one line.
+pub fn lost_events_line(n: u64) -> String {
+    format!(
+        "{n} events were not recorded because a probe map was full; this window's \
+         wakeup and per-thread counts are short by that many (raise --wake-pairs, \
+         or shorten the window)"
+    )
 }

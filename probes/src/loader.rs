@@ -141,6 +141,12 @@ pub struct AttachOptions {
     /// threads whose entry is taken go to a hash map, at ~55 ns more per
     /// event. Tests shrink it to exercise that path.
     pub thread_slots: u32,
+    /// Capacity of the wakeups-by-thread-pair hash map (`wakeups_by_pair`).
+    /// A wakeup between a pair that finds the map full is not recorded and
+    /// is counted as a lost event (`Signals::events_lost`). Exited threads'
+    /// pairs are pruned after each window, so only a window with more live
+    /// pairs than this loses any.
+    pub wake_pairs: u32,
     /// A bench control: the scheduler and syscall programs return at once,
     /// so what remains is the cost of their dispatch by the kernel (and of
     /// the agent). Every hook is attached as usual; the signals stay empty.
@@ -166,6 +172,14 @@ impl AttachOptions {
                 ),
             });
         }
+        if self.wake_pairs == 0 || self.wake_pairs > MAX_WAKE_PAIRS {
+            return Err(ProbeError::BadOption {
+                what: format!(
+                    "wake pairs {} is not from 1 to {MAX_WAKE_PAIRS}",
+                    self.wake_pairs
+                ),
+            });
+        }
         Ok(())
     }
 
@@ -178,6 +192,7 @@ impl AttachOptions {
             batch_points: false,
             futex_sample: DEFAULT_FUTEX_SAMPLE,
             thread_slots: DEFAULT_THREAD_SLOTS,
+            wake_pairs: DEFAULT_WAKE_PAIRS,
             empty_programs: false,
         }
     }
@@ -194,6 +209,13 @@ pub struct Unavailable {
 
 /// Default of [`AttachOptions::futex_sample`].
 pub const DEFAULT_FUTEX_SAMPLE: u32 = 32;
+
+/// Default of [`AttachOptions::wake_pairs`] (`MAX_PAIRS` in the BPF
+/// source): 65536 entries of 24 bytes of key and value.
+pub const DEFAULT_WAKE_PAIRS: u32 = 65536;
+
+/// Largest [`AttachOptions::wake_pairs`] accepted.
+pub const MAX_WAKE_PAIRS: u32 = 1 << 22;
 
 /// Default of [`AttachOptions::thread_slots`] (`THREAD_SLOTS_DEFAULT` in
 /// the BPF source): 8192 entries of 128 bytes, 1 MiB.
@@ -235,6 +257,7 @@ impl Probes {
             .override_global("thread_slot_mask", &slot_mask, true)
             .override_global("empty_programs", &empty, true)
             .map_max_entries("thread_sched_slots", opts.thread_slots)
+            .map_max_entries("wakeups_by_pair", opts.wake_pairs)
             .load(BPF_OBJECT)
             .map_err(|e| ProbeError::Load {
                 source: Box::new(e),
@@ -566,6 +589,15 @@ mod tests {
             let mut o = ok.clone();
             o.futex_sample = futex;
             o.thread_slots = slots;
+            let err = o.validate().unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        for (pairs, says) in [
+            (0, "wake pairs 0"),
+            (MAX_WAKE_PAIRS + 1, "wake pairs 4194305"),
+        ] {
+            let mut o = ok.clone();
+            o.wake_pairs = pairs;
             let err = o.validate().unwrap_err().to_string();
             assert!(err.contains(says), "{err}");
         }

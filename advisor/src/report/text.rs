@@ -20,6 +20,14 @@ pub fn text(d: &Diagnosis) -> String {
         d.rules_evaluated,
         d.windows.len()
     );
+    let lost: u64 = d.windows.iter().map(|w| w.events_lost).sum();
+    if lost > 0 {
+        let _ = writeln!(
+            o,
+            "LOST: {lost} probe events were not recorded (a probe map was full); \
+             the wakeup and per-thread signals undercount by that many"
+        );
+    }
     for (i, r) in d.recommendations.iter().enumerate() {
         let _ = writeln!(
             o,

@@ -402,6 +402,13 @@ impl Worker {
                 .get_or_create(&m)
                 .inc_by(w.events_lost as f64);
         }
+        let lost: u64 = windows.iter().map(|w| w.events_lost).sum();
+        if lost > 0 {
+            self.audit(
+                "events_lost",
+                serde_json::json!({"events": lost, "why": crate::table::lost_events_line(lost)}),
+            );
+        }
         if windows.is_empty() || windows.iter().any(|w| w.target_exited) {
             return Ok(None);
         }
