@@ -1,4 +1,5 @@
-//! Live tests: the probes against a real engine process.
+//! Live tests: the probes against a real engine process (and against
+//! bpftrace's and BCC's tools on the same windows).
 //!
 //! This binary is its own engine: run with `REDOCTOR_PROBES_CHILD=<mode>` it
 //! opens an engine in the directory `REDOCTOR_PROBES_DIR`, prepares tables,
@@ -9,6 +10,8 @@
 //! against a fresh child. Needs root and a kernel with BPF; prints SKIP (and
 //! passes) only when the kernel lacks a feature.
 
+#[path = "live_engine/bcc.rs"]
+mod bcc;
 #[path = "live_engine/checks.rs"]
 mod checks;
 #[path = "live_engine/child.rs"]

@@ -59,6 +59,10 @@ pub fn run_all() {
             "batch_and_key_by_key_reads_agree",
             batch_and_key_by_key_reads_agree,
         ),
+        (
+            "bcc_runqlat_and_syscount_agree",
+            crate::bcc::runqlat_and_syscount_agree,
+        ),
     ];
     let mut failed = 0;
     for (name, check) in checks {
