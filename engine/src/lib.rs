@@ -21,6 +21,7 @@ pub mod data;
 pub mod debug_hooks;
 pub mod engine;
 pub mod error;
+pub mod failpoints;
 pub mod named_locks;
 pub mod probe_points;
 pub mod recovery;
