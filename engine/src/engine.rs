@@ -215,7 +215,7 @@ impl Engine {
                     crate::named_locks::publish();
                     if wanted {
                         if let Err(e) = engine.checkpoint() {
-                            eprintln!("redoctor-engine: background checkpoint failed: {e}");
+                            eprintln!("redoctor-engine: background {e}");
                         }
                     }
                     if let Err(e) = redo.background_tick() {

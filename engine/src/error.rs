@@ -53,14 +53,14 @@ impl EngineError {
 /// An I/O error on one of the engine's files: what was done, to which file
 /// (its full path), and the error with its errno. Cheap to clone (the error
 /// is shared), so a fail-stop latch can hand it to every later committer.
+/// Its message includes the I/O error's, so it reports no `source()`.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{op} {path} failed: {source}")]
+#[error("{op} {path} failed: {error}")]
 pub struct FileError {
     /// What was done, phrased to precede the path: "fdatasync of", "write to".
     pub op: &'static str,
     pub path: String,
-    #[source]
-    pub source: Arc<io::Error>,
+    pub error: Arc<io::Error>,
 }
 
 impl FileError {
@@ -68,13 +68,13 @@ impl FileError {
         FileError {
             op,
             path: path.into(),
-            source: Arc::new(source),
+            error: Arc::new(source),
         }
     }
 
     /// The errno, when the error came from the OS (or a failpoint posing as it).
     pub fn raw_os_error(&self) -> Option<i32> {
-        self.source.raw_os_error()
+        self.error.raw_os_error()
     }
 
     /// The directory holding the file.

@@ -43,11 +43,10 @@ pub enum RecoveryError {
     NoCheckpoint { dir: String, skipped: String },
     #[error("the redo log in {dir} does not reach back to checkpoint lsn {lsn} ({why}): log and checkpoint do not belong together — restore the data directory from a backup")]
     LogBehindCheckpoint { dir: String, lsn: Lsn, why: String },
-    #[error("I/O error during recovery ({what}): {source}. {fix}", fix = .source.fix())]
+    #[error("I/O error during recovery ({what}): {cause}. {fix}", fix = .cause.fix())]
     File {
         what: &'static str,
-        #[source]
-        source: FileError,
+        cause: FileError,
     },
     #[error(transparent)]
     Binlog(#[from] BinlogError),
@@ -171,9 +170,9 @@ fn create_if_missing(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<bool, Recovery
         .map_err(io_err(vfs, "formatting the redo log"))?;
     let mut img = Vec::new();
     Catalog::new().write_image(&mut img);
-    checkpoint::write(vfs, 0, 0, &img).map_err(|source| RecoveryError::File {
+    checkpoint::write(vfs, 0, 0, &img).map_err(|cause| RecoveryError::File {
         what: "writing the first checkpoint",
-        source,
+        cause,
     })?;
     vfs.rename(REDO_TMP, REDO_FILE)
         .map_err(io_err(vfs, "renaming the redo log"))?;
