@@ -344,7 +344,7 @@ impl RedoLog {
     // ---- failure ---------------------------------------------------------
 
     /// Why the engine stopped accepting commits, once an I/O error (of the
-    /// log, or of a checkpoint: see [`stop`](Self::stop)) has stopped it.
+    /// log, or of a checkpoint: see `stop`) has stopped it.
     pub fn failure(&self) -> Option<&FileError> {
         self.failed.get()
     }
