@@ -17,6 +17,8 @@
 use std::io;
 
 use crate::data::catalog::Catalog;
+use crate::error::{path_in, FileError};
+use crate::failpoints::{self, Target};
 use crate::redo::Lsn;
 use crate::vfs::Vfs;
 
@@ -38,8 +40,14 @@ fn lsn_of(name: &str) -> Option<Lsn> {
 }
 
 /// Writes and publishes an image durably; removes images older than the
-/// newest `KEEP`. Returns the image size.
-pub fn write(vfs: &dyn Vfs, lsn: Lsn, max_trx_id: u64, catalog_image: &[u8]) -> io::Result<u64> {
+/// newest `KEEP`. Returns the image size. An error names the file and what
+/// was done to it; the images published before are untouched by it.
+pub fn write(
+    vfs: &dyn Vfs,
+    lsn: Lsn,
+    max_trx_id: u64,
+    catalog_image: &[u8],
+) -> Result<u64, FileError> {
     let mut buf = Vec::with_capacity(catalog_image.len() + 32);
     buf.extend_from_slice(MAGIC);
     buf.extend_from_slice(&lsn.to_le_bytes());
@@ -47,21 +55,38 @@ pub fn write(vfs: &dyn Vfs, lsn: Lsn, max_trx_id: u64, catalog_image: &[u8]) -> 
     buf.extend_from_slice(catalog_image);
     let crc = crc32fast::hash(&buf);
     buf.extend_from_slice(&crc.to_le_bytes());
+    let tmp = path_in(vfs, TMP);
+    let err = |op: &'static str, path: &str| {
+        let path = path.to_string();
+        move |e: io::Error| FileError::new(op, path, e)
+    };
     if vfs.exists(TMP) {
-        vfs.remove(TMP)?;
+        vfs.remove(TMP).map_err(err("removal of", &tmp))?;
     }
-    let f = vfs.open(TMP, true)?;
-    f.write_at(&buf, 0)?;
-    f.sync_data()?;
-    vfs.rename(TMP, &file_name(lsn))?;
-    vfs.sync_dir()?;
-    let mut images: Vec<Lsn> = vfs.list()?.iter().filter_map(|n| lsn_of(n)).collect();
+    let f = vfs.open(TMP, true).map_err(err("creation of", &tmp))?;
+    failpoints::write_at(Target::Checkpoint, f.as_ref(), &buf, 0).map_err(err("write to", &tmp))?;
+    failpoints::sync_data(Target::Checkpoint, f.as_ref()).map_err(err("fdatasync of", &tmp))?;
+    let name = file_name(lsn);
+    vfs.rename(TMP, &name)
+        .map_err(err("rename into place of", &tmp))?;
+    let dir = vfs.describe();
+    vfs.sync_dir()
+        .map_err(err("fsync of the directory", &dir))?;
+    let mut images: Vec<Lsn> = vfs
+        .list()
+        .map_err(err("listing of the directory", &dir))?
+        .iter()
+        .filter_map(|n| lsn_of(n))
+        .collect();
     images.sort_unstable_by_key(|l| std::cmp::Reverse(*l));
     if images.len() > KEEP {
         for old in &images[KEEP..] {
-            vfs.remove(&file_name(*old))?;
+            let name = file_name(*old);
+            vfs.remove(&name)
+                .map_err(err("removal of", &path_in(vfs, &name)))?;
         }
-        vfs.sync_dir()?;
+        vfs.sync_dir()
+            .map_err(err("fsync of the directory", &dir))?;
     }
     Ok(buf.len() as u64)
 }

@@ -201,10 +201,13 @@ impl Engine {
             .spawn(move || {
                 while !s.load(Ordering::Acquire) {
                     let wanted = redo.wait_checkpoint_request(Duration::from_millis(100), pct);
-                    if s.load(Ordering::Acquire) || redo.failure().is_some() {
+                    if s.load(Ordering::Acquire) {
                         break;
                     }
                     let Some(engine) = weak.upgrade() else { break };
+                    if engine.fail_stop().is_some() {
+                        break;
+                    }
                     crate::probe_points::redoctor_counters_tick(
                         engine.counters.commits.load(Ordering::Relaxed),
                         engine.counters.redo_bytes.load(Ordering::Relaxed),
@@ -212,7 +215,7 @@ impl Engine {
                     crate::named_locks::publish();
                     if wanted {
                         if let Err(e) = engine.checkpoint() {
-                            eprintln!("redoctor-engine: background checkpoint failed: {e}");
+                            eprintln!("redoctor-engine: background {e}");
                         }
                     }
                     if let Err(e) = redo.background_tick() {
@@ -237,6 +240,23 @@ impl Engine {
 
     pub fn redo(&self) -> &Arc<RedoLog> {
         &self.redo
+    }
+
+    /// Why the engine stopped accepting commits (fail-stop), once an I/O
+    /// error of the redo log, the binlog or a checkpoint stopped it.
+    pub fn fail_stop(&self) -> Option<&crate::error::FileError> {
+        self.redo
+            .failure()
+            .or_else(|| self.binlog.as_ref().and_then(|b| b.failure()))
+    }
+
+    /// The fail-stop error, if the engine is in fail-stop.
+    fn check_fail_stop(&self) -> Result<(), EngineError> {
+        self.redo.check_failed()?;
+        if let Some(b) = &self.binlog {
+            b.check_failed()?;
+        }
+        Ok(())
     }
 
     pub(crate) fn check_open(&self) -> Result<(), EngineError> {
@@ -557,13 +577,16 @@ impl Engine {
             checkpoint_lsn: self.redo.checkpoint_lsn(),
             redo_mode: self.redo.mode().to_string(),
             flush_at_commit: self.redo.flush_at_commit(),
-            fail_stop: self.redo.failure().map(str::to_string),
+            fail_stop: self.fail_stop().map(ToString::to_string),
         }
     }
 
     /// Takes a checkpoint (see `crate::checkpoint` for why it is exact).
+    /// In fail-stop it refuses: it would sync files whose last fdatasync
+    /// failed. A failed checkpoint puts the engine in fail-stop.
     pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
         let _g = self.checkpoint_lock.lock();
+        self.check_fail_stop()?;
         let mut lsn = self.redo.closed_lsn();
         // log_bin=ON: never above a prepared, undecided transaction's
         // record (read after the closed lsn: a prepare is registered before
@@ -582,11 +605,11 @@ impl Engine {
             b.sync_all()?;
         }
         let bytes =
-            checkpoint::write(self.vfs.as_ref(), lsn, max_trx_id, &image).map_err(|source| {
-                EngineError::Checkpoint {
-                    dir: self.vfs.describe(),
-                    source,
-                }
+            checkpoint::write(self.vfs.as_ref(), lsn, max_trx_id, &image).map_err(|cause| {
+                // Without checkpoints the log fills and commits would hang
+                // without an error: stop them now, with this cause.
+                self.redo.stop(cause.clone());
+                EngineError::Checkpoint(cause)
             })?;
         self.redo.set_checkpoint_lsn(lsn);
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
@@ -609,11 +632,11 @@ impl Engine {
             stop.store(true, Ordering::Release);
             let _ = h.join();
         }
-        let cp = if self.redo.failure().is_none() {
-            self.checkpoint().map(|_| ())
-        } else {
-            Ok(())
-        };
+        // In fail-stop there is no final checkpoint (it would sync files
+        // whose fdatasync failed): the stop's cause is the result.
+        let cp = self
+            .check_fail_stop()
+            .and_then(|()| self.checkpoint().map(|_| ()));
         let r = self.redo.shutdown();
         cp?;
         Ok(r?)

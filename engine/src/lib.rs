@@ -21,6 +21,7 @@ mod data;
 mod debug_hooks;
 mod engine;
 mod error;
+pub mod failpoints;
 mod named_locks;
 mod probe_points;
 mod recovery;
@@ -44,6 +45,7 @@ pub use data::trx::{Trx, TrxError};
 pub use engine::{Engine, EngineOptions};
 pub use error::EngineError;
 pub use recovery::{RecoveryError, RecoveryReport};
+pub use redo::log_file::StopReason;
 pub use redo::{Lsn, RedoMode, RedoOptions};
 pub use settings::{
     find as find_setting, Setting, SettingChange, SettingsError, Variable, HISTORY_LEN, SETTINGS,

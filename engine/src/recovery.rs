@@ -20,6 +20,7 @@ use crate::binlog::{self, BinlogError};
 use crate::checkpoint;
 use crate::data::catalog::Catalog;
 use crate::data::record::{self, RedoRecord};
+use crate::error::{path_in, FileError};
 use crate::redo::log_file::{self, Header, Layout, ScanReport, StopReason, PAYLOAD};
 use crate::redo::{Lsn, RedoOptions, ResumePoint};
 use crate::vfs::Vfs;
@@ -42,6 +43,11 @@ pub enum RecoveryError {
     NoCheckpoint { dir: String, skipped: String },
     #[error("the redo log in {dir} does not reach back to checkpoint lsn {lsn} ({why}): log and checkpoint do not belong together — restore the data directory from a backup")]
     LogBehindCheckpoint { dir: String, lsn: Lsn, why: String },
+    #[error("I/O error during recovery ({what}): {cause}. {fix}", fix = .cause.fix())]
+    File {
+        what: &'static str,
+        cause: FileError,
+    },
     #[error(transparent)]
     Binlog(#[from] BinlogError),
 }
@@ -71,6 +77,58 @@ pub struct RecoveryReport {
     pub binlog: Option<BinlogRecoveryReport>,
     /// How prepared transactions (log_bin=ON) were decided.
     pub xa: XaReport,
+}
+
+impl RecoveryReport {
+    /// Bytes recovery discarded at the end of the redo log and the binlog:
+    /// what a torn write left after the last valid record or event.
+    pub fn dropped_bytes(&self) -> u64 {
+        self.truncated_bytes + self.binlog.as_ref().map_or(0, |b| b.truncated_bytes)
+    }
+
+    /// Where replay stopped and what was dropped, in words (one or two lines).
+    pub fn tail_summary(&self) -> String {
+        let why = match &self.stop {
+            StopReason::CleanEnd => "at its clean end".to_string(),
+            StopReason::TornRecord { lsn } => {
+                format!("at a record cut off at lsn {lsn} (a torn write)")
+            }
+            StopReason::CorruptBlock { block_no } => {
+                format!("at block {block_no}, which fails its checksum (a torn or lost write)")
+            }
+            StopReason::StaleBlock { block_no, found_no } => {
+                format!("at block {block_no}, which still holds block {found_no} of an earlier lap")
+            }
+            StopReason::OldEpoch { block_no } => {
+                format!("at block {block_no}, left by an earlier life of the log")
+            }
+            StopReason::CorruptRecord { lsn } => {
+                format!("at lsn {lsn}, a record that fails its checksum")
+            }
+            StopReason::Rejected { lsn, reason } => {
+                format!("at lsn {lsn}, a record that could not be applied ({reason})")
+            }
+        };
+        let mut s = format!(
+            "redo log: replayed {} records from lsn {} to {}; it ended {why}; dropped {} bytes \
+             after the last valid record",
+            self.records_replayed, self.redo_start_lsn, self.redo_end_lsn, self.truncated_bytes
+        );
+        if let Some(b) = &self.binlog {
+            match &b.torn_tail {
+                Some(t) => s.push_str(&format!(
+                    "\nbinlog: torn tail in {t}; dropped (zero-filled) {} bytes after the last \
+                     valid event",
+                    b.truncated_bytes
+                )),
+                None => s.push_str(&format!(
+                    "\nbinlog: {} events in {} files, ended cleanly",
+                    b.events, b.files
+                )),
+            }
+        }
+        s
+    }
 }
 
 pub struct Recovered {
@@ -112,7 +170,10 @@ fn create_if_missing(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<bool, Recovery
         .map_err(io_err(vfs, "formatting the redo log"))?;
     let mut img = Vec::new();
     Catalog::new().write_image(&mut img);
-    checkpoint::write(vfs, 0, 0, &img).map_err(io_err(vfs, "writing the first checkpoint"))?;
+    checkpoint::write(vfs, 0, 0, &img).map_err(|cause| RecoveryError::File {
+        what: "writing the first checkpoint",
+        cause,
+    })?;
     vfs.rename(REDO_TMP, REDO_FILE)
         .map_err(io_err(vfs, "renaming the redo log"))?;
     vfs.sync_dir()
@@ -232,6 +293,7 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
         catalog,
         resume: ResumePoint {
             file,
+            path: path_in(vfs, REDO_FILE),
             layout,
             epoch,
             lsn: scan.end_lsn,

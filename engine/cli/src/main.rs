@@ -12,9 +12,14 @@
 //!   that every insert a crash test saw acknowledged is in the recovered
 //!   tables.
 //!
+//! Fault injection (tests and soaks): `FAILPOINTS='redo::fsync::eio=return'`
+//! or the hidden `--failpoint NAME=ACTIONS` switch on the engine's
+//! failpoints (see `failpoints.rs` here and in the engine).
+//!
 //! The sweep harness (grids, oracle, plots) is `redoctor-sweep`. Reports go
 //! to stdout, progress and errors to stderr.
 
+mod failpoints;
 mod open;
 mod recover;
 mod run;
@@ -32,6 +37,15 @@ use clap::{Parser, Subcommand};
     about = "Run workloads against the bundled InnoDB-style engine, serve it over the MySQL protocol, recover it"
 )]
 struct Cli {
+    /// Switch an engine failpoint on, NAME=ACTIONS (repeatable; after the
+    /// FAILPOINTS variable, so it wins), e.g. redo::fsync::eio=return.
+    #[arg(
+        long = "failpoint",
+        value_name = "NAME=ACTIONS",
+        global = true,
+        hide = true
+    )]
+    failpoints: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -50,7 +64,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+    let cli = Cli::parse();
+    if let Err(e) = failpoints::setup(&cli.failpoints) {
+        eprintln!("error: {e:#}");
+        return ExitCode::FAILURE;
+    }
+    let result = match cli.command {
         Command::Run(a) => run::cmd_run(*a),
         Command::Serve(a) => serve::run(a),
         Command::Recover(a) => recover::cmd_recover(a),

@@ -60,6 +60,7 @@ pub fn cmd_recover(a: RecoverArgs) -> Result<ExitCode> {
             a.engine.datadir.display(),
             elapsed.as_secs_f64()
         );
+        println!("{}", out.recovery.tail_summary());
         match serde_json::to_value(out.recovery).context("serialising the recovery report")? {
             serde_json::Value::Object(fields) => {
                 for (k, v) in fields {

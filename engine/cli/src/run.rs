@@ -264,6 +264,9 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         serde_json::to_string(engine.recovery_report())
             .context("serialising the recovery report")?
     );
+    if engine.recovery_report().dropped_bytes() > 0 {
+        eprintln!("{}", engine.recovery_report().tail_summary());
+    }
 
     let outcome = prepare_and_run(&engine, cfg, &a.set, a.json, a.admin_socket.as_deref()).map(
         |mut report| {
@@ -285,10 +288,12 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         .shutdown()
         .context("the clean shutdown failed (the next open will recover)");
     let report = outcome?;
-    shutdown?;
+    // The first error is the cause; after a fail-stop the shutdown fails
+    // with the same cause.
     if let Some(e) = &report.first_error {
         bail!("the run stopped early: {e}");
     }
+    shutdown?;
     Ok(ExitCode::SUCCESS)
 }
 

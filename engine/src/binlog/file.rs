@@ -20,6 +20,7 @@
 use std::io;
 use std::sync::Arc;
 
+use crate::failpoints::{self, Target};
 use crate::vfs::{Vfs, VfsFile};
 
 use super::BinlogError;
@@ -390,10 +391,9 @@ impl BinlogWriter {
 
     /// Writes `events` (framed by [`encode_event`]) at the end of the current file.
     pub fn append(&mut self, events: &[u8]) -> Result<(), BinlogError> {
-        let name = &self.names[self.names.len() - 1];
-        self.file
-            .write_at(events, self.offset)
-            .map_err(io_err("writing events to", name))?;
+        let name = self.current_name();
+        failpoints::write_at(Target::Binlog, self.file.as_ref(), events, self.offset)
+            .map_err(io_err("write to", name))?;
         self.offset += events.len() as u64;
         Ok(())
     }
@@ -405,10 +405,9 @@ impl BinlogWriter {
 
     /// Syncs the current file, creates the next one and names it in the index.
     pub fn rotate(&mut self) -> Result<(), BinlogError> {
-        let name = self.names[self.names.len() - 1].clone();
-        self.file
-            .sync_data()
-            .map_err(io_err("syncing before rotation", &name))?;
+        let name = self.current_name().to_string();
+        failpoints::sync_data(Target::Binlog, self.file.as_ref())
+            .map_err(io_err("fdatasync (before rotation) of", &name))?;
         let seq = self.seq + 1;
         let file = create_file(self.vfs.as_ref(), seq)?;
         let mut names = self.names.clone();
@@ -424,6 +423,11 @@ impl BinlogWriter {
     /// The file events are appended to now.
     pub fn file(&self) -> Arc<dyn VfsFile> {
         self.file.clone()
+    }
+
+    /// The name of the file events are appended to now.
+    pub fn current_name(&self) -> &str {
+        &self.names[self.names.len() - 1]
     }
 
     /// Indexed file names, oldest first.

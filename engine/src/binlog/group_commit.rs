@@ -46,6 +46,8 @@ use std::time::{Duration, Instant};
 use crate::counters::Counters;
 use crate::data::record;
 use crate::data::trx::Trx;
+use crate::error::FileError;
+use crate::failpoints::{self, Target};
 use crate::named_locks::{self, NamedMutex};
 use crate::probe_points;
 use crate::redo::{Lsn, RedoError, RedoLog};
@@ -116,7 +118,7 @@ enum StageError {
     /// The redo log is in fail-stop.
     Redo(RedoError),
     /// A binlog write or fdatasync failed (the cause).
-    Binlog(String),
+    Binlog(FileError),
 }
 
 impl From<StageError> for crate::EngineError {
@@ -169,10 +171,29 @@ pub struct GroupCommit {
     commit_lock: NamedMutex<()>,
     /// The file the SYNC stage syncs (replaced at rotation, after the old
     /// one was synced entirely).
-    current_file: NamedMutex<Arc<dyn VfsFile>>,
+    current_file: NamedMutex<CurrentFile>,
     /// Prepare lsns of transactions prepared but not yet committed.
     in_flight: NamedMutex<BTreeSet<Lsn>>,
-    failed: OnceLock<String>,
+    /// The data directory, for messages.
+    dir: String,
+    /// Why group commit stopped (the first cause).
+    failed: OnceLock<FileError>,
+}
+
+/// The binlog file being appended to, and its path (for messages).
+#[derive(Clone)]
+struct CurrentFile {
+    path: String,
+    file: Arc<dyn VfsFile>,
+}
+
+impl CurrentFile {
+    fn of(dir: &str, writer: &BinlogWriter) -> CurrentFile {
+        CurrentFile {
+            path: format!("{dir}/{}", writer.current_name()),
+            file: writer.file(),
+        }
+    }
 }
 
 thread_local! {
@@ -194,6 +215,7 @@ impl GroupCommit {
             Some(r) => (r.files.clone(), r.end_offset),
             None => (Vec::new(), file::FILE_HDR),
         };
+        let dir = vfs.describe();
         let writer = BinlogWriter::open(vfs, names, offset, max_binlog_size)?;
         Ok(GroupCommit {
             redo,
@@ -202,11 +224,12 @@ impl GroupCommit {
             flush_queue: StageQueue::new("binlog.flush_queue"),
             sync_queue: StageQueue::new("binlog.sync_queue"),
             commit_queue: StageQueue::new("binlog.commit_queue"),
-            current_file: NamedMutex::new("binlog.current_file", writer.file()),
+            current_file: NamedMutex::new("binlog.current_file", CurrentFile::of(&dir, &writer)),
             flush_lock: NamedMutex::new("binlog.flush_lock", writer),
             sync_lock: NamedMutex::new("binlog.sync_lock", SyncState::default()),
             commit_lock: NamedMutex::new("binlog.commit_lock", ()),
             in_flight: NamedMutex::new("binlog.in_flight", BTreeSet::new()),
+            dir,
             failed: OnceLock::new(),
         })
     }
@@ -218,25 +241,32 @@ impl GroupCommit {
 
     /// Makes every binlog event written so far durable (for checkpoints:
     /// nothing in a checkpoint image may be missing from the durable binlog).
+    /// After a failure it refuses: a retried fdatasync may "succeed" on
+    /// pages the kernel dropped, and the checkpoint would then publish an
+    /// image whose binlog events are not on disk.
     pub fn sync_all(&self) -> Result<(), BinlogError> {
+        self.check_failed()?;
         let f = self.current_file.lock().clone();
-        self.timed_sync(&f)
-            .map_err(|e| self.fail(format!("binlog fdatasync: {e}")))
-    }
-
-    fn fail(&self, cause: String) -> BinlogError {
-        BinlogError::FailStop {
+        self.timed_sync(&f).map_err(|cause| BinlogError::FailStop {
             cause: self.fail_cause(cause),
-        }
+        })
     }
 
-    /// Enters fail-stop; returns the cause for the group's tickets.
-    fn fail_cause(&self, cause: String) -> String {
-        let _ = self.failed.set(cause.clone());
+    /// Why group commit stopped, once an I/O error stopped it.
+    pub fn failure(&self) -> Option<&FileError> {
+        self.failed.get()
+    }
+
+    /// Enters fail-stop (the first cause is kept; the `redoctor_fail_stop`
+    /// probe point fires once); returns the cause for the group's tickets.
+    fn fail_cause(&self, cause: FileError) -> FileError {
+        if self.failed.set(cause.clone()).is_ok() {
+            probe_points::redoctor_fail_stop(cause.raw_os_error().unwrap_or(-1));
+        }
         cause
     }
 
-    fn check_failed(&self) -> Result<(), BinlogError> {
+    pub(crate) fn check_failed(&self) -> Result<(), BinlogError> {
         match self.failed.get() {
             Some(c) => Err(BinlogError::FailStop { cause: c.clone() }),
             None => Ok(()),
@@ -366,11 +396,11 @@ impl GroupCommit {
         let write = writer.append(&buf).and_then(|()| {
             if writer.needs_rotation() {
                 writer.rotate()?;
-                *self.current_file.lock() = writer.file();
+                *self.current_file.lock() = CurrentFile::of(&self.dir, writer);
             }
             Ok(())
         });
-        write.map_err(|e| StageError::Binlog(self.fail_cause(e.to_string())))?;
+        write.map_err(|e| StageError::Binlog(self.fail_cause(e.into_file_error(&self.dir))))?;
         let c = &self.counters;
         c.binlog_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
         c.binlog_events
@@ -382,9 +412,10 @@ impl GroupCommit {
         Ok(())
     }
 
-    fn timed_sync(&self, f: &Arc<dyn VfsFile>) -> std::io::Result<()> {
+    fn timed_sync(&self, f: &CurrentFile) -> Result<(), FileError> {
         let t = Instant::now();
-        f.sync_data()?;
+        failpoints::sync_data(Target::Binlog, f.file.as_ref())
+            .map_err(|e| FileError::new("fdatasync of", f.path.clone(), e))?;
         let ns = t.elapsed().as_nanos() as u64;
         self.counters.binlog_fsyncs.fetch_add(1, Ordering::Relaxed);
         self.counters
@@ -401,9 +432,8 @@ impl GroupCommit {
         let every = self.settings.sync_binlog();
         if every != 0 && st.unsynced_groups >= every {
             let f = self.current_file.lock().clone();
-            self.timed_sync(&f).map_err(|e| {
-                StageError::Binlog(self.fail_cause(format!("binlog fdatasync: {e}")))
-            })?;
+            self.timed_sync(&f)
+                .map_err(|e| StageError::Binlog(self.fail_cause(e)))?;
             st.unsynced_groups = 0;
         }
         Ok(())

@@ -15,6 +15,8 @@ pub mod group_commit;
 pub mod recover;
 pub mod xa;
 
+use crate::error::FileError;
+
 /// Binlog errors: each names the file and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum BinlogError {
@@ -40,11 +42,31 @@ pub enum BinlogError {
     #[error("invalid binlog setting: {0}")]
     InvalidOption(String),
     #[error(
-        "binlog group commit failed: {cause}. The engine stopped acknowledging commits \
-         (fail-stop); fix the storage problem and restart: recovery commits exactly the \
-         prepared transactions whose binlog events are durable"
+        "{cause}; the engine stopped accepting commits (fail-stop): this commit and every later \
+         one fail, and nothing is retried. {fix}, then restart: recovery commits exactly the \
+         prepared transactions whose binlog events are durable",
+        fix = .cause.fix()
     )]
-    FailStop { cause: String },
+    FailStop { cause: FileError },
+}
+
+impl BinlogError {
+    /// The error as a [`FileError`] with the file's full path (`dir/name`),
+    /// for the fail-stop latch. Group commit meets only I/O errors; any
+    /// other is kept as its message.
+    pub(crate) fn into_file_error(self, dir: &str) -> FileError {
+        match self {
+            BinlogError::Io { what, file, source } => {
+                FileError::new(what, format!("{dir}/{file}"), source)
+            }
+            BinlogError::FailStop { cause } => cause,
+            other => FileError::new(
+                "group commit in",
+                dir,
+                std::io::Error::other(other.to_string()),
+            ),
+        }
+    }
 }
 
 /// `max_binlog_size` bounds, as in MySQL (4 KiB ..= 1 GiB).

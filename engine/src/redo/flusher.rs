@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{Lsn, RedoError, RedoLog};
+use crate::failpoints::{self, Target};
 use crate::probe_points;
 
 impl RedoLog {
@@ -18,8 +19,8 @@ impl RedoLog {
             return Ok(None);
         }
         let t = Instant::now();
-        if let Err(e) = self.file.sync_data() {
-            return Err(self.fail("fdatasync", e));
+        if let Err(e) = failpoints::sync_data(Target::Redo, &*self.file) {
+            return Err(self.fail("fdatasync of", e));
         }
         let ns = t.elapsed().as_nanos() as u64;
         self.flushed_lsn.fetch_max(target, Ordering::AcqRel);

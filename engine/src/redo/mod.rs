@@ -34,6 +34,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
+use crate::error::FileError;
 use crate::named_locks::{Named, NamedMutex};
 use crate::probe_points;
 use crate::vfs::VfsFile;
@@ -82,10 +83,11 @@ impl fmt::Display for RedoMode {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RedoError {
     #[error(
-        "redo log {op} failed: {cause}. The engine stopped acknowledging commits (fail-stop); \
-         fix the storage problem and restart: recovery replays what is durable"
+        "{cause}; the engine stopped accepting commits (fail-stop): this commit and every later \
+         one fail, and nothing is retried. {fix}, then restart: recovery replays what is durable",
+        fix = .cause.fix()
     )]
-    FailStop { op: &'static str, cause: String },
+    FailStop { cause: FileError },
     #[error(
         "a redo record of {size} bytes exceeds the largest allowed ({max} bytes, a quarter of \
          the log buffer); commit smaller transactions or raise the log buffer size"
@@ -178,6 +180,8 @@ impl RedoOptions {
 /// Where the log resumes after recovery.
 pub struct ResumePoint {
     pub file: Arc<dyn VfsFile>,
+    /// The file's path, for messages.
+    pub path: String,
     pub layout: Layout,
     /// The epoch this life writes blocks with (already durable in the header).
     pub epoch: u32,
@@ -193,6 +197,8 @@ pub struct RedoLog {
     layout: Layout,
     max_record: usize,
     file: Arc<dyn VfsFile>,
+    /// `file`'s path, for messages.
+    path: String,
     buffer: LogBuffer,
     /// Reserved up to (MySQL's `sn`).
     sn: CachePadded<AtomicU64>,
@@ -229,7 +235,8 @@ pub struct RedoLog {
     threads: NamedMutex<Option<LogThreads>>,
     pub spin: SpinGate,
     spin_delay_us: u64,
-    failed: OnceLock<String>,
+    /// Why the engine stopped accepting commits (the first cause).
+    failed: OnceLock<FileError>,
     last_background_flush: NamedMutex<Instant>,
     pub(crate) counters: Arc<Counters>,
 }
@@ -251,6 +258,7 @@ impl RedoLog {
             layout: resume.layout,
             max_record: opts.max_record(),
             file: resume.file,
+            path: resume.path,
             buffer: LogBuffer::new(opts.log_buffer_size),
             sn: CachePadded::new(AtomicU64::new(lsn)),
             recent_written: LinkBuffer::new(opts.link_slots, lsn),
@@ -335,31 +343,42 @@ impl RedoLog {
 
     // ---- failure ---------------------------------------------------------
 
-    /// The fail-stop message, once an I/O error has stopped the log.
-    pub fn failure(&self) -> Option<&str> {
-        self.failed.get().map(|s| s.as_str())
+    /// Why the engine stopped accepting commits, once an I/O error (of the
+    /// log, or of a checkpoint: see `stop`) has stopped it.
+    pub fn failure(&self) -> Option<&FileError> {
+        self.failed.get()
     }
 
-    fn check_failed(&self) -> Result<(), RedoError> {
+    pub(crate) fn check_failed(&self) -> Result<(), RedoError> {
         match self.failed.get() {
-            Some(m) => Err(RedoError::FailStop {
-                op: "I/O",
-                cause: m.clone(),
+            Some(cause) => Err(RedoError::FailStop {
+                cause: cause.clone(),
             }),
             None => Ok(()),
         }
     }
 
-    /// Enters fail-stop: no further commit is acknowledged, every waiter is woken
+    /// Enters fail-stop after `op` ("write to", "fdatasync of") of the redo
+    /// file failed: no further commit is acknowledged, every waiter is woken
     /// to see the error. An fdatasync error is never retried: after a failed
     /// fsync the kernel may have dropped the dirty pages, so a retry that
     /// "succeeds" would acknowledge data that is not on disk.
     pub(crate) fn fail(&self, op: &'static str, e: std::io::Error) -> RedoError {
-        let cause = e.to_string();
-        let _ = self.failed.set(format!("{op}: {cause}"));
-        probe_points::redoctor_fail_stop(e.raw_os_error().unwrap_or(-1));
+        self.stop(FileError::new(op, self.path.clone(), e))
+    }
+
+    /// Enters fail-stop for `cause`, an I/O error on any file the engine
+    /// needs to go on (the redo log, or a checkpoint image: without
+    /// checkpoints the log fills and commits would hang instead of failing).
+    /// The first cause is kept and reported to every later committer; the
+    /// `redoctor_fail_stop` probe point fires once.
+    pub(crate) fn stop(&self, cause: FileError) -> RedoError {
+        let errno = cause.raw_os_error().unwrap_or(-1);
+        if self.failed.set(cause.clone()).is_ok() {
+            probe_points::redoctor_fail_stop(errno);
+        }
         self.wake_everyone();
-        RedoError::FailStop { op, cause }
+        RedoError::FailStop { cause }
     }
 
     pub(crate) fn wake_everyone(&self) {

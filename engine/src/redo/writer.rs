@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::log_file::{block_of, encode_block, BLOCK, PAYLOAD};
 use super::{Lsn, RedoError, RedoLog};
+use crate::failpoints::{self, Target};
 use crate::probe_points;
 
 /// At most this much is written per pwrite batch.
@@ -57,19 +58,23 @@ impl RedoLog {
         let b0 = block_of(from);
         let nb = st.staging.len() as u64 / BLOCK as u64;
         let first = (self.layout.nblocks - b0 % self.layout.nblocks).min(nb) as usize * BLOCK;
-        let res = self
-            .file
-            .write_at(&st.staging[..first], self.layout.offset_of_block(b0))
-            .and_then(|_| {
-                if first < st.staging.len() {
-                    self.file
-                        .write_at(&st.staging[first..], self.layout.offset_of_block(0))
-                } else {
-                    Ok(())
-                }
-            });
+        let file = &*self.file;
+        let res = failpoints::write_at(
+            Target::Redo,
+            file,
+            &st.staging[..first],
+            self.layout.offset_of_block(b0),
+        )
+        .and_then(|_| {
+            if first < st.staging.len() {
+                let at = self.layout.offset_of_block(0);
+                failpoints::write_at(Target::Redo, file, &st.staging[first..], at)
+            } else {
+                Ok(())
+            }
+        });
         if let Err(e) = res {
-            return Err(self.fail("write", e));
+            return Err(self.fail("write to", e));
         }
         self.write_lsn.store(to, Ordering::Release);
         self.counters.redo_writes.fetch_add(1, Ordering::Relaxed);

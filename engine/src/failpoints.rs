@@ -1,0 +1,288 @@
+//! Failpoints on the engine's durable I/O, for fault-injection tests and
+//! soaks, in the style of TiKV (its `fail` crate). With the `failpoints`
+//! cargo feature each point costs a read lock and a hash lookup when it is
+//! reached; without it, `fail_point!` expands to nothing.
+//!
+//! Names are `file::op::error`, for the three kinds of file the engine
+//! makes durable: `redo` (the log writer's block writes and the log
+//! flusher's fdatasync of `redo.log`), `binlog` (the FLUSH stage's event
+//! writes, the SYNC stage's fdatasync, the fdatasync before a rotation and
+//! the one a checkpoint does) and `checkpoint` (the write and fdatasync of
+//! `checkpoint.tmp`). Each has four points:
+//!
+//! - `::write::eio`, `::write::enospc`: the write fails with `EIO` /
+//!   `ENOSPC`, nothing written;
+//! - `::write::short`: a torn write. The write is cut at a 512-byte sector
+//!   boundary of the file (a sector write is atomic, so that is where a
+//!   short write or a crash cuts it): of the `n` sectors it touches the first
+//!   `ceil(n/2)` are written, then it fails with `EIO` (action `return`) or
+//!   the process kills itself with `SIGKILL` (action `return(kill)`), which
+//!   is what a crash in the middle of the write leaves on disk. A write
+//!   inside one sector cannot tear, so the point is not evaluated for it
+//!   (counts such as `3*return` count only writes that can tear);
+//! - `::fsync::eio`: the fdatasync fails with `EIO` without syncing.
+//!
+//! The points sit where the engine knows which file it is writing — these
+//! helpers are called by the log writer and flusher, the binlog stages and
+//! the checkpoint writer — rather than in a [`Vfs`](crate::vfs::Vfs)
+//! wrapper that would have to guess a file's role from its name; so the
+//! header writes at recovery and the formatting of a new redo file are not
+//! points, and the points work on any backend (real files or simulated).
+//!
+//! Switch them on with `fail::cfg(name, actions)` in a test (inside a
+//! `fail::FailScenario`, which serializes tests), or in the
+//! `redoctor-engine` binary with `FAILPOINTS='name=actions;...'` or
+//! `--failpoint name=actions`. Actions are the `fail` crate's, e.g.
+//! `return`, `1*return`, `200*off->return` (fire from the 201st call on),
+//! `10%return`.
+
+use std::io;
+
+use crate::vfs::VfsFile;
+
+/// Which of the engine's durable files an I/O is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    Redo,
+    Binlog,
+    Checkpoint,
+}
+
+/// The points of one target.
+#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
+struct Points {
+    write_eio: &'static str,
+    write_enospc: &'static str,
+    write_short: &'static str,
+    fsync_eio: &'static str,
+}
+
+impl Target {
+    #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
+    fn points(self) -> Points {
+        match self {
+            Target::Redo => Points {
+                write_eio: "redo::write::eio",
+                write_enospc: "redo::write::enospc",
+                write_short: "redo::write::short",
+                fsync_eio: "redo::fsync::eio",
+            },
+            Target::Binlog => Points {
+                write_eio: "binlog::write::eio",
+                write_enospc: "binlog::write::enospc",
+                write_short: "binlog::write::short",
+                fsync_eio: "binlog::fsync::eio",
+            },
+            Target::Checkpoint => Points {
+                write_eio: "checkpoint::write::eio",
+                write_enospc: "checkpoint::write::enospc",
+                write_short: "checkpoint::write::short",
+                fsync_eio: "checkpoint::fsync::eio",
+            },
+        }
+    }
+}
+
+/// One failpoint and what the engine does when it fires.
+#[derive(Debug, Clone, Copy)]
+pub struct Failpoint {
+    pub name: &'static str,
+    pub behaviour: &'static str,
+}
+
+const REDO_STOP: &str =
+    "fail-stop: the committer and every later one get an error naming redo.log \
+     and the errno; recovery keeps every acknowledged commit";
+const BINLOG_STOP: &str = "fail-stop: the commit group and every later commit get an error naming \
+     the binlog file and the errno; no checkpoint syncs the binlog again; recovery commits exactly \
+     the prepared transactions whose events are durable";
+const CHECKPOINT_STOP: &str =
+    "fail-stop: the checkpoint fails with an error naming checkpoint.tmp \
+     and the errno, and no later commit is acknowledged; the previous image stays valid and \
+     recovery replays the redo log from it";
+
+/// Every failpoint the engine has.
+pub const FAILPOINTS: &[Failpoint] = &[
+    Failpoint {
+        name: "redo::write::eio",
+        behaviour: REDO_STOP,
+    },
+    Failpoint {
+        name: "redo::write::enospc",
+        behaviour: REDO_STOP,
+    },
+    Failpoint {
+        name: "redo::write::short",
+        behaviour: "torn write, then EIO (fail-stop) or, with return(kill), SIGKILL; recovery \
+             stops at the last valid record and reports the bytes it dropped",
+    },
+    Failpoint {
+        name: "redo::fsync::eio",
+        behaviour: REDO_STOP,
+    },
+    Failpoint {
+        name: "binlog::write::eio",
+        behaviour: BINLOG_STOP,
+    },
+    Failpoint {
+        name: "binlog::write::enospc",
+        behaviour: BINLOG_STOP,
+    },
+    Failpoint {
+        name: "binlog::write::short",
+        behaviour: "torn event write, then EIO (fail-stop) or, with return(kill), SIGKILL; \
+             recovery zero-fills the torn tail and reports the bytes it dropped",
+    },
+    Failpoint {
+        name: "binlog::fsync::eio",
+        behaviour: BINLOG_STOP,
+    },
+    Failpoint {
+        name: "checkpoint::write::eio",
+        behaviour: CHECKPOINT_STOP,
+    },
+    Failpoint {
+        name: "checkpoint::write::enospc",
+        behaviour: CHECKPOINT_STOP,
+    },
+    Failpoint {
+        name: "checkpoint::write::short",
+        behaviour: "torn checkpoint.tmp, then EIO (fail-stop) or, with return(kill), SIGKILL; \
+             recovery ignores checkpoint.tmp",
+    },
+    Failpoint {
+        name: "checkpoint::fsync::eio",
+        behaviour: CHECKPOINT_STOP,
+    },
+];
+
+/// Whether `name` is one of [`FAILPOINTS`].
+pub fn is_known(name: &str) -> bool {
+    FAILPOINTS.iter().any(|p| p.name == name)
+}
+
+/// Whether this build evaluates failpoints (the `failpoints` feature).
+pub const fn enabled() -> bool {
+    fail::has_failpoints()
+}
+
+#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
+const SECTOR: u64 = crate::vfs::SECTOR as u64;
+
+/// Where a torn write of `len` bytes at `offset` is cut: after the first
+/// `ceil(n/2)` of the `n` sectors it touches. None when it touches one
+/// sector (a sector write is atomic: it cannot tear).
+#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
+fn torn_cut(offset: u64, len: usize) -> Option<u64> {
+    if len == 0 {
+        return None;
+    }
+    let first = offset / SECTOR;
+    let n = (offset + len as u64 - 1) / SECTOR - first + 1;
+    (n >= 2).then(|| (first + n.div_ceil(2)) * SECTOR)
+}
+
+/// `file.write_at(buf, offset)` for `target`, through its write failpoints.
+#[cfg_attr(not(feature = "failpoints"), allow(unused_variables))]
+pub(crate) fn write_at(
+    target: Target,
+    file: &dyn VfsFile,
+    buf: &[u8],
+    offset: u64,
+) -> io::Result<()> {
+    #[cfg(feature = "failpoints")]
+    {
+        let p = target.points();
+        fail::fail_point!(p.write_eio, |_| Err(errno(libc::EIO)));
+        fail::fail_point!(p.write_enospc, |_| Err(errno(libc::ENOSPC)));
+        if let Some(cut) = torn_cut(offset, buf.len()) {
+            fail::fail_point!(p.write_short, |arg| torn_write(
+                p.write_short,
+                file,
+                buf,
+                offset,
+                cut,
+                arg
+            ));
+        }
+    }
+    file.write_at(buf, offset)
+}
+
+/// `file.sync_data()` for `target`, through its fsync failpoint.
+#[cfg_attr(not(feature = "failpoints"), allow(unused_variables))]
+pub(crate) fn sync_data(target: Target, file: &dyn VfsFile) -> io::Result<()> {
+    fail::fail_point!(target.points().fsync_eio, |_| Err(errno(libc::EIO)));
+    file.sync_data()
+}
+
+#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
+fn errno(e: i32) -> io::Error {
+    io::Error::from_raw_os_error(e)
+}
+
+/// Writes `buf` up to file offset `cut`, then fails with EIO, or with
+/// `arg` "kill" sends this process SIGKILL.
+#[cfg(feature = "failpoints")]
+fn torn_write(
+    name: &str,
+    file: &dyn VfsFile,
+    buf: &[u8],
+    offset: u64,
+    cut: u64,
+    arg: Option<String>,
+) -> io::Result<()> {
+    let kill = match arg.as_deref() {
+        None | Some("") => false,
+        Some("kill") => true,
+        Some(other) => {
+            return Err(io::Error::other(format!(
+                "failpoint {name}: unknown argument `{other}` (use `return` or `return(kill)`)"
+            )))
+        }
+    };
+    file.write_at(&buf[..(cut - offset) as usize], offset)?;
+    if kill {
+        // Nothing after this runs: no destructor, no flush, no further
+        // write, as when the process is killed in the middle of the write.
+        // SAFETY: kill(2) on our own pid has no memory-safety preconditions.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+    Err(errno(libc::EIO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_write_keeps_the_first_half_of_its_sectors() {
+        // One sector, aligned or not: atomic.
+        assert_eq!(torn_cut(4096, 512), None);
+        assert_eq!(torn_cut(100, 300), None);
+        assert_eq!(torn_cut(0, 0), None);
+        // Aligned redo writes of n blocks keep ceil(n/2).
+        assert_eq!(torn_cut(4096, 2 * 512), Some(4096 + 512));
+        assert_eq!(torn_cut(4096, 3 * 512), Some(4096 + 2 * 512));
+        assert_eq!(torn_cut(4096, 9 * 512), Some(4096 + 5 * 512));
+        // Unaligned (binlog appends): sectors 0..=2 touched, cut after two.
+        assert_eq!(torn_cut(20, 1100), Some(1024));
+        assert_eq!(torn_cut(20, 1000), Some(512));
+        // Two sectors touched by a few bytes.
+        assert_eq!(torn_cut(510, 4), Some(512));
+    }
+
+    #[test]
+    fn every_target_has_its_four_points_listed() {
+        for t in [Target::Redo, Target::Binlog, Target::Checkpoint] {
+            let p = t.points();
+            for name in [p.write_eio, p.write_enospc, p.write_short, p.fsync_eio] {
+                assert!(is_known(name), "{name} is not in FAILPOINTS");
+            }
+        }
+        assert_eq!(FAILPOINTS.len(), 12);
+    }
+}
