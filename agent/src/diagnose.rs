@@ -182,7 +182,8 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             }
         }
     }
-    let mut sampler = crate::probe::attach(&AttachOptions::new(pid), profile)?;
+    let opts = AttachOptions::for_profile(pid, &profile);
+    let mut sampler = crate::probe::attach(&opts, profile)?;
     let warmup = args.warmup.unwrap_or(if args.demo {
         DEMO_WARMUP
     } else {
