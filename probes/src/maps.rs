@@ -459,9 +459,7 @@ impl MapsReading {
                 .into_iter()
                 .map(|(k, v)| ((k.tgid, k.fd), v))
                 .collect();
-            let mut procs: HashMap<u32, u32> = read_hash(p, "tracked_tgids", how)?;
-            procs.entry(pid).or_insert(0);
-            (io, procs)
+            (io, read_processes(p)?)
         } else {
             let mut io: HashMap<(u32, u32), FdIo> = read_hash::<u32, FdIo>(p, "io_by_fd", how)?
                 .into_iter()
@@ -515,6 +513,18 @@ impl MapsReading {
             named_locks: read_named_locks(p)?,
         })
     }
+}
+
+/// The target's processes, `tgid -> parent tgid`: `tracked_tgids` when
+/// following children (the root always included), else the target alone.
+pub fn read_processes(p: &Probes) -> Result<HashMap<u32, u32>, ProbeError> {
+    let pid = p.pid();
+    if !p.follows_children() {
+        return Ok(HashMap::from([(pid, 0)]));
+    }
+    let mut procs: HashMap<u32, u32> = read_hash(p, "tracked_tgids", Lookup::Batch)?;
+    procs.entry(pid).or_insert(0);
+    Ok(procs)
 }
 
 /// The `engine_named_locks` map's one entry.

@@ -154,7 +154,15 @@ impl Sampler {
         if !preflight::pid_alive(pid) {
             return (false, None);
         }
-        let mut pids: Vec<u32> = self.prev.processes.keys().copied().collect();
+        // The processes now (those forked in this window included, so
+        // their descriptors are named before their I/O is summed).
+        let mut pids: Vec<u32> = if self.probes.follows_children() {
+            maps::read_processes(&self.probes)
+                .map(|p| p.into_keys().collect())
+                .unwrap_or_else(|_| self.prev.processes.keys().copied().collect())
+        } else {
+            vec![pid]
+        };
         if !pids.contains(&pid) {
             pids.push(pid);
         }
