@@ -47,7 +47,7 @@ pub fn check_target(pid: u32, profile: &str, target: &TargetRules) -> Result<(),
     };
     if !target.exe.is_empty() {
         let exe = procfs::exe_name(pid).unwrap_or_default();
-        if !target.exe.iter().any(|e| *e == exe) {
+        if !target.exe.contains(&exe) {
             return Err(refuse(format!(
                 "runs `{exe}` (`{title}`), not {}",
                 target.exe.join(" or ")

@@ -183,8 +183,10 @@ impl Cluster {
 
     /// The pid of a client backend (a live psql session's), waiting for it
     /// to appear; the session lasts `secs`.
+    // The caller owns the session and waits for it; a panic here ends the test.
+    #[allow(clippy::zombie_processes)]
     pub fn backend(&self, secs: u32) -> (std::process::Child, u32) {
-        let child = Command::new(Path::new(BIN_DIR).join("psql"))
+        let mut child = Command::new(Path::new(BIN_DIR).join("psql"))
             .arg("-h")
             .arg(&self.sock)
             .args(["-U", "postgres", "-d", "postgres", "-XAtq", "-c"])
@@ -201,7 +203,11 @@ impl Cluster {
             if let Some(p) = pids.lines().next().and_then(|l| l.trim().parse().ok()) {
                 return (child, p);
             }
-            assert!(t.elapsed() < Duration::from_secs(10), "no backend appeared");
+            if t.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no backend appeared");
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
