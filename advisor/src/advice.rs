@@ -95,6 +95,9 @@ pub struct Recommendation {
     pub apply_engine: String,
     /// How to apply on MySQL 8, or None when MySQL has no such setting.
     pub apply_mysql: Option<String>,
+    /// How to apply on PostgreSQL, or None when it has no such setting.
+    #[serde(default)]
+    pub apply_postgresql: Option<String>,
     /// Other rules that proposed the same value (their reasons apply too).
     #[serde(default)]
     pub supporting_rules: Vec<String>,

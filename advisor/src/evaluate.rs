@@ -26,7 +26,7 @@ use crate::error::AdvisorError;
 use crate::facts::{normalize, Facts};
 use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
 use crate::model::{Config, Inputs, Model, Prediction, Settings};
-use crate::rule::Rule;
+use crate::rule::{Rule, RuleBasis};
 use crate::ruleset::RuleSet;
 use crate::summary::{summarize, Summary};
 
@@ -282,6 +282,21 @@ fn rank_with_model(
     };
     let (modelled, unmodelled): (Vec<&Knob>, Vec<&Knob>) = knobs.iter().partition(|k| k.modelled());
     for k in &unmodelled {
+        // Knobs of evidence-based rules are advised as they stand: the
+        // model has nothing to say about them.
+        if k.rules
+            .values()
+            .flatten()
+            .all(|f| f.rule.basis == RuleBasis::Evidence)
+        {
+            for (setting, rules) in &k.rules {
+                let current = d.facts.settings.get(setting).cloned().unwrap_or_default();
+                let mut r = recommendation(rules[0], current, &d.summary, &d.facts);
+                r.supporting_rules = rules[1..].iter().map(|f| f.rule.id.clone()).collect();
+                d.recommendations.push(r);
+            }
+            continue;
+        }
         for (setting, rules) in &k.rules {
             let r = rules[0];
             d.not_applied.push(not_applied(
@@ -293,6 +308,19 @@ fn rank_with_model(
                 ),
             ));
         }
+    }
+    // The model's mechanics are InnoDB's commit path (redo threads,
+    // admission): it has nothing to predict for PostgreSQL.
+    if d.facts.engine == "postgresql" {
+        for k in &modelled {
+            file_knob(
+                d,
+                k,
+                Status::NotModelled,
+                "the what-if model covers InnoDB-style engines, not PostgreSQL".into(),
+            );
+        }
+        return;
     }
     let inputs = match inputs {
         Ok(i) => i,
@@ -438,6 +466,16 @@ fn verdict(
                 .iter()
                 .find(|p| Some(p.config.to_string()) == m.chosen)
         });
+        if p.is_none() {
+            return Verdict {
+                kind: VerdictKind::Change,
+                text: format!(
+                    "change advised: {} (on the evidence of {observed}; the what-if model does not cover these settings: a live trial (--trial) measures the gain)",
+                    list.join(", ")
+                ),
+                basis: Basis::Evidence,
+            };
+        }
         return Verdict {
             kind: VerdictKind::Change,
             text: format!(
@@ -545,6 +583,10 @@ fn context(summary: &Summary, facts: &Facts, rule: &Rule) -> Context<'static> {
     f.insert("cores".into(), Value::Int(i64::from(facts.cores)));
     f.insert("binlog".into(), Value::Bool(facts.binlog));
     f.insert(
+        "allow_durability".into(),
+        Value::Bool(facts.allow_durability),
+    );
+    f.insert(
         "engine".into(),
         Value::String(Arc::new(facts.engine.clone())),
     );
@@ -601,6 +643,7 @@ fn evidence(summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> 
                 _ => match rest {
                     "cores" => Some(facts.cores.to_string()),
                     "binlog" => Some(facts.binlog.to_string()),
+                    "allow_durability" => Some(facts.allow_durability.to_string()),
                     "engine" => Some(facts.engine.clone()),
                     _ => rest
                         .strip_prefix("settings.")
@@ -658,11 +701,22 @@ pub(crate) fn rule_recommendation(
         rationale: r.rationale.clone(),
         sources: r.sources.clone(),
         expected_effect: r.expected_effect.clone(),
-        apply_engine: format!(
-            "redoctor apply --socket SOCKET --set {}={} (SET GLOBAL over the server's socket; `redoctor revert` undoes it), or at start: redoctor-engine run --set {}={}",
-            r.setting, w.proposed, r.setting, w.proposed
-        ),
+        apply_engine: if facts.engine == "postgresql" {
+            format!(
+                "redoctor apply --socket SOCKET_DIR --set {}={} (ALTER SYSTEM SET and pg_reload_conf() over the server's socket; `redoctor revert` undoes it)",
+                r.setting, w.proposed
+            )
+        } else {
+            format!(
+                "redoctor apply --socket SOCKET --set {}={} (SET GLOBAL over the server's socket; `redoctor revert` undoes it), or at start: redoctor-engine run --set {}={}",
+                r.setting, w.proposed, r.setting, w.proposed
+            )
+        },
         apply_mysql: r.mysql.as_ref().map(|m| m.replace("{value}", &w.proposed)),
+        apply_postgresql: r
+            .postgresql
+            .as_ref()
+            .map(|m| m.replace("{value}", &w.proposed)),
         supporting_rules: vec![],
         predicted: None,
         verified: false,

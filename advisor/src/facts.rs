@@ -20,6 +20,29 @@ pub struct Facts {
     pub settings: BTreeMap<String, String>,
     /// Where each setting's value came from (`stated`, `observed`, `default`).
     pub settings_source: BTreeMap<String, String>,
+    /// The user consented to durability trade-offs
+    /// (`--allow-durability-changes`): rules proposing one read it.
+    #[serde(default)]
+    pub allow_durability: bool,
+}
+
+/// PostgreSQL's defaults of the settings its rules read (`SHOW` spelling).
+pub const POSTGRESQL_SETTINGS: &[(&str, &str)] = &[
+    ("commit_delay", "0"),
+    ("commit_siblings", "5"),
+    ("wal_writer_delay", "200ms"),
+    ("synchronous_commit", "on"),
+    ("max_connections", "100"),
+];
+
+/// The settings (with defaults) the rules read on `engine` (a profile name):
+/// PostgreSQL's own for `postgresql`, the InnoDB ones otherwise.
+pub fn default_settings(engine: &str) -> &'static [(&'static str, &'static str)] {
+    if engine == "postgresql" {
+        POSTGRESQL_SETTINGS
+    } else {
+        DEFAULT_SETTINGS
+    }
 }
 
 /// Defaults of the settings the rules read (the bundled engine's; MySQL 8.0's
@@ -41,11 +64,26 @@ impl Facts {
     pub fn infer(engine: &str, summary: &Summary, stated: &[(String, String)]) -> Facts {
         let mut settings = BTreeMap::new();
         let mut source = BTreeMap::new();
-        for (k, v) in DEFAULT_SETTINGS {
+        for (k, v) in default_settings(engine) {
             settings.insert(k.to_string(), v.to_string());
             source.insert(k.to_string(), "default".to_string());
         }
         let get = |k: &str| summary.get(k).copied().unwrap_or(0.0);
+        if engine == "postgresql" {
+            // Only PostgreSQL's own settings: nothing InnoDB is inferred.
+            for (k, v) in stated {
+                settings.insert(k.clone(), v.clone());
+                source.insert(k.clone(), "stated".into());
+            }
+            return Facts {
+                cores: get("cores").max(1.0) as u32,
+                binlog: false,
+                engine: engine.to_string(),
+                settings,
+                settings_source: source,
+                allow_durability: false,
+            };
+        }
         let redo_on = get("log_threads") > 0.0;
         settings.insert(
             "innodb_log_writer_threads".into(),
@@ -67,6 +105,7 @@ impl Facts {
             engine: engine.to_string(),
             settings,
             settings_source: source,
+            allow_durability: false,
         }
     }
 }

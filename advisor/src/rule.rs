@@ -49,7 +49,24 @@ struct RawRule {
     #[serde(default)]
     mysql: Option<String>,
     #[serde(default)]
+    postgresql: Option<String>,
+    #[serde(default)]
+    basis: RuleBasis,
+    #[serde(default)]
     requires: Vec<String>,
+}
+
+/// What decides whether a firing rule's proposal is advised.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleBasis {
+    /// The what-if model ranks it (and files it as not modelled when it
+    /// has no mechanics for the setting).
+    #[default]
+    Model,
+    /// The rule's evidence alone: for settings of servers the model does
+    /// not cover (PostgreSQL); a live trial is the judge of the gain.
+    Evidence,
 }
 
 /// One loaded rule with its compiled expressions.
@@ -78,6 +95,10 @@ pub struct Rule {
     pub expected_effect: String,
     /// How to apply on MySQL 8 (`{value}` is replaced); none: no MySQL equivalent.
     pub mysql: Option<String>,
+    /// How to apply on PostgreSQL (`{value}` is replaced); none: not a PostgreSQL setting.
+    pub postgresql: Option<String>,
+    /// What decides whether its proposal is advised.
+    pub basis: RuleBasis,
     /// Ids of rules that must also be recommended for this one to be kept.
     pub requires: Vec<String>,
     /// Every `signals.*`, `facts.*` and `t.*` path its expressions read
@@ -185,6 +206,8 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Rule>, AdvisorError> {
             sources: r.sources,
             expected_effect: r.expected_effect,
             mysql: r.mysql,
+            postgresql: r.postgresql,
+            basis: r.basis,
             requires: r.requires,
             reads,
         });

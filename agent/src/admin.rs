@@ -1,8 +1,16 @@
-//! The server's admin interface over the MySQL protocol: read and set
-//! global variables (`SHOW GLOBAL VARIABLES`, `SET GLOBAL`) through a Unix
-//! socket, as any MySQL 8 client would.
+//! The server's admin interface through its Unix socket, in the protocol
+//! the socket speaks:
+//! - MySQL (a socket file, e.g. `/run/mysqld/mysqld.sock`): read and set
+//!   global variables (`SHOW GLOBAL VARIABLES`, `SET GLOBAL`), as any
+//!   MySQL 8 client would;
+//! - PostgreSQL (a socket directory holding `.s.PGSQL.PORT`, or that
+//!   socket file itself): `SHOW name`, and `ALTER SYSTEM SET` followed by
+//!   `SELECT pg_reload_conf()`; restoring a value first tries
+//!   `ALTER SYSTEM RESET` (back to the configuration files' value) and sets
+//!   it explicitly only when that is not the value to restore.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use mysql::prelude::Queryable;
@@ -10,7 +18,54 @@ use mysql::{Conn, OptsBuilder};
 use redoctor_advisor::experiment::{ExperimentError, Settings};
 
 /// Settings that trade durability for speed: never changed without an explicit flag.
-pub const DURABILITY_SETTINGS: &[&str] = &["innodb_flush_log_at_trx_commit", "sync_binlog"];
+pub const DURABILITY_SETTINGS: &[&str] = &[
+    "innodb_flush_log_at_trx_commit",
+    "sync_binlog",
+    // PostgreSQL
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "wal_sync_method",
+];
+
+/// The protocol behind a socket path: PostgreSQL for a directory holding a
+/// `.s.PGSQL.PORT` socket, or such a socket file (the directory and port),
+/// else MySQL.
+pub fn postgres_socket(path: &Path) -> Result<Option<(PathBuf, u16)>> {
+    let port_of = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(".s.PGSQL."))
+            .and_then(|n| n.parse::<u16>().ok())
+    };
+    if let Some(port) = port_of(path) {
+        let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        return Ok(Some((dir, port)));
+    }
+    if path.is_dir() {
+        let mut found: Vec<u16> = std::fs::read_dir(path)
+            .with_context(|| format!("reading the socket directory {}", path.display()))?
+            .flatten()
+            .filter_map(|e| port_of(&e.path()))
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        return match found.as_slice() {
+            [port] => Ok(Some((path.to_path_buf(), *port))),
+            [] => bail!(
+                "{} holds no PostgreSQL socket (.s.PGSQL.PORT): pass the server's unix_socket_directories entry, or a MySQL socket file",
+                path.display()
+            ),
+            many => bail!(
+                "{} holds several PostgreSQL sockets (ports {many:?}): pass the one to use, e.g. {}/.s.PGSQL.{}",
+                path.display(),
+                path.display(),
+                many[0]
+            ),
+        };
+    }
+    Ok(None)
+}
 
 /// Refuses, naming the first one, any of [`DURABILITY_SETTINGS`] among
 /// `names` unless `allowed`; `action` is what would be done to it ("change", "trial").
@@ -28,13 +83,21 @@ pub fn guard_durability<'a>(
     Ok(())
 }
 
+enum Client {
+    Mysql(Conn),
+    Postgres(Box<postgres::Client>),
+}
+
 /// A connection to a server's admin interface.
 pub struct Admin {
-    conn: Conn,
+    conn: Client,
     socket: String,
 }
 
 impl Admin {
+    /// Connects through `socket` in the protocol it speaks (see the module
+    /// docs) as `user`; an empty user is the protocol's usual admin
+    /// (`root` for MySQL, `postgres` for PostgreSQL).
     pub fn connect(socket: &Path, user: &str) -> Result<Admin> {
         let s = socket
             .to_str()
@@ -43,17 +106,57 @@ impl Admin {
         if !socket.exists() {
             bail!("no server socket at {s}: start one (`redoctor-engine serve --socket {s} ...`) or pass the right --socket");
         }
+        if let Some((dir, port)) = postgres_socket(socket)? {
+            let user = if user.is_empty() { "postgres" } else { user };
+            let client = postgres::Config::new()
+                .host_path(&dir)
+                .port(port)
+                .user(user)
+                .dbname("postgres")
+                .application_name("redoctor")
+                .connect(postgres::NoTls)
+                .with_context(|| {
+                    format!(
+                        "connecting to PostgreSQL at {}/.s.PGSQL.{port} as {user}",
+                        dir.display()
+                    )
+                })?;
+            return Ok(Admin {
+                conn: Client::Postgres(Box::new(client)),
+                socket: dir.display().to_string(),
+            });
+        }
+        let user = if user.is_empty() { "root" } else { user };
         let opts = OptsBuilder::new().socket(Some(s.clone())).user(Some(user));
         let conn = Conn::new(opts).with_context(|| format!("connecting to the server at {s}"))?;
-        Ok(Admin { conn, socket: s })
+        Ok(Admin {
+            conn: Client::Mysql(conn),
+            socket: s,
+        })
     }
 
     pub fn socket(&self) -> &str {
         &self.socket
     }
 
+    /// The server's kind, as the probe profile names it: `postgresql`, or
+    /// `mysql` for anything speaking the MySQL protocol.
+    pub fn engine(&self) -> &'static str {
+        match self.conn {
+            Client::Postgres(_) => "postgresql",
+            Client::Mysql(_) => "mysql",
+        }
+    }
+
     /// The current value of a global variable; an unknown name is an error.
     pub fn get(&mut self, name: &str) -> Result<String> {
+        check_name(name)?;
+        if let Client::Postgres(c) = &mut self.conn {
+            let row = c.query_one(&format!("SHOW {name}"), &[]).with_context(|| {
+                format!("reading setting {name} from the server at {}", self.socket)
+            })?;
+            return Ok(row.get::<_, String>(0));
+        }
         self.show("VARIABLES", "variable", name)
     }
 
@@ -68,10 +171,17 @@ impl Admin {
     /// `SHOW GLOBAL {what} LIKE 'name'`: the value of the row named `name`.
     fn show(&mut self, what: &str, noun: &str, name: &str) -> Result<String> {
         check_name(name)?;
-        let rows: Vec<(String, String)> = self
-            .conn
+        let Client::Mysql(conn) = &mut self.conn else {
+            bail!(
+                "SHOW GLOBAL {what} is MySQL's; the server at {} is PostgreSQL",
+                self.socket
+            );
+        };
+        let rows: Vec<(String, String)> = conn
             .query(format!("SHOW GLOBAL {what} LIKE '{name}'"))
-            .with_context(|| format!("reading {noun} {name} from the server at {}", self.socket))?;
+            .with_context(|| {
+            format!("reading {noun} {name} from the server at {}", self.socket)
+        })?;
         match rows.into_iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
             Some((_, v)) => Ok(v),
             None => bail!("the server at {} has no {noun} {name}", self.socket),
@@ -100,13 +210,79 @@ impl Admin {
         Ok(())
     }
 
-    /// `SET GLOBAL name = value`; the server validates (a refused value changes nothing).
+    /// `SET GLOBAL name = value` (MySQL) or `ALTER SYSTEM SET name = value`
+    /// and a configuration reload (PostgreSQL); the server validates (a
+    /// refused value changes nothing).
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
         check_name(name)?;
         let v = sql_value(value)?;
-        self.conn
-            .query_drop(format!("SET GLOBAL {name} = {v}"))
-            .with_context(|| format!("SET GLOBAL {name} = {v} on the server at {}", self.socket))
+        let socket = self.socket.clone();
+        match &mut self.conn {
+            Client::Mysql(conn) => conn
+                .query_drop(format!("SET GLOBAL {name} = {v}"))
+                .with_context(|| format!("SET GLOBAL {name} = {v} on the server at {socket}")),
+            Client::Postgres(c) => {
+                let context: Option<String> = c
+                    .query_opt("SELECT context FROM pg_settings WHERE name = $1", &[&name])
+                    .with_context(|| format!("reading pg_settings on the server at {socket}"))?
+                    .map(|r| r.get(0));
+                match context.as_deref() {
+                    None => bail!("the server at {socket} has no setting {name}"),
+                    Some("postmaster") | Some("internal") => bail!(
+                        "{name} takes effect only when PostgreSQL restarts (pg_settings.context = {}): redoctor applies only settings a reload changes; set it with ALTER SYSTEM and restart the server yourself",
+                        context.unwrap_or_default()
+                    ),
+                    Some(_) => {}
+                }
+                let quoted = format!("'{}'", value);
+                c.batch_execute(&format!("ALTER SYSTEM SET {name} = {quoted}"))
+                    .with_context(|| {
+                        format!("ALTER SYSTEM SET {name} = {quoted} on the server at {socket}")
+                    })?;
+                self.reload()
+            }
+        }
+    }
+
+    /// Restores `name` to `value`: on PostgreSQL `ALTER SYSTEM RESET` first
+    /// (no line left in postgresql.auto.conf when the value came from
+    /// elsewhere), then `ALTER SYSTEM SET` if that did not give `value`.
+    pub fn restore(&mut self, name: &str, value: &str) -> Result<()> {
+        check_name(name)?;
+        if let Client::Postgres(c) = &mut self.conn {
+            c.batch_execute(&format!("ALTER SYSTEM RESET {name}"))
+                .with_context(|| {
+                    format!("ALTER SYSTEM RESET {name} on the server at {}", self.socket)
+                })?;
+            self.reload()?;
+            if self.get(name)? == value {
+                return Ok(());
+            }
+        }
+        self.set(name, value)
+    }
+
+    /// `SELECT pg_reload_conf()`, then waits (up to 5 s) until this
+    /// session has processed the reload, so what follows reads the new values.
+    fn reload(&mut self) -> Result<()> {
+        let Client::Postgres(c) = &mut self.conn else {
+            return Ok(());
+        };
+        let before: Option<String> = c.query_one("SELECT pg_conf_load_time()::text", &[])?.get(0);
+        c.batch_execute("SELECT pg_reload_conf()")
+            .with_context(|| format!("SELECT pg_reload_conf() on the server at {}", self.socket))?;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            let now: Option<String> = c.query_one("SELECT pg_conf_load_time()::text", &[])?.get(0);
+            if now != before {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        bail!(
+            "the server at {} did not reload its configuration within 5 s",
+            self.socket
+        )
     }
 }
 

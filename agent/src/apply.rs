@@ -1,7 +1,8 @@
 //! `redoctor apply --socket S (--set NAME=VALUE ... | --from-report FILE)
 //! [--state FILE] [--allow-durability-changes]`: applies settings through
-//! the server's admin interface (SET GLOBAL over the MySQL protocol) after
-//! recording their current values for `redoctor revert`.
+//! the server's admin interface (SET GLOBAL over the MySQL protocol, or
+//! ALTER SYSTEM SET + pg_reload_conf() on PostgreSQL) after recording their
+//! current values for `redoctor revert`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +16,8 @@ use crate::state::{path_or_default, State};
 
 #[derive(Args, Debug)]
 pub struct ApplyArgs {
-    /// The server's Unix socket.
+    /// The server's Unix socket: a MySQL socket file, or a PostgreSQL
+    /// socket directory (or its `.s.PGSQL.PORT` file).
     #[arg(long)]
     socket: PathBuf,
     /// A setting to apply, NAME=VALUE (repeatable).
@@ -24,15 +26,16 @@ pub struct ApplyArgs {
     /// Apply every recommendation of a JSON report (`redoctor diagnose --format json`).
     #[arg(long)]
     from_report: Option<PathBuf>,
-    /// Allow changing innodb_flush_log_at_trx_commit and sync_binlog (durability).
+    /// Allow changing durability settings (innodb_flush_log_at_trx_commit,
+    /// sync_binlog; PostgreSQL's synchronous_commit, fsync, full_page_writes, wal_sync_method).
     #[arg(long)]
     allow_durability_changes: bool,
     /// State file recording the values before the change (default: $REDOCTOR_STATE,
     /// else $XDG_STATE_HOME/redoctor/applied.json, else ~/.local/state/redoctor/applied.json).
     #[arg(long)]
     state: Option<PathBuf>,
-    /// MySQL user to connect as.
-    #[arg(long, default_value = "root")]
+    /// User to connect as (default: root for MySQL, postgres for PostgreSQL).
+    #[arg(long, default_value = "")]
     user: String,
 }
 
@@ -73,7 +76,7 @@ pub fn run(args: ApplyArgs) -> Result<ExitCode> {
     for c in &before {
         if let Err(e) = admin.set(&c.0, &c.2) {
             for (k, old, _) in done.iter().rev() {
-                let _ = admin.set(k, old);
+                let _ = admin.restore(k, old);
             }
             unchanged.save(&state_path)?;
             return Err(

@@ -1,7 +1,9 @@
 //! `redoctor diagnose --pid P | --demo [--duration 10s] [--format text|json|md|html]
 //! [--out FILE] [--rules DIR] [--disable ID] [--setting NAME=VALUE]
 //! [--socket S [--trial]]`. With `--socket` the current settings are read
-//! from the server (SHOW GLOBAL VARIABLES) instead of inferred.
+//! from the server (SHOW GLOBAL VARIABLES, or SHOW on PostgreSQL) instead
+//! of inferred. A PostgreSQL socket (directory) makes `postgresql` the
+//! default profile: `--pid` is then the postmaster's.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +16,7 @@ use redoctor_probes::{AttachOptions, Profile, Sampler, Signals};
 
 use crate::admin::Admin;
 use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
-use redoctor_advisor::facts::DEFAULT_SETTINGS;
+use redoctor_advisor::facts::default_settings;
 
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {
@@ -51,16 +53,19 @@ pub struct DiagnoseArgs {
     /// settings are inferred from the signals (redo threads, binlog) or taken as defaults.
     #[arg(long = "setting", value_name = "NAME=VALUE", value_parser = redoctor_args::setting)]
     settings: Vec<(String, String)>,
-    /// Target profile: a shipped name (redoctor-engine, mysql8, mariadb, postgresql) or a TOML file.
-    #[arg(long, default_value = "redoctor-engine")]
-    profile: String,
+    /// Target profile: a shipped name (redoctor-engine, mysql8, mariadb, postgresql) or a TOML file
+    /// (default: postgresql with a PostgreSQL --socket, else redoctor-engine).
+    #[arg(long)]
+    profile: Option<String>,
     /// Try the candidates live (the model's best first, one trial each):
     /// ABBA-paired baseline/candidate windows, kept only if faster beyond
     /// noise (sequential paired t-test), else rolled back; the verdict then
     /// follows the trial. Needs --socket, or --demo (its admin socket).
     #[arg(long)]
     trial: bool,
-    /// --trial: the server's admin socket (MySQL protocol).
+    /// The server's admin socket, to read its current settings (and, with
+    /// --trial, change them): a MySQL socket file, or a PostgreSQL socket
+    /// directory (its unix_socket_directories entry) or `.s.PGSQL.PORT` file.
     #[arg(long)]
     socket: Option<PathBuf>,
     /// --trial: most baseline/candidate window pairs per trial (the test looks from pair 3 on).
@@ -72,14 +77,15 @@ pub struct DiagnoseArgs {
     /// --trial: time bound of all trials together.
     #[arg(long, default_value = "60s", value_parser = redoctor_args::positive_duration)]
     trial_max: Duration,
-    /// --trial: allow trying durability settings.
+    /// Allow durability settings: rules may propose them (PostgreSQL's
+    /// synchronous_commit) and --trial may try them. Off, they are never proposed.
     #[arg(long)]
     allow_durability_changes: bool,
     /// --trial: state file recording a kept candidate's old values (as for `redoctor apply`).
     #[arg(long)]
     state: Option<PathBuf>,
-    /// MySQL user for --socket.
-    #[arg(long, default_value = "root")]
+    /// User for --socket (default: root for MySQL, postgres for PostgreSQL).
+    #[arg(long, default_value = "")]
     user: String,
     /// --demo: the engine binary (default: $REDOCTOR_ENGINE, else redoctor-engine next to redoctor).
     #[arg(long)]
@@ -118,7 +124,21 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     for id in &args.disable {
         rules.disable(id)?;
     }
-    let profile = Profile::resolve(&args.profile).context("loading the target profile")?;
+    // A PostgreSQL socket names the server kind before anything starts.
+    let pg_socket = match &args.socket {
+        Some(s) => crate::admin::postgres_socket(s)?.is_some(),
+        None => false,
+    };
+    let profile_name = args.profile.clone().unwrap_or_else(|| {
+        if pg_socket {
+            "postgresql"
+        } else {
+            "redoctor-engine"
+        }
+        .to_string()
+    });
+    let profile = Profile::resolve(&profile_name).context("loading the target profile")?;
+    let engine = profile.name.clone();
     // The demo calibrates the host first when it has no calibration yet
     // (before its engine starts, so the two do not share the CPUs).
     // An explicit calibration (or the priors) is read before anything
@@ -174,15 +194,31 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         Some(sock) => Some(Admin::connect(sock, &args.user)?),
         None => None,
     };
+    if let Some(a) = &admin {
+        if (a.engine() == "postgresql") != (engine == "postgresql") {
+            bail!(
+                "the server at {} speaks {}'s protocol but the profile is `{engine}`: pass --profile {}",
+                a.socket(),
+                a.engine(),
+                if a.engine() == "postgresql" { "postgresql" } else { "mysql8 (or mariadb)" }
+            );
+        }
+    }
     let mut stated = args.settings.clone();
     if let Some(a) = admin.as_mut() {
-        for (k, _) in DEFAULT_SETTINGS {
+        for (k, _) in default_settings(&profile.name) {
             if !stated.iter().any(|(s, _)| s == k) {
                 stated.push((k.to_string(), a.get(k)?));
             }
         }
     }
-    let mut sampler = crate::probe::attach(&AttachOptions::new(pid), profile)?;
+    let opts = AttachOptions::for_profile(pid, &profile);
+    let mut sampler = crate::probe::attach(&opts, profile)?;
+    for u in sampler.probes().unavailable() {
+        if u.what == "usdt" {
+            eprintln!("redoctor: DEGRADED MODE: {}", u.why);
+        }
+    }
     let warmup = args.warmup.unwrap_or(if args.demo {
         DEMO_WARMUP
     } else {
@@ -204,7 +240,8 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             }
         }
     }
-    let facts = Facts::infer(&args.profile, &summarize(&windows), &stated);
+    let mut facts = Facts::infer(&engine, &summarize(&windows), &stated);
+    facts.allow_durability = args.allow_durability_changes;
     let model = match early_model {
         Some(m) => m,
         None => {

@@ -13,14 +13,15 @@ use crate::state::{path_or_default, State};
 
 #[derive(Args, Debug)]
 pub struct RevertArgs {
-    /// The server's Unix socket.
+    /// The server's Unix socket: a MySQL socket file, or a PostgreSQL
+    /// socket directory (or its `.s.PGSQL.PORT` file).
     #[arg(long)]
     socket: PathBuf,
     /// State file written by `redoctor apply` (same default).
     #[arg(long)]
     state: Option<PathBuf>,
-    /// MySQL user to connect as.
-    #[arg(long, default_value = "root")]
+    /// User to connect as (default: root for MySQL, postgres for PostgreSQL).
+    #[arg(long, default_value = "")]
     user: String,
 }
 
@@ -43,7 +44,7 @@ pub fn run(args: RevertArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for e in mine.iter().rev() {
-        admin.set(&e.setting, &e.original)?;
+        admin.restore(&e.setting, &e.original)?;
         state
             .entries
             .retain(|x| !(x.socket == socket && x.setting == e.setting));

@@ -7,6 +7,13 @@ use std::path::PathBuf;
 pub enum ProbeError {
     #[error("no process with pid {pid}: check the pid (`pgrep -f <name>`) and that it still runs")]
     NoSuchProcess { pid: u32 },
+    #[error("pid {pid} is not a {profile} server's root process: it is {what}; {hint}")]
+    NotTheRoot {
+        pid: u32,
+        profile: String,
+        what: String,
+        hint: String,
+    },
     #[error("invalid probe option: {what}")]
     BadOption { what: String },
     #[error(

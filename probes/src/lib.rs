@@ -33,6 +33,7 @@ pub mod profile;
 mod prune;
 pub mod sampler;
 pub mod signals;
+pub mod usdt;
 
 pub use error::ProbeError;
 pub use loader::{AttachOptions, Probes, SyscallHooks, Unavailable};

@@ -25,6 +25,9 @@ use crate::error::ProbeError;
 use crate::mapped_array::MappedArray;
 use crate::maps::{FdIo, ThreadSched};
 use crate::preflight;
+use crate::procfs;
+use crate::profile::{Profile, TargetRules, UsdtEvent, UsdtRule};
+use crate::usdt::{self, Semaphores};
 
 /// The compiled BPF object (see build.rs).
 static BPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/redoctor.bpf.o"));
@@ -151,6 +154,15 @@ pub struct AttachOptions {
     /// so what remains is the cost of their dispatch by the kernel (and of
     /// the agent). Every hook is attached as usual; the signals stay empty.
     pub empty_programs: bool,
+    /// Watch the target and every process it forks, before or after the
+    /// probes attach (a PostgreSQL cluster from its postmaster). Off, the
+    /// programs compare the tgid with the target's and nothing more.
+    pub follow_children: bool,
+    /// USDT probes of the target's binary to attach, and what each counts.
+    pub usdt: Vec<UsdtRule>,
+    /// What the target process must be (a profile's `[target]`), checked
+    /// before anything loads, and the profile's name for the message.
+    pub target: Option<(String, TargetRules)>,
 }
 
 impl AttachOptions {
@@ -194,9 +206,30 @@ impl AttachOptions {
             thread_slots: DEFAULT_THREAD_SLOTS,
             wake_pairs: DEFAULT_WAKE_PAIRS,
             empty_programs: false,
+            follow_children: false,
+            usdt: Vec::new(),
+            target: None,
+        }
+    }
+
+    /// [`AttachOptions::new`] with what `profile` asks: its processes and
+    /// its USDT probes.
+    pub fn for_profile(pid: u32, profile: &Profile) -> Self {
+        AttachOptions {
+            // A server with its own USDT probes has none of the bundled
+            // engine's `redoctor_*` probe points.
+            uprobes: profile.usdt.is_empty(),
+            follow_children: profile.target.follow_children,
+            usdt: profile.usdt.clone(),
+            target: Some((profile.name.clone(), profile.target.clone())),
+            ..Self::new(pid)
         }
     }
 }
+
+/// Capacity of `tracked_tgids` (`MAX_TRACKED` in the BPF source): the
+/// processes a target may have at once.
+pub const MAX_TRACKED: usize = 16384;
 
 /// A measurement that is not available in this run, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,6 +269,27 @@ pub struct Probes {
     syscall_hooks: Option<SyscallHooks>,
     unavailable: Vec<Unavailable>,
     attached_points: Vec<String>,
+    follow_children: bool,
+    /// USDT probes attached (`provider:name`), with what each counts.
+    attached_usdt: Vec<(String, UsdtEvent)>,
+    /// USDT semaphores raised in the target's processes (lowered on drop).
+    semaphores: Semaphores,
+}
+
+impl Drop for Probes {
+    fn drop(&mut self) {
+        if self.semaphores.is_empty() {
+            return;
+        }
+        // Processes forked since attach inherited the raised semaphores.
+        let now: Vec<u32> = match self.bpf.map("tracked_tgids") {
+            Some(m) => aya::maps::HashMap::<_, u32, u32>::try_from(m)
+                .map(|h| h.keys().flatten().collect())
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        self.semaphores.lower(&now);
+    }
 }
 
 impl Probes {
@@ -243,6 +297,9 @@ impl Probes {
     /// tgid baked in, and attaches every program it can.
     pub fn attach(opts: &AttachOptions) -> Result<Probes, ProbeError> {
         preflight::check_pid(opts.pid)?;
+        if let Some((name, target)) = &opts.target {
+            preflight::check_target(opts.pid, name, target)?;
+        }
         preflight::check_privileges()?;
         preflight::check_btf()?;
         opts.validate()?;
@@ -250,8 +307,10 @@ impl Probes {
         let slot_mask = opts.thread_slots - 1;
         let start_ns = monotonic_ns();
         let empty = u8::from(opts.empty_programs); // a C `bool`
+        let follow = u8::from(opts.follow_children);
         let mut bpf = EbpfLoader::new()
             .override_global("target_tgid", &opts.pid, true)
+            .override_global("follow_children", &follow, true)
             .override_global("futex_sample_mask", &mask, true)
             .override_global("probes_start_ns", &start_ns, true)
             .override_global("thread_slot_mask", &slot_mask, true)
@@ -276,6 +335,9 @@ impl Probes {
         }
         let mut unavailable = Vec::new();
 
+        if opts.follow_children {
+            track_process_tree(&mut bpf, opts.pid)?;
+        }
         for (prog, tp) in SCHED_TRACEPOINTS {
             attach_raw(&mut bpf, prog, tp)?;
         }
@@ -319,6 +381,11 @@ impl Probes {
                 }
             }
         }
+        let (attached_usdt, semaphores) = if opts.usdt.is_empty() {
+            (Vec::new(), Semaphores::default())
+        } else {
+            attach_usdt(&mut bpf, opts, &mut unavailable)?
+        };
         Ok(Probes {
             thread_slots,
             fd_slots,
@@ -328,7 +395,31 @@ impl Probes {
             syscall_hooks,
             unavailable,
             attached_points,
+            follow_children: opts.follow_children,
+            attached_usdt,
+            semaphores,
         })
+    }
+
+    /// Whether the target is a tree of processes (see
+    /// [`AttachOptions::follow_children`]).
+    pub fn follows_children(&self) -> bool {
+        self.follow_children
+    }
+
+    /// USDT probes attached (`provider:name`) and what each counts.
+    pub fn attached_usdt(&self) -> &[(String, UsdtEvent)] {
+        &self.attached_usdt
+    }
+
+    /// Whether a USDT probe counts this event.
+    pub fn usdt_counts(&self, event: UsdtEvent) -> bool {
+        self.attached_usdt.iter().any(|(_, e)| *e == event)
+    }
+
+    /// Whether lock waits by name are measured (both ends attached).
+    pub(crate) fn has_usdt_lock_waits(&self) -> bool {
+        self.usdt_counts(UsdtEvent::LockWaitStart) && self.usdt_counts(UsdtEvent::LockWaitDone)
     }
 
     /// The target process id.
@@ -396,6 +487,179 @@ fn monotonic_ns() -> u64 {
     // SAFETY: `ts` is a valid, writable timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Fills `tracked_tgids` with `root` and its descendants and attaches the
+/// fork and exit tracepoints that keep it current. The fork hook goes in
+/// before the scan of `/proc`, so a process forked during the scan is
+/// either found by it or added by the hook.
+fn track_process_tree(bpf: &mut Ebpf, root: u32) -> Result<(), ProbeError> {
+    let name = "tracked_tgids";
+    let insert = |bpf: &mut Ebpf, pid: u32, parent: u32| -> Result<(), ProbeError> {
+        let m = bpf.map_mut(name).ok_or(ProbeError::Missing {
+            what: "map",
+            name: name.into(),
+        })?;
+        let mut h: aya::maps::HashMap<_, u32, u32> =
+            aya::maps::HashMap::try_from(m).map_err(|e| ProbeError::Map {
+                map: name,
+                source: Box::new(e),
+            })?;
+        h.insert(pid, parent, 0).map_err(|e| ProbeError::Map {
+            map: name,
+            source: Box::new(e),
+        })
+    };
+    insert(bpf, root, procfs::parent(root).unwrap_or(0))?;
+    attach_raw(bpf, "process_fork", "sched_process_fork")?;
+    attach_raw(bpf, "process_exit", "sched_process_exit")?;
+    for (pid, parent) in procfs::descendants(root) {
+        insert(bpf, pid, parent)?;
+    }
+    Ok(())
+}
+
+/// The BPF program and attach cookie for a USDT site counting `event`, or
+/// why it cannot be attached.
+fn usdt_program(event: UsdtEvent, site: &usdt::UsdtSite) -> Result<(&'static str, u64), String> {
+    use crate::maps::point;
+    let count = |slot: usize| Ok(("usdt_count", slot as u64));
+    match event {
+        UsdtEvent::Commit => count(point::TXN_COMMIT),
+        UsdtEvent::Abort => count(point::TXN_ABORT),
+        UsdtEvent::WalInsert => count(point::WAL_INSERT),
+        UsdtEvent::WalSwitch => count(point::WAL_SWITCH),
+        UsdtEvent::WalBufferFull => count(point::WAL_BUFFER_FULL),
+        UsdtEvent::LockWaitStart => Ok(("usdt_lock_wait_start", 0)),
+        UsdtEvent::LockWaitDone => {
+            let arg = site.arg(1).unwrap_or("");
+            match usdt::register_arg(arg) {
+                Some(reg) => Ok(("usdt_lock_wait_done", u64::from(reg))),
+                None => Err(format!(
+                    "its lock name (argument 1, `{arg}`) is not in a register at the site at \
+                     {:#x}; only register arguments are decoded",
+                    site.address
+                )),
+            }
+        }
+    }
+}
+
+/// Attaches the USDT probes `opts.usdt` names at every site of the
+/// target's binary (all processes that run it, filtered in the programs on
+/// the target's tgids) and raises their semaphores in the target's
+/// processes. What cannot be attached goes to `unavailable`.
+fn attach_usdt(
+    bpf: &mut Ebpf,
+    opts: &AttachOptions,
+    unavailable: &mut Vec<Unavailable>,
+) -> Result<(Vec<(String, UsdtEvent)>, Semaphores), ProbeError> {
+    let exe = PathBuf::from(format!("/proc/{}/exe", opts.pid));
+    let real = std::fs::read_link(&exe).unwrap_or_else(|_| exe.clone());
+    let sites = match usdt::read_sites(&exe) {
+        Ok(s) => s,
+        Err(e) => {
+            unavailable.push(Unavailable {
+                what: "usdt".into(),
+                why: e.to_string(),
+            });
+            return Ok((Vec::new(), Semaphores::default()));
+        }
+    };
+    if sites.is_empty() {
+        unavailable.push(Unavailable {
+            what: "usdt".into(),
+            why: format!(
+                "{} has no USDT probes (no .note.stapsdt section: built without \
+                 --enable-dtrace, or stripped of its notes): {} unavailable; the rest \
+                 (scheduler, WAL writes and fsyncs) is measured. Use a build with USDT probes \
+                 (Debian's and PGDG's packages have them) for commits",
+                real.display(),
+                describe_events(&opts.usdt)
+            ),
+        });
+        return Ok((Vec::new(), Semaphores::default()));
+    }
+    for prog in ["usdt_count", "usdt_lock_wait_start", "usdt_lock_wait_done"] {
+        let p: &mut UProbe = program(bpf, prog)?;
+        p.load().map_err(|e| load_err(prog, e))?;
+    }
+    let mut attached = Vec::new();
+    let mut semaphores = Vec::new();
+    for rule in &opts.usdt {
+        let mine: Vec<&usdt::UsdtSite> = sites.iter().filter(|s| s.probe() == rule.probe).collect();
+        if mine.is_empty() {
+            unavailable.push(Unavailable {
+                what: format!("usdt {}", rule.probe),
+                why: format!("{} has no such USDT probe", real.display()),
+            });
+            continue;
+        }
+        let mut n = 0;
+        for site in &mine {
+            let (prog, cookie) = match usdt_program(rule.event, site) {
+                Ok(pc) => pc,
+                Err(why) => {
+                    unavailable.push(Unavailable {
+                        what: format!("usdt {} at {:#x}", rule.probe, site.address),
+                        why,
+                    });
+                    continue;
+                }
+            };
+            let p: &mut UProbe = program(bpf, prog)?;
+            let point = aya::programs::uprobe::UProbeAttachPoint {
+                location: aya::programs::uprobe::UProbeAttachLocation::AbsoluteOffset(
+                    site.file_offset,
+                ),
+                cookie: Some(cookie),
+            };
+            match p.attach(point, &exe, UProbeScope::AllProcesses) {
+                Ok(_) => {
+                    n += 1;
+                    semaphores.extend(site.semaphore_file_offset);
+                }
+                Err(e) => unavailable.push(Unavailable {
+                    what: format!("usdt {} at {:#x}", rule.probe, site.address),
+                    why: uprobe_why(&exe, &e),
+                }),
+            }
+        }
+        if n > 0 {
+            attached.push((rule.probe.clone(), rule.event));
+        }
+    }
+    semaphores.sort_unstable();
+    semaphores.dedup();
+    let mut pids = vec![opts.pid];
+    if opts.follow_children {
+        pids.extend(procfs::descendants(opts.pid).into_iter().map(|(p, _)| p));
+    }
+    let (raised, failed) = Semaphores::raise(&real, &semaphores, &pids);
+    for (pid, why) in failed {
+        // Its child processes that start later inherit the root's value.
+        unavailable.push(Unavailable {
+            what: format!("usdt semaphores in pid {pid}"),
+            why: format!("{why}; probes guarded by a semaphore stay silent in that process"),
+        });
+    }
+    Ok((attached, raised))
+}
+
+/// "commits, aborts, ..." for the events `rules` count.
+fn describe_events(rules: &[UsdtRule]) -> String {
+    let mut names: Vec<&str> = rules
+        .iter()
+        .map(|r| match r.event {
+            UsdtEvent::Commit => "commits",
+            UsdtEvent::Abort => "aborts",
+            UsdtEvent::WalInsert | UsdtEvent::WalSwitch => "WAL records and switches",
+            UsdtEvent::WalBufferFull => "WAL-buffer-full writes",
+            UsdtEvent::LockWaitStart | UsdtEvent::LockWaitDone => "lock waits by name",
+        })
+        .collect();
+    names.dedup();
+    names.join(", ")
 }
 
 fn attach_raw(bpf: &mut Ebpf, prog: &str, tp: &str) -> Result<(), ProbeError> {

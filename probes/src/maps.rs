@@ -135,6 +135,8 @@ pub struct FdIo {
     pub fsync_calls: u64,
     pub fsync_ns: u64,
     pub fsync_ns_log2: [u64; HIST_BUCKETS],
+    /// Of `fsync_calls`, the fdatasync(2) ones.
+    pub fdatasync_calls: u64,
 }
 
 impl Default for FdIo {
@@ -145,7 +147,31 @@ impl Default for FdIo {
             fsync_calls: 0,
             fsync_ns: 0,
             fsync_ns_log2: [0; HIST_BUCKETS],
+            fdatasync_calls: 0,
         }
+    }
+}
+
+/// A `io_by_proc_fd` key: a descriptor of one process of the target (with
+/// `follow_children`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ProcFd {
+    pub tgid: u32,
+    pub fd: u32,
+}
+
+/// A `usdt_lock_wait_by_name` key: a lock name the server reports (NUL-padded).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LockName {
+    pub name: [u8; 32],
+}
+
+impl LockName {
+    pub fn as_string(&self) -> String {
+        let end = self.name.iter().position(|&b| b == 0).unwrap_or(32);
+        String::from_utf8_lossy(&self.name[..end]).into_owned()
     }
 }
 
@@ -198,6 +224,10 @@ unsafe impl Pod for FutexKey {}
 unsafe impl Pod for FutexWait {}
 unsafe impl Pod for PointStats {}
 unsafe impl Pod for NamedLocksTable {}
+// SAFETY: plain `repr(C)` integers, no padding.
+unsafe impl Pod for ProcFd {}
+// SAFETY: a byte array.
+unsafe impl Pod for LockName {}
 
 /// Slots of `engine_probe_point_hits` (enum `engine_point` in the C source).
 pub mod point {
@@ -210,7 +240,12 @@ pub mod point {
     pub const COUNTERS_TICK: usize = 6;
     pub const LOG_WRITE_USER: usize = 7;
     pub const LOG_FLUSH_USER: usize = 8;
-    pub const COUNT: usize = 9;
+    pub const TXN_COMMIT: usize = 9;
+    pub const TXN_ABORT: usize = 10;
+    pub const WAL_INSERT: usize = 11;
+    pub const WAL_SWITCH: usize = 12;
+    pub const WAL_BUFFER_FULL: usize = 13;
+    pub const COUNT: usize = 14;
 }
 
 /// How [`MapsReading::read_as`] reads the maps.
@@ -241,8 +276,14 @@ pub struct MapsReading {
     /// Pairs that had a count in a recent slot (their total is not all in
     /// `wakeups_by_pair`, so they must not be pruned from it).
     pub wakeups_in_slots: HashSet<WakePair>,
-    pub io: HashMap<u32, FdIo>,
+    /// Per `(process, descriptor)`; with a single process, its pid.
+    pub io: HashMap<(u32, u32), FdIo>,
     pub futex: HashMap<FutexKey, FutexWait>,
+    /// The target's processes (`tgid -> parent tgid`): `tracked_tgids` when
+    /// following children, else the one target process.
+    pub processes: HashMap<u32, u32>,
+    /// Waits on locks the server names through its USDT probes.
+    pub usdt_lock_waits: HashMap<LockName, FutexWait>,
     pub points: [PointStats; point::COUNT],
     pub named_locks: NamedLocksTable,
 }
@@ -260,6 +301,8 @@ impl Default for MapsReading {
             wakeups_in_slots: HashSet::new(),
             io: HashMap::new(),
             futex: HashMap::new(),
+            processes: HashMap::new(),
+            usdt_lock_waits: HashMap::new(),
             points: [PointStats::default(); point::COUNT],
             named_locks: NamedLocksTable::default(),
         }
@@ -410,13 +453,31 @@ impl MapsReading {
                 wakeups_in_slots.insert(slot.pair);
             }
         }
-        let mut io: HashMap<u32, FdIo> = read_hash(p, "io_by_fd", how)?;
-        for fd in 0..p.fd_slots.len() {
-            let v = p.fd_slots.get(fd);
-            if v.write_calls > 0 || v.fsync_calls > 0 {
-                io.insert(fd as u32, v);
+        let pid = p.pid();
+        let (io, processes) = if p.follows_children() {
+            let io = read_hash::<ProcFd, FdIo>(p, "io_by_proc_fd", how)?
+                .into_iter()
+                .map(|(k, v)| ((k.tgid, k.fd), v))
+                .collect();
+            (io, read_processes(p)?)
+        } else {
+            let mut io: HashMap<(u32, u32), FdIo> = read_hash::<u32, FdIo>(p, "io_by_fd", how)?
+                .into_iter()
+                .map(|(fd, v)| ((pid, fd), v))
+                .collect();
+            for fd in 0..p.fd_slots.len() {
+                let v = p.fd_slots.get(fd);
+                if v.write_calls > 0 || v.fsync_calls > 0 {
+                    io.insert((pid, fd as u32), v);
+                }
             }
-        }
+            (io, HashMap::from([(pid, 0)]))
+        };
+        let usdt_lock_waits = if p.has_usdt_lock_waits() {
+            read_hash(p, "usdt_lock_wait_by_name", how)?
+        } else {
+            HashMap::new()
+        };
         let futex = read_hash(p, "futex_wait_by_lock", how)?;
 
         let mut runq_hist = [0u64; HIST_BUCKETS];
@@ -446,10 +507,24 @@ impl MapsReading {
             wakeups_in_slots,
             io,
             futex,
+            processes,
+            usdt_lock_waits,
             points,
             named_locks: read_named_locks(p)?,
         })
     }
+}
+
+/// The target's processes, `tgid -> parent tgid`: `tracked_tgids` when
+/// following children (the root always included), else the target alone.
+pub fn read_processes(p: &Probes) -> Result<HashMap<u32, u32>, ProbeError> {
+    let pid = p.pid();
+    if !p.follows_children() {
+        return Ok(HashMap::from([(pid, 0)]));
+    }
+    let mut procs: HashMap<u32, u32> = read_hash(p, "tracked_tgids", Lookup::Batch)?;
+    procs.entry(pid).or_insert(0);
+    Ok(procs)
 }
 
 /// The `engine_named_locks` map's one entry.

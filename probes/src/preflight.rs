@@ -5,6 +5,9 @@ use std::fs;
 use std::path::Path;
 
 use crate::error::ProbeError;
+use crate::glob;
+use crate::procfs;
+use crate::profile::TargetRules;
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
@@ -27,6 +30,39 @@ pub fn check_pid(pid: u32) -> Result<(), ProbeError> {
     let tgid = field("Tgid:").and_then(|t| t.parse::<u32>().ok());
     if zombie || tgid != Some(pid) {
         return Err(ProbeError::NoSuchProcess { pid });
+    }
+    Ok(())
+}
+
+/// Fails with [`ProbeError::NotTheRoot`] unless `pid` is what profile
+/// `profile`'s `[target]` asks for: an executable of that name, and not
+/// one of the server's child processes (by its title).
+pub fn check_target(pid: u32, profile: &str, target: &TargetRules) -> Result<(), ProbeError> {
+    let title = procfs::title(pid).unwrap_or_default();
+    let refuse = |what: String| ProbeError::NotTheRoot {
+        pid,
+        profile: profile.to_string(),
+        what,
+        hint: target.root_hint.clone(),
+    };
+    if !target.exe.is_empty() {
+        let exe = procfs::exe_name(pid).unwrap_or_default();
+        if !target.exe.contains(&exe) {
+            return Err(refuse(format!(
+                "runs `{exe}` (`{title}`), not {}",
+                target.exe.join(" or ")
+            )));
+        }
+    }
+    if let Some(child) = &target.child_title {
+        if glob::matches(child, &title) {
+            let parent = procfs::parent(pid)
+                .map(|p| format!(" (its parent is pid {p})"))
+                .unwrap_or_default();
+            return Err(refuse(format!(
+                "one of the server's child processes, `{title}`{parent}"
+            )));
+        }
     }
     Ok(())
 }

@@ -42,6 +42,59 @@ fn numbered_entries(
         .collect())
 }
 
+/// The parent of process `pid` (`/proc/PID/stat`, field 4).
+pub fn parent(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The comm (field 2) is in parentheses and may hold spaces.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `pid`'s descendants (children, their children...) as `(pid, parent)`,
+/// from one scan of `/proc`.
+pub fn descendants(root: u32) -> Vec<(u32, u32)> {
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(pp) = parent(pid) {
+            children.entry(pp).or_default().push(pid);
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            out.push((c, p));
+            todo.push(c);
+        }
+    }
+    out
+}
+
+/// The process title: `/proc/PID/cmdline` with its NUL separators as
+/// spaces, trailing padding removed (a server that rewrites its argv, as
+/// PostgreSQL does, shows its role there).
+pub fn title(pid: u32) -> Option<String> {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let text: String = String::from_utf8_lossy(&raw)
+        .chars()
+        .map(|c| if c == '\0' { ' ' } else { c })
+        .collect();
+    Some(text.trim_end().to_string())
+}
+
+/// The file name of the executable `pid` runs (`/proc/PID/exe`).
+pub fn exe_name(pid: u32) -> Option<String> {
+    let p = fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let name = p.file_name()?.to_string_lossy().into_owned();
+    Some(name.trim_end_matches(" (deleted)").to_string())
+}
+
 /// Number of CPUs in the affinity mask of `pid` (its main thread).
 pub fn affinity_cpus(pid: u32) -> Result<u32, ProbeError> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
@@ -76,5 +129,20 @@ mod tests {
         assert!(!f.is_empty());
         let n = affinity_cpus(me).unwrap();
         assert!(n >= 1);
+    }
+
+    #[test]
+    fn reads_the_process_tree_titles_and_exe() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        assert_eq!(parent(child.id()), Some(me));
+        assert!(descendants(me).contains(&(child.id(), me)));
+        assert_eq!(title(child.id()).as_deref(), Some("sleep 5"));
+        assert_eq!(exe_name(child.id()).as_deref(), Some("sleep"));
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }

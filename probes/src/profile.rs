@@ -14,6 +14,11 @@
 //! data = ["*.ibd"]       # anything else is kind "other"
 //! ```
 //!
+//! A server made of processes (PostgreSQL) adds `[target]` (follow the
+//! root's descendants, check the pid is the root), `[[processes]]` (roles
+//! by process title, before the thread rules) and `[[usdt]]` (the server's
+//! statically defined probes and what they count).
+//!
 //! Four profiles ship inside the binary: `redoctor-engine`, `mysql8`,
 //! `mariadb`, `postgresql` (see [`Profile::builtin`]).
 
@@ -117,6 +122,65 @@ pub struct FileRules {
     pub data: Vec<String>,
 }
 
+/// One process-title rule: every thread of a process whose title
+/// (`/proc/PID/cmdline`, arguments joined by spaces) matches `title` has
+/// `role`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessRule {
+    pub title: String,
+    pub role: Role,
+}
+
+/// What the target process must be, and whether its descendants are part of it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetRules {
+    /// Watch the target and every process it forks (before or after attach).
+    #[serde(default)]
+    pub follow_children: bool,
+    /// Names the target's executable may have (`/proc/PID/exe` basename);
+    /// empty = any.
+    #[serde(default)]
+    pub exe: Vec<String>,
+    /// Title of a child process of the server (not the root): a pid whose
+    /// title matches is refused.
+    #[serde(default)]
+    pub child_title: Option<String>,
+    /// How to find the right pid, printed when a pid is refused.
+    #[serde(default)]
+    pub root_hint: String,
+}
+
+/// What a USDT probe counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsdtEvent {
+    /// A transaction committed (`engine.commits`).
+    Commit,
+    /// A transaction aborted.
+    Abort,
+    /// A WAL (redo) record was inserted.
+    WalInsert,
+    /// The WAL switched to a new segment file.
+    WalSwitch,
+    /// A backend had to write WAL buffers itself because they were full.
+    WalBufferFull,
+    /// A wait for a named lock begins (argument 1: the name).
+    LockWaitStart,
+    /// That wait ends (argument 1: the lock's name, a C string).
+    LockWaitDone,
+}
+
+/// One USDT probe of the server and what it counts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsdtRule {
+    /// `provider:name`, as `readelf -n` lists it.
+    pub probe: String,
+    pub event: UsdtEvent,
+}
+
 /// A target profile.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,9 +189,15 @@ pub struct Profile {
     #[serde(default)]
     pub description: String,
     #[serde(default)]
+    pub target: TargetRules,
+    #[serde(default)]
+    pub processes: Vec<ProcessRule>,
+    #[serde(default)]
     pub threads: Vec<ThreadRule>,
     #[serde(default)]
     pub files: FileRules,
+    #[serde(default)]
+    pub usdt: Vec<UsdtRule>,
 }
 
 /// Why a profile could not be had.
@@ -203,7 +273,9 @@ impl Profile {
             origin: origin.to_string(),
             source,
         })?;
-        if p.threads.iter().any(|r| r.role == Role::External) {
+        if p.threads.iter().any(|r| r.role == Role::External)
+            || p.processes.iter().any(|r| r.role == Role::External)
+        {
             return Err(ProfileError::ExternalRole {
                 origin: origin.to_string(),
             });
@@ -217,6 +289,23 @@ impl Profile {
             .iter()
             .find(|r| glob::matches(&r.pattern, comm))
             .map_or(Role::Other, |r| r.role)
+    }
+
+    /// The role a process title gives all the process's threads (first
+    /// matching `[[processes]]` rule), if one does.
+    pub fn process_role(&self, title: &str) -> Option<Role> {
+        self.processes
+            .iter()
+            .find(|r| glob::matches(&r.title, title))
+            .map(|r| r.role)
+    }
+
+    /// The role of a thread named `comm` in a process titled `title`: the
+    /// process rule first, then the thread rule.
+    pub fn role_in(&self, title: Option<&str>, comm: &str) -> Role {
+        title
+            .and_then(|t| self.process_role(t))
+            .unwrap_or_else(|| self.role_of(comm))
     }
 
     /// The kind of the file at `path`.

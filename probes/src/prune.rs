@@ -22,8 +22,10 @@ pub fn dead_threads(
     cur: &mut MapsReading,
     live: &HashMap<u32, String>,
 ) -> Result<(), ProbeError> {
-    let pid = probes.pid();
     let dead = |tid: u32| !live.contains_key(&tid);
+    // A process of the target: one in the reading (with follow_children,
+    // processes leave `tracked_tgids` when they exit).
+    let ours = |pid: u32| cur.processes.contains_key(&pid) || prev.processes.contains_key(&pid);
     let threads: Vec<u32> = cur
         .threads
         .iter()
@@ -37,10 +39,15 @@ pub fn dead_threads(
             // A task address no longer naming a live thread of the target
             // is a dead one, or a thread outside it: either way an
             // unchanged count can go (a new wakeup starts it again).
-            let (wakee_pid, wakee_tid) = k.wakee_ids(&cur.tasks);
-            let gone = (k.waker_pid == pid && dead(k.waker_tid))
-                || (wakee_pid == pid && dead(wakee_tid))
-                || (k.wakee_is_task() && wakee_pid != pid);
+            let (_, wakee_tid) = k.wakee_ids(&cur.tasks);
+            let wakee_ours = if k.wakee_is_task() {
+                wakee_tid != 0
+            } else {
+                ours((k.wakee >> 32) as u32)
+            };
+            let gone = (ours(k.waker_pid) && dead(k.waker_tid))
+                || (wakee_ours && dead(wakee_tid))
+                || (k.wakee_is_task() && !wakee_ours);
             gone && prev.wakeups.get(*k) == Some(*n) && !cur.wakeups_in_slots.contains(*k)
         })
         .map(|(k, _)| *k)
@@ -58,6 +65,25 @@ pub fn dead_threads(
     } else {
         Vec::new()
     };
+    // Descriptors of processes that exited (with follow_children, where
+    // they are keyed by process) and had no call in this window.
+    let fds: Vec<(u32, u32)> = if probes.follows_children() {
+        cur.io
+            .iter()
+            .filter(|(k, v)| !cur.processes.contains_key(&k.0) && prev.io.get(*k) == Some(*v))
+            .map(|(k, _)| *k)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let fd_keys: Vec<maps::ProcFd> = fds
+        .iter()
+        .map(|&(tgid, fd)| maps::ProcFd { tgid, fd })
+        .collect();
+    maps::prune::<maps::ProcFd, maps::FdIo>(probes, "io_by_proc_fd", &fd_keys)?;
+    for k in &fds {
+        cur.io.remove(k);
+    }
     maps::forget_threads(probes, &threads)?;
     maps::prune::<WakePair, u64>(probes, "wakeups_by_pair", &pairs)?;
     maps::prune::<FutexKey, FutexWait>(probes, "futex_wait_by_lock", &futexes)?;

@@ -13,7 +13,7 @@ use crate::maps::{self, comm_family, point, MapsReading, NamedLocksTable, HIST_B
 use crate::named_locks::{self, NamedLocks, TableError};
 use crate::preflight;
 use crate::procfs;
-use crate::profile::{FileKind, Profile, Role};
+use crate::profile::{FileKind, Profile, Role, UsdtEvent};
 use crate::prune;
 use crate::signals::*;
 
@@ -25,8 +25,12 @@ pub struct Sampler {
     cost: CostMeter,
     /// Every thread name seen so far (threads that exited keep theirs).
     comms: HashMap<u32, String>,
-    /// Latest path seen behind each descriptor.
-    fd_paths: HashMap<u32, String>,
+    /// Latest path seen behind each descriptor, per process.
+    fd_paths: HashMap<(u32, u32), String>,
+    /// Process of each thread seen (tid -> tgid).
+    tid_pid: HashMap<u32, u32>,
+    /// Title of each process of the target seen (exited ones keep theirs).
+    titles: HashMap<u32, String>,
     affinity_cpus: u32,
     exited: bool,
     /// The engine's named locks, from the last table read.
@@ -56,6 +60,8 @@ impl Sampler {
             cost,
             comms: HashMap::new(),
             fd_paths: HashMap::new(),
+            tid_pid: HashMap::new(),
+            titles: HashMap::new(),
             exited: false,
             named: NamedLocks::default(),
             named_prev: NamedLocks::default(),
@@ -141,27 +147,80 @@ impl Sampler {
     /// Reads thread names, descriptor paths and affinity from `/proc`.
     /// Returns whether the target still runs and, if it does, its live
     /// threads (`tid -> comm`; `None` when unreadable), read once per window.
+    /// With `follow_children`, the live threads are those of every process
+    /// of the target (`self.prev.processes`, the last reading's).
     fn refresh_proc(&mut self) -> (bool, Option<HashMap<u32, String>>) {
         let pid = self.probes.pid();
         if !preflight::pid_alive(pid) {
             return (false, None);
         }
-        let live = procfs::threads(pid);
-        if let Ok(t) = &live {
-            self.comms
-                .extend(t.iter().map(|(tid, comm)| (*tid, comm.clone())));
+        // The processes now (those forked in this window included, so
+        // their descriptors are named before their I/O is summed).
+        let mut pids: Vec<u32> = if self.probes.follows_children() {
+            maps::read_processes(&self.probes)
+                .map(|p| p.into_keys().collect())
+                .unwrap_or_else(|_| self.prev.processes.keys().copied().collect())
+        } else {
+            vec![pid]
+        };
+        if !pids.contains(&pid) {
+            pids.push(pid);
         }
-        if let Ok(f) = procfs::fds(pid) {
-            self.fd_paths.extend(f);
+        let mut live = HashMap::new();
+        let mut root_ok = true;
+        for &p in &pids {
+            let threads = procfs::threads(p);
+            match threads {
+                Ok(t) => {
+                    for (tid, comm) in t {
+                        self.comms.insert(tid, comm.clone());
+                        self.tid_pid.insert(tid, p);
+                        live.insert(tid, comm);
+                    }
+                }
+                // A child that exited meanwhile; the root must be readable.
+                Err(_) if p != pid => continue,
+                Err(_) => root_ok = false,
+            }
+            if let Ok(f) = procfs::fds(p) {
+                self.fd_paths
+                    .extend(f.into_iter().map(|(fd, path)| ((p, fd), path)));
+            }
+            if self.probes.follows_children() {
+                if let Some(t) = procfs::title(p) {
+                    self.titles.insert(p, t);
+                }
+            }
         }
         if let Ok(n) = procfs::affinity_cpus(pid) {
             self.affinity_cpus = n;
         }
         if preflight::pid_alive(pid) {
-            (true, live.ok())
+            (true, root_ok.then_some(live))
         } else {
             (false, None)
         }
+    }
+
+    /// The process of thread `tid`: as `/proc` listed it, else (a thread
+    /// that lived and died within a window) itself when following
+    /// processes (their threads are mostly their main thread), else the target.
+    fn pid_of(&self, tid: u32) -> u32 {
+        self.tid_pid
+            .get(&tid)
+            .copied()
+            .unwrap_or(if self.probes.follows_children() {
+                tid
+            } else {
+                self.probes.pid()
+            })
+    }
+
+    /// Whether process `pid` is (part of) the target in reading `cur`.
+    fn in_target(&self, cur: &MapsReading, pid: u32) -> bool {
+        cur.processes.contains_key(&pid)
+            || self.prev.processes.contains_key(&pid)
+            || pid == self.probes.pid()
     }
 
     /// Sleeps until `interval` has passed since the window started, or the
@@ -203,9 +262,13 @@ impl Sampler {
     }
 
     fn role(&self, tid: u32) -> Role {
-        self.comms
-            .get(&tid)
-            .map_or(Role::Other, |c| self.profile.role_of(c))
+        let title = self.titles.get(&self.pid_of(tid)).map(String::as_str);
+        match self.comms.get(&tid) {
+            Some(c) => self.profile.role_in(title, c),
+            None => title
+                .and_then(|t| self.profile.process_role(t))
+                .unwrap_or(Role::Other),
+        }
     }
 
     /// `live`: the target's threads now (`None` when it exited or they
@@ -223,8 +286,8 @@ impl Sampler {
         let mut roles: BTreeMap<Role, RoleSignals> = BTreeMap::new();
 
         // Threads alive now, per role.
-        for comm in live.into_iter().flat_map(HashMap::values) {
-            roles.entry(self.profile.role_of(comm)).or_default().threads += 1;
+        for tid in live.into_iter().flat_map(HashMap::keys) {
+            roles.entry(self.role(*tid)).or_default().threads += 1;
         }
         let (cpu, threads) = self.scheduler(cur, window_ns, &mut roles);
         let mut wakeups = self.wakeups(cur, &mut roles);
@@ -256,6 +319,12 @@ impl Sampler {
             u64::from(self.probes.futex_sample()),
         );
 
+        let named_lock_waits = if self.probes.has_usdt_lock_waits() {
+            self.usdt_lock_waits(cur)
+        } else {
+            named_lock_waits
+        };
+        let processes = self.processes(cur, live);
         let mut unavailable = self.probes.unavailable().to_vec();
         if let Some(why) = &self.named_error {
             unavailable.push(crate::loader::Unavailable {
@@ -286,6 +355,7 @@ impl Sampler {
             io,
             futex_waits,
             named_lock_waits,
+            processes,
             engine,
             probe_cost: probe_cost.unwrap_or_default(),
             unavailable,
@@ -354,7 +424,6 @@ impl Sampler {
     /// Who woke whom: by role pair, by thread pair, inside and across the
     /// target's boundary (sent and received counts go into `roles`).
     fn wakeups(&self, cur: &MapsReading, roles: &mut BTreeMap<Role, RoleSignals>) -> Wakeups {
-        let pid = self.probes.pid();
         let mut wakeups = Wakeups::default();
         let mut by_role: BTreeMap<(Role, Role), u64> = BTreeMap::new();
         let mut by_thread = Vec::new();
@@ -364,8 +433,15 @@ impl Sampler {
                 continue;
             }
             let (wakee_pid, wakee_tid) = k.wakee_ids(&cur.tasks);
-            let waker_in = k.waker_pid == pid;
-            let wakee_in = wakee_pid == pid;
+            // A task address names a thread of the target (whose process
+            // /proc tells), else one outside it (0).
+            let wakee_pid = if k.wakee_is_task() && wakee_tid != 0 {
+                self.pid_of(wakee_tid)
+            } else {
+                wakee_pid
+            };
+            let waker_in = self.in_target(cur, k.waker_pid);
+            let wakee_in = wakee_pid != 0 && self.in_target(cur, wakee_pid);
             let waker = if waker_in {
                 self.role(k.waker_tid)
             } else {
@@ -418,6 +494,62 @@ impl Sampler {
         wakeups
     }
 
+    /// Waits for the locks the server names through USDT (PostgreSQL's
+    /// LWLock tranches), largest total first (top 30).
+    fn usdt_lock_waits(&self, cur: &MapsReading) -> Vec<NamedLockWait> {
+        let mut out: Vec<NamedLockWait> = cur
+            .usdt_lock_waits
+            .iter()
+            .filter_map(|(k, now)| {
+                let was = self
+                    .prev
+                    .usdt_lock_waits
+                    .get(k)
+                    .copied()
+                    .unwrap_or_default();
+                let waits = now.waits.saturating_sub(was.waits);
+                (waits > 0).then(|| NamedLockWait {
+                    lock: k.as_string(),
+                    wait_ns: now.wait_ns.saturating_sub(was.wait_ns),
+                    waits,
+                    addresses: 0,
+                    wait_ns_by_role: BTreeMap::new(),
+                })
+            })
+            .collect();
+        out.sort_by_key(|w| std::cmp::Reverse(w.wait_ns));
+        out.truncate(30);
+        out
+    }
+
+    /// The target's processes at the window's end, with title and role
+    /// (empty for a single-process target).
+    fn processes(
+        &self,
+        cur: &MapsReading,
+        live: Option<&HashMap<u32, String>>,
+    ) -> Vec<ProcessSignals> {
+        if !self.probes.follows_children() {
+            return Vec::new();
+        }
+        let mut out: Vec<ProcessSignals> = cur
+            .processes
+            .iter()
+            .filter(|(pid, _)| live.is_none_or(|l| l.contains_key(pid)))
+            .map(|(&pid, &parent)| {
+                let title = self.titles.get(&pid).cloned().unwrap_or_default();
+                ProcessSignals {
+                    pid,
+                    parent,
+                    role: self.role(pid),
+                    title,
+                }
+            })
+            .collect();
+        out.sort_by_key(|p| p.pid);
+        out
+    }
+
     /// Writes and fsyncs per file kind (kinds with no call are left out).
     fn io(&self, cur: &MapsReading, secs: f64) -> BTreeMap<FileKind, FileIo> {
         let mut io: BTreeMap<FileKind, (FileIo, [u64; HIST_BUCKETS])> = BTreeMap::new();
@@ -434,6 +566,7 @@ impl Sampler {
             f.write_bytes += now.write_bytes.saturating_sub(was.write_bytes);
             f.fsync_calls += now.fsync_calls.saturating_sub(was.fsync_calls);
             f.fsync_ns += now.fsync_ns.saturating_sub(was.fsync_ns);
+            f.fdatasync_calls += now.fdatasync_calls.saturating_sub(was.fdatasync_calls);
             for (i, slot) in h.iter_mut().enumerate() {
                 *slot += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
             }
@@ -462,7 +595,15 @@ impl Sampler {
             )
         };
         let tick = cur.points[point::COUNTERS_TICK];
-        let commits = if tick.hits == 0 {
+        let usdt = |event: UsdtEvent, slot: usize| {
+            self.probes
+                .usdt_counts(event)
+                .then(|| cur.points[slot].hits.saturating_sub(prev.points[slot].hits))
+        };
+        let usdt_commits = usdt(UsdtEvent::Commit, point::TXN_COMMIT);
+        let commits = if usdt_commits.is_some() {
+            usdt_commits
+        } else if tick.hits == 0 {
             None
         } else {
             let base = if prev.points[point::COUNTERS_TICK].hits > 0 {
@@ -489,8 +630,14 @@ impl Sampler {
         } else {
             redo_fsyncs_by_syscall
         };
+        let mut attached = self.probes.attached_probe_points().to_vec();
+        attached.extend(self.probes.attached_usdt().iter().map(|(p, _)| p.clone()));
         EngineEvents {
-            attached: self.probes.attached_probe_points().to_vec(),
+            attached,
+            aborts: usdt(UsdtEvent::Abort, point::TXN_ABORT),
+            wal_records: usdt(UsdtEvent::WalInsert, point::WAL_INSERT),
+            wal_switches: usdt(UsdtEvent::WalSwitch, point::WAL_SWITCH),
+            wal_buffer_full_writes: usdt(UsdtEvent::WalBufferFull, point::WAL_BUFFER_FULL),
             commits,
             commits_per_s: commits.map(|c| c as f64 / secs),
             redo_writes: on(redo_writes),

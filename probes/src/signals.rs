@@ -47,8 +47,15 @@ pub struct Signals {
     /// Futex waits summed per named lock of the engine (every address, not
     /// only the top 20), largest total first (top 30); empty when the
     /// target tells no names (no `redoctor_named_locks` probe point).
+    /// With a server that names its own lock waits through USDT probes
+    /// (PostgreSQL's LWLock tranches), those waits by name instead, timed
+    /// from the server's wait-start to wait-done probes (`addresses` 0).
     #[serde(default)]
     pub named_lock_waits: Vec<NamedLockWait>,
+    /// The target's processes at the window's end, when it is a tree of
+    /// processes (profile `[target] follow_children`); empty otherwise.
+    #[serde(default)]
+    pub processes: Vec<ProcessSignals>,
     /// Engine events from the uprobes on its probe points.
     pub engine: EngineEvents,
     /// Per BPF program: events handled and time spent in the window (the
@@ -208,6 +215,10 @@ pub struct FileIo {
     pub fsync_ns: u64,
     /// Their latency histogram.
     pub fsync_latency: Histogram,
+    /// Of `fsync_calls`, the fdatasync(2) ones (PostgreSQL syncs WAL with
+    /// fdatasync by default and new WAL segments with fsync).
+    #[serde(default)]
+    pub fdatasync_calls: u64,
 }
 
 /// Futex waits on one address.
@@ -244,15 +255,43 @@ pub struct NamedLockWait {
     pub wait_ns_by_role: BTreeMap<Role, u64>,
 }
 
-/// Engine events (uprobes on the `redoctor_*` probe points).
+/// One process of a multi-process target.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProcessSignals {
+    pub pid: u32,
+    /// Its parent's pid (0 when not known).
+    pub parent: u32,
+    /// Its role, from its title (profile `[[processes]]`), else its main
+    /// thread's name.
+    pub role: Role,
+    /// Its title (`/proc/PID/cmdline`, arguments joined by spaces).
+    pub title: String,
+}
+
+/// Engine events (uprobes on the `redoctor_*` probe points, or the
+/// server's own USDT probes).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct EngineEvents {
     /// Probe points with an attached uprobe.
     pub attached: Vec<String>,
     /// Commits acknowledged in the window: difference of the cumulative
     /// `commits` carried by `redoctor_counters_tick` (at most 100 ms late);
-    /// absent when no tick was seen yet.
+    /// absent when no tick was seen yet. With USDT probes (PostgreSQL), the
+    /// hits of the commit probe (`transaction__commit`); absent without them.
     pub commits: Option<u64>,
+    /// Aborted transactions (USDT `transaction__abort`).
+    #[serde(default)]
+    pub aborts: Option<u64>,
+    /// WAL records inserted (USDT `wal__insert`).
+    #[serde(default)]
+    pub wal_records: Option<u64>,
+    /// WAL segment switches (USDT `wal__switch`).
+    #[serde(default)]
+    pub wal_switches: Option<u64>,
+    /// Times a backend found the WAL buffers full and wrote them itself
+    /// (USDT `wal__buffer__write__dirty__start`): `wal_buffers` too small.
+    #[serde(default)]
+    pub wal_buffer_full_writes: Option<u64>,
     /// `commits / window`, per second.
     pub commits_per_s: Option<f64>,
     /// The per-batch fields below (`redo_writes` .. `flush_waiters_woken`)

@@ -20,6 +20,56 @@ pub fn text(d: &Diagnosis) -> String {
         d.rules_evaluated,
         d.windows.len()
     );
+    if let Some(w) = d.windows.last() {
+        let _ = writeln!(o, "profile: {}", w.profile);
+        if !w.processes.is_empty() {
+            // Roles by process title, largest first.
+            let mut by_role: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+            for p in &w.processes {
+                let kind = p
+                    .title
+                    .strip_prefix("postgres: ")
+                    .map_or("postmaster", |t| {
+                        if t.contains('[') || t.contains('(') {
+                            "backend"
+                        } else {
+                            t
+                        }
+                    });
+                by_role.entry(p.role.to_string()).or_default().push(kind);
+            }
+            let parts: Vec<String> = by_role
+                .into_iter()
+                .map(|(role, mut kinds)| {
+                    let n = kinds.len();
+                    kinds.sort_unstable();
+                    kinds.dedup();
+                    format!("{role} {n} ({})", kinds.join(", "))
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "processes: {} at the end: {}",
+                w.processes.len(),
+                parts.join("; ")
+            );
+        }
+        for u in w.unavailable.iter().filter(|u| u.what == "usdt") {
+            let _ = writeln!(o, "DEGRADED MODE: {}", u.why);
+        }
+    }
+    if !d.facts.settings.is_empty() {
+        let s: Vec<String> = d
+            .facts
+            .settings
+            .iter()
+            .map(|(k, v)| {
+                let src = d.facts.settings_source.get(k).map_or("", String::as_str);
+                format!("{k}={v} ({src})")
+            })
+            .collect();
+        let _ = writeln!(o, "settings: {}", s.join(", "));
+    }
     let lost: u64 = d.windows.iter().map(|w| w.events_lost).sum();
     if lost > 0 {
         let _ = writeln!(
@@ -47,6 +97,13 @@ pub fn text(d: &Diagnosis) -> String {
         }
         let _ = writeln!(o, "   expected: {}", r.expected_effect);
         let _ = writeln!(o, "   sources: {}", r.sources.join("; "));
+        if d.facts.engine == "postgresql" {
+            let _ = writeln!(o, "   apply: {}", r.apply_engine);
+            if let Some(sql) = &r.apply_postgresql {
+                let _ = writeln!(o, "   SQL: {sql}");
+            }
+            continue;
+        }
         let _ = writeln!(o, "   apply (bundled engine): {}", r.apply_engine);
         let _ = writeln!(
             o,

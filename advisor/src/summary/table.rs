@@ -106,6 +106,21 @@ pub const SIGNALS: &[SignalDef] = &[
         "dedicated redo log threads (writer, flusher, notifiers) alive",
         |t| t.log_threads,
     ),
+    def(
+        "wal_buffer_full_per_s",
+        "1/s",
+        "WAL writes a backend made because the WAL buffers were full (PostgreSQL USDT), per second; 0 unavailable",
+        |t| ratio(t.wal_buffer_full as f64, t.window_ns as f64 / 1e9),
+    ),
+    def(
+        "user_runnable_threads",
+        "",
+        "user threads running or waiting for a CPU, on average: (user on-CPU + run-queue ns) / window",
+        |t| ratio(
+            (t.user.oncpu_ns + t.user.runq_wait_ns) as f64,
+            t.window_ns as f64
+        ),
+    ),
     def("user_threads_per_core", "", "user_threads / cores", |t| {
         t.user_threads / t.cores
     }),

@@ -22,6 +22,8 @@ pub struct Totals {
     pub involuntary: u64,
     pub runq_hist: Histogram,
     pub user_threads: f64,
+    /// WAL-buffer-full writes by backends (PostgreSQL USDT), summed.
+    pub wal_buffer_full: u64,
     pub log_threads: f64,
     pub commit_path_wakeups: u64,
     pub futex_waits: u64,
@@ -99,6 +101,10 @@ impl Totals {
             involuntary: windows.iter().map(|w| w.cpu.involuntary_switches).sum(),
             runq_hist: merge_hists(windows.iter().map(|w| &w.cpu.runq_latency)),
             user_threads: role_threads(Role::User),
+            wal_buffer_full: windows
+                .iter()
+                .filter_map(|w| w.engine.wal_buffer_full_writes)
+                .sum(),
             log_threads: LOG_ROLES.iter().map(|r| role_threads(*r)).sum(),
             commit_path_wakeups: windows.iter().map(|w| w.wakeups.commit_path).sum(),
             futex_waits: windows

@@ -100,6 +100,7 @@ pub fn window(s: Shape) -> Signals {
             fsync_calls: s.redo_fsyncs,
             fsync_ns: s.redo_fsyncs * s.fsync_bucket_hi_ns * 3 / 4,
             fsync_latency: hist,
+            fdatasync_calls: 0,
         },
     );
     if s.binlog_bytes > 0 {
@@ -156,6 +157,7 @@ pub fn window(s: Shape) -> Signals {
         io,
         futex_waits: vec![],
         named_lock_waits: vec![],
+        processes: vec![],
         engine: EngineEvents {
             commits: Some(s.commits),
             commits_per_s: Some(s.commits as f64 / s.secs),

@@ -63,6 +63,18 @@ struct task_struct {
 /* x86-64 register file as saved on kernel entry (uprobe context, and a
  * task's user registers at syscall entry: `orig_ax` is the syscall number). */
 struct pt_regs {
+	unsigned long r15;
+	unsigned long r14;
+	unsigned long r13;
+	unsigned long r12;
+	unsigned long bp;
+	unsigned long bx;
+	unsigned long r11;
+	unsigned long r10;
+	unsigned long r9;
+	unsigned long r8;
+	unsigned long ax;
+	unsigned long cx;
 	unsigned long di;
 	unsigned long si;
 	unsigned long dx;

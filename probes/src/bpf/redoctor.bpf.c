@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /* redoctor probes: per-process scheduler, I/O, futex and engine signals.
  *
- * Every program first checks that the event belongs to the target process
- * (tgid `target_tgid`, set by the loader) and returns at once otherwise.
+ * Every program first checks that the event belongs to the target (tgid
+ * `target_tgid`, set by the loader; with `follow_children`, any process in
+ * `tracked_tgids`: the target and its descendants) and returns at once
+ * otherwise.
  * Everything is aggregated in maps; user space reads the maps once per
  * window and takes differences of the cumulative values. Each map is named
  * after the metric it exports.
@@ -30,6 +32,12 @@ const volatile __u32 thread_slot_mask = 8191; /* THREAD_SLOTS_DEFAULT - 1 */
  * taken: either way what is left of the check is one load, from the line
  * that holds target_tgid. */
 const volatile bool empty_programs = 0;
+/* Set by the loader for a target made of processes (a PostgreSQL cluster:
+ * the postmaster and every process it forks): the target is every tgid in
+ * tracked_tgids, which sched_process_fork extends. When 0 the check is the
+ * single compare with target_tgid: read-only data is frozen before the
+ * verifier runs, so the hash lookup is not even in the program. */
+const volatile bool follow_children = 0;
 
 #define HIST_BUCKETS 64
 #define MAX_THREADS 16384
@@ -38,6 +46,28 @@ const volatile bool empty_programs = 0;
 #define FD_SLOTS 1024 /* FD_SLOTS in maps.rs */
 #define MAX_PAIRS 65536
 #define MAX_FUTEX_KEYS 16384 /* FUTEX_KEYS in prune.rs */
+#define MAX_TRACKED 16384 /* MAX_TRACKED in loader.rs */
+#define MAX_PROC_FDS 8192
+
+/* ---- the target's processes --------------------------------------------- */
+
+/* With follow_children: tgid -> tgid of its parent, for the target and every
+ * descendant; filled from /proc by the loader, extended at each fork by a
+ * tracked process, an entry removed when its process exits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u32);
+} tracked_tgids SEC(".maps");
+
+/* Whether process `tgid` is (part of) the target. */
+static __always_inline bool tracked(__u32 tgid)
+{
+	if (!follow_children)
+		return tgid == target_tgid;
+	return bpf_map_lookup_elem(&tracked_tgids, &tgid) != 0;
+}
 
 /* ---- scheduler ---------------------------------------------------------- */
 
@@ -338,7 +368,7 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	/* `prev` is still `current` here: its ids come without a memory read. */
 	__u64 cur = bpf_get_current_pid_tgid();
-	if ((__u32)(cur >> 32) != target_tgid)
+	if (!tracked((__u32)(cur >> 32)))
 		return 0;
 	__u32 tid = (__u32)cur;
 	struct thread_sched *s = thread_stats(tid);
@@ -412,9 +442,9 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 	__u64 cur = bpf_get_current_pid_tgid();
 	__u32 waker_pid = cur >> 32;
 	__u64 wakee = ctx->args[0];
-	if (waker_pid != target_tgid) {
+	if (!tracked(waker_pid)) {
 		wakee = task_ids((struct task_struct *)wakee);
-		if ((__u32)(wakee >> 32) != target_tgid)
+		if (!tracked((__u32)(wakee >> 32)))
 			return 0;
 	}
 
@@ -456,6 +486,7 @@ struct fd_io {
 	__u64 fsync_calls;  /* fsync + fdatasync calls (any result) */
 	__u64 fsync_ns;     /* ns spent inside them */
 	__u64 fsync_ns_log2[HIST_BUCKETS]; /* their latency histogram */
+	__u64 fdatasync_calls; /* of fsync_calls, the fdatasync ones */
 };
 
 /* Descriptors below FD_SLOTS (where a server opens its log files) are
@@ -476,14 +507,32 @@ struct {
 	__type(value, struct fd_io);
 } io_by_fd SEC(".maps");
 
+/* With follow_children, descriptors are per process: (tgid, fd). */
+struct proc_fd {
+	__u32 tgid;
+	__u32 fd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROC_FDS);
+	__type(key, struct proc_fd);
+	__type(value, struct fd_io);
+} io_by_proc_fd SEC(".maps");
+
 /* What a traced syscall is (thread_sched.call_kind holds CALL_FSYNC for a
  * thread inside an fsync: only fsyncs are timed, so only they need their
  * entry seen; a write is counted at its exit alone). */
-enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2 };
+enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2, CALL_FDATASYNC = 3 };
 
+/* The totals of descriptor `fd` of the current process. */
 static __always_inline struct fd_io *fd_stats(__u32 fd)
 {
 	static const struct fd_io zero;
+	if (follow_children) {
+		struct proc_fd k = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd };
+		return lookup_or_init(&io_by_proc_fd, &k, &zero);
+	}
 	if (fd < FD_SLOTS)
 		return bpf_map_lookup_elem(&io_by_fd_slots, &fd);
 	return lookup_or_init(&io_by_fd, &fd, &zero);
@@ -516,23 +565,26 @@ static __always_inline __u32 call_kind_of(long id)
 	}
 }
 
-/* An fsync starts: note in the thread's entry when, and on which
- * descriptor. */
-static __always_inline void fsync_enter(__u32 tid, __u64 fd)
+/* An fsync (fdatasync when `nr` is NR_fdatasync) starts: note in the
+ * thread's entry when, and on which descriptor. */
+static __always_inline void fsync_enter(__u32 tid, __u64 fd, long nr)
 {
 	struct thread_sched *t = thread_stats(tid);
 	if (!t)
 		return;
 	t->call_start_ns = bpf_ktime_get_ns();
 	t->call_fd = fd;
-	t->call_kind = CALL_FSYNC;
+	t->call_kind = nr == NR_fdatasync ? CALL_FDATASYNC : CALL_FSYNC;
 }
 
 /* An fsync returns: add it to its descriptor's totals. */
 static __always_inline void fsync_exit(__u32 tid)
 {
 	struct thread_sched *t = thread_stats(tid);
-	if (!t || t->call_kind != CALL_FSYNC)
+	if (!t)
+		return;
+	__u32 kind = t->call_kind;
+	if (kind != CALL_FSYNC && kind != CALL_FDATASYNC)
 		return;
 	__u32 fd = t->call_fd;
 	t->call_kind = 0;
@@ -543,6 +595,8 @@ static __always_inline void fsync_exit(__u32 tid)
 	__sync_fetch_and_add(&s->fsync_calls, 1);
 	__sync_fetch_and_add(&s->fsync_ns, ns);
 	__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
+	if (kind == CALL_FDATASYNC)
+		__sync_fetch_and_add(&s->fdatasync_calls, 1);
 }
 
 /* The current thread's user registers as saved at syscall entry (the
@@ -602,10 +656,10 @@ int sys_enter_traced(struct syscall_enter_rec *ctx)
 	if (empty_programs)
 		return 0;
 	__u64 cur = bpf_get_current_pid_tgid();
-	if ((__u32)(cur >> 32) != target_tgid)
+	if (!tracked((__u32)(cur >> 32)))
 		return 0;
 	if (call_kind_of(ctx->nr) == CALL_FSYNC)
-		fsync_enter((__u32)cur, ctx->args[0]);
+		fsync_enter((__u32)cur, ctx->args[0], ctx->nr);
 	return 0;
 }
 
@@ -616,7 +670,7 @@ int sys_exit_traced(struct syscall_exit_rec *ctx)
 	if (empty_programs)
 		return 0;
 	__u64 cur = bpf_get_current_pid_tgid();
-	if ((__u32)(cur >> 32) != target_tgid)
+	if (!tracked((__u32)(cur >> 32)))
 		return 0;
 	__u32 kind = call_kind_of(ctx->nr);
 	if (kind == CALL_WRITE)
@@ -633,12 +687,13 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	if (empty_programs)
 		return 0;
 	__u64 cur = bpf_get_current_pid_tgid();
-	if ((__u32)(cur >> 32) != target_tgid)
+	if (!tracked((__u32)(cur >> 32)))
 		return 0;
-	if (call_kind_of(ctx->args[1]) != CALL_FSYNC)
+	long nr = ctx->args[1];
+	if (call_kind_of(nr) != CALL_FSYNC)
 		return 0;
 	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	fsync_enter((__u32)cur, BPF_CORE_READ(regs, di));
+	fsync_enter((__u32)cur, BPF_CORE_READ(regs, di), nr);
 	return 0;
 }
 
@@ -649,7 +704,7 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	if (empty_programs)
 		return 0;
 	__u64 cur = bpf_get_current_pid_tgid();
-	if ((__u32)(cur >> 32) != target_tgid)
+	if (!tracked((__u32)(cur >> 32)))
 		return 0;
 	/* The same registers as args[0], but through a BTF pointer: a plain load. */
 	struct pt_regs *regs = current_user_regs();
@@ -675,7 +730,13 @@ enum engine_point {
 	EP_COUNTERS_TICK = 6,   /* last: cumulative commits, last_b: redo bytes; sum: first commits seen */
 	EP_LOG_WRITE_USER = 7,  /* hits: writes led by a user thread (RT0) */
 	EP_LOG_FLUSH_USER = 8,  /* hits: flushes led by a user thread (RT0) */
-	EP_COUNT = 9,
+	/* USDT probes of the server (PostgreSQL's `postgresql` provider): hits only. */
+	EP_TXN_COMMIT = 9,      /* transaction__commit */
+	EP_TXN_ABORT = 10,      /* transaction__abort */
+	EP_WAL_INSERT = 11,     /* wal__insert: WAL records */
+	EP_WAL_SWITCH = 12,     /* wal__switch: segment switches */
+	EP_WAL_BUFFER_FULL = 13, /* wal__buffer__write__dirty__start: WAL buffers full */
+	EP_COUNT = 14,
 };
 
 struct engine_point_stats {
@@ -705,7 +766,7 @@ static __always_inline void point_hit(__u32 idx, __u64 add, __u64 last, __u64 la
 
 static __always_inline bool in_target(void)
 {
-	return (__u32)(bpf_get_current_pid_tgid() >> 32) == target_tgid;
+	return tracked((__u32)(bpf_get_current_pid_tgid() >> 32));
 }
 
 SEC("uprobe")
@@ -822,5 +883,132 @@ int named_locks(struct pt_regs *ctx)
 	t->count = ctx->si;
 	t->generation = ctx->dx;
 	t->calls += 1;
+	return 0;
+}
+
+/* ---- processes: forks and exits (with follow_children) ------------------ */
+
+/* TP_PROTO(struct task_struct *parent, struct task_struct *child); runs in
+ * the parent. A new process (not a thread) forked by a tracked one joins
+ * the target. */
+SEC("raw_tp/sched_process_fork")
+int process_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 parent = bpf_get_current_pid_tgid() >> 32;
+	if (!tracked(parent))
+		return 0;
+	__u64 ids = task_ids((struct task_struct *)ctx->args[1]);
+	__u32 child = ids >> 32;
+	if (child == parent)
+		return 0; /* a thread */
+	if (bpf_map_update_elem(&tracked_tgids, &child, &parent, BPF_ANY)) {
+		__u32 zero_key = 0;
+		__u64 *lost = bpf_map_lookup_elem(&events_lost_total, &zero_key);
+		if (lost)
+			*lost += 1;
+	}
+	return 0;
+}
+
+/* TP_PROTO(struct task_struct *p); runs in the exiting thread. The process
+ * leaves the target when its main thread exits (the root stays, so the
+ * sampler still sees it go). */
+SEC("raw_tp/sched_process_exit")
+int process_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	__u32 tgid = cur >> 32;
+	if ((__u32)cur != tgid || tgid == target_tgid)
+		return 0;
+	bpf_map_delete_elem(&tracked_tgids, &tgid);
+	return 0;
+}
+
+/* ---- USDT probes (statically defined tracepoints of the server) ---------- */
+
+/* A USDT site whose hits are counted: the attach cookie is its
+ * engine_point slot. */
+SEC("uprobe")
+int usdt_count(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	__u32 idx = bpf_get_attach_cookie(ctx);
+	point_hit(idx, 0, 0, 0);
+	return 0;
+}
+
+/* The value of user register `reg` at a probe site: its index in the
+ * kernel's x86-64 struct pt_regs (r15, r14, r13, r12, bp, bx, r11, r10, r9,
+ * r8, ax, cx, dx, si, di: 0 to 14), as usdt.rs encodes it in the attach
+ * cookie. The registers are copied to the stack first: the verifier allows
+ * no variable offset into the context. */
+static __always_inline __u64 usdt_reg(struct pt_regs *ctx, __u32 reg)
+{
+	__u64 regs[16] = {};
+	if (bpf_probe_read_kernel(regs, sizeof(regs), ctx))
+		return 0;
+	return regs[reg & 15];
+}
+
+/* Waits for a named lock the server reports itself (PostgreSQL's LWLock
+ * tranches: lwlock__wait__start/done(tranche name, mode)), by name. */
+#define LOCK_NAME_LEN 32
+
+struct lock_name {
+	char name[LOCK_NAME_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct lock_name);
+	__type(value, struct futex_wait);
+} usdt_lock_wait_by_name SEC(".maps");
+
+/* tid -> when its current wait began (ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u64);
+} usdt_lock_wait_since SEC(".maps");
+
+/* Attach cookie: the pt_regs index of the register holding argument 1
+ * (unused at the start). */
+SEC("uprobe")
+int usdt_lock_wait_start(struct pt_regs *ctx)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	if (!tracked(cur >> 32))
+		return 0;
+	__u32 tid = cur;
+	__u64 now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&usdt_lock_wait_since, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("uprobe")
+int usdt_lock_wait_done(struct pt_regs *ctx)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	if (!tracked(cur >> 32))
+		return 0;
+	__u32 tid = cur;
+	__u64 *since = bpf_map_lookup_elem(&usdt_lock_wait_since, &tid);
+	if (!since)
+		return 0;
+	__u64 ns = bpf_ktime_get_ns() - *since;
+	bpf_map_delete_elem(&usdt_lock_wait_since, &tid);
+	struct lock_name k = {};
+	__u64 name = usdt_reg(ctx, bpf_get_attach_cookie(ctx));
+	if (bpf_probe_read_user_str(k.name, sizeof(k.name), (const void *)name) < 0)
+		__builtin_memcpy(k.name, "?", 2);
+	static const struct futex_wait zero;
+	struct futex_wait *w = lookup_or_init(&usdt_lock_wait_by_name, &k, &zero);
+	if (w) {
+		__sync_fetch_and_add(&w->wait_ns, ns);
+		__sync_fetch_and_add(&w->waits, 1);
+	}
 	return 0;
 }
