@@ -50,6 +50,8 @@ struct RawRule {
     mysql: Option<String>,
     #[serde(default)]
     requires: Vec<String>,
+    #[serde(default)]
+    restart: bool,
 }
 
 /// One loaded rule with its compiled expressions.
@@ -80,6 +82,9 @@ pub struct Rule {
     pub mysql: Option<String>,
     /// Ids of rules that must also be recommended for this one to be kept.
     pub requires: Vec<String>,
+    /// The setting is static: only a server restart changes it, so its
+    /// proposal is reported as `needs_restart`, never applied live or tried.
+    pub restart: bool,
     /// Every `signals.*`, `facts.*` and `t.*` path its expressions read
     /// (from their syntax trees): the evidence a recommendation shows.
     pub reads: Vec<String>,
@@ -186,6 +191,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Rule>, AdvisorError> {
             expected_effect: r.expected_effect,
             mysql: r.mysql,
             requires: r.requires,
+            restart: r.restart,
             reads,
         });
     }

@@ -24,6 +24,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "rules/admission.toml",
         include_str!("../../rules/admission.toml"),
     ),
+    (
+        "rules/mariadb.toml",
+        include_str!("../../rules/mariadb.toml"),
+    ),
 ];
 
 impl RuleSet {

@@ -76,7 +76,7 @@ pub fn attach(opts: &AttachOptions, profile: Profile) -> Result<Sampler> {
 
 pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     let profile = Profile::resolve(&args.profile).context("loading the target profile")?;
-    let mut opts = AttachOptions::new(args.pid);
+    let mut opts = AttachOptions::for_profile(args.pid, &profile);
     opts.uprobes = !args.no_uprobes;
     opts.syscalls = !args.no_syscalls;
     opts.syscall_hooks = args.syscall_hooks;

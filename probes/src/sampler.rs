@@ -462,7 +462,12 @@ impl Sampler {
             )
         };
         let tick = cur.points[point::COUNTERS_TICK];
-        let commits = if tick.hits == 0 {
+        // A profile's commit point counts commits as hits of its slot
+        // (that slot is not the checkpoint's then).
+        let commit_point = self.probes.commit_point().is_some();
+        let commits = if commit_point {
+            Some(d(crate::loader::COMMIT_POINT_PROGRAM.1).0)
+        } else if tick.hits == 0 {
             None
         } else {
             let base = if prev.points[point::COUNTERS_TICK].hits > 0 {
@@ -482,15 +487,21 @@ impl Sampler {
         let (redo_fsyncs, redo_fsync_ns) = d(point::LOG_FLUSH);
         let (_, woken) = d(point::FLUSH_NOTIFIED);
         let (mode_switches, _) = d(point::MODE_SWITCH);
-        let (checkpoints, _) = d(point::CHECKPOINT);
+        let checkpoints = if commit_point {
+            0
+        } else {
+            d(point::CHECKPOINT).0
+        };
         let (fail_stops, _) = d(point::FAIL_STOP);
         let fsyncs = if batch {
             redo_fsyncs
         } else {
             redo_fsyncs_by_syscall
         };
+        let mut attached = self.probes.attached_probe_points().to_vec();
+        attached.extend(self.probes.commit_point().map(str::to_string));
         EngineEvents {
-            attached: self.probes.attached_probe_points().to_vec(),
+            attached,
             commits,
             commits_per_s: commits.map(|c| c as f64 / secs),
             redo_writes: on(redo_writes),

@@ -247,11 +247,13 @@ pub struct NamedLockWait {
 /// Engine events (uprobes on the `redoctor_*` probe points).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct EngineEvents {
-    /// Probe points with an attached uprobe.
+    /// Probe points with an attached uprobe (and the profile's commit point).
     pub attached: Vec<String>,
     /// Commits acknowledged in the window: difference of the cumulative
     /// `commits` carried by `redoctor_counters_tick` (at most 100 ms late);
-    /// absent when no tick was seen yet.
+    /// absent when no tick was seen yet. With a profile's commit point
+    /// (`Profile::commit_points`, e.g. MariaDB), the calls of that function
+    /// in the window.
     pub commits: Option<u64>,
     /// `commits / window`, per second.
     pub commits_per_s: Option<f64>,
