@@ -320,7 +320,7 @@ fn rank_with_model(
         // throttle around them): a server without that setting (MariaDB)
         // gets no prediction; only a live trial judges its proposals.
         report.note = Some(format!(
-            "the what-if model covers engines with {REDO_THREADS} (the bundled engine, MySQL 8); this {} server has none: its proposals are judged only by a live trial (--trial)",
+            "the what-if model covers engines with switchable dedicated redo log threads (the bundled engine, MySQL 8); this {} server has none: its proposals are judged only by a live trial (--trial)",
             d.facts.engine
         ));
         for k in &modelled {
