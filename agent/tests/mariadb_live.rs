@@ -274,7 +274,7 @@ fn mariadb_live() {
     m.stop();
 }
 
-/// 1. Probe windows cover the whole load: commits (calls of the commit
+/// Check 1: probe windows cover the whole load: commits (calls of the commit
 /// point) equal the transactions that committed (oltp_read_write: one
 /// COMMIT each, so `Com_commit`; oltp_update_index: autocommit UPDATEs,
 /// so `Com_update`), fsyncs equal `Innodb_data_fsyncs` (10.11 has no
@@ -371,7 +371,7 @@ fn counts_match_the_server(m: &Maria, t: &Tools) {
     );
 }
 
-/// 2. A loaded server diagnosed: the report is MariaDB's.
+/// Check 2: a loaded server diagnosed: the report is MariaDB's.
 fn diagnose_names_only_mariadb_settings(m: &Maria, t: &Tools) {
     let load = Reap(m.sysbench(t, "oltp_read_write", 16, 20, "run"));
     std::thread::sleep(Duration::from_secs(1));
@@ -429,7 +429,7 @@ fn diagnose_names_only_mariadb_settings(m: &Maria, t: &Tools) {
     assert!(d["model"]["predictions"].as_array().unwrap().is_empty());
 }
 
-/// 3. The wrong process or the wrong socket: an error naming the cause
+/// Check 3: the wrong process or the wrong socket: an error naming the cause
 /// and the fix, exit 1, nothing applied.
 fn wrong_pid_or_socket_is_refused(m: &Maria, state: &Path) {
     let engine = common::Served::start();
@@ -493,7 +493,7 @@ fn wrong_pid_or_socket_is_refused(m: &Maria, state: &Path) {
     assert_eq!(engine.var("innodb_log_writer_threads"), "ON");
 }
 
-/// 4. A dynamic setting applied and reverted through MariaDB's socket; a
+/// Check 4: a dynamic setting applied and reverted through MariaDB's socket; a
 /// static one refused before anything changes.
 fn apply_and_revert(m: &Maria, state: &Path) {
     let sock = m.socket();
@@ -535,7 +535,7 @@ fn apply_and_revert(m: &Maria, state: &Path) {
     assert!(st["entries"].as_array().unwrap().is_empty(), "{st}");
 }
 
-/// 5. With the thread pool on and 8 thread groups for 2 CPUs, the pool
+/// Check 5: with the thread pool on and 8 thread groups for 2 CPUs, the pool
 /// size rule proposes the CPU count and the trial tries it live.
 fn trial_on_the_thread_pool(m: &Maria, t: &Tools, state: &Path) {
     let cores = std::thread::available_parallelism().unwrap().get();
