@@ -133,6 +133,9 @@ pub enum Status {
     NotModelled,
     /// A live trial measured it no better (worse, inconclusive or aborted) and rolled it back.
     TrialRejected,
+    /// The setting is static: it needs a server restart, so it is neither
+    /// applied live nor tried (the rule has `restart = true`).
+    NeedsRestart,
 }
 
 impl std::fmt::Display for Status {

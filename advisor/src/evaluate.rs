@@ -181,6 +181,27 @@ pub fn diagnose_summary(
             !same
         })
         .collect();
+    // A static setting is reported, never a candidate: no live change or
+    // trial can judge it.
+    let (restart, fired): (Vec<Fired>, Vec<Fired>) =
+        fired.into_iter().partition(|f| f.rule.restart);
+    for f in &restart {
+        let current = d
+            .facts
+            .settings
+            .get(&f.rule.setting)
+            .cloned()
+            .unwrap_or_default();
+        d.not_applied.push(not_applied(
+            f.rule,
+            Some(f.proposed.clone()),
+            Status::NeedsRestart,
+            format!(
+                "{} is static: it needs a restart (set {}={} in the server's option file, then restart; now {current}); not applied live, not tried",
+                f.rule.setting, f.rule.setting, f.proposed
+            ),
+        ));
+    }
     let knobs = knobs(&fired, &mut d.not_applied);
     let inputs = Inputs::from_summary(&d.summary, &d.facts, window_rates);
     rank_with_model(&mut d, &knobs, inputs, model);
@@ -309,17 +330,23 @@ fn rank_with_model(
             ));
         }
     }
-    // The model's mechanics are InnoDB's commit path (redo threads,
-    // admission): it has nothing to predict for PostgreSQL.
-    if d.facts.engine == "postgresql" {
+    if !d.facts.settings.contains_key(REDO_THREADS) {
+        // The model's mechanics are the redo modes (and the cap and
+        // throttle around them): a server without that setting (MariaDB)
+        // gets no prediction; only a live trial judges its proposals.
+        report.note = Some(format!(
+            "the what-if model covers engines with switchable dedicated redo log threads (the bundled engine, MySQL 8); this {} server has none: its proposals are judged only by a live trial (--trial)",
+            d.facts.engine
+        ));
         for k in &modelled {
             file_knob(
                 d,
                 k,
                 Status::NotModelled,
-                "the what-if model covers InnoDB-style engines, not PostgreSQL".into(),
+                "no prediction on this engine".into(),
             );
         }
+        d.model = Some(report);
         return;
     }
     let inputs = match inputs {
@@ -488,7 +515,7 @@ fn verdict(
     }
     let text = if no_proposals {
         format!(
-            "no change advised: {n_rules} rules checked against {observed}; none proposes a change"
+            "no change advised: {n_rules} rules checked against {observed}; none proposes a live change"
         )
     } else {
         let best = d.model.as_ref().and_then(|m| m.predictions.first());
@@ -506,6 +533,20 @@ fn verdict(
                 d.model.as_ref().and_then(|m| m.note.clone()).unwrap_or_default()
             ),
         }
+    };
+    let restart: Vec<String> = d
+        .not_applied
+        .iter()
+        .filter(|n| n.status == Status::NeedsRestart)
+        .map(|n| format!("{}={}", n.setting, n.proposed.as_deref().unwrap_or("?")))
+        .collect();
+    let text = if restart.is_empty() {
+        text
+    } else {
+        format!(
+            "{text}; worth a restart (static, not applied live): {}",
+            restart.join(", ")
+        )
     };
     Verdict {
         kind: VerdictKind::NoChange,
@@ -706,10 +747,15 @@ pub(crate) fn rule_recommendation(
                 "redoctor apply --socket SOCKET_DIR --set {}={} (ALTER SYSTEM SET and pg_reload_conf() over the server's socket; `redoctor revert` undoes it)",
                 r.setting, w.proposed
             )
-        } else {
+        } else if facts.engine == "redoctor-engine" {
             format!(
                 "redoctor apply --socket SOCKET --set {}={} (SET GLOBAL over the server's socket; `redoctor revert` undoes it), or at start: redoctor-engine run --set {}={}",
                 r.setting, w.proposed, r.setting, w.proposed
+            )
+        } else {
+            format!(
+                "redoctor apply --socket SOCKET --set {}={} (SET GLOBAL over the {} server's socket; `redoctor revert` undoes it)",
+                r.setting, w.proposed, facts.engine
             )
         },
         apply_mysql: r.mysql.as_ref().map(|m| m.replace("{value}", &w.proposed)),

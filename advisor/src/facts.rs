@@ -35,16 +35,6 @@ pub const POSTGRESQL_SETTINGS: &[(&str, &str)] = &[
     ("max_connections", "100"),
 ];
 
-/// The settings (with defaults) the rules read on `engine` (a profile name):
-/// PostgreSQL's own for `postgresql`, the InnoDB ones otherwise.
-pub fn default_settings(engine: &str) -> &'static [(&'static str, &'static str)] {
-    if engine == "postgresql" {
-        POSTGRESQL_SETTINGS
-    } else {
-        DEFAULT_SETTINGS
-    }
-}
-
 /// Defaults of the settings the rules read (the bundled engine's; MySQL 8.0's
 /// for the redo and concurrency settings are the same).
 pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
@@ -57,18 +47,54 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("sync_binlog", "1"),
 ];
 
+/// MariaDB 10.11's defaults of the settings its rules read
+/// (`rules/mariadb.toml`). MariaDB has no `innodb_log_writer_threads` (no
+/// dedicated redo threads) and no `innodb_thread_concurrency` (removed in
+/// 10.6); its levers are the thread pool and binlog group commit.
+/// `thread_pool_size` defaults to the CPU count (filled in from `cores`).
+pub const MARIADB_DEFAULT_SETTINGS: &[(&str, &str)] = &[
+    ("innodb_flush_log_at_trx_commit", "1"),
+    ("log_bin", "OFF"),
+    ("sync_binlog", "0"),
+    ("thread_handling", "one-thread-per-connection"),
+    ("thread_pool_size", ""),
+    ("thread_pool_max_threads", "65536"),
+    ("binlog_commit_wait_count", "0"),
+    ("binlog_commit_wait_usec", "100000"),
+];
+
+/// The settings (and their defaults) that exist on `engine` (a profile
+/// name) and that the rules read: what `diagnose --socket` reads from the
+/// server.
+pub fn default_settings(engine: &str) -> &'static [(&'static str, &'static str)] {
+    match engine {
+        "mariadb" => MARIADB_DEFAULT_SETTINGS,
+        "postgresql" => POSTGRESQL_SETTINGS,
+        _ => DEFAULT_SETTINGS,
+    }
+}
+
 impl Facts {
     /// Facts from the signals alone: the redo mode from whether dedicated log
-    /// threads exist, binlog from writes to binlog files, everything else at
-    /// its default; `stated` (`name=value`, e.g. from `--setting`) overrides.
+    /// threads exist (on engines that have the setting), binlog from writes
+    /// to binlog files, everything else at its default
+    /// ([`default_settings`]); `stated` (`name=value`, e.g. from
+    /// `--setting`) overrides.
     pub fn infer(engine: &str, summary: &Summary, stated: &[(String, String)]) -> Facts {
         let mut settings = BTreeMap::new();
         let mut source = BTreeMap::new();
-        for (k, v) in default_settings(engine) {
-            settings.insert(k.to_string(), v.to_string());
+        let get = |k: &str| summary.get(k).copied().unwrap_or(0.0);
+        let cores = get("cores").max(1.0) as u32;
+        let defaults = default_settings(engine);
+        for (k, v) in defaults {
+            let v = if *k == "thread_pool_size" && v.is_empty() {
+                cores.to_string()
+            } else {
+                v.to_string()
+            };
+            settings.insert(k.to_string(), v);
             source.insert(k.to_string(), "default".to_string());
         }
-        let get = |k: &str| summary.get(k).copied().unwrap_or(0.0);
         if engine == "postgresql" {
             // Only PostgreSQL's own settings: nothing InnoDB is inferred.
             for (k, v) in stated {
@@ -76,7 +102,7 @@ impl Facts {
                 source.insert(k.clone(), "stated".into());
             }
             return Facts {
-                cores: get("cores").max(1.0) as u32,
+                cores,
                 binlog: false,
                 engine: engine.to_string(),
                 settings,
@@ -84,12 +110,17 @@ impl Facts {
                 allow_durability: false,
             };
         }
-        let redo_on = get("log_threads") > 0.0;
-        settings.insert(
-            "innodb_log_writer_threads".into(),
-            if redo_on { "ON" } else { "OFF" }.into(),
-        );
-        source.insert("innodb_log_writer_threads".into(), "observed".into());
+        if defaults
+            .iter()
+            .any(|(k, _)| *k == "innodb_log_writer_threads")
+        {
+            let redo_on = get("log_threads") > 0.0;
+            settings.insert(
+                "innodb_log_writer_threads".into(),
+                if redo_on { "ON" } else { "OFF" }.into(),
+            );
+            source.insert("innodb_log_writer_threads".into(), "observed".into());
+        }
         if get("binlog_write_bytes_per_s") > 0.0 {
             settings.insert("log_bin".into(), "ON".into());
             source.insert("log_bin".into(), "observed".into());
@@ -100,7 +131,7 @@ impl Facts {
         }
         let binlog = settings.get("log_bin").is_some_and(|v| v == "ON");
         Facts {
-            cores: get("cores").max(1.0) as u32,
+            cores,
             binlog,
             engine: engine.to_string(),
             settings,

@@ -54,6 +54,8 @@ struct RawRule {
     basis: RuleBasis,
     #[serde(default)]
     requires: Vec<String>,
+    #[serde(default)]
+    restart: bool,
 }
 
 /// What decides whether a firing rule's proposal is advised.
@@ -101,6 +103,9 @@ pub struct Rule {
     pub basis: RuleBasis,
     /// Ids of rules that must also be recommended for this one to be kept.
     pub requires: Vec<String>,
+    /// The setting is static: only a server restart changes it, so its
+    /// proposal is reported as `needs_restart`, never applied live or tried.
+    pub restart: bool,
     /// Every `signals.*`, `facts.*` and `t.*` path its expressions read
     /// (from their syntax trees): the evidence a recommendation shows.
     pub reads: Vec<String>,
@@ -209,6 +214,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Rule>, AdvisorError> {
             postgresql: r.postgresql,
             basis: r.basis,
             requires: r.requires,
+            restart: r.restart,
             reads,
         });
     }

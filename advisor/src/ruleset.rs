@@ -28,6 +28,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "rules/postgresql.toml",
         include_str!("../../rules/postgresql.toml"),
     ),
+    (
+        "rules/mariadb.toml",
+        include_str!("../../rules/mariadb.toml"),
+    ),
 ];
 
 impl RuleSet {

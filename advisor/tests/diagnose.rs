@@ -421,3 +421,54 @@ fn a_trial_can_keep_what_the_model_could_not_call() {
     assert!(r.verified);
     assert!(status(&d, "redo-off-binlog-serial-flush").is_none());
 }
+
+/// The same collapse on MariaDB: the bundled engine's rules do not apply
+/// (their settings do not exist there) and the model predicts nothing;
+/// MariaDB's own rule proposes the thread pool, which needs a restart.
+/// On the bundled engine, MariaDB's rules stay silent.
+#[test]
+fn mariadb_gets_only_its_own_levers() {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let w = windows(3, collapse());
+    let facts = Facts::infer("mariadb", &summarize(&w), &[]);
+    assert!(!facts.settings.contains_key("innodb_log_writer_threads"));
+    assert_eq!(facts.settings["thread_pool_size"], "2");
+    let d = diagnose(1, w.clone(), facts, &rules, &confident_model()).unwrap();
+    assert!(d.recommendations.is_empty(), "{:?}", d.recommendations);
+    for n in &d.not_applied {
+        assert!(n.rule.starts_with("mariadb-"), "{n:?}");
+        assert_ne!(n.status, Status::Error, "{n:?}");
+    }
+    let pool = status(&d, "mariadb-thread-pool").expect("the thread pool is proposed");
+    assert_eq!(pool.status, Status::NeedsRestart);
+    assert_eq!(pool.proposed.as_deref(), Some("pool-of-threads"));
+    assert!(pool.reason.contains("needs a restart"), "{}", pool.reason);
+    assert!(
+        d.verdict.text.contains("thread_handling=pool-of-threads"),
+        "{}",
+        d.verdict.text
+    );
+    assert!(d.model.as_ref().unwrap().predictions.is_empty());
+
+    // The pool on, with more thread groups than CPUs: a dynamic proposal
+    // that only a trial judges.
+    let stated = [
+        ("thread_handling".to_string(), "pool-of-threads".to_string()),
+        ("thread_pool_size".to_string(), "8".to_string()),
+    ];
+    let facts = Facts::infer("mariadb", &summarize(&w), &stated);
+    let d = diagnose(1, w.clone(), facts, &rules, &confident_model()).unwrap();
+    let size = status(&d, "mariadb-pool-size-cores").expect("the pool size is proposed");
+    assert_eq!(size.status, Status::NotModelled);
+    assert_eq!(size.proposed.as_deref(), Some("2"));
+
+    let facts = Facts::infer("redoctor-engine", &summarize(&w), &[]);
+    let d = diagnose(1, w, facts, &rules, &confident_model()).unwrap();
+    assert!(
+        d.not_applied
+            .iter()
+            .all(|n| !n.rule.starts_with("mariadb-")),
+        "{:?}",
+        d.not_applied
+    );
+}

@@ -104,7 +104,7 @@ impl Admin {
             .context("the socket path is not valid UTF-8")?
             .to_string();
         if !socket.exists() {
-            bail!("no server socket at {s}: start one (`redoctor-engine serve --socket {s} ...`) or pass the right --socket");
+            bail!("no server socket at {s}: pass the socket the server listens on (MariaDB: its --socket option; the bundled engine: `redoctor-engine serve --socket {s} ...`)");
         }
         if let Some((dir, port)) = postgres_socket(socket)? {
             let user = if user.is_empty() { "postgres" } else { user };
@@ -160,6 +160,40 @@ impl Admin {
         self.show("VARIABLES", "variable", name)
     }
 
+    /// A global variable's value, or `None` when the server has no such
+    /// variable (or cannot show it).
+    pub fn try_get(&mut self, name: &str) -> Option<String> {
+        self.get(name).ok()
+    }
+
+    /// Whether the server says `name` is read-only at run time (static:
+    /// only a restart changes it). `None` when the server cannot tell
+    /// (MariaDB tells in `information_schema.SYSTEM_VARIABLES`; the bundled
+    /// engine and MySQL do not have that table).
+    pub fn read_only(&mut self, name: &str) -> Result<Option<bool>> {
+        check_name(name)?;
+        let q = format!(
+            "SELECT READ_ONLY FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = '{}'",
+            name.to_ascii_uppercase()
+        );
+        let Client::Mysql(conn) = &mut self.conn else {
+            return Ok(None);
+        };
+        Ok(match conn.query_first::<String, _>(q) {
+            Ok(Some(v)) => Some(v.eq_ignore_ascii_case("YES")),
+            Ok(None) | Err(_) => None,
+        })
+    }
+
+    /// Refuses a setting only a restart can change (the server says it is
+    /// read-only), naming the fix.
+    pub fn check_dynamic(&mut self, name: &str, value: &str) -> Result<()> {
+        if self.read_only(name)? == Some(true) {
+            bail!("{}", needs_restart(name, value, &self.socket));
+        }
+        Ok(())
+    }
+
     /// A status counter (`SHOW GLOBAL STATUS LIKE 'name'`); unknown is an error.
     pub fn status(&mut self, name: &str) -> Result<u64> {
         let v = self.show("STATUS", "status counter", name)?;
@@ -210,17 +244,31 @@ impl Admin {
         Ok(())
     }
 
-    /// `SET GLOBAL name = value` (MySQL) or `ALTER SYSTEM SET name = value`
-    /// and a configuration reload (PostgreSQL); the server validates (a
-    /// refused value changes nothing).
+    /// `SET GLOBAL name = value` (MySQL protocol) or `ALTER SYSTEM SET
+    /// name = value` and a configuration reload (PostgreSQL); the server
+    /// validates (a refused value changes nothing). A static setting is
+    /// refused before it is tried, or when a MySQL-protocol server answers
+    /// that it is read-only (error 1238).
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
         check_name(name)?;
         let v = sql_value(value)?;
+        if matches!(self.conn, Client::Mysql(_)) {
+            self.check_dynamic(name, value)?;
+        }
         let socket = self.socket.clone();
         match &mut self.conn {
-            Client::Mysql(conn) => conn
-                .query_drop(format!("SET GLOBAL {name} = {v}"))
-                .with_context(|| format!("SET GLOBAL {name} = {v} on the server at {socket}")),
+            Client::Mysql(conn) => match conn.query_drop(format!("SET GLOBAL {name} = {v}")) {
+                Err(mysql::Error::MySqlError(e)) if e.code == ER_INCORRECT_GLOBAL_LOCAL_VAR => {
+                    bail!(
+                        "{} (the server said: {})",
+                        needs_restart(name, value, &socket),
+                        e.message
+                    )
+                }
+                r => {
+                    r.with_context(|| format!("SET GLOBAL {name} = {v} on the server at {socket}"))
+                }
+            },
             Client::Postgres(c) => {
                 let context: Option<String> = c
                     .query_opt("SELECT context FROM pg_settings WHERE name = $1", &[&name])
@@ -284,6 +332,90 @@ impl Admin {
             self.socket
         )
     }
+}
+
+/// MySQL/MariaDB error 1238: "Variable '%s' is a read only variable".
+const ER_INCORRECT_GLOBAL_LOCAL_VAR: u16 = 1238;
+
+fn needs_restart(name: &str, value: &str, socket: &str) -> String {
+    format!(
+        "{name} cannot be changed live on the server at {socket}: it is static and needs a restart \
+         (set {name}={value} in the server's option file, then restart the server); not applied"
+    )
+}
+
+/// Checks that the server listening on the Unix socket `socket` is the
+/// process `pid` (the socket's inode among `pid`'s descriptors), so a
+/// diagnosis does not read one server's settings and another's signals.
+/// Sockets the kernel does not list (another network namespace) pass.
+pub fn check_served_by(socket: &Path, pid: u32) -> Result<()> {
+    let inodes = socket_inodes(socket)?;
+    if inodes.is_empty() {
+        return Ok(());
+    }
+    let holds = |p: u32| -> bool {
+        std::fs::read_dir(format!("/proc/{p}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .any(|l| {
+                let l = l.to_string_lossy();
+                l.strip_prefix("socket:[")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|n| inodes.contains(&n))
+            })
+    };
+    if holds(pid) {
+        return Ok(());
+    }
+    let comm = |p: u32| {
+        std::fs::read_to_string(format!("/proc/{p}/comm"))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_else(|_| "?".into())
+    };
+    let owner = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&p| p != pid && holds(p));
+    let served = match owner {
+        Some(o) => format!("is served by pid {o} ({})", comm(o)),
+        None => "is not served by it".to_string(),
+    };
+    bail!(
+        "the socket {} {served}, not by pid {pid} ({}): the settings would be read from (and changed on) \
+         another server than the one observed; pass the socket of pid {pid}'s server \
+         (MariaDB/MySQL: `SELECT @@socket` on it) or the pid of the server behind this socket",
+        socket.display(),
+        comm(pid)
+    )
+}
+
+/// Inodes of the Unix sockets bound to `socket` (`/proc/net/unix`).
+fn socket_inodes(socket: &Path) -> Result<Vec<u64>> {
+    let table = std::fs::read_to_string("/proc/net/unix").context("reading /proc/net/unix")?;
+    let want: Vec<std::path::PathBuf> = [Some(socket.to_path_buf()), socket.canonicalize().ok()]
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let path = Path::new(f.get(7)?);
+            let bound = [Some(path.to_path_buf()), path.canonicalize().ok()];
+            bound
+                .iter()
+                .flatten()
+                .any(|p| want.contains(p))
+                .then(|| f.get(6)?.parse().ok())
+                .flatten()
+        })
+        .collect())
 }
 
 fn check_name(name: &str) -> Result<()> {

@@ -68,6 +68,10 @@ pub fn run(args: ApplyArgs) -> Result<ExitCode> {
     for (k, v) in &changes {
         before.push((k.clone(), admin.get(k)?, v.clone()));
     }
+    // A static setting (needs a restart) is refused before anything changes.
+    for (k, _, v) in &before {
+        admin.check_dynamic(k, v)?;
+    }
     for (k, old, new) in &before {
         state.record(admin.socket(), k, old, new);
     }

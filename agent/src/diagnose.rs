@@ -190,6 +190,9 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         (None, Some(e)) if args.trial => Some(e.admin_socket().to_path_buf()),
         _ => None,
     };
+    if let (Some(sock), None) = (&socket, &demo) {
+        crate::admin::check_served_by(sock, pid)?;
+    }
     let mut admin = match &socket {
         Some(sock) => Some(Admin::connect(sock, &args.user)?),
         None => None,
@@ -206,14 +209,18 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     }
     let mut stated = args.settings.clone();
     if let Some(a) = admin.as_mut() {
-        for (k, _) in default_settings(&profile.name) {
+        if a.engine() != "postgresql" {
+            check_profile_matches(a, &engine)?;
+        }
+        for (k, _) in default_settings(&engine) {
             if !stated.iter().any(|(s, _)| s == k) {
                 stated.push((k.to_string(), a.get(k)?));
             }
         }
     }
     let opts = AttachOptions::for_profile(pid, &profile);
-    let mut sampler = crate::probe::attach(&opts, profile)?;
+    let mut sampler = crate::probe::attach(&opts, profile)
+        .with_context(|| format!("probing pid {pid} with profile `{engine}`"))?;
     for u in sampler.probes().unavailable() {
         if u.what == "usdt" {
             eprintln!("redoctor: DEGRADED MODE: {}", u.why);
@@ -289,6 +296,28 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         None => print!("{out}"),
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Refuses a server whose kind is not the profile's: MariaDB says so in
+/// its `version` variable (`10.11.19-MariaDB-...`); the bundled engine
+/// has no `version` variable.
+fn check_profile_matches(a: &mut Admin, profile: &str) -> Result<()> {
+    let version = a.try_get("version");
+    let is_mariadb = version.as_deref().is_some_and(|v| v.contains("MariaDB"));
+    let shown = version.as_deref().unwrap_or("none: not MariaDB or MySQL");
+    if is_mariadb && profile != "mariadb" {
+        bail!(
+            "the server at {} is MariaDB (version {shown}) but the profile is `{profile}`: pass --profile mariadb",
+            a.socket()
+        );
+    }
+    if !is_mariadb && profile == "mariadb" {
+        bail!(
+            "the profile is `mariadb` but the server at {} is not MariaDB (version {shown}): pass the socket of the MariaDB server (`SELECT @@socket` on it), or the profile of this server (--profile redoctor-engine for the bundled engine)",
+            a.socket()
+        );
+    }
+    Ok(())
 }
 
 /// The demo's warm-up: its engine has just started (threads, caches, the

@@ -64,6 +64,17 @@ pub enum ProbeError {
          this binary do not match: rebuild"
     )]
     MapLayout { map: &'static str, why: String },
+    #[error(
+        "pid {pid} ({exe}) has none of the profile's commit points, so it is not the server \
+         the profile is for ({tried}): pass the pid of that server (e.g. `pidof mariadbd`), or \
+         the profile that matches this process (`--profile redoctor-engine` for the bundled engine)",
+        exe = exe.display()
+    )]
+    NoCommitPoint {
+        pid: u32,
+        exe: PathBuf,
+        tried: String,
+    },
     #[error("cannot read {path}: {source}")]
     Proc {
         path: PathBuf,

@@ -120,6 +120,13 @@ pub const PROBE_POINTS: &[(&str, &str)] = &[
     ("named_locks", "redoctor_named_locks"),
 ];
 
+/// The program that counts hits of a profile's commit point (its slot in
+/// `engine_probe_point_hits`): it adds one to the slot's `hits` atomically
+/// per call and ignores the arguments, so any function can feed it. The
+/// bundled engine's checkpoint point is reused: a profile with commit
+/// points is for a target without the `redoctor_*` points.
+pub const COMMIT_POINT_PROGRAM: (&str, usize) = ("checkpoint", crate::maps::point::CHECKPOINT);
+
 /// How to attach.
 #[derive(Debug, Clone)]
 pub struct AttachOptions {
@@ -163,6 +170,13 @@ pub struct AttachOptions {
     /// What the target process must be (a profile's `[target]`), checked
     /// before anything loads, and the profile's name for the message.
     pub target: Option<(String, TargetRules)>,
+    /// Symbols of a function the target calls once per commit, tried in
+    /// order ([`crate::Profile::commit_points`]); the first the binary has
+    /// is probed and its hits are the commits. Non-empty means the target
+    /// is not the bundled engine: its `redoctor_*` points are not tried,
+    /// and a target with none of these symbols is refused
+    /// ([`ProbeError::NoCommitPoint`]). Needs `uprobes`.
+    pub commit_points: Vec<String>,
 }
 
 impl AttachOptions {
@@ -209,11 +223,12 @@ impl AttachOptions {
             follow_children: false,
             usdt: Vec::new(),
             target: None,
+            commit_points: Vec::new(),
         }
     }
 
-    /// [`AttachOptions::new`] with what `profile` asks: its processes and
-    /// its USDT probes.
+    /// [`AttachOptions::new`] with what `profile` asks: its processes, its
+    /// USDT probes and its commit points.
     pub fn for_profile(pid: u32, profile: &Profile) -> Self {
         AttachOptions {
             // A server with its own USDT probes has none of the bundled
@@ -222,6 +237,7 @@ impl AttachOptions {
             follow_children: profile.target.follow_children,
             usdt: profile.usdt.clone(),
             target: Some((profile.name.clone(), profile.target.clone())),
+            commit_points: profile.commit_symbols(),
             ..Self::new(pid)
         }
     }
@@ -269,6 +285,7 @@ pub struct Probes {
     syscall_hooks: Option<SyscallHooks>,
     unavailable: Vec<Unavailable>,
     attached_points: Vec<String>,
+    commit_point: Option<String>,
     follow_children: bool,
     /// USDT probes attached (`provider:name`), with what each counts.
     attached_usdt: Vec<(String, UsdtEvent)>,
@@ -361,12 +378,27 @@ impl Probes {
         };
 
         let mut attached_points = Vec::new();
+        let mut commit_point = None;
         if opts.uprobes {
             let exe = PathBuf::from(format!("/proc/{}/exe", opts.pid));
             let scope = UProbeScope::OneProcess(
                 NonZeroU32::new(opts.pid).ok_or(ProbeError::NoSuchProcess { pid: 0 })?,
             );
-            for (prog, sym) in PROBE_POINTS {
+            if !opts.commit_points.is_empty() {
+                commit_point = Some(attach_commit_point(
+                    &mut bpf,
+                    &exe,
+                    scope,
+                    opts.pid,
+                    &opts.commit_points,
+                )?);
+            }
+            let engine_points = if opts.commit_points.is_empty() {
+                PROBE_POINTS
+            } else {
+                &[]
+            };
+            for (prog, sym) in engine_points {
                 if !opts.batch_points && BATCH_PROBE_POINTS.contains(sym) {
                     continue;
                 }
@@ -398,6 +430,7 @@ impl Probes {
             follow_children: opts.follow_children,
             attached_usdt,
             semaphores,
+            commit_point,
         })
     }
 
@@ -455,6 +488,61 @@ impl Probes {
     pub fn attached_probe_points(&self) -> &[String] {
         &self.attached_points
     }
+
+    /// The commit point probed (a symbol of [`AttachOptions::commit_points`]),
+    /// if any.
+    pub fn commit_point(&self) -> Option<&str> {
+        self.commit_point.as_deref()
+    }
+}
+
+/// Attaches [`COMMIT_POINT_PROGRAM`] to the first of `symbols` the binary
+/// at `exe` has; none is an error naming the binary and the symbols tried.
+fn attach_commit_point(
+    bpf: &mut Ebpf,
+    exe: &Path,
+    scope: UProbeScope,
+    pid: u32,
+    symbols: &[String],
+) -> Result<String, ProbeError> {
+    let prog = COMMIT_POINT_PROGRAM.0;
+    let p: &mut UProbe = program(bpf, prog)?;
+    p.load().map_err(|e| load_err(prog, e))?;
+    let mut first_error = None;
+    for sym in symbols {
+        match p.attach(sym.as_str(), exe, scope) {
+            Ok(_) => return Ok(sym.clone()),
+            Err(e) => {
+                first_error.get_or_insert_with(|| error_chain(&e));
+            }
+        }
+    }
+    let target = std::fs::read_link(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let first = first_error.unwrap_or_default();
+    // A symbol the binary lacks is the expected failure; anything else
+    // (permissions, a vanished binary) is worth its own words.
+    let why = if first.contains("error resolving symbol") {
+        String::new()
+    } else {
+        format!("; attaching failed: {first}")
+    };
+    Err(ProbeError::NoCommitPoint {
+        pid,
+        exe: target,
+        tried: format!("symbols tried: {}{why}", symbols.join(", ")),
+    })
+}
+
+/// An error and its sources, `: `-joined.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
 }
 
 /// Maps array `name` of the loaded object into this process.
@@ -757,13 +845,7 @@ fn load_err(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
 
 fn uprobe_why(exe: &Path, e: &aya::programs::ProgramError) -> String {
     let target = std::fs::read_link(exe).unwrap_or_else(|_| exe.to_path_buf());
-    let mut msg = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        src = s.source();
-    }
+    let msg = error_chain(e);
     format!(
         "{msg} (in {}); the binary may be stripped of its probe symbols or be another program: \
          keep the `redoctor_*` symbols (do not strip them) to get engine events",

@@ -12,6 +12,8 @@
 //! redo = ["*/redo.log"]
 //! binlog = []
 //! data = ["*.ibd"]       # anything else is kind "other"
+//! [[commit_points]]      # optional: a function called once per commit;
+//! symbol = "..."         # the first symbol found in the target is probed
 //! ```
 //!
 //! A server made of processes (PostgreSQL) adds `[target]` (follow the
@@ -181,6 +183,16 @@ pub struct UsdtRule {
     pub event: UsdtEvent,
 }
 
+/// A function of the target called once per committed transaction: a
+/// uprobe on it counts commits (for targets without the bundled engine's
+/// probe points).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CommitPoint {
+    /// The symbol (mangled, as `nm -D` prints it) in the target's binary.
+    pub symbol: String,
+}
+
 /// A target profile.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,6 +210,11 @@ pub struct Profile {
     pub files: FileRules,
     #[serde(default)]
     pub usdt: Vec<UsdtRule>,
+    /// Commit points, tried in order: the first symbol the target's binary
+    /// has is probed (builds differ in which they export). Empty: commits
+    /// come from the bundled engine's probe points.
+    #[serde(default)]
+    pub commit_points: Vec<CommitPoint>,
 }
 
 /// Why a profile could not be had.
@@ -217,6 +234,8 @@ pub enum ProfileError {
         #[source]
         source: toml::de::Error,
     },
+    #[error("profile {origin}: a commit point has an empty symbol")]
+    EmptyCommitPoint { origin: String },
     #[error(
         "profile {origin}: role `external` is reserved for threads outside the target; use `other`"
     )]
@@ -280,7 +299,20 @@ impl Profile {
                 origin: origin.to_string(),
             });
         }
+        if p.commit_points.iter().any(|c| c.symbol.trim().is_empty()) {
+            return Err(ProfileError::EmptyCommitPoint {
+                origin: origin.to_string(),
+            });
+        }
         Ok(p)
+    }
+
+    /// The commit point symbols, in the order they are tried.
+    pub fn commit_symbols(&self) -> Vec<String> {
+        self.commit_points
+            .iter()
+            .map(|c| c.symbol.clone())
+            .collect()
     }
 
     /// The role of a thread with this comm (first matching rule; else `other`).
@@ -349,6 +381,13 @@ mod tests {
             m.kind_of("/var/lib/mysql/#innodb_redo/#ib_redo7"),
             FileKind::Redo
         );
+        assert!(e.commit_points.is_empty());
+        let md = Profile::builtin("mariadb").unwrap();
+        assert_eq!(
+            md.commit_symbols()[0],
+            "_Z24mysql_bin_log_commit_posP3THDPyPPKc"
+        );
+        assert_eq!(md.kind_of("/var/lib/mysql/ib_logfile0"), FileKind::Redo);
     }
 
     #[test]
@@ -394,5 +433,9 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("reserved"), "{e}");
+        let e = Profile::parse("name=\"x\"\n[[commit_points]]\nsymbol=\"\"\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("empty symbol"), "{e}");
     }
 }

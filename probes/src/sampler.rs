@@ -601,8 +601,13 @@ impl Sampler {
                 .then(|| cur.points[slot].hits.saturating_sub(prev.points[slot].hits))
         };
         let usdt_commits = usdt(UsdtEvent::Commit, point::TXN_COMMIT);
+        // A profile's commit point counts commits as hits of its slot
+        // (that slot is not the checkpoint's then).
+        let commit_point = self.probes.commit_point().is_some();
         let commits = if usdt_commits.is_some() {
             usdt_commits
+        } else if commit_point {
+            Some(d(crate::loader::COMMIT_POINT_PROGRAM.1).0)
         } else if tick.hits == 0 {
             None
         } else {
@@ -623,7 +628,11 @@ impl Sampler {
         let (redo_fsyncs, redo_fsync_ns) = d(point::LOG_FLUSH);
         let (_, woken) = d(point::FLUSH_NOTIFIED);
         let (mode_switches, _) = d(point::MODE_SWITCH);
-        let (checkpoints, _) = d(point::CHECKPOINT);
+        let checkpoints = if commit_point {
+            0
+        } else {
+            d(point::CHECKPOINT).0
+        };
         let (fail_stops, _) = d(point::FAIL_STOP);
         let fsyncs = if batch {
             redo_fsyncs
@@ -632,6 +641,7 @@ impl Sampler {
         };
         let mut attached = self.probes.attached_probe_points().to_vec();
         attached.extend(self.probes.attached_usdt().iter().map(|(p, _)| p.clone()));
+        attached.extend(self.probes.commit_point().map(str::to_string));
         EngineEvents {
             attached,
             aborts: usdt(UsdtEvent::Abort, point::TXN_ABORT),

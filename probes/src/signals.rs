@@ -272,12 +272,14 @@ pub struct ProcessSignals {
 /// server's own USDT probes).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct EngineEvents {
-    /// Probe points with an attached uprobe.
+    /// Probe points with an attached uprobe (and the profile's commit point).
     pub attached: Vec<String>,
     /// Commits acknowledged in the window: difference of the cumulative
     /// `commits` carried by `redoctor_counters_tick` (at most 100 ms late);
     /// absent when no tick was seen yet. With USDT probes (PostgreSQL), the
-    /// hits of the commit probe (`transaction__commit`); absent without them.
+    /// hits of the commit probe (`transaction__commit`); with a profile's
+    /// commit point (`Profile::commit_points`, e.g. MariaDB), the calls of
+    /// that function in the window; absent without either.
     pub commits: Option<u64>,
     /// Aborted transactions (USDT `transaction__abort`).
     #[serde(default)]

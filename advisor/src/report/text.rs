@@ -104,12 +104,16 @@ pub fn text(d: &Diagnosis) -> String {
             }
             continue;
         }
-        let _ = writeln!(o, "   apply (bundled engine): {}", r.apply_engine);
-        let _ = writeln!(
-            o,
-            "   apply (MySQL 8): {}",
-            r.apply_mysql.as_deref().unwrap_or("no MySQL 8 equivalent")
-        );
+        if d.facts.engine == "mariadb" {
+            let _ = writeln!(o, "   apply (MariaDB): {}", r.apply_engine);
+        } else {
+            let _ = writeln!(o, "   apply (bundled engine): {}", r.apply_engine);
+            let _ = writeln!(
+                o,
+                "   apply (MySQL 8): {}",
+                r.apply_mysql.as_deref().unwrap_or("no MySQL 8 equivalent")
+            );
+        }
     }
     for b in d.trial.iter().flat_map(blocks) {
         let _ = writeln!(o, "\n{}", b.heading.to_uppercase());

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use redoctor_advisor::experiment::{Candidate, Settings};
-use redoctor_advisor::facts::DEFAULT_SETTINGS;
+use redoctor_advisor::facts::default_settings;
 use redoctor_advisor::model::Model;
 use redoctor_advisor::{diagnose_summary, summarize, Diagnosis, Facts};
 use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
@@ -317,7 +317,7 @@ impl Worker {
     fn sample(&mut self, pid: u32) -> Result<Option<Vec<Signals>>> {
         let s = self.t.sampling.clone();
         let m = Metrics::t(&self.t.name);
-        let mut opts = AttachOptions::new(pid);
+        let mut opts = AttachOptions::for_profile(pid, &self.profile);
         opts.syscall_hooks = redoctor_probes::SyscallHooks::Auto;
         let began = Instant::now();
         let probes =
@@ -419,7 +419,7 @@ impl Worker {
     pub(super) fn stated_settings(&mut self) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
         if let Some(a) = self.admin.as_mut() {
-            for (k, _) in DEFAULT_SETTINGS {
+            for (k, _) in default_settings(&self.profile.name) {
                 out.push((k.to_string(), a.get(k)?));
             }
         }
@@ -433,7 +433,7 @@ impl Worker {
         summary: &redoctor_advisor::Summary,
     ) -> Result<Diagnosis> {
         let stated = self.stated_settings()?;
-        let facts = Facts::infer(&self.t.profile, summary, &stated);
+        let facts = Facts::infer(&self.profile.name, summary, &stated);
         let cores = summary.get("cores").copied().unwrap_or(1.0).max(1.0) as u32;
         if self.model.as_ref().map(|(c, _)| *c) != Some(cores) {
             let src = match &self.shared.calibration {

@@ -272,7 +272,8 @@ fn wait_until(child: &mut Child, timeout: Duration, ready: impl Fn() -> bool) ->
 
 /// Attaches the probes, discards the warm-up, observes the duration.
 fn watch(pid: u32, profile: Profile, s: &Scenario) -> Result<Vec<redoctor_probes::Signals>> {
-    let mut sampler = crate::probe::attach(&AttachOptions::new(pid), profile)?;
+    let opts = AttachOptions::for_profile(pid, &profile);
+    let mut sampler = crate::probe::attach(&opts, profile)?;
     if !s.warmup.is_zero() {
         let w = sampler
             .wait_window(s.warmup)
