@@ -92,11 +92,15 @@ pub struct RecoveryStats {
     /// Bytes of torn redo discarded / of torn binlog zeroed.
     pub redo_truncated_bytes: u64,
     pub binlog_truncated_bytes: u64,
+    /// Recoveries of a circular redo log that had wrapped around (its end
+    /// lsn is past the file's size) at least once.
+    pub log_wrapped: u64,
 }
 
 impl RecoveryStats {
-    fn of(state: &StateFile) -> RecoveryStats {
+    fn of(state: &StateFile, log_file_bytes: u64) -> RecoveryStats {
         RecoveryStats {
+            log_wrapped: u64::from(state.recovery_count(&["redo_end_lsn"]) > log_file_bytes),
             records_replayed: state.recovery_count(&["records_replayed"]),
             xa_prepared: state.recovery_count(&["xa", "prepared"]),
             xa_committed_without_mark: state.recovery_count(&["xa", "committed_without_mark"]),
@@ -113,6 +117,7 @@ impl RecoveryStats {
         self.xa_rolled_back += o.xa_rolled_back;
         self.redo_truncated_bytes += o.redo_truncated_bytes;
         self.binlog_truncated_bytes += o.binlog_truncated_bytes;
+        self.log_wrapped += o.log_wrapped;
     }
 }
 
@@ -491,7 +496,7 @@ fn trial(
     run_to_end(cmd, &dir.join(format!("recover-{n}")), opts.step_timeout)
         .map_err(TrialFailure::Recovery)?;
     let recovered = StateFile::read(&out)?;
-    res.recovery = RecoveryStats::of(&recovered);
+    res.recovery = RecoveryStats::of(&recovered, cfg.shape.log_file_kib * 1024);
 
     let base_path = match n {
         0 => dir.join("base.json"),

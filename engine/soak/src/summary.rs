@@ -175,9 +175,10 @@ impl fmt::Display for Summary {
         )?;
         writeln!(
             f,
-            "  recoveries {} (+{} re-recoveries without a checkpoint); prepared {} (committed without mark {}, rolled back {}); torn redo bytes {}",
+            "  recoveries {} (+{} re-recoveries without a checkpoint; {} of a wrapped log); prepared {} (committed without mark {}, rolled back {}); torn redo bytes {}",
             self.recoveries,
             self.rerecoveries,
+            self.recovery.log_wrapped,
             self.recovery.xa_prepared,
             self.recovery.xa_committed_without_mark,
             self.recovery.xa_rolled_back,

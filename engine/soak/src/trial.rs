@@ -164,7 +164,9 @@ fn pick<T: Copy>(rng: &mut SmallRng, items: &[T]) -> T {
 }
 
 fn draw_shape(rng: &mut SmallRng) -> Shape {
-    let log_file_kib = pick(rng, &[1024, 2048, 4096, 16384]);
+    // TPCC-lite's load commits 100 items at once (about 10 KB of redo),
+    // and a record may fill a quarter of the log buffer: 64 KiB at least.
+    let log_file_kib = pick(rng, &[512, 1024, 2048, 16384]);
     let log_buffer_kib = pick(rng, &[64u64, 128, 256, 512]).min(log_file_kib / 8);
     Shape {
         tables: rng.gen_range(1..=4),
@@ -213,11 +215,16 @@ impl TrialConfig {
         } else {
             0
         };
-        // Log-uniform from 10 ms to the limit: most kills come early,
-        // some after the log has wrapped many times.
-        let lo = 10f64.ln();
-        let hi = (limits.max_kill_ms.max(11) as f64).ln();
-        let kill_after_ms = rng.gen_range(lo..hi).exp().round() as u64;
+        // Half log-uniform from 10 ms to the limit (early kills: in the
+        // first commits, the first checkpoint), half uniform over its last
+        // three quarters (the small logs have wrapped by then).
+        let max = limits.max_kill_ms.max(11);
+        let kill_after_ms = if rng.gen_bool(0.5) {
+            let (lo, hi) = (10f64.ln(), (max as f64).ln());
+            rng.gen_range(lo..hi).exp().round() as u64
+        } else {
+            rng.gen_range((max / 4).max(10)..=max)
+        };
         TrialConfig {
             seed,
             reuse_of,
