@@ -180,7 +180,7 @@ pub fn run_pair(
     let Some(&first) = seeds.first() else {
         return results;
     };
-    let pair_dir = opts.dir.join(format!("trial-{:016x}", first & !1));
+    let pair_dir = unused_dir(&opts.dir, &format!("trial-{:016x}", first & !1));
     let mut base: Option<StateFile> = None;
     let mut failed = false;
     for (n, &seed) in seeds.iter().enumerate() {
@@ -207,6 +207,18 @@ pub fn run_pair(
         let _ = fs::remove_dir_all(&pair_dir);
     }
     results
+}
+
+/// `parent/name`, or `parent/name-2`, `-3`, ... if taken (a replay in
+/// the directory of the soak it replays keeps the failing trial's files).
+fn unused_dir(parent: &Path, name: &str) -> PathBuf {
+    let mut p = parent.join(name);
+    let mut n = 2;
+    while p.exists() {
+        p = parent.join(format!("{name}-{n}"));
+        n += 1;
+    }
+    p
 }
 
 /// Quotes `s` for a POSIX shell when it needs it.
