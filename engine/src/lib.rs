@@ -37,9 +37,11 @@ mod tests;
 
 // The public API: what the server, the load driver, the CLI and the probes'
 // live tests use. Everything else is private to the engine.
+pub use binlog::file::read_xids as read_binlog_xids;
 pub use binlog::BinlogError;
 pub use counters::{CounterValues, StatusSnapshot};
 pub use data::catalog::DataError;
+pub use data::record::{RedoRecord, RowOp};
 pub use data::table::{Row, TableId};
 pub use data::trx::{Trx, TrxError};
 pub use engine::{Engine, EngineOptions};

@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// Append `<table_id> <id>` to this file after every acknowledged insert (insert workload only).
     #[arg(long)]
     ack_file: Option<PathBuf>,
+    /// Crash-soak journal (any workload): append each transaction's
+    /// after-images before its commit and an acknowledgement after it.
+    #[arg(long, value_name = "PATH")]
+    journal: Option<PathBuf>,
     /// Toggle the redo log threads on/off every M milliseconds during the run.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     switch_every_ms: Option<u64>,
@@ -246,6 +250,7 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         tables: a.tables,
         table_size: a.table_size,
         ack_file: a.ack_file.clone(),
+        journal: a.journal.clone(),
         switch_every: a.switch_every_ms.map(Duration::from_millis),
         seed: a.seed,
         report_interval: a.report_interval,

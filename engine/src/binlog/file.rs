@@ -298,7 +298,6 @@ pub fn repair_tail(vfs: &dyn Vfs, scan: &FileScan) -> Result<u64, BinlogError> {
 }
 
 /// One event as read back.
-#[cfg(all(test, not(loom)))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
     pub file: String,
@@ -310,7 +309,6 @@ pub struct Event {
 /// Every valid event of every indexed file, in binlog order, without
 /// changing anything. Errors on a torn event in any file but the last one
 /// (only the last file may end torn).
-#[cfg(all(test, not(loom)))]
 pub fn read_all(vfs: &dyn Vfs) -> Result<Vec<Event>, BinlogError> {
     let Some(names) = read_index(vfs)? else {
         return Ok(Vec::new());
@@ -328,6 +326,16 @@ pub fn read_all(vfs: &dyn Vfs) -> Result<Vec<Event>, BinlogError> {
         check_not_torn_inside(&scan, i + 1 == names.len())?;
     }
     Ok(out)
+}
+
+/// The xid of every valid event of the binlog in `vfs`, in binlog order,
+/// without changing anything; None when there is no binlog (no index). For
+/// crash checks that compare the binlog with what recovery kept.
+pub fn read_xids(vfs: &dyn Vfs) -> Result<Option<Vec<u64>>, BinlogError> {
+    if read_index(vfs)?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(read_all(vfs)?.into_iter().map(|e| e.xid).collect()))
 }
 
 /// Only the last file may end torn: earlier ones were synced before rotation.

@@ -36,15 +36,24 @@ impl AckWriter {
             writeln!(cursor, "{table} {id}")?;
             40 - cursor.len()
         };
-        let written = (&self.file).write(&buf[..len])?;
-        if written != len {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("short write to the acknowledgement file: {written} of {len} bytes"),
-            ));
-        }
-        Ok(())
+        write_line(&self.file, &buf[..len])
     }
+}
+
+/// Appends `line` to `file` with a single `write(2)`; a short write is an
+/// error (the line would be torn in the middle of the file).
+pub(crate) fn write_line(mut file: &File, line: &[u8]) -> io::Result<()> {
+    let written = file.write(line)?;
+    if written != line.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            format!(
+                "short write to the acknowledgement file: {written} of {} bytes",
+                line.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The complete lines of an acknowledgement file.

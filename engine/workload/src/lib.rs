@@ -19,10 +19,12 @@
 //! - [`runner`]: the threads, phases and measurement window;
 //! - [`report`]: the result, as JSON (serde) and as text;
 //! - [`procstat`]: context switches and CPU time from `/proc`, CPU affinity;
-//! - [`acks`]: the acknowledgement log the crash test checks after recovery.
+//! - [`acks`]: the acknowledgement log the crash test checks after recovery;
+//! - [`journal`]: the crash soak's expected-state journal (every workload).
 
 pub mod access;
 pub mod acks;
+pub mod journal;
 pub mod kinds;
 pub mod mix;
 pub mod procstat;
@@ -36,6 +38,7 @@ use std::time::Duration;
 
 pub use access::{KeyDist, KeySampler};
 pub use acks::{AckCheck, AckWriter, ParsedAcks};
+pub use journal::JournalWriter;
 pub use kinds::{UnknownWorkload, WorkloadKind, WorkloadSpec, WorkloadSpecError};
 pub use mix::{Mix, MixError, Statement};
 pub use report::{CtxSwitchReport, IntervalReport, LatencySummary, RunReport};
@@ -66,6 +69,10 @@ pub struct RunConfig {
     /// Crash-test acknowledgement log: after every acknowledged commit of an
     /// `insert` transaction, `<table_id> <id>\n` is appended with one `write(2)`.
     pub ack_file: Option<PathBuf>,
+    /// Crash-soak journal (any workload): before every commit of a
+    /// transaction with changes, an intent line with its after-images; after
+    /// it, an acknowledgement (see [`journal`]).
+    pub journal: Option<PathBuf>,
     /// Toggle the redo mode (on ↔ off) this often while the run lasts.
     pub switch_every: Option<Duration>,
     /// Seed for the per-thread random generators (random when `None`).
@@ -90,6 +97,7 @@ impl RunConfig {
             tables: 4,
             table_size: 10_000,
             ack_file: None,
+            journal: None,
             switch_every: None,
             seed: None,
             report_interval: None,
@@ -184,6 +192,12 @@ pub enum WorkloadError {
         doing: &'static str,
         #[source]
         source: EngineError,
+    },
+    #[error("cannot open the journal `{path}`: {source}")]
+    Journal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
     },
     #[error("cannot open the acknowledgement file `{path}`: {source}")]
     AckFile {

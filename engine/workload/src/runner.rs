@@ -20,6 +20,7 @@ use rand::SeedableRng;
 
 use super::access::KeySampler;
 use super::acks::AckWriter;
+use super::journal::JournalWriter;
 use super::kinds::WorkloadKind;
 use super::mix::{Mix, Statement};
 use super::procstat::{self, CtxSwitches};
@@ -28,10 +29,9 @@ use super::tpcc::{self, TpccTables};
 use super::txn_gen::StatementError;
 use super::txn_gen::{InsertIds, OpCounts, Outcome, SbtestPlan, TxnGen};
 use super::{RunConfig, WorkloadError};
-use redoctor_engine::EngineError;
-use redoctor_engine::RedoMode;
 use redoctor_engine::{CounterValues, StatusSnapshot};
 use redoctor_engine::{Engine, TableId};
+use redoctor_engine::{EngineError, RedoMode, RedoRecord, Trx};
 
 /// The phases of a run, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -285,6 +285,15 @@ pub fn run_with_reports(
         })?)),
         None => None,
     };
+    let journal = match &cfg.journal {
+        Some(path) => Some(Arc::new(JournalWriter::open(path).map_err(|source| {
+            WorkloadError::Journal {
+                path: path.clone(),
+                source,
+            }
+        })?)),
+        None => None,
+    };
     let cpus = match procstat::allowed_cpus() {
         Ok(cpus) => cpus.len(),
         Err(_) => thread::available_parallelism().map_or(0, |n| n.get()),
@@ -299,17 +308,21 @@ pub fn run_with_reports(
         let rng =
             SmallRng::seed_from_u64(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let gen = setup.generator(&cfg, rng, i);
-        let (engine, shared, acks, kind) = (
+        let (engine, shared, acks, journal, kind) = (
             Arc::clone(engine),
             Arc::clone(&shared),
             acks.clone(),
+            journal.clone(),
             cfg.workload,
         );
         let name = format!("user/{}", i + 1);
-        match thread::Builder::new()
-            .name(name.clone())
-            .spawn(move || user_loop(&engine, kind, gen, &shared, acks.as_deref()))
-        {
+        match thread::Builder::new().name(name.clone()).spawn(move || {
+            let logs = Logs {
+                acks: acks.as_deref(),
+                journal: journal.as_deref(),
+            };
+            user_loop(&engine, kind, gen, &shared, logs)
+        }) {
             Ok(handle) => users.push(handle),
             Err(source) => {
                 spawn_error = Some(WorkloadError::Spawn { name, source });
@@ -464,13 +477,60 @@ fn first_free_ids(
         .collect()
 }
 
+/// The crash tests' logs a user thread appends to.
+#[derive(Clone, Copy)]
+struct Logs<'a> {
+    acks: Option<&'a AckWriter>,
+    journal: Option<&'a JournalWriter>,
+}
+
+/// Why [`commit_journaled`] failed.
+enum CommitFailure {
+    Engine(EngineError),
+    Journal(std::io::Error),
+}
+
+/// Commits `trx`. With a journal, a transaction with changes is logged
+/// before the commit (its after-images, while it still holds its row
+/// locks) and after it: acknowledged, or rolled back by a retryable error.
+/// A commit that fails otherwise stops the run, and its outcome is left
+/// undecided in the journal (recovery may keep it or not).
+fn commit_journaled(
+    engine: &Engine,
+    trx: Trx,
+    journal: Option<&JournalWriter>,
+) -> Result<(), CommitFailure> {
+    let logged = match (journal, trx.redo_record()) {
+        (Some(j), Some(RedoRecord::Commit { trx_id, ops })) => {
+            if let Err(e) = j.intent(trx_id, &ops) {
+                engine.rollback(trx);
+                return Err(CommitFailure::Journal(e));
+            }
+            Some((j, trx_id))
+        }
+        _ => None,
+    };
+    match engine.commit(trx) {
+        Ok(_lsn) => match logged {
+            Some((j, id)) => j.ack(id).map_err(CommitFailure::Journal),
+            None => Ok(()),
+        },
+        Err(e) => {
+            if let (Some((j, id)), true) = (logged, e.is_retryable()) {
+                j.abort(id).map_err(CommitFailure::Journal)?;
+            }
+            Err(CommitFailure::Engine(e))
+        }
+    }
+}
+
 /// The body of a user thread: transactions until the run stops.
 fn user_loop(
     engine: &Engine,
     kind: WorkloadKind,
     mut gen: TxnGen,
     shared: &Shared,
-    acks: Option<&AckWriter>,
+    logs: Logs<'_>,
 ) -> ThreadStats {
     let mut stats = ThreadStats::new();
     let me = thread::current();
@@ -482,10 +542,15 @@ fn user_loop(
         let outcome = loop {
             let mut trx = engine.begin();
             let result = match gen.execute(&mut trx) {
-                Ok(Outcome::Commit(ack)) => engine
-                    .commit(trx)
-                    .map(|_lsn| Some(ack))
-                    .map_err(StatementError::from),
+                Ok(Outcome::Commit(ack)) => match commit_journaled(engine, trx, logs.journal) {
+                    Ok(()) => Ok(Some(ack)),
+                    Err(CommitFailure::Engine(e)) => Err(StatementError::from(e)),
+                    Err(CommitFailure::Journal(e)) => {
+                        stats.errors += 1;
+                        shared.fail(format!("{me}: writing the journal: {e}"));
+                        break Err(None);
+                    }
+                },
                 Ok(Outcome::Rollback) => {
                     engine.rollback(trx);
                     Ok(None)
@@ -516,7 +581,7 @@ fn user_loop(
                 }
             }
             Ok(Some(ack)) => {
-                if let (Some(writer), Some((table, id))) = (acks, ack) {
+                if let (Some(writer), Some((table, id))) = (logs.acks, ack) {
                     if let Err(e) = writer.append(table, id) {
                         stats.errors += 1;
                         shared.fail(format!(
