@@ -178,3 +178,41 @@ fn a_version_1_report_is_read_without_its_trial() {
     assert_eq!(d.trial, None);
     assert_eq!(d.recommendations, diagnosis().recommendations);
 }
+
+/// Every format tells how to apply a recommendation on the server that was
+/// diagnosed: the bundled engine's and MySQL 8's commands, MariaDB's, or
+/// PostgreSQL's ALTER SYSTEM, never another server's.
+#[test]
+fn apply_lines_name_the_diagnosed_server() {
+    let mut d = diagnosis();
+    assert!(!d.recommendations.is_empty());
+    let all = |d: &Diagnosis| {
+        [Format::Text, Format::Markdown, Format::Html].map(|f| report::render(d, f).unwrap())
+    };
+    for out in all(&d) {
+        assert!(out.contains("apply (bundled engine)"), "{out}");
+        assert!(out.contains("apply (MySQL 8)"), "{out}");
+    }
+    d.facts.engine = "mariadb".into();
+    for out in all(&d) {
+        assert!(out.contains("apply (MariaDB)"), "{out}");
+        assert!(
+            !out.contains("apply (bundled engine)") && !out.contains("apply (MySQL 8)"),
+            "{out}"
+        );
+    }
+    d.facts.engine = "postgresql".into();
+    for r in &mut d.recommendations {
+        r.apply_postgresql = Some(format!(
+            "ALTER SYSTEM SET {} = '{}';",
+            r.setting, r.proposed
+        ));
+    }
+    for out in all(&d) {
+        assert!(out.contains("ALTER SYSTEM SET"), "{out}");
+        assert!(
+            !out.contains("apply (bundled engine)") && !out.contains("apply (MySQL 8)"),
+            "{out}"
+        );
+    }
+}

@@ -48,7 +48,7 @@ pub fn html(d: &Diagnosis) -> Result<String, AdvisorError> {
     for r in &d.recommendations {
         let _ = writeln!(
             o,
-            "<h2><code>{}</code>: {} &#8594; {}</h2><ul><li>rule <code>{}</code>, {:?}, confidence {:.2}</li><li>why: {}</li><li>expected: {}</li><li>sources: {}</li><li>bundled engine: <code>{}</code></li><li>MySQL 8: {}</li></ul>",
+            "<h2><code>{}</code>: {} &#8594; {}</h2><ul><li>rule <code>{}</code>, {:?}, confidence {:.2}</li><li>why: {}</li><li>expected: {}</li><li>sources: {}</li>{}</ul>",
             esc(&r.setting),
             esc(&r.current),
             esc(&r.proposed),
@@ -58,8 +58,14 @@ pub fn html(d: &Diagnosis) -> Result<String, AdvisorError> {
             esc(&r.rationale),
             esc(&r.expected_effect),
             esc(&r.sources.join("; ")),
-            esc(&r.apply_engine),
-            r.apply_mysql.as_ref().map_or("no MySQL 8 equivalent".to_string(), |m| format!("<code>{}</code>", esc(m)))
+            super::apply_lines(d, r)
+                .into_iter()
+                .map(|(label, line, code)| if code {
+                    format!("<li>{label}: <code>{}</code></li>", esc(&line))
+                } else {
+                    format!("<li>{label}: {}</li>", esc(&line))
+                })
+                .collect::<String>()
         );
         let _ = writeln!(
             o,

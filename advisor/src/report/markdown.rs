@@ -41,7 +41,7 @@ pub fn markdown(d: &Diagnosis) -> String {
     for r in &d.recommendations {
         let _ = writeln!(
             o,
-            "### `{}`: {} → {}\n\n- rule `{}`, {:?}, confidence {:.2}\n- why: {}\n- expected: {}\n- sources: {}\n- bundled engine: `{}`\n- MySQL 8: {}\n",
+            "### `{}`: {} → {}\n\n- rule `{}`, {:?}, confidence {:.2}\n- why: {}\n- expected: {}\n- sources: {}\n{}",
             r.setting,
             r.current,
             r.proposed,
@@ -51,8 +51,14 @@ pub fn markdown(d: &Diagnosis) -> String {
             r.rationale,
             r.expected_effect,
             r.sources.join("; "),
-            r.apply_engine,
-            r.apply_mysql.as_ref().map_or("no MySQL 8 equivalent".to_string(), |m| format!("`{m}`"))
+            super::apply_lines(d, r)
+                .into_iter()
+                .map(|(label, line, code)| if code {
+                    format!("- {label}: `{line}`\n")
+                } else {
+                    format!("- {label}: {line}\n")
+                })
+                .collect::<String>()
         );
         let _ = writeln!(o, "Condition: `{}`\n", r.condition);
         pipe_table(

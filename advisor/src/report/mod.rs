@@ -49,3 +49,29 @@ pub fn render(d: &Diagnosis, format: Format) -> Result<String, AdvisorError> {
         Format::Html => html(d)?,
     })
 }
+
+/// How to apply a recommendation on the diagnosed server, as labelled
+/// lines (label, text, whether the text is a command or statement): the
+/// one way the report's formats all print.
+pub(crate) fn apply_lines(
+    d: &Diagnosis,
+    r: &crate::advice::Recommendation,
+) -> Vec<(&'static str, String, bool)> {
+    match d.facts.engine.as_str() {
+        "postgresql" => {
+            let mut v = vec![("apply", r.apply_engine.clone(), false)];
+            if let Some(sql) = &r.apply_postgresql {
+                v.push(("SQL", sql.clone(), true));
+            }
+            v
+        }
+        "mariadb" => vec![("apply (MariaDB)", r.apply_engine.clone(), false)],
+        _ => vec![
+            ("apply (bundled engine)", r.apply_engine.clone(), false),
+            match &r.apply_mysql {
+                Some(m) => ("apply (MySQL 8)", m.clone(), true),
+                None => ("apply (MySQL 8)", "no MySQL 8 equivalent".into(), false),
+            },
+        ],
+    }
+}

@@ -97,22 +97,8 @@ pub fn text(d: &Diagnosis) -> String {
         }
         let _ = writeln!(o, "   expected: {}", r.expected_effect);
         let _ = writeln!(o, "   sources: {}", r.sources.join("; "));
-        if d.facts.engine == "postgresql" {
-            let _ = writeln!(o, "   apply: {}", r.apply_engine);
-            if let Some(sql) = &r.apply_postgresql {
-                let _ = writeln!(o, "   SQL: {sql}");
-            }
-            continue;
-        }
-        if d.facts.engine == "mariadb" {
-            let _ = writeln!(o, "   apply (MariaDB): {}", r.apply_engine);
-        } else {
-            let _ = writeln!(o, "   apply (bundled engine): {}", r.apply_engine);
-            let _ = writeln!(
-                o,
-                "   apply (MySQL 8): {}",
-                r.apply_mysql.as_deref().unwrap_or("no MySQL 8 equivalent")
-            );
+        for (label, line, _) in super::apply_lines(d, r) {
+            let _ = writeln!(o, "   {label}: {line}");
         }
     }
     for b in d.trial.iter().flat_map(blocks) {
