@@ -32,7 +32,7 @@
 #   OUT [vs_peers.<date>]  results directory     KEEP [unset] keep the work directory (datadirs, logs)
 #   PG_BIN [/usr/lib/postgresql/15/bin]
 # Needs: sysbench, mariadb-server, mariadb-client, postgresql-15; run as root.
-# With the defaults the matrix is 4 x 5 x 3 x 3 = 180 runs, about 25 minutes.
+# With the defaults the matrix is 4 x 5 x 3 x 3 = 180 runs, about 20 minutes.
 set -euo pipefail
 
 DURATION=${DURATION:-5}
