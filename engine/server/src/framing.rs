@@ -56,7 +56,15 @@ pub struct Guard<S> {
     ready_at: usize,
     /// Parameter types each statement was last executed with.
     types: HashMap<u32, Vec<u8>>,
+    /// Bytes written, not yet sent: msql-srv writes every protocol packet
+    /// (each row of a result set) with its own `write_all` and flushes once
+    /// per reply, so without this buffer a 100-row result is ~100 send()
+    /// syscalls. Sent on flush, or once it holds `SEND_AT` bytes.
+    out: Vec<u8>,
 }
+
+/// Send buffered output once it reaches this size, even before the flush.
+const SEND_AT: usize = 64 << 10;
 
 impl<S> Guard<S> {
     pub fn new(inner: S, max_packet: usize, params: StmtParams) -> Guard<S> {
@@ -68,6 +76,7 @@ impl<S> Guard<S> {
             ready: Vec::new(),
             ready_at: 0,
             types: HashMap::new(),
+            out: Vec::new(),
         }
     }
 
@@ -199,12 +208,28 @@ impl<S: Read> Read for Guard<S> {
     }
 }
 
+impl<S: Write> Guard<S> {
+    fn send_out(&mut self) -> io::Result<()> {
+        if !self.out.is_empty() {
+            let r = self.inner.write_all(&self.out);
+            self.out.clear();
+            r?;
+        }
+        Ok(())
+    }
+}
+
 impl<S: Write> Write for Guard<S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf)
+        self.out.extend_from_slice(buf);
+        if self.out.len() >= SEND_AT {
+            self.send_out()?;
+        }
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        self.send_out()?;
         self.inner.flush()
     }
 }
@@ -281,5 +306,20 @@ mod tests {
         fixed.extend_from_slice(&[6, 0, 0, 0, 1, b'y']);
         want.extend(packet(0, &fixed));
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn writes_are_sent_on_flush_or_when_the_buffer_fills() {
+        let mut g = Guard::new(Vec::new(), 1024, StmtParams::default());
+        g.write_all(b"row 1").unwrap();
+        g.write_all(b"row 2").unwrap();
+        assert!(g.inner.is_empty(), "nothing is sent before the flush");
+        g.flush().unwrap();
+        assert_eq!(g.inner, b"row 1row 2");
+        let big = vec![7u8; SEND_AT];
+        g.write_all(&big).unwrap();
+        assert_eq!(g.inner.len(), 10 + SEND_AT, "a full buffer is sent at once");
+        g.flush().unwrap();
+        assert_eq!(g.inner.len(), 10 + SEND_AT);
     }
 }
