@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::{audit, bpf_prog_exists, events, status_json, wait, write_config};
+
 use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -135,44 +137,12 @@ impl Drop for Agent {
     }
 }
 
-fn wait(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(
-            t.elapsed() < Duration::from_secs(secs),
-            "timed out after {secs} s waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn audit(state: &Path) -> Vec<Value> {
-    std::fs::read_to_string(state.join("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every audit line is JSON"))
-        .collect()
-}
-
-fn events(state: &Path, event: &str) -> Vec<Value> {
-    audit(state)
-        .into_iter()
-        .filter(|v| v["event"] == event)
-        .collect()
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn write_config(dir: &Path, body: &str) -> PathBuf {
-    let p = dir.join("agent.toml");
-    std::fs::write(&p, body).unwrap();
-    p
 }
 
 /// The response, or "" while nothing listens yet.
@@ -508,23 +478,6 @@ warmup = "500ms"
         "{j}"
     );
     assert!(a.term(5).success());
-}
-
-fn bpf_prog_exists(id: u32) -> bool {
-    Command::new("bpftool")
-        .args(["prog", "show", "id", &id.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("bpftool (apt-get install bpftool; .ci/run does this)")
-        .success()
-}
-
-fn status_json(state: &Path) -> Value {
-    std::fs::read_to_string(state.join("status.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(Value::Null)
 }
 
 /// `kill -9` in the middle of a trial: the next start restores the

@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{bpf_prog_exists, events, status_json, wait, write_config as config};
+
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -28,17 +30,6 @@ impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-fn wait(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(
-            t.elapsed() < Duration::from_secs(secs),
-            "timed out after {secs} s waiting for {what}"
-        );
-        thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -91,22 +82,6 @@ fn agent(config: &Path, log: &Path) -> Proc {
     )
 }
 
-fn events(state: &Path, event: &str) -> Vec<Value> {
-    std::fs::read_to_string(state.join("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == event)
-        .collect()
-}
-
-fn status_json(state: &Path) -> Value {
-    std::fs::read_to_string(state.join("status.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(Value::Null)
-}
-
 fn alive(p: &mut Proc) -> bool {
     p.0.try_wait().unwrap().is_none()
 }
@@ -132,16 +107,6 @@ fn term(p: &mut Proc, log: &Path) {
     }
 }
 
-fn bpf_prog_exists(id: u32) -> bool {
-    Command::new("bpftool")
-        .args(["prog", "show", "id", &id.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("bpftool (apt-get install bpftool; .ci/run does this)")
-        .success()
-}
-
 fn probe_ids(state: &Path) -> Vec<u32> {
     status_json(state)["targets"][0]["probe_program_ids"]
         .as_array()
@@ -161,12 +126,6 @@ fn rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap()
-}
-
-fn config(dir: &Path, body: &str) -> PathBuf {
-    let p = dir.join("agent.toml");
-    std::fs::write(&p, body).unwrap();
-    p
 }
 
 /// A wakeup map of one entry fills at once: every further pair's wakeups

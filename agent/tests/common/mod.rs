@@ -135,3 +135,58 @@ impl Served {
         Conn::new(opts).unwrap()
     }
 }
+
+/// Polls `ok` every 100 ms; panics after `secs` naming `what`.
+pub fn wait(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "timed out after {secs} s waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The daemon's audit log in `state` (every line must be JSON).
+pub fn audit(state: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(state.join("audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every audit line is JSON"))
+        .collect()
+}
+
+/// The audit lines of one `event`.
+pub fn events(state: &Path, event: &str) -> Vec<serde_json::Value> {
+    audit(state)
+        .into_iter()
+        .filter(|v| v["event"] == event)
+        .collect()
+}
+
+/// The daemon's status file, or Null while it is missing or half-written.
+pub fn status_json(state: &Path) -> serde_json::Value {
+    std::fs::read_to_string(state.join("status.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Whether the kernel still holds BPF program `id`.
+pub fn bpf_prog_exists(id: u32) -> bool {
+    Command::new("bpftool")
+        .args(["prog", "show", "id", &id.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("bpftool (apt-get install bpftool; .ci/run does this)")
+        .success()
+}
+
+/// Writes `body` as `dir/agent.toml`; returns its path.
+pub fn write_config(dir: &Path, body: &str) -> PathBuf {
+    let p = dir.join("agent.toml");
+    std::fs::write(&p, body).unwrap();
+    p
+}
