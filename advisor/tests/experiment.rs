@@ -128,6 +128,57 @@ fn half_the_baseline_trips_the_floor_after_one_candidate_window() {
 }
 
 #[test]
+fn a_swinging_load_does_not_trip_the_floor_on_one_low_window() {
+    // Windows swinging ±40% (log sd 0.4), the candidate 30% better: a
+    // floor on the baseline median aborts it on some low window in many
+    // seeds; against the baseline's own lowest window in far fewer (early
+    // in a trial the baseline has shown one or two windows only).
+    let plan = Plan::default();
+    let aborted = (0..40)
+        .filter(|seed| {
+            let mut tb = sim(1000.0, 1300.0, 0.4, 100 + seed);
+            trial(&mut tb, &plan).outcome == Outcome::AbortedFloor
+        })
+        .count();
+    assert!(aborted <= 10, "{aborted} of 40 better candidates aborted");
+    // The median rule on the same windows: count candidate windows below
+    // 0.7 × the median of the baseline windows before them.
+    let median_rule = (0..40)
+        .filter(|seed| {
+            let mut tb = sim(1000.0, 1300.0, 0.4, 100 + seed);
+            let t = trial(&mut tb, &Plan { floor: 0.0, ..plan.clone() });
+            let mut base = Vec::new();
+            t.windows.iter().filter(|w| !w.warmup).any(|w| {
+                if w.side == Side::Baseline {
+                    base.push(w.commits_per_s);
+                    return false;
+                }
+                let mut b = base.clone();
+                b.sort_by(f64::total_cmp);
+                w.commits_per_s < 0.7 * b[b.len() / 2]
+            })
+        })
+        .count();
+    eprintln!("floor on the median: {median_rule} of 40 aborted; on the lowest window: {aborted}");
+    assert!(
+        median_rule >= aborted + 8,
+        "the median rule would abort {median_rule} of 40, the lowest-window rule {aborted}"
+    );
+}
+
+#[test]
+fn a_collapse_still_trips_the_floor_at_once() {
+    // A third of the baseline is below any window the baseline showed.
+    for seed in 0..10 {
+        let mut tb = sim(1000.0, 330.0, 0.1, 200 + seed);
+        let t = trial(&mut tb, &Plan::default());
+        assert_eq!(t.outcome, Outcome::AbortedFloor, "{}", t.reason);
+        assert_eq!(t.measured(Side::Candidate).count(), 1);
+        assert_eq!(tb.current, base());
+    }
+}
+
+#[test]
 fn the_time_bound_is_respected() {
     let plan = Plan {
         max_total: Duration::from_secs(20),

@@ -30,8 +30,8 @@ pub struct Plan {
     /// Smallest relative change worth having: the futility band is
     /// `±ln(1 + min_effect)` (default 0.03; 0 never stops for futility).
     pub min_effect: f64,
-    /// A candidate window below `floor` × the baseline median aborts
-    /// (default 0.7; 0 disables the guard).
+    /// A candidate window below `floor` × the baseline's lowest window (at
+    /// least half its median) aborts (default 0.7; 0 disables the guard).
     pub floor: f64,
 }
 
@@ -147,7 +147,7 @@ impl Plan {
              ({:.1}s windows, {:.1}s warm-up after each switch); looks at pairs {}..={} \
              rejecting at alpha {:.4} at an interim look and what is left of {} \
              (two-sided) at the last (Haybittle–Peto, up to {} looks); \
-             futility within ±{:.1}% at alpha {:.5}; floor {:.2} × the baseline median",
+             futility within ±{:.1}% at alpha {:.5}; floor {:.2} × the baseline's lowest window (at least half its median)",
             self.window.as_secs_f64(),
             self.warmup.as_secs_f64(),
             self.min_pairs,

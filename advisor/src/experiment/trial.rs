@@ -278,7 +278,13 @@ impl Run<'_> {
         Ok(s.commits_per_s)
     }
 
-    /// The abort reason when candidate rate `r` is under the floor.
+    /// The abort reason when candidate rate `r` is under the floor: below
+    /// `floor` × the baseline's reference, which is its lowest measured
+    /// window (a candidate window is only alarming when it is worse than
+    /// anything the baseline itself did: a load whose windows swing ±40%
+    /// must not abort a better candidate on one low window), but at least
+    /// half its median (one stalled baseline window must not disarm the
+    /// guard).
     fn below_floor(&self, r: f64) -> Option<String> {
         let mut base: Vec<f64> = self
             .rec
@@ -287,14 +293,15 @@ impl Run<'_> {
             .collect();
         base.sort_by(f64::total_cmp);
         let m = base.len();
-        let reference = if m % 2 == 1 {
+        let median = if m % 2 == 1 {
             base[m / 2]
         } else {
             (base[m / 2 - 1] + base[m / 2]) / 2.0
         };
+        let reference = base[0].max(0.5 * median);
         (r < self.plan.floor * reference).then(|| {
             format!(
-                "a candidate window ran at {r:.0} commits/s, below {:.2} × the baseline median {reference:.0}: aborted, baseline restored",
+                "a candidate window ran at {r:.0} commits/s, below {:.2} × the baseline's lowest window {reference:.0} (median {median:.0}): aborted, baseline restored",
                 self.plan.floor
             )
         })
