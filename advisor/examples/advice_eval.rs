@@ -52,20 +52,44 @@ struct Record {
 }
 
 impl Record {
+    /// The configuration `label` is in effect under this load: a cap or a
+    /// throttle at least as large as the users never holds anyone back, so
+    /// `RT0+cap4` at 1 user is `RT0`, and their repeats measure the same
+    /// thing.
+    fn canonical(&self, label: &str) -> String {
+        let mut parts = label.split('+');
+        let mut out = parts.next().unwrap_or_default().to_string();
+        for p in parts {
+            let limit = p
+                .strip_prefix("cap")
+                .or_else(|| p.strip_prefix("throttle"))
+                .and_then(|n| n.parse::<u32>().ok());
+            if limit.is_some_and(|n| self.users <= n) {
+                continue;
+            }
+            out.push('+');
+            out.push_str(p);
+        }
+        out
+    }
+    /// Every repeat of the configurations equivalent to `config`.
     fn samples(&self, config: &str) -> Vec<f64> {
+        let want = self.canonical(config);
         self.cells
-            .get(config)
-            .map(|v| v.iter().filter_map(|c| c.tps).collect())
-            .unwrap_or_default()
+            .iter()
+            .filter(|(k, _)| self.canonical(k) == want)
+            .flat_map(|(_, v)| v.iter().filter_map(|c| c.tps))
+            .collect()
     }
     fn median(&self, config: &str) -> Option<f64> {
         median(&self.samples(config))
     }
-    /// The best configuration by median.
+    /// The best configuration by median (equivalent configurations pooled).
     fn best(&self) -> (String, f64) {
         self.cells
             .keys()
-            .filter_map(|k| self.median(k).map(|m| (k.clone(), m)))
+            .map(|k| self.canonical(k))
+            .filter_map(|k| self.median(&k).map(|m| (k, m)))
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .unwrap_or_default()
     }
@@ -245,7 +269,7 @@ struct Row {
 fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
     let (best, best_tps) = r.best();
     let pct = |c: &str| r.median(c).map(|m| m / best_tps);
-    let adv = advised(r, "RT1", rules, model).unwrap_or_else(|| "n/a".into());
+    let adv = advised(r, "RT1", rules, model).map_or_else(|| "n/a".into(), |a| r.canonical(&a));
     let gap = if adv == best {
         Some(false)
     } else {
@@ -456,6 +480,7 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
         rows.values().filter(|r| r.pct.is_some_and(|p| p < 0.95) && r.gap_beyond_noise == Some(true)).count(),
         rows.values().filter(|r| r.below_baseline_beyond_noise).count(),
     );
+    coverage(records, &by_workload);
     let trial_runs: BTreeMap<String, TrialRun> = trials
         .map(|p| {
             std::fs::read_to_string(p)
@@ -471,6 +496,7 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut trial_pcts = Vec::new();
     let mut trial_bad = 0;
+    let mut trial_gap = 0;
     let mut bars = Vec::new();
     for (k, r) in &rows {
         let rec = records
@@ -482,12 +508,18 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
         bars.push((k.clone(), [r.pct, tp, r.statics[1], r.statics[0]]));
         if let (Some(t), Some(p)) = (t, tp) {
             trial_pcts.push(p);
-            let worse = t.final_config != "RT1"
-                && rec.median(&t.final_config) < rec.median("RT1")
-                && welch(&rec.samples("RT1"), &rec.samples(&t.final_config))
-                    .is_some_and(|p| p < 0.05);
+            let fc = rec.canonical(&t.final_config);
+            let worse = fc != "RT1"
+                && rec.median(&fc) < rec.median("RT1")
+                && welch(&rec.samples("RT1"), &rec.samples(&fc)).is_some_and(|p| p < 0.05);
             if worse {
                 trial_bad += 1;
+            }
+            if p < 0.98
+                && fc != r.best
+                && welch(&rec.samples(&r.best), &rec.samples(&fc)).is_some_and(|p| p < 0.05)
+            {
+                trial_gap += 1;
             }
         }
         println!(
@@ -512,11 +544,12 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
     }
     if !trial_pcts.is_empty() {
         println!(
-            "\nWith --trial ({} scenarios): geomean {:.1}% of the oracle, min {:.0}%, below 98%: {}; kept a configuration measured below RT1 beyond noise: {}.",
+            "\nWith --trial ({} scenarios): geomean {:.1}% of the oracle, min {:.0}%, below 98%: {} ({} of them beyond noise); kept a configuration measured below RT1 beyond noise: {}.",
             trial_pcts.len(),
             geomean(&trial_pcts) * 100.0,
             trial_pcts.iter().cloned().fold(f64::INFINITY, f64::min) * 100.0,
             trial_pcts.iter().filter(|x| **x < 0.98).count(),
+            trial_gap,
             trial_bad
         );
     }
@@ -532,6 +565,53 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
     );
     for ((name, ..), x) in redoctor_advisor::model::mechanics::PARAMS.iter().zip(p) {
         println!("  {name} = {x:.3}");
+    }
+}
+
+/// How the held-out RT1 -> RT0 predictions fare inside and outside the
+/// range of inputs their model was fitted on: RMS log error and how often
+/// the 95% interval (widened outside the range) holds the measured ratio.
+fn coverage(records: &[Record], by_workload: &BTreeMap<String, Model>) {
+    let rt0 = parse_config("RT0").expect("a configuration");
+    // (inside?, log error, covered?)
+    let mut seen: Vec<(bool, f64, bool)> = Vec::new();
+    for r in records {
+        let Some(model) = by_workload.get(&format!("workload:{}", r.workload)) else {
+            continue;
+        };
+        let (Some((inputs, o)), Some(a), Some(b)) =
+            (r.inputs("RT1"), r.median("RT0"), r.median("RT1"))
+        else {
+            continue;
+        };
+        let current = o
+            .facts
+            .as_ref()
+            .map(|f| f.settings.clone())
+            .unwrap_or_default();
+        let Some(p) = model.predict(&inputs, &[rt0], &current).into_iter().next() else {
+            continue;
+        };
+        let measured = a / b;
+        seen.push((
+            model.outside(&inputs).is_empty(),
+            (p.ratio / measured).ln(),
+            p.ratio_low <= measured && measured <= p.ratio_high,
+        ));
+    }
+    for (inside, name) in [(true, "inside the calibrated range"), (false, "outside it")] {
+        let v: Vec<&(bool, f64, bool)> = seen.iter().filter(|x| x.0 == inside).collect();
+        if v.is_empty() {
+            continue;
+        }
+        let rms = (v.iter().map(|x| x.1 * x.1).sum::<f64>() / v.len() as f64).sqrt();
+        println!(
+            "Held-out RT1 -> RT0 predictions {name}: {} scenarios, RMS log error {:.2}, the 95% interval holds the measured ratio in {} of {}.",
+            v.len(),
+            rms,
+            v.iter().filter(|x| x.2).count(),
+            v.len()
+        );
     }
 }
 

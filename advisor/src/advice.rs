@@ -190,6 +190,15 @@ pub struct ModelReport {
     pub calibrated: bool,
     /// Its error on held-out points (log scale).
     pub sigma: f64,
+    /// The error the intervals were drawn with (log scale): `sigma`, the
+    /// observed rate's noise and the extrapolation beyond the calibrated
+    /// range.
+    #[serde(default)]
+    pub sigma_used: f64,
+    /// Where the observation lies outside the calibrated range (each
+    /// widens the intervals).
+    #[serde(default)]
+    pub outside: Vec<crate::model::Outside>,
     /// The observation as the model reads it (None: no prediction possible, see `note`).
     pub inputs: Option<crate::model::Inputs>,
     /// The current configuration as the model sees it.

@@ -295,6 +295,8 @@ fn rank_with_model(
         source: model.source.clone(),
         calibrated: model.calibrated,
         sigma: model.sigma,
+        sigma_used: model.sigma,
+        outside: vec![],
         inputs: None,
         current: None,
         predictions: vec![],
@@ -416,6 +418,7 @@ fn rank_with_model(
         }
     }
     // Every other proposal: why the model did not advise it.
+    let extrapolated = !model.outside(&inputs).is_empty();
     for (i, k) in modelled.iter().enumerate() {
         if chosen_knobs.contains(&i) {
             continue;
@@ -431,9 +434,14 @@ fn rank_with_model(
             (Some(p), _) if p.ratio <= 1.0 => (
                 Status::PredictedWorse,
                 format!(
-                    "predicted {} over the observed {:.0} commits/s",
+                    "predicted {} over the observed {:.0} commits/s{}",
                     describe(p),
-                    inputs.commits_per_s
+                    inputs.commits_per_s,
+                    if extrapolated && p.ratio_high >= WORTH_TRYING {
+                        "; the load is outside the calibrated range, so the interval reaches a gain: a live trial (--trial) would settle it"
+                    } else {
+                        ""
+                    }
                 ),
             ),
             (Some(p), _) => (
@@ -451,6 +459,8 @@ fn rank_with_model(
         };
         file_knob(d, k, status, reason);
     }
+    report.sigma_used = model.sigma_for(&inputs);
+    report.outside = model.outside(&inputs);
     report.inputs = Some(inputs.clone());
     report.current = Some(model.current(&inputs));
     report.chosen = chosen.map(|p| p.config.to_string());

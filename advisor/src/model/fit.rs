@@ -14,6 +14,7 @@ use argmin::solver::neldermead::NelderMead;
 use serde::{Deserialize, Serialize};
 
 use super::config::Config;
+use super::domain::Domain;
 use super::inputs::Inputs;
 use super::mechanics::{ratio, Params, PARAMS};
 use super::ModelError;
@@ -70,6 +71,10 @@ pub struct Fitted {
     pub in_sample_rms: f64,
     pub points: usize,
     pub residuals: Vec<Residual>,
+    /// The range of inputs the points covered (None in files written
+    /// before it was kept: the calibration's points give it then).
+    #[serde(default)]
+    pub domain: Option<Domain>,
 }
 
 struct Objective<'a> {
@@ -230,5 +235,6 @@ pub fn fit(points: &[CalibrationPoint]) -> Result<Fitted, ModelError> {
         in_sample_rms: rms(&in_sq),
         points: points.len(),
         residuals,
+        domain: Domain::of(points),
     })
 }

@@ -8,15 +8,19 @@
 //! - [`fit`]: calibrating the constants on measured points, and the
 //!   model's held-out error;
 //! - [`calibration`]: the host's calibration file;
-//! - [`config`]: the configurations and their settings.
+//! - [`config`]: the configurations and their settings;
+//! - [`domain`]: the range of inputs the calibration covered (outside it
+//!   the interval widens).
 //!
 //! A prediction is anchored on the observation: the model says how much
 //! another configuration changes commits/s (a ratio), the observed rate
 //! gives the level. The interval is the ratio × exp(±1.96 σ), σ combining
-//! the model's held-out error on this host and the observation's noise.
+//! the model's held-out error on this host, the observation's noise and,
+//! for inputs outside the calibrated range, the distance from it.
 
 pub mod calibration;
 pub mod config;
+pub mod domain;
 pub mod fit;
 pub mod inputs;
 pub mod mechanics;
@@ -27,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use calibration::{Calibration, HostFacts};
 pub use config::{Config, Settings};
+pub use domain::{Domain, Outside};
 pub use fit::{fit, CalibrationPoint, Fitted, Outcome};
 pub use inputs::Inputs;
 pub use mechanics::{Estimate, Params};
@@ -64,6 +69,9 @@ pub struct Model {
     pub calibrated: bool,
     /// Where the constants come from, for the report.
     pub source: String,
+    /// The inputs the calibration covered (None: uncalibrated, or unknown).
+    #[serde(default)]
+    pub domain: Option<Domain>,
 }
 
 /// The predicted effect of one candidate configuration.
@@ -99,6 +107,7 @@ impl Model {
             sigma: fit::UNCALIBRATED_SIGMA,
             calibrated: false,
             source: "uncalibrated priors (run `redoctor calibrate` on this host)".into(),
+            domain: None,
         }
     }
 
@@ -116,6 +125,11 @@ impl Model {
                 c.host.fsync_us,
                 (c.fitted.sigma.exp() - 1.0) * 100.0
             ),
+            domain: c
+                .fitted
+                .domain
+                .clone()
+                .or_else(|| Domain::of(&c.points)),
         }
     }
 
@@ -125,12 +139,30 @@ impl Model {
             sigma: f.sigma,
             calibrated: true,
             source,
+            domain: f.domain.clone(),
         }
     }
 
     /// The observed configuration as the model sees it.
     pub fn current(&self, inputs: &Inputs) -> Estimate {
         mechanics::estimate_observed(&self.params, inputs)
+    }
+
+    /// Where `inputs` lie outside the calibrated range (empty: inside, or
+    /// no range known).
+    pub fn outside(&self, inputs: &Inputs) -> Vec<Outside> {
+        self.domain
+            .as_ref()
+            .map(|d| d.outside(inputs))
+            .unwrap_or_default()
+    }
+
+    /// The error of a prediction from `inputs` (log scale): the held-out
+    /// error, the observed rate's noise and the extrapolation beyond the
+    /// calibrated range, added in quadrature.
+    pub fn sigma_for(&self, inputs: &Inputs) -> f64 {
+        let extra = self.domain.as_ref().map_or(0.0, |d| d.extra_sigma(inputs));
+        (self.sigma.powi(2) + inputs.rate_noise().powi(2) + extra.powi(2)).sqrt()
     }
 
     /// Predictions for `candidates` (the current configuration is skipped),
@@ -141,7 +173,7 @@ impl Model {
         candidates: &[Config],
         current: &Settings,
     ) -> Vec<Prediction> {
-        let sigma = (self.sigma.powi(2) + inputs.rate_noise().powi(2)).sqrt();
+        let sigma = self.sigma_for(inputs);
         let base = mechanics::estimate_observed(&self.params, inputs).commits_per_s;
         let mut out: Vec<Prediction> = candidates
             .iter()

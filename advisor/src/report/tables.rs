@@ -88,6 +88,20 @@ pub fn model_tables(d: &Diagnosis) -> Vec<Table> {
             format!("{:.1}%", (m.sigma.exp() - 1.0) * 100.0),
         ],
     ];
+    if !m.outside.is_empty() {
+        inputs.push(vec![
+            "outside the calibrated range".to_string(),
+            format!(
+                "{}: intervals widened to {:.0}% error",
+                m.outside
+                    .iter()
+                    .map(|o| o.describe())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                (m.sigma_used.exp() - 1.0) * 100.0
+            ),
+        ]);
+    }
     if let Some(n) = &m.note {
         inputs.push(vec!["note".into(), n.clone()]);
     }
