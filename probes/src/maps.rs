@@ -152,13 +152,60 @@ impl Default for FdIo {
     }
 }
 
-/// A `io_by_proc_fd` key: a descriptor of one process of the target (with
-/// `follow_children`).
+/// A `io_by_proc_fd` key: a descriptor of one process of the target and
+/// the file it named at the call (with `follow_children`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct ProcFd {
     pub tgid: u32,
     pub fd: u32,
+    pub ino: u64,
+    /// The kernel's encoding of the file's device (`major << 20 | minor`).
+    pub dev: u32,
+    pub pad: u32,
+}
+
+/// A file: its device (the kernel's encoding, `major << 20 | minor`) and
+/// inode number; all zero when unknown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FileId {
+    pub dev: u32,
+    pub ino: u64,
+}
+
+/// What I/O is counted per: a descriptor of a process and, with
+/// `follow_children`, the file it named at the call (else no file: the
+/// descriptor's counts go to the path it has at the window's end).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct IoKey {
+    pub pid: u32,
+    pub fd: u32,
+    pub file: FileId,
+}
+
+impl From<ProcFd> for IoKey {
+    fn from(k: ProcFd) -> IoKey {
+        IoKey {
+            pid: k.tgid,
+            fd: k.fd,
+            file: FileId {
+                dev: k.dev,
+                ino: k.ino,
+            },
+        }
+    }
+}
+
+impl From<IoKey> for ProcFd {
+    fn from(k: IoKey) -> ProcFd {
+        ProcFd {
+            tgid: k.pid,
+            fd: k.fd,
+            ino: k.file.ino,
+            dev: k.file.dev,
+            pad: 0,
+        }
+    }
 }
 
 /// A `usdt_lock_wait_by_name` key: a lock name the server reports (NUL-padded).
@@ -224,7 +271,7 @@ unsafe impl Pod for FutexKey {}
 unsafe impl Pod for FutexWait {}
 unsafe impl Pod for PointStats {}
 unsafe impl Pod for NamedLocksTable {}
-// SAFETY: plain `repr(C)` integers, no padding.
+// SAFETY: plain `repr(C)` integers, no implicit padding (explicit `pad`).
 unsafe impl Pod for ProcFd {}
 // SAFETY: a byte array.
 unsafe impl Pod for LockName {}
@@ -276,8 +323,9 @@ pub struct MapsReading {
     /// Pairs that had a count in a recent slot (their total is not all in
     /// `wakeups_by_pair`, so they must not be pruned from it).
     pub wakeups_in_slots: HashSet<WakePair>,
-    /// Per `(process, descriptor)`; with a single process, its pid.
-    pub io: HashMap<(u32, u32), FdIo>,
+    /// Per process, descriptor and (with `follow_children`) file; with a
+    /// single process, its pid and no file.
+    pub io: HashMap<IoKey, FdIo>,
     pub futex: HashMap<FutexKey, FutexWait>,
     /// The target's processes (`tgid -> parent tgid`): `tracked_tgids` when
     /// following children, else the one target process.
@@ -457,18 +505,23 @@ impl MapsReading {
         let (io, processes) = if p.follows_children() {
             let io = read_hash::<ProcFd, FdIo>(p, "io_by_proc_fd", how)?
                 .into_iter()
-                .map(|(k, v)| ((k.tgid, k.fd), v))
+                .map(|(k, v)| (IoKey::from(k), v))
                 .collect();
             (io, read_processes(p)?)
         } else {
-            let mut io: HashMap<(u32, u32), FdIo> = read_hash::<u32, FdIo>(p, "io_by_fd", how)?
+            let key = |fd: u32| IoKey {
+                pid,
+                fd,
+                file: FileId::default(),
+            };
+            let mut io: HashMap<IoKey, FdIo> = read_hash::<u32, FdIo>(p, "io_by_fd", how)?
                 .into_iter()
-                .map(|(fd, v)| ((pid, fd), v))
+                .map(|(fd, v)| (key(fd), v))
                 .collect();
             for fd in 0..p.fd_slots.len() {
                 let v = p.fd_slots.get(fd);
                 if v.write_calls > 0 || v.fsync_calls > 0 {
-                    io.insert((pid, fd as u32), v);
+                    io.insert(key(fd as u32), v);
                 }
             }
             (io, HashMap::from([(pid, 0)]))

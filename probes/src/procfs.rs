@@ -4,9 +4,11 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::ProbeError;
+use crate::maps::FileId;
 
 /// `tid -> comm` for every live thread of `pid`.
 pub fn threads(pid: u32) -> Result<HashMap<u32, String>, ProbeError> {
@@ -24,11 +26,31 @@ pub fn fds(pid: u32) -> Result<HashMap<u32, String>, ProbeError> {
     })
 }
 
+/// `fd -> (path, file)`: [`fds`] with the device and inode of each file
+/// (`stat` through the link), as the kernel names them to the probes.
+pub fn fd_files(pid: u32) -> Result<HashMap<u32, (String, FileId)>, ProbeError> {
+    numbered_entries(format!("/proc/{pid}/fd"), |fd| {
+        let path = fs::read_link(fd)?.to_string_lossy().into_owned();
+        let meta = fs::metadata(fd)?;
+        Ok((path, file_id(meta.dev(), meta.ino())))
+    })
+}
+
+/// A file as the kernel names it: `stat`'s `st_dev` re-encoded as the
+/// kernel's `dev_t` (`major << 20 | minor`, what `inode->i_sb->s_dev` holds).
+pub fn file_id(st_dev: u64, ino: u64) -> FileId {
+    let (major, minor) = (libc::major(st_dev), libc::minor(st_dev));
+    FileId {
+        dev: (major << 20) | minor,
+        ino,
+    }
+}
+
 /// `N -> read(dir/N)` for every numeric entry of `dir`.
-fn numbered_entries(
+fn numbered_entries<T>(
     dir: String,
-    read: impl Fn(&Path) -> io::Result<String>,
-) -> Result<HashMap<u32, String>, ProbeError> {
+    read: impl Fn(&Path) -> io::Result<T>,
+) -> Result<HashMap<u32, T>, ProbeError> {
     let dir = PathBuf::from(dir);
     let rd = fs::read_dir(&dir).map_err(|source| ProbeError::Proc { path: dir, source })?;
     Ok(rd
@@ -127,6 +149,24 @@ mod tests {
         assert!(t.contains_key(&me));
         let f = fds(me).unwrap();
         assert!(!f.is_empty());
+        // A file this process holds open, named with its device and inode
+        // as stat(2) gives them.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let meta = file.as_file().metadata().unwrap();
+        let listed = fd_files(me).unwrap();
+        let (_, id) = listed
+            .values()
+            .find(|(p, _)| Path::new(p) == file.path())
+            .expect("the temporary file is listed");
+        assert_eq!(*id, file_id(meta.dev(), meta.ino()));
+        assert_eq!(id.ino, meta.ino());
+        assert_eq!(
+            file_id(libc::makedev(8, 1), 7),
+            FileId {
+                dev: (8 << 20) | 1,
+                ino: 7
+            }
+        );
         let n = affinity_cpus(me).unwrap();
         assert!(n >= 1);
     }

@@ -2,14 +2,24 @@
 //! map is half full, so long runs with thread churn do not fill the kernel
 //! maps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::ProbeError;
 use crate::loader::Probes;
-use crate::maps::{self, FutexKey, FutexWait, MapsReading, WakePair};
+use crate::maps::{self, FutexKey, FutexWait, IoKey, MapsReading, WakePair};
 
 /// `MAX_FUTEX_KEYS` of the BPF source: capacity of `futex_wait_by_lock`.
 const FUTEX_KEYS: usize = 16384;
+
+/// The descriptors `/proc` listed after the reading (see
+/// `Sampler::list_fds`).
+#[derive(Clone, Copy)]
+pub struct OpenFds<'a> {
+    /// Open then, with the file each names.
+    pub keys: &'a HashSet<IoKey>,
+    /// The processes whose descriptors were listed.
+    pub listed: &'a HashSet<u32>,
+}
 
 /// Removes map entries of threads that have exited (are not in `live`,
 /// the target's threads as `/proc` listed them before `cur` was read) and
@@ -21,6 +31,7 @@ pub fn dead_threads(
     prev: &MapsReading,
     cur: &mut MapsReading,
     live: &HashMap<u32, String>,
+    open: OpenFds,
 ) -> Result<(), ProbeError> {
     let dead = |tid: u32| !live.contains_key(&tid);
     // A process of the target: one in the reading (with follow_children,
@@ -65,21 +76,25 @@ pub fn dead_threads(
     } else {
         Vec::new()
     };
-    // Descriptors of processes that exited (with follow_children, where
-    // they are keyed by process) and had no call in this window.
-    let fds: Vec<(u32, u32)> = if probes.follows_children() {
+    // With follow_children, where I/O is keyed by process, descriptor and
+    // file: entries of processes that exited, and of files a live process
+    // no longer holds at that descriptor (closed: a segment switch leaves
+    // one per WAL segment), that had no call in this window. (A file
+    // reopened at the same descriptor between the listing and the delete
+    // loses the calls it makes meanwhile.)
+    let fds: Vec<IoKey> = if probes.follows_children() {
         cur.io
             .iter()
-            .filter(|(k, v)| !cur.processes.contains_key(&k.0) && prev.io.get(*k) == Some(*v))
+            .filter(|(k, v)| {
+                let closed = open.listed.contains(&k.pid) && !open.keys.contains(*k);
+                (!cur.processes.contains_key(&k.pid) || closed) && prev.io.get(*k) == Some(*v)
+            })
             .map(|(k, _)| *k)
             .collect()
     } else {
         Vec::new()
     };
-    let fd_keys: Vec<maps::ProcFd> = fds
-        .iter()
-        .map(|&(tgid, fd)| maps::ProcFd { tgid, fd })
-        .collect();
+    let fd_keys: Vec<maps::ProcFd> = fds.iter().map(|&k| maps::ProcFd::from(k)).collect();
     maps::prune::<maps::ProcFd, maps::FdIo>(probes, "io_by_proc_fd", &fd_keys)?;
     for k in &fds {
         cur.io.remove(k);

@@ -1,6 +1,6 @@
 //! Turns two readings of the maps into one [`Signals`] window.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::bpf_stats::{CostMeter, DEFAULT_COST_EVERY};
@@ -9,7 +9,9 @@ use crate::exit_watch::ExitWatch;
 use crate::histogram::histogram;
 use crate::loader::Probes;
 use crate::lock_waits::lock_waits;
-use crate::maps::{self, comm_family, point, MapsReading, NamedLocksTable, HIST_BUCKETS};
+use crate::maps::{
+    self, comm_family, point, FileId, IoKey, MapsReading, NamedLocksTable, HIST_BUCKETS,
+};
 use crate::named_locks::{self, NamedLocks, TableError};
 use crate::preflight;
 use crate::procfs;
@@ -25,8 +27,16 @@ pub struct Sampler {
     cost: CostMeter,
     /// Every thread name seen so far (threads that exited keep theirs).
     comms: HashMap<u32, String>,
-    /// Latest path seen behind each descriptor, per process.
-    fd_paths: HashMap<(u32, u32), String>,
+    /// Path of each counted descriptor (and, with `follow_children`, file)
+    /// as `/proc` last listed it.
+    fd_paths: HashMap<IoKey, String>,
+    /// Latest path of each file seen open in any process of the target
+    /// (with `follow_children`): names a file a descriptor held between
+    /// two listings of its own process.
+    file_paths: HashMap<FileId, String>,
+    /// Path behind each descriptor, per process, as last listed whatever
+    /// the file: the last resort for a count whose file no listing named.
+    fd_last_paths: HashMap<(u32, u32), String>,
     /// Process of each thread seen (tid -> tgid).
     tid_pid: HashMap<u32, u32>,
     /// Title of each process of the target seen (exited ones keep theirs).
@@ -60,6 +70,8 @@ impl Sampler {
             cost,
             comms: HashMap::new(),
             fd_paths: HashMap::new(),
+            file_paths: HashMap::new(),
+            fd_last_paths: HashMap::new(),
             tid_pid: HashMap::new(),
             titles: HashMap::new(),
             exited: false,
@@ -144,7 +156,7 @@ impl Sampler {
         self.exited
     }
 
-    /// Reads thread names, descriptor paths and affinity from `/proc`.
+    /// Reads thread names, process titles and affinity from `/proc`.
     /// Returns whether the target still runs and, if it does, its live
     /// threads (`tid -> comm`; `None` when unreadable), read once per window.
     /// With `follow_children`, the live threads are those of every process
@@ -154,8 +166,7 @@ impl Sampler {
         if !preflight::pid_alive(pid) {
             return (false, None);
         }
-        // The processes now (those forked in this window included, so
-        // their descriptors are named before their I/O is summed).
+        // The processes now (those forked in this window included).
         let mut pids: Vec<u32> = if self.probes.follows_children() {
             maps::read_processes(&self.probes)
                 .map(|p| p.into_keys().collect())
@@ -182,10 +193,6 @@ impl Sampler {
                 Err(_) if p != pid => continue,
                 Err(_) => root_ok = false,
             }
-            if let Ok(f) = procfs::fds(p) {
-                self.fd_paths
-                    .extend(f.into_iter().map(|(fd, path)| ((p, fd), path)));
-            }
             if self.probes.follows_children() {
                 if let Some(t) = procfs::title(p) {
                     self.titles.insert(p, t);
@@ -200,6 +207,89 @@ impl Sampler {
         } else {
             (false, None)
         }
+    }
+
+    /// Names the descriptors of the target's processes in reading `cur`
+    /// from `/proc`, after the reading: a window's counts go to the file
+    /// each was made on (with `follow_children` the kernel keys them by
+    /// file), named as it is at the window's end (so a file written as a
+    /// temporary and renamed into place, as PostgreSQL makes its WAL
+    /// segments, gets its final name). Returns the descriptors open now
+    /// (with their files) and the processes whose descriptors were listed.
+    fn list_fds(&mut self, cur: &MapsReading) -> (HashSet<IoKey>, HashSet<u32>) {
+        let follow = self.probes.follows_children();
+        let pids: Vec<u32> = if follow {
+            cur.processes.keys().copied().collect()
+        } else {
+            vec![self.probes.pid()]
+        };
+        let mut paths: HashMap<IoKey, String> = HashMap::new();
+        let mut files: HashMap<FileId, String> = HashMap::new();
+        let mut last: HashMap<(u32, u32), String> = HashMap::new();
+        let mut listed = HashSet::new();
+        for pid in pids {
+            let found: Vec<(u32, String, FileId)> = if follow {
+                match procfs::fd_files(pid) {
+                    Ok(f) => f
+                        .into_iter()
+                        .map(|(fd, (path, file))| (fd, path, file))
+                        .collect(),
+                    Err(_) => continue,
+                }
+            } else {
+                match procfs::fds(pid) {
+                    Ok(f) => f
+                        .into_iter()
+                        .map(|(fd, path)| (fd, path, FileId::default()))
+                        .collect(),
+                    Err(_) => continue,
+                }
+            };
+            listed.insert(pid);
+            for (fd, path, file) in found {
+                if file != FileId::default() {
+                    files.insert(file, path.clone());
+                }
+                last.insert((pid, fd), path.clone());
+                paths.insert(IoKey { pid, fd, file }, path);
+            }
+        }
+        let open: HashSet<IoKey> = paths.keys().copied().collect();
+        // Counted descriptors no longer open (closed, or their process
+        // exited) keep the name they were last listed with.
+        for k in cur.io.keys() {
+            if let Some(p) = self.fd_paths.get(k) {
+                paths.entry(*k).or_insert_with(|| p.clone());
+            }
+            if k.file != FileId::default() {
+                if let Some(p) = self.file_paths.get(&k.file) {
+                    files.entry(k.file).or_insert_with(|| p.clone());
+                }
+            }
+            if let Some(p) = self.fd_last_paths.get(&(k.pid, k.fd)) {
+                last.entry((k.pid, k.fd)).or_insert_with(|| p.clone());
+            }
+        }
+        self.fd_paths = paths;
+        self.file_paths = files;
+        self.fd_last_paths = last;
+        (open, listed)
+    }
+
+    /// The path counts of `key` go to: its descriptor's as listed with
+    /// that file, else (a file opened and closed between two listings of
+    /// its process) the file's as listed in another process, else (no
+    /// listing named the file, or stat(2) names it unlike the kernel, as a
+    /// stacked file system may) the descriptor's last path.
+    fn io_path(&self, key: &IoKey) -> Option<&String> {
+        self.fd_paths
+            .get(key)
+            .or_else(|| {
+                (key.file != FileId::default())
+                    .then(|| self.file_paths.get(&key.file))
+                    .flatten()
+            })
+            .or_else(|| self.fd_last_paths.get(&(key.pid, key.fd)))
     }
 
     /// The process of thread `tid`: as `/proc` listed it, else (a thread
@@ -234,6 +324,7 @@ impl Sampler {
     pub fn window(&mut self) -> Result<Signals, ProbeError> {
         let (alive, live) = self.refresh_proc();
         let cur = MapsReading::read(&self.probes)?;
+        let (open_fds, listed) = self.list_fds(&cur);
         if alive {
             self.refresh_named(cur.named_locks);
         }
@@ -249,7 +340,11 @@ impl Sampler {
         let sig = self.compute(&cur, cost, !alive, live.as_ref());
         let mut cur = cur;
         if let Some(live) = &live {
-            prune::dead_threads(&mut self.probes, &self.prev, &mut cur, live)?;
+            let open = prune::OpenFds {
+                keys: &open_fds,
+                listed: &listed,
+            };
+            prune::dead_threads(&mut self.probes, &self.prev, &mut cur, live, open)?;
         }
         self.prev = cur;
         self.exited |= !alive;
@@ -553,11 +648,10 @@ impl Sampler {
     /// Writes and fsyncs per file kind (kinds with no call are left out).
     fn io(&self, cur: &MapsReading, secs: f64) -> BTreeMap<FileKind, FileIo> {
         let mut io: BTreeMap<FileKind, (FileIo, [u64; HIST_BUCKETS])> = BTreeMap::new();
-        for (fd, now) in &cur.io {
-            let was = self.prev.io.get(fd).copied().unwrap_or_default();
+        for (key, now) in &cur.io {
+            let was = self.prev.io.get(key).copied().unwrap_or_default();
             let kind = self
-                .fd_paths
-                .get(fd)
+                .io_path(key)
                 .map_or(FileKind::Other, |p| self.profile.kind_of(p));
             let (f, h) = io
                 .entry(kind)

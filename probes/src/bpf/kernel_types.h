@@ -52,12 +52,37 @@ struct sched_entity {
 	unsigned long long sum_exec_runtime; /* ns on CPU, cumulative */
 } __attribute__((preserve_access_index));
 
+/* A process's open files: descriptor -> file -> inode, to key I/O by the
+ * file a descriptor names at the call (with follow_children). */
+struct super_block {
+	unsigned int s_dev; /* dev_t, the kernel's encoding (major << 20 | minor) */
+} __attribute__((preserve_access_index));
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd; /* current fd array */
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	struct sched_info sched_info;
 	struct sched_entity se;
 	unsigned long long start_time; /* CLOCK_MONOTONIC ns at fork */
+	struct files_struct *files;
 } __attribute__((preserve_access_index));
 
 /* x86-64 register file as saved on kernel entry (uprobe context, and a

@@ -507,10 +507,19 @@ struct {
 	__type(value, struct fd_io);
 } io_by_fd SEC(".maps");
 
-/* With follow_children, descriptors are per process: (tgid, fd). */
+/* With follow_children, descriptors are per process and per file:
+ * (tgid, fd, the file's device and inode at the call). A descriptor number
+ * names many files over a process's life (PostgreSQL closes a WAL segment,
+ * zero-fills the next one as pg_wal/xlogtemp.PID and reopens the renamed
+ * segment, all on one descriptor number); keyed by the file, each count
+ * stays with its file, which user space names by its inode from /proc,
+ * not by whatever the number names at the window's end. */
 struct proc_fd {
 	__u32 tgid;
 	__u32 fd;
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
 };
 
 struct {
@@ -525,12 +534,34 @@ struct {
  * entry seen; a write is counted at its exit alone). */
 enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2, CALL_FDATASYNC = 3 };
 
-/* The totals of descriptor `fd` of the current process. */
+/* Fills in the device and inode of the file descriptor `k->fd` of the
+ * current process names now (left 0 when it names none). */
+static __always_inline void fd_file(struct proc_fd *k)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || k->fd >= BPF_CORE_READ(fdt, max_fds))
+		return;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[k->fd]);
+	if (!f)
+		return;
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	if (!inode)
+		return;
+	k->ino = BPF_CORE_READ(inode, i_ino);
+	k->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+}
+
+/* The totals of descriptor `fd` of the current process (with
+ * follow_children: of the file it names now). */
 static __always_inline struct fd_io *fd_stats(__u32 fd)
 {
 	static const struct fd_io zero;
 	if (follow_children) {
 		struct proc_fd k = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd };
+		fd_file(&k);
 		return lookup_or_init(&io_by_proc_fd, &k, &zero);
 	}
 	if (fd < FD_SLOTS)
