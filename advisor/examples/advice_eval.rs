@@ -497,6 +497,7 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
     let mut trial_pcts = Vec::new();
     let mut trial_bad = 0;
     let mut trial_gap = 0;
+    let mut trial_by_family: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut bars = Vec::new();
     for (k, r) in &rows {
         let rec = records
@@ -508,6 +509,9 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
         bars.push((k.clone(), [r.pct, tp, r.statics[1], r.statics[0]]));
         if let (Some(t), Some(p)) = (t, tp) {
             trial_pcts.push(p);
+            for fam in rec.families() {
+                trial_by_family.entry(fam).or_default().push(p);
+            }
             let fc = rec.canonical(&t.final_config);
             let worse = fc != "RT1"
                 && rec.median(&fc) < rec.median("RT1")
@@ -541,6 +545,20 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
             f(r.statics[1]),
             f(r.statics[2]),
         );
+    }
+    if !trial_by_family.is_empty() {
+        println!("\n## With --trial, per family\n");
+        println!("| family | scenarios | geomean of oracle | min | below 98% |");
+        println!("|---|---|---|---|---|");
+        for (fam, v) in &trial_by_family {
+            println!(
+                "| {fam} | {} | {:.1}% | {:.0}% | {} |",
+                v.len(),
+                geomean(v) * 100.0,
+                v.iter().cloned().fold(f64::INFINITY, f64::min) * 100.0,
+                v.iter().filter(|x| **x < 0.98).count()
+            );
+        }
     }
     if !trial_pcts.is_empty() {
         println!(

@@ -116,6 +116,64 @@ fn a_change_the_model_predicts_worse_is_not_advised() {
 }
 
 #[test]
+fn outside_the_calibrated_range_a_worse_prediction_asks_for_a_trial() {
+    // The same observation, from a calibration that never saw more than 8
+    // users per CPU: the model still predicts RT0 worse, but nothing
+    // measured its error at 512 users per CPU, so the interval reaches a
+    // gain and the reason says a trial would settle it.
+    use redoctor_advisor::model::domain::{Domain, Range};
+    let mut m = confident_model();
+    m.params = Params {
+        rt0_convoy_cpu_us: 40.0,
+        rt0_convoy_knee: 4.0,
+        ..Params::prior()
+    };
+    let range = |name: &str, lo: f64, hi: f64| Range {
+        name: name.into(),
+        lo,
+        hi,
+    };
+    m.domain = Some(Domain {
+        ranges: vec![
+            range("users per CPU", 0.5, 8.0),
+            range("commits per round of the log path", 1.0, 100.0),
+            range("redo fsync latency, us", 10.0, 1000.0),
+            range("CPU per commit, us", 1.0, 1000.0),
+        ],
+        binlog: vec![false],
+        flush: vec![1],
+    });
+    let shape = Shape {
+        users: 1024,
+        commits: 60_000,
+        cpus_busy: 1.9,
+        runnable: 30.0,
+        redo_fsyncs: 2_000,
+        commit_path_wakeups: 120_000,
+        ..Shape::default()
+    };
+    let d = run_with(shape, 3, &[], &[], &m);
+    assert_eq!(d.verdict.kind, VerdictKind::NoChange, "{}", d.verdict.text);
+    let s = status(&d, "redo-off-handoff-chain").unwrap();
+    assert_eq!(s.status, Status::PredictedWorse, "{}", s.reason);
+    assert!(
+        s.reason.contains("outside the calibrated range") && s.reason.contains("--trial"),
+        "{}",
+        s.reason
+    );
+    let report = d.model.as_ref().unwrap();
+    assert_eq!(report.outside.len(), 1, "{:?}", report.outside);
+    assert_eq!(report.outside[0].name, "users per CPU");
+    assert!(report.sigma_used > 1.0 && report.sigma == m.sigma);
+    let rt0 = report
+        .predictions
+        .iter()
+        .find(|p| !p.config.redo_threads && p.config.cap == 0 && p.config.throttle == 0)
+        .unwrap();
+    assert!(rt0.ratio < 1.0 && rt0.ratio_high > 1.03, "{rt0:?}");
+}
+
+#[test]
 fn already_off_is_already_set_not_advised() {
     let d = run(
         Shape {

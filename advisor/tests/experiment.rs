@@ -146,7 +146,13 @@ fn a_swinging_load_does_not_trip_the_floor_on_one_low_window() {
     let median_rule = (0..40)
         .filter(|seed| {
             let mut tb = sim(1000.0, 1300.0, 0.4, 100 + seed);
-            let t = trial(&mut tb, &Plan { floor: 0.0, ..plan.clone() });
+            let t = trial(
+                &mut tb,
+                &Plan {
+                    floor: 0.0,
+                    ..plan.clone()
+                },
+            );
             let mut base = Vec::new();
             t.windows.iter().filter(|w| !w.warmup).any(|w| {
                 if w.side == Side::Baseline {
