@@ -296,59 +296,130 @@ fn select(
     args: &Args<'_>,
 ) -> Result<Outcome, SqlError> {
     let tid = table_id(engine, &s.table)?;
-    let mut source: Vec<(i64, Row)> = Vec::new();
     let e = |e| trx_error(e, &s.table);
+    let mut acc = Rows::new(s);
     match &s.filter {
         Filter::IdEq(o) => {
             let id = args.int(o, "id")?;
             if let Some(r) = trx.get(tid, id).map_err(e)? {
-                source.push((id, r));
+                acc.add(id, &r);
             }
         }
         Filter::IdBetween(lo, hi) => {
             let (lo, hi) = (args.int(lo, "id")?, args.int(hi, "id")?);
-            source = trx.range(tid, lo, hi).map_err(e)?;
+            // Rows are read in place under the table's read latch: only the
+            // projected columns are copied out.
+            trx.range_with(tid, lo, hi, |id, r| acc.add(id, r))
+                .map_err(e)?;
         }
         Filter::KEq(o) => {
             let k = args.i32(o, "k")?;
-            source = trx.get_by_k(tid, k).map_err(e)?;
+            for (id, r) in trx.get_by_k(tid, k).map_err(e)? {
+                acc.add(id, &r);
+            }
         }
-        Filter::All => source = trx.range(tid, i64::MIN, i64::MAX).map_err(e)?,
+        Filter::All => trx
+            .range_with(tid, i64::MIN, i64::MAX, |id, r| acc.add(id, r))
+            .map_err(e)?,
     }
-    let cols = select_columns(s);
-    let mut rows: Vec<Vec<Cell>> = match &s.projection {
-        Projection::Count => vec![vec![Cell::Int(source.len() as i64)]],
-        Projection::Sum(c) => {
-            let sum = source.iter().fold(None::<i64>, |acc, (id, r)| {
-                let v = if *c == Col::Id { *id } else { r.k as i64 };
-                Some(acc.unwrap_or(0).wrapping_add(v))
-            });
-            vec![vec![sum.map_or(Cell::Null, Cell::Int)]]
-        }
-        Projection::Cols(pc) => {
-            let order_key = s.order.map(|(c, _)| c);
-            let mut keyed: Vec<(Cell, Vec<Cell>)> = source
-                .iter()
-                .map(|(id, r)| {
-                    let key = order_key.map_or(Cell::Null, |c| cell(*id, r, c));
-                    (key, pc.iter().map(|c| cell(*id, r, *c)).collect())
-                })
-                .collect();
-            if let Some((_, desc)) = s.order {
-                // Stable: ties keep id order, as InnoDB's filesort of a PK range does.
-                keyed.sort_by(|a, b| if desc { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) });
-            }
-            let mut rows: Vec<Vec<Cell>> = keyed.into_iter().map(|(_, r)| r).collect();
-            if s.distinct {
-                let mut seen = HashSet::new();
-                rows.retain(|r| seen.insert(r.clone()));
-            }
-            rows
-        }
-    };
+    let mut rows = acc.finish(s);
     if let Some(l) = &s.limit {
         let n = args.int(l, "LIMIT")?.max(0) as usize;
         rows.truncate(n);
     }
-    Ok(Outcome::Rows { cols, rows })
+    Ok(Outcome::Rows {
+        cols: select_columns(s),
+        rows,
+    })
+}
+
+/// A SELECT's result, built row by row from rows it borrows (no row is
+/// cloned; only the cells it returns are made).
+enum Rows<'a> {
+    Count(i64),
+    Sum(Col, Option<i64>),
+    Cols {
+        cols: &'a [Col],
+        rows: Vec<Vec<Cell>>,
+        /// The ORDER BY column when the result does not return it: its
+        /// value is then kept beside each row, in `keys`.
+        key_outside: Option<Col>,
+        keys: Vec<Cell>,
+    },
+}
+
+impl<'a> Rows<'a> {
+    fn new(s: &'a Select) -> Rows<'a> {
+        match &s.projection {
+            Projection::Count => Rows::Count(0),
+            Projection::Sum(c) => Rows::Sum(*c, None),
+            Projection::Cols(cols) => Rows::Cols {
+                cols,
+                rows: Vec::new(),
+                key_outside: s.order.map(|(c, _)| c).filter(|c| !cols.contains(c)),
+                keys: Vec::new(),
+            },
+        }
+    }
+
+    fn add(&mut self, id: i64, r: &Row) {
+        match self {
+            Rows::Count(n) => *n += 1,
+            Rows::Sum(c, sum) => {
+                let v = if *c == Col::Id { id } else { r.k as i64 };
+                *sum = Some(sum.unwrap_or(0).wrapping_add(v));
+            }
+            Rows::Cols {
+                cols,
+                rows,
+                key_outside,
+                keys,
+            } => {
+                rows.push(cols.iter().map(|c| cell(id, r, *c)).collect());
+                if let Some(k) = key_outside {
+                    keys.push(cell(id, r, *k));
+                }
+            }
+        }
+    }
+
+    fn finish(self, s: &Select) -> Vec<Vec<Cell>> {
+        match self {
+            Rows::Count(n) => vec![vec![Cell::Int(n)]],
+            Rows::Sum(_, sum) => vec![vec![sum.map_or(Cell::Null, Cell::Int)]],
+            Rows::Cols {
+                cols, rows, keys, ..
+            } => order_and_distinct(s, cols, rows, keys),
+        }
+    }
+}
+
+/// ORDER BY (stable: ties keep id order, as InnoDB's filesort of a PK range
+/// does), then DISTINCT (the first of equal rows stays). `keys` holds the
+/// ORDER BY values when the rows do not carry that column, else is empty.
+fn order_and_distinct(
+    s: &Select,
+    cols: &[Col],
+    mut rows: Vec<Vec<Cell>>,
+    keys: Vec<Cell>,
+) -> Vec<Vec<Cell>> {
+    if let Some((c, desc)) = s.order {
+        let cmp = |a: &Cell, b: &Cell| if desc { b.cmp(a) } else { a.cmp(b) };
+        match cols.iter().position(|x| *x == c) {
+            Some(i) => rows.sort_by(|a, b| cmp(&a[i], &b[i])),
+            None => {
+                let mut keyed: Vec<(Cell, Vec<Cell>)> = keys.into_iter().zip(rows).collect();
+                keyed.sort_by(|a, b| cmp(&a.0, &b.0));
+                rows = keyed.into_iter().map(|(_, r)| r).collect();
+            }
+        }
+    }
+    if s.distinct {
+        let mut seen = HashSet::with_capacity(rows.len());
+        let keep: Vec<bool> = rows.iter().map(|r| seen.insert(r)).collect();
+        drop(seen);
+        let mut keep = keep.into_iter();
+        rows.retain(|_| keep.next().unwrap_or(false));
+    }
+    rows
 }

@@ -8,7 +8,8 @@
 //!   does not count as user threads.
 //! - SQL: `sqlparser`'s MySQL dialect turned into engine plans ([`sql`],
 //!   [`exec`]); the surface is what sysbench's OLTP scripts send plus the
-//!   admin statements ([`admin`]).
+//!   admin statements ([`admin`]). Plain text INSERTs take a scanner that
+//!   gives the same result without building an AST (`fast_insert`).
 //! - Auth: the Unix socket file is created mode 0600 (owner only) and every
 //!   accepted connection's peer credentials (SO_PEERCRED) must carry the
 //!   server's effective uid; user names and passwords are not checked. TCP is
@@ -24,6 +25,7 @@
 pub mod admin;
 pub mod error;
 pub mod exec;
+mod fast_insert;
 pub mod framing;
 mod listener;
 pub mod peer;

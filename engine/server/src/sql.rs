@@ -55,7 +55,7 @@ impl Col {
         }
     }
 
-    fn parse(name: &str) -> Result<Col, SqlError> {
+    pub(crate) fn parse(name: &str) -> Result<Col, SqlError> {
         match name.to_ascii_lowercase().as_str() {
             "id" => Ok(Col::Id),
             "k" => Ok(Col::K),
@@ -197,6 +197,15 @@ const IGNORED_SESSION_VARS: &[&str] = &[
 
 /// Parses one statement.
 pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
+    if let Some(p) = crate::fast_insert::parse(sql) {
+        return Ok(p);
+    }
+    parse_general(sql)
+}
+
+/// Parses one statement with sqlparser (every statement the server knows;
+/// [`parse`] tries the plain-INSERT fast path first).
+pub(crate) fn parse_general(sql: &str) -> Result<Parsed, SqlError> {
     let dialect = MySqlDialect {};
     let mut tokens = Tokenizer::new(&dialect, sql)
         .tokenize()

@@ -76,6 +76,15 @@ fn sysbench_statements_text_and_prepared() {
     assert_eq!(k, 6);
     let ids: Vec<i64> = c.query("SELECT id FROM sbtest1 WHERE k=6").unwrap();
     assert_eq!(ids, [5, 6]);
+    // ORDER BY a column the result does not return, descending: ties keep
+    // id order (k: 4, 6, 6, 7 for ids 4..7).
+    let ids: Vec<i64> = c
+        .exec(
+            "SELECT id FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY k DESC",
+            (4, 7),
+        )
+        .unwrap();
+    assert_eq!(ids, [7, 5, 6, 4]);
     c.exec_drop("DELETE FROM sbtest1 WHERE id=?", (5,)).unwrap();
     assert_eq!(c.affected_rows(), 1);
     c.exec_drop(
