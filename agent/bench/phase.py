@@ -5,7 +5,9 @@ One `redoctor-engine serve` (2 CPUs, data on disk) under sysbench
 oltp_update_index: phase A with 4 users for 40 s, then phase B with 256
 users for 40 s. The same two-phase load runs with each of the oracle's
 static configurations (advisor/bench/eval/plan.toml's six) and with the
-agent in apply mode starting from the server's defaults, interleaved
+agent in apply mode starting from MySQL 8.0's defaults (dedicated log
+threads on, no cap, no throttle; `serve` is started with `--redo-threads
+on`, since by itself it picks MySQL 8.4's off on a 2-CPU host), interleaved
 (agent, two statics, agent, two statics, ...), so a drift of the host
 touches all alike.
 
@@ -178,7 +180,8 @@ def main():
     work = tempfile.mkdtemp(prefix="redoctor-phase.", dir="/var/tmp")
     socket = os.path.join(work, "s.sock")
     engine = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(work, "data"),
-                               "--socket", socket], stdout=subprocess.DEVNULL,
+                               "--socket", socket, "--redo-threads", "on"],
+                              stdout=subprocess.DEVNULL,
                               stderr=open(os.path.join(work, "engine.err"), "w"))
     try:
         while not os.path.exists(socket):

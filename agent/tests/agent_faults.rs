@@ -186,6 +186,7 @@ fn thread_churn_is_observed_within_budget_and_leaves_nothing() {
             .arg(dir.path().join("data"))
             .arg("--socket")
             .arg(&socket)
+            .args(["--redo-threads", "on"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -67,6 +67,9 @@ pub struct Served {
 }
 
 impl Served {
+    /// Starts with dedicated log threads (RT1), MySQL 8.0's default, the
+    /// state these tests change and restore (`serve` on its own picks by the
+    /// host's CPUs, as MySQL 8.4 does).
     pub fn start() -> Served {
         let dir = tempfile::tempdir().unwrap();
         let child = Command::new(engine())
@@ -75,6 +78,7 @@ impl Served {
             .arg(dir.path().join("data"))
             .arg("--socket")
             .arg(dir.path().join("s.sock"))
+            .args(["--redo-threads", "on"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

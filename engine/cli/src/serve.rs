@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use redoctor_args::OnOff;
-use redoctor_engine::{Engine, EngineOptions};
+use redoctor_engine::{Engine, EngineOptions, RedoMode};
 use redoctor_server::{wait_for_signal, Server, ServerConfig, DEFAULT_MAX_PACKET};
 
 use crate::run::redo_mode;
@@ -24,7 +24,8 @@ pub struct ServeArgs {
     /// Also listen on 127.0.0.1:PORT (off unless given; no peer check on TCP).
     #[arg(long, value_name = "PORT")]
     pub tcp: Option<u16>,
-    /// Dedicated redo log threads at start: on (RT1) or off (RT0). Engine default if absent.
+    /// Dedicated redo log threads at start: on (RT1) or off (RT0). Default as MySQL 8.4's:
+    /// off on a host with fewer than 32 logical CPUs (those this process may run on), on from 32.
     #[arg(long, value_enum)]
     pub redo_threads: Option<OnOff>,
     /// innodb_flush_log_at_trx_commit at start (0, 1, 2). Engine default (1) if absent.
@@ -60,9 +61,20 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     // autocommit transaction: allow redo records up to 2 MiB (the link
     // buffer caps a record at half its slots; 4 Mi slots take 32 MiB).
     opts.redo.link_slots = opts.redo.link_slots.max(1 << 22);
-    if let Some(m) = a.redo_threads {
-        opts.redo.mode = redo_mode(m);
-    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    opts.redo.mode = match a.redo_threads {
+        Some(m) => redo_mode(m),
+        None => {
+            let mode = RedoMode::host_default(cpus);
+            eprintln!(
+                "redoctor-engine serve: innodb_log_writer_threads={} (MySQL 8.4's default: on \
+                 from {} logical CPUs; this process may run on {cpus}; --redo-threads sets it)",
+                mode.to_string().to_uppercase(),
+                RedoMode::DEDICATED_THREADS_MIN_CPUS
+            );
+            mode
+        }
+    };
     if let Some(f) = a.flush_at_commit {
         opts.redo.flush_at_commit = f;
     }

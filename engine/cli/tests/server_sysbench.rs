@@ -34,6 +34,11 @@ struct Served {
 
 impl Served {
     fn start() -> Served {
+        Served::start_with(&[], Stdio::inherit())
+    }
+
+    /// `serve` with `extra` options; its stderr goes to `stderr`.
+    fn start_with(extra: &[&str], stderr: Stdio) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("mysql.sock");
         let child = Command::new(env!("CARGO_BIN_EXE_redoctor-engine"))
@@ -44,6 +49,8 @@ impl Served {
             .arg(&socket)
             .arg("--lock-wait-timeout")
             .arg("10")
+            .args(extra)
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -201,7 +208,7 @@ fn mariadb_client_sets_and_shows_globals() {
     if !installed("mariadb") {
         return;
     }
-    let s = Served::start();
+    let s = Served::start_with(&["--redo-threads", "on"], Stdio::inherit());
     let out = mariadb(
         &s.socket,
         "SET GLOBAL innodb_log_writer_threads = OFF; \
@@ -279,4 +286,43 @@ fn only_the_servers_user_may_connect() {
     let out = mariadb(&s.socket, "SELECT 1");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
     s.stop();
+}
+
+/// Without `--redo-threads`, `serve` starts as MySQL 8.4 does: dedicated
+/// log threads off below 32 logical CPUs, on from 32, and says which and why.
+#[test]
+fn serve_defaults_to_mysql84_log_threads_for_the_host() {
+    if !installed("mariadb") {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let want = if cpus >= 32 { "ON" } else { "OFF" };
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let s = Served::start_with(&[], Stdio::from(log.reopen().unwrap()));
+    let out = mariadb(
+        &s.socket,
+        "SHOW GLOBAL VARIABLES LIKE 'innodb_log_writer_threads'",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.trim(), format!("innodb_log_writer_threads\t{want}"));
+    let said = std::fs::read_to_string(log.path()).unwrap();
+    assert!(
+        said.contains(&format!("innodb_log_writer_threads={want}"))
+            && said.contains(&format!("may run on {cpus}")),
+        "serve's stderr does not name its choice: {said}"
+    );
+    // An explicit choice wins, in both directions.
+    s.stop();
+    for (flag, shown) in [("on", "ON"), ("off", "OFF")] {
+        let s = Served::start_with(&["--redo-threads", flag], Stdio::null());
+        let out = mariadb(
+            &s.socket,
+            "SHOW GLOBAL VARIABLES LIKE 'innodb_log_writer_threads'",
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("innodb_log_writer_threads\t{shown}")
+        );
+        s.stop();
+    }
 }

@@ -71,6 +71,25 @@ impl FromStr for RedoMode {
     }
 }
 
+impl RedoMode {
+    /// Logical CPUs from which MySQL 8.4 starts dedicated log threads by
+    /// default (`innodb_log_writer_threads`: ON from 32, OFF below).
+    pub const DEDICATED_THREADS_MIN_CPUS: usize = 32;
+
+    /// MySQL 8.4's default for a host with `cpus` logical CPUs: below
+    /// [`DEDICATED_THREADS_MIN_CPUS`](Self::DEDICATED_THREADS_MIN_CPUS) the
+    /// user threads write the log themselves (RT0), from it on dedicated
+    /// threads do (RT1). [`RedoOptions::default`] keeps MySQL 8.0's ON for
+    /// every host; `redoctor-engine serve` starts with this one.
+    pub fn host_default(cpus: usize) -> RedoMode {
+        if cpus >= Self::DEDICATED_THREADS_MIN_CPUS {
+            RedoMode::On
+        } else {
+            RedoMode::Off
+        }
+    }
+}
+
 impl fmt::Display for RedoMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

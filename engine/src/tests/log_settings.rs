@@ -104,3 +104,19 @@ fn full_log_makes_committers_wait_then_recycles() {
         e2.shutdown().unwrap();
     }
 }
+
+/// MySQL 8.4's host rule: dedicated log threads from 32 logical CPUs, user
+/// threads below; the library's own default stays MySQL 8.0's ON.
+#[test]
+fn host_default_follows_mysql84() {
+    for (cpus, want) in [
+        (1, RedoMode::Off),
+        (2, RedoMode::Off),
+        (31, RedoMode::Off),
+        (32, RedoMode::On),
+        (128, RedoMode::On),
+    ] {
+        assert_eq!(RedoMode::host_default(cpus), want, "{cpus} CPUs");
+    }
+    assert_eq!(crate::RedoOptions::default().mode, RedoMode::On);
+}
