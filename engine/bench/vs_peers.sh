@@ -28,6 +28,10 @@
 #   REPEATS [3]    runs per cell                 THREADS ["1 4 16 64 256"]
 #   WORKLOADS ["oltp_read_write oltp_update_index oltp_point_select oltp_insert"]
 #   SERVERS ["engine mariadb postgres"]          TABLES [4]  TABLE_SIZE [10000]
+#                  (also engine_rt0: a second engine, dedicated log threads off;
+#                   engine_rt1 likewise with them on, whatever the default;
+#                   engine_b: the binary ENGINE_B, e.g. an older build, for an A/B)
+#   ENGINE_ARGS [unset]  extra `serve` options for every engine (e.g. --redo-threads on)
 #   DISK_DIR [/var/tmp]  where the datadirs go   BUFFER_POOL [1G] MariaDB buffer pool, PG shared_buffers
 #   OUT [vs_peers.<date>]  results directory     KEEP [unset] keep the work directory (datadirs, logs)
 #   PG_BIN [/usr/lib/postgresql/15/bin]
@@ -65,6 +69,13 @@ BIN=$PWD/target/release/redoctor-engine
 WORK=$(mktemp -d "$DISK_DIR/vs_peers.XXXXXX")
 chmod 755 "$WORK" # the postgres user must reach its directories inside
 ENGINE_SOCK=$WORK/engine.sock
+ENGINE_RT0_SOCK=$WORK/engine_rt0.sock
+ENGINE_RT1_SOCK=$WORK/engine_rt1.sock
+ENGINE_B_SOCK=$WORK/engine_b.sock
+ENGINE_RT0_PID=""
+ENGINE_RT1_PID=""
+ENGINE_B_PID=""
+read -r -a ENGINE_EXTRA <<<"${ENGINE_ARGS:-}"
 MARIADB_SOCK=$WORK/mariadb.sock
 PG_DIR=$WORK/pg # owned by the postgres user: data, log, socket
 PG_SOCKDIR=$PG_DIR/sock
@@ -77,6 +88,9 @@ log() { echo "[$(date +%T)] $*" >&2; }
 cleanup() {
     set +e
     [ -n "$ENGINE_PID" ] && kill "$ENGINE_PID" 2>/dev/null && wait "$ENGINE_PID" 2>/dev/null
+    [ -n "$ENGINE_RT0_PID" ] && kill "$ENGINE_RT0_PID" 2>/dev/null && wait "$ENGINE_RT0_PID" 2>/dev/null
+    [ -n "$ENGINE_RT1_PID" ] && kill "$ENGINE_RT1_PID" 2>/dev/null && wait "$ENGINE_RT1_PID" 2>/dev/null
+    [ -n "$ENGINE_B_PID" ] && kill "$ENGINE_B_PID" 2>/dev/null && wait "$ENGINE_B_PID" 2>/dev/null
     [ -n "$MARIADB_PID" ] && kill "$MARIADB_PID" 2>/dev/null && wait "$MARIADB_PID" 2>/dev/null
     [ -n "$PG_UP" ] && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1
     if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK" >&2; fi
@@ -93,13 +107,40 @@ wait_for_socket() {
     exit 1
 }
 
+# serve_engine NAME SOCKET [serve options...]: starts one engine ($ENGINE_BIN,
+# default $BIN); sets $!
+serve_engine() {
+    local name=$1 sock=$2
+    shift 2
+    "${ENGINE_BIN:-$BIN}" serve "${ENGINE_EXTRA[@]}" --datadir "$WORK/$name-data" --socket "$sock" --flush-at-commit 1 "$@" \
+        2>"$WORK/$name.log" &
+    wait_for_socket "$sock"
+    mariadb --socket="$sock" -uroot -e "CREATE DATABASE IF NOT EXISTS sbtest" 2>/dev/null || true
+}
+
 start_engine() {
-    "$BIN" serve --datadir "$WORK/engine-data" --socket "$ENGINE_SOCK" --flush-at-commit 1 \
-        2>"$WORK/engine.log" &
+    serve_engine engine "$ENGINE_SOCK"
     ENGINE_PID=$!
-    wait_for_socket "$ENGINE_SOCK"
-    mariadb --socket="$ENGINE_SOCK" -uroot -e "CREATE DATABASE IF NOT EXISTS sbtest" 2>/dev/null || true
     VERSION_engine="redoctor-engine $(git rev-parse --short HEAD)"
+}
+
+start_engine_rt0() {
+    serve_engine engine_rt0 "$ENGINE_RT0_SOCK" --redo-threads off
+    ENGINE_RT0_PID=$!
+    VERSION_engine_rt0="redoctor-engine $(git rev-parse --short HEAD) with --redo-threads off"
+}
+
+start_engine_b() {
+    [ -x "${ENGINE_B:-}" ] || { echo "engine_b needs ENGINE_B=path of a redoctor-engine binary" >&2; exit 1; }
+    ENGINE_BIN=$ENGINE_B serve_engine engine_b "$ENGINE_B_SOCK"
+    ENGINE_B_PID=$!
+    VERSION_engine_b="redoctor-engine at $ENGINE_B"
+}
+
+start_engine_rt1() {
+    serve_engine engine_rt1 "$ENGINE_RT1_SOCK" --redo-threads on
+    ENGINE_RT1_PID=$!
+    VERSION_engine_rt1="redoctor-engine $(git rev-parse --short HEAD) with --redo-threads on"
 }
 
 start_mariadb() {
@@ -142,6 +183,9 @@ sb() {
     local conn
     case $1 in
         engine) conn=(--db-driver=mysql --mysql-socket="$ENGINE_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
+        engine_rt0) conn=(--db-driver=mysql --mysql-socket="$ENGINE_RT0_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
+        engine_rt1) conn=(--db-driver=mysql --mysql-socket="$ENGINE_RT1_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
+        engine_b) conn=(--db-driver=mysql --mysql-socket="$ENGINE_B_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
         mariadb) conn=(--db-driver=mysql --mysql-socket="$MARIADB_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
         postgres) conn=(--db-driver=pgsql --pgsql-host="$PG_SOCKDIR" --pgsql-user=postgres --pgsql-db=sbtest) ;;
     esac
@@ -153,6 +197,9 @@ sb() {
 rows() {
     case $1 in
         engine) mariadb --socket="$ENGINE_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
+        engine_rt0) mariadb --socket="$ENGINE_RT0_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
+        engine_rt1) mariadb --socket="$ENGINE_RT1_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
+        engine_b) mariadb --socket="$ENGINE_B_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
         mariadb) mariadb --socket="$MARIADB_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
         postgres) "$PG_BIN/psql" -h "$PG_SOCKDIR" -U postgres -tAc "SELECT COUNT(*) FROM sbtest$TABLES" sbtest ;;
     esac
@@ -225,7 +272,7 @@ for s in $SERVERS; do v=VERSION_$s; versions="$versions${versions:+; }${!v}"; do
         }
         BEGIN {
             ns = split(servers, S, " "); nw = split(workloads, W, " "); nt = split(threads, T, " ")
-            name["engine"] = "engine"; name["mariadb"] = "MariaDB"; name["postgres"] = "PostgreSQL"
+            name["engine"] = "engine"; name["engine_rt0"] = "engine RT0"; name["engine_rt1"] = "engine RT1"; name["engine_b"] = "engine B"; name["mariadb"] = "MariaDB"; name["postgres"] = "PostgreSQL"
         }
         END {
             h = "| workload | threads |"; sep = "|---|---|"

@@ -22,7 +22,12 @@ the agent exited); reports that straddle a change are dropped. "paired" is
 the mean (and standard error) of each attached phase's TPS over the
 detached phases just before and after it: the figure to trust.
 
-Usage: [SERVER=mariadb|postgresql] probes/bench/server-alternating.py [PHASE_SECONDS] [PHASES]
+PROBE_ARGS adds arguments to every `redoctor probe` (the floor controls of
+probes/README.md: `--empty-programs` attaches every hook with programs that
+return at once; `--empty-programs --no-syscalls` leaves the syscall hooks
+out too), so the cost of dispatch alone can be told from the programs'.
+
+Usage: [SERVER=mariadb|postgresql] [PROBE_ARGS=...] probes/bench/server-alternating.py [PHASE_SECONDS] [PHASES]
        (defaults 5 s, 6 phases; root, a release build of redoctor,
         the server's package and sysbench installed; THREADS=16)
 """
@@ -42,6 +47,7 @@ AGENT = os.environ.get("AGENT", os.path.join(ROOT, "target/release/redoctor"))
 ON_AFTER_MS = 1000 * float(os.environ.get("ON_AFTER", "0.7"))
 THREADS = os.environ.get("THREADS", "16")
 SERVER = os.environ.get("SERVER", "mariadb")
+PROBE_ARGS = os.environ.get("PROBE_ARGS", "").split()
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
 
@@ -160,7 +166,7 @@ def bench(d: str, server: Server, phase: float, phases: int) -> None:
         with open(os.path.join(d, "agent.out"), "w") as out, \
                 open(os.path.join(d, "agent.err"), "w") as err:
             agent = subprocess.Popen([AGENT, "probe", "--pid", str(server.pid), "--profile",
-                                      SERVER, "--interval", "1s", "--json"],
+                                      SERVER, "--interval", "1s", "--json", *PROBE_ARGS],
                                      stdout=out, stderr=err)
         time.sleep(phase)
         if agent.poll() is not None:
@@ -191,7 +197,7 @@ def bench(d: str, server: Server, phase: float, phases: int) -> None:
               for j in range(len(spans)) if on[j] and off[j] + off[j + 1]]
     se = statistics.stdev(ratios) / len(ratios) ** 0.5 if len(ratios) > 1 else float("nan")
     print(f"## {SERVER}, sysbench oltp_read_write {THREADS} threads, probes on and off every "
-          f"{phase:g} s ({phases} phases)")
+          f"{phase:g} s ({phases} phases){'; probe ' + ' '.join(PROBE_ARGS) if PROBE_ARGS else ''}")
     print(f"TPS off ({len(offs)} s): mean {statistics.mean(offs):.0f}, stdev {statistics.stdev(offs):.0f}")
     print(f"TPS on ({len(ons)} s): mean {statistics.mean(ons):.0f}, stdev {statistics.stdev(ons):.0f}")
     print("per phase on/off: " + ", ".join(f"{100 * r:.1f}%" for r in ratios))
