@@ -5,14 +5,30 @@ use crate::signals::{Bucket, Histogram};
 
 /// Builds a [`Histogram`] from log2 bucket counts (bucket i = [2^i, 2^(i+1)) ns).
 pub fn histogram(counts: &[u64; HIST_BUCKETS]) -> Histogram {
+    histogram_in(counts, 1)
+}
+
+/// Like [`histogram`], for buckets counted in units of `unit_ns`
+/// nanoseconds (bucket i = [2^i, 2^(i+1)) units), bounds given in ns.
+pub fn histogram_in(counts: &[u64; HIST_BUCKETS], unit_ns: u64) -> Histogram {
     let count: u64 = counts.iter().sum();
-    let bound = |i: usize| if i >= 63 { u64::MAX } else { 1u64 << (i + 1) };
+    let bound = |i: usize| {
+        if i >= 63 {
+            u64::MAX
+        } else {
+            (1u64 << (i + 1)).saturating_mul(unit_ns)
+        }
+    };
     let buckets = counts
         .iter()
         .enumerate()
         .filter(|(_, c)| **c > 0)
         .map(|(i, c)| Bucket {
-            lo_ns: if i == 0 { 0 } else { 1u64 << i },
+            lo_ns: if i == 0 {
+                0
+            } else {
+                (1u64 << i).saturating_mul(unit_ns)
+            },
             hi_ns: bound(i),
             count: *c,
         })
@@ -55,5 +71,16 @@ mod tests {
         assert_eq!(h.buckets.len(), 2);
         assert_eq!(h.buckets[0].lo_ns, 1024);
         assert_eq!(histogram(&[0; HIST_BUCKETS]).p99_ns_le, 0);
+    }
+
+    #[test]
+    fn microsecond_buckets_report_nanosecond_bounds() {
+        let mut c = [0u64; HIST_BUCKETS];
+        c[0] = 1; // [0, 2) us
+        c[3] = 3; // [8, 16) us
+        let h = histogram_in(&c, 1000);
+        assert_eq!((h.buckets[0].lo_ns, h.buckets[0].hi_ns), (0, 2000));
+        assert_eq!((h.buckets[1].lo_ns, h.buckets[1].hi_ns), (8000, 16000));
+        assert_eq!(h.p50_ns_le, 16000);
     }
 }

@@ -161,6 +161,9 @@ pub struct AttachOptions {
     /// so what remains is the cost of their dispatch by the kernel (and of
     /// the agent). Every hook is attached as usual; the signals stay empty.
     pub empty_programs: bool,
+    /// Count the run-queue histogram in microseconds (BCC runqlat's log2
+    /// buckets) instead of nanoseconds, for a bucket-by-bucket cross-check.
+    pub runq_hist_us: bool,
     /// Watch the target and every process it forks, before or after the
     /// probes attach (a PostgreSQL cluster from its postmaster). Off, the
     /// programs compare the tgid with the target's and nothing more.
@@ -220,6 +223,7 @@ impl AttachOptions {
             thread_slots: DEFAULT_THREAD_SLOTS,
             wake_pairs: DEFAULT_WAKE_PAIRS,
             empty_programs: false,
+            runq_hist_us: false,
             follow_children: false,
             usdt: Vec::new(),
             target: None,
@@ -287,6 +291,8 @@ pub struct Probes {
     attached_points: Vec<String>,
     commit_point: Option<String>,
     follow_children: bool,
+    /// The run-queue histogram's unit: 1 (ns) or 1000 (µs, `runq_hist_us`).
+    runq_hist_unit_ns: u64,
     /// USDT probes attached (`provider:name`), with what each counts.
     attached_usdt: Vec<(String, UsdtEvent)>,
     /// USDT semaphores raised in the target's processes (lowered on drop).
@@ -325,6 +331,7 @@ impl Probes {
         let start_ns = monotonic_ns();
         let empty = u8::from(opts.empty_programs); // a C `bool`
         let follow = u8::from(opts.follow_children);
+        let runq_us = u8::from(opts.runq_hist_us);
         let mut bpf = EbpfLoader::new()
             .override_global("target_tgid", &opts.pid, true)
             .override_global("follow_children", &follow, true)
@@ -332,6 +339,7 @@ impl Probes {
             .override_global("probes_start_ns", &start_ns, true)
             .override_global("thread_slot_mask", &slot_mask, true)
             .override_global("empty_programs", &empty, true)
+            .override_global("runq_hist_us", &runq_us, true)
             .map_max_entries("thread_sched_slots", opts.thread_slots)
             .map_max_entries("wakeups_by_pair", opts.wake_pairs)
             .load(BPF_OBJECT)
@@ -428,6 +436,7 @@ impl Probes {
             unavailable,
             attached_points,
             follow_children: opts.follow_children,
+            runq_hist_unit_ns: if opts.runq_hist_us { 1000 } else { 1 },
             attached_usdt,
             semaphores,
             commit_point,
@@ -463,6 +472,12 @@ impl Probes {
     /// One futex wait in this many is recorded by address.
     pub fn futex_sample(&self) -> u32 {
         self.futex_sample
+    }
+
+    /// Nanoseconds per unit of the run-queue histogram's buckets: 1, or
+    /// 1000 with [`AttachOptions::runq_hist_us`].
+    pub fn runq_hist_unit_ns(&self) -> u64 {
+        self.runq_hist_unit_ns
     }
 
     /// How writes and fsyncs are traced ([`SyscallHooks::PerSyscall`] or

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::bpf_stats::{CostMeter, DEFAULT_COST_EVERY};
 use crate::error::ProbeError;
 use crate::exit_watch::ExitWatch;
-use crate::histogram::histogram;
+use crate::histogram::{histogram, histogram_in};
 use crate::loader::Probes;
 use crate::lock_waits::lock_waits;
 use crate::maps::{
@@ -512,7 +512,7 @@ impl Sampler {
         for (i, h) in hist.iter_mut().enumerate() {
             *h = cur.runq_hist[i].saturating_sub(prev.runq_hist[i]);
         }
-        cpu.runq_latency = histogram(&hist);
+        cpu.runq_latency = histogram_in(&hist, self.probes.runq_hist_unit_ns());
         (cpu, threads)
     }
 

@@ -38,6 +38,11 @@ const volatile bool empty_programs = 0;
  * single compare with target_tgid: read-only data is frozen before the
  * verifier runs, so the hash lookup is not even in the program. */
 const volatile bool follow_children = 0;
+/* Set by the loader for a cross-check against BCC's runqlat: the run-queue
+ * histogram counts microseconds, not nanoseconds (runqlat's buckets:
+ * bucket i = [2^i, 2^(i+1)) us, bucket 0 also < 1 us). Frozen before the
+ * verifier runs, so the default keeps no trace of it. */
+const volatile bool runq_hist_us = 0;
 
 #define HIST_BUCKETS 64
 #define MAX_THREADS 16384
@@ -403,7 +408,7 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 	s->oncpu_ns += slice;
 	if (!baseline_only) {
 		s->runq_wait_ns += wait;
-		hist_add(&runq_latency_ns_log2, wait);
+		hist_add(&runq_latency_ns_log2, runq_hist_us ? wait / 1000 : wait);
 	}
 	/* When this slice began, on the run-queue clock (the kernel stamps
 	 * it at every switch-in): no clock read here. */

@@ -5,10 +5,17 @@
 //! window and stop after it; the engine is idle outside its workload, so
 //! the tools' extra edges hold only its background ticks.
 //!
-//! runqlat's histogram has log2 buckets of microseconds and the probes'
-//! log2 buckets of nanoseconds, so no bucket of one is a bucket of the
-//! other: the totals are compared (within 2%), and each side's median
-//! bucket must overlap the other's.
+//! runqlat's histogram has log2 buckets of microseconds; the probes count
+//! nanoseconds unless attached with `runq_hist_us`, which this check does,
+//! so the two histograms have the same buckets. The totals must agree
+//! within 2%, and so must the tails bucket by bucket: at every bucket edge
+//! from 16 µs up, the waits at or above it differ by at most 2% of all
+//! events. Below 16 µs the two measure differently and the check only
+//! prints them: the probes take each wait from the kernel's own schedstat
+//! (`sched_info.run_delay`, enqueue to arrival on the run-queue clock),
+//! runqlat from its own timestamps at the wakeup and switch tracepoints,
+//! and on this VM the probes put about twice runqlat's share of waits
+//! under 2 µs (probes/README.md, "Cross-checks").
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -112,19 +119,6 @@ fn syscount_rows(out: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// The bucket `[lo, hi]` (any unit) holding the median of `rows`.
-fn median_bucket(rows: &[(u64, u64, u64)]) -> Option<(u64, u64)> {
-    let total: u64 = rows.iter().map(|r| r.2).sum();
-    let mut seen = 0;
-    for &(lo, hi, n) in rows {
-        seen += n;
-        if n > 0 && seen * 2 >= total {
-            return Some((lo, hi));
-        }
-    }
-    None
-}
-
 fn within(a: u64, b: u64, pct: u64) -> bool {
     a.abs_diff(b) * 100 <= a.max(b) * pct
 }
@@ -133,7 +127,9 @@ pub fn runqlat_and_syscount_agree() -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let (mut child, _) = EngineChild::start(&exe, "rt1", 8, 2.0);
     let pid = child.pid().to_string();
-    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
+    let mut opts = AttachOptions::new(child.pid());
+    opts.runq_hist_us = true;
+    let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
     let runqlat = Tool::start("runqlat", &["-p", &pid, "3600", "1"], "Tracing")?;
     let syscount = Tool::start("syscount", &["-p", &pid, "-T", "64"], "Tracing")?;
     let mut sampler = Sampler::new(probes, Profile::builtin("redoctor-engine").unwrap())
@@ -156,21 +152,58 @@ pub fn runqlat_and_syscount_agree() -> Result<(), String> {
             "run-queue latency events: probes {ours}, runqlat {theirs}\n{rq}"
         ));
     }
-    let (tlo, thi) = median_bucket(&rows).unwrap();
-    let ns_rows: Vec<(u64, u64, u64)> = s
-        .cpu
-        .runq_latency
-        .buckets
-        .iter()
-        .map(|b| (b.lo_ns, b.hi_ns, b.count))
+    // The same log2 µs buckets: index i holds [2^i, 2^(i+1)) µs (0 also < 1).
+    let index = |lo_us: u64| {
+        if lo_us == 0 {
+            0
+        } else {
+            lo_us.trailing_zeros() as usize
+        }
+    };
+    let mut theirs_by = [0u64; 64];
+    for &(lo, _, n) in &rows {
+        theirs_by[index(lo).min(63)] += n;
+    }
+    let mut ours_by = [0u64; 64];
+    for b in &s.cpu.runq_latency.buckets {
+        ours_by[index(b.lo_ns / 1000).min(63)] += b.count;
+    }
+    // Waits at or above each edge from 16 µs (bucket 4) up.
+    let mut worst = (0u64, 4usize);
+    for edge in 4..64 {
+        let ours_above: u64 = ours_by[edge..].iter().sum();
+        let theirs_above: u64 = theirs_by[edge..].iter().sum();
+        let d = ours_above.abs_diff(theirs_above);
+        if d > worst.0 {
+            worst = (d, edge);
+        }
+    }
+    let table: Vec<String> = (0..64)
+        .filter(|&i| ours_by[i] + theirs_by[i] > 0)
+        .map(|i| {
+            format!(
+                "  [{}, {}) us: probes {}, runqlat {}",
+                if i == 0 { 0 } else { 1u64 << i },
+                2u64 << i,
+                ours_by[i],
+                theirs_by[i]
+            )
+        })
         .collect();
-    let (olo, ohi) = median_bucket(&ns_rows).unwrap();
-    // runqlat's [lo, hi] µs bucket covers [lo, hi + 1) µs.
-    if !(olo < (thi + 1) * 1000 && tlo * 1000 < ohi.max(olo + 1)) {
+    if worst.0 * 100 > ours.max(theirs) * 2 {
         return Err(format!(
-            "median run-queue wait: probes {olo}..{ohi} ns, runqlat {tlo}..{thi} µs"
+            "run-queue waits of at least {} us: probes and runqlat differ by {} events \
+             (more than 2% of {}):\n{}",
+            1u64 << worst.1,
+            worst.0,
+            ours.max(theirs),
+            table.join("\n")
         ));
     }
+    println!(
+        "  run-queue latency, same µs buckets (probes vs runqlat):\n{}",
+        table.join("\n")
+    );
 
     // Writes and fsyncs.
     let calls = syscount_rows(&sc);
