@@ -30,7 +30,8 @@
 #   SERVERS ["engine mariadb postgres"]          TABLES [4]  TABLE_SIZE [10000]
 #                  (also engine_rt0: a second engine, dedicated log threads off;
 #                   engine_rt1 likewise with them on, whatever the default;
-#                   engine_b: the binary ENGINE_B, e.g. an older build, for an A/B)
+#                   engine_b: the binary ENGINE_B, e.g. an older build, for an A/B;
+#                   engine_self: log threads on with redoctor_log_idle_self_write=ON)
 #   ENGINE_ARGS [unset]  extra `serve` options for every engine (e.g. --redo-threads on)
 #   DISK_DIR [/var/tmp]  where the datadirs go   BUFFER_POOL [1G] MariaDB buffer pool, PG shared_buffers
 #   OUT [vs_peers.<date>]  results directory     KEEP [unset] keep the work directory (datadirs, logs)
@@ -72,6 +73,8 @@ ENGINE_SOCK=$WORK/engine.sock
 ENGINE_RT0_SOCK=$WORK/engine_rt0.sock
 ENGINE_RT1_SOCK=$WORK/engine_rt1.sock
 ENGINE_B_SOCK=$WORK/engine_b.sock
+ENGINE_SELF_SOCK=$WORK/engine_self.sock
+ENGINE_SELF_PID=""
 ENGINE_RT0_PID=""
 ENGINE_RT1_PID=""
 ENGINE_B_PID=""
@@ -90,6 +93,7 @@ cleanup() {
     [ -n "$ENGINE_PID" ] && kill "$ENGINE_PID" 2>/dev/null && wait "$ENGINE_PID" 2>/dev/null
     [ -n "$ENGINE_RT0_PID" ] && kill "$ENGINE_RT0_PID" 2>/dev/null && wait "$ENGINE_RT0_PID" 2>/dev/null
     [ -n "$ENGINE_RT1_PID" ] && kill "$ENGINE_RT1_PID" 2>/dev/null && wait "$ENGINE_RT1_PID" 2>/dev/null
+    [ -n "$ENGINE_SELF_PID" ] && kill "$ENGINE_SELF_PID" 2>/dev/null && wait "$ENGINE_SELF_PID" 2>/dev/null
     [ -n "$ENGINE_B_PID" ] && kill "$ENGINE_B_PID" 2>/dev/null && wait "$ENGINE_B_PID" 2>/dev/null
     [ -n "$MARIADB_PID" ] && kill "$MARIADB_PID" 2>/dev/null && wait "$MARIADB_PID" 2>/dev/null
     [ -n "$PG_UP" ] && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1
@@ -135,6 +139,13 @@ start_engine_b() {
     ENGINE_BIN=$ENGINE_B serve_engine engine_b "$ENGINE_B_SOCK"
     ENGINE_B_PID=$!
     VERSION_engine_b="redoctor-engine at $ENGINE_B"
+}
+
+start_engine_self() {
+    serve_engine engine_self "$ENGINE_SELF_SOCK" --redo-threads on
+    ENGINE_SELF_PID=$!
+    mariadb --socket="$ENGINE_SELF_SOCK" -uroot -e "SET GLOBAL redoctor_log_idle_self_write = ON"
+    VERSION_engine_self="redoctor-engine $(git rev-parse --short HEAD) with --redo-threads on and idle self-write"
 }
 
 start_engine_rt1() {
@@ -186,6 +197,7 @@ sb() {
         engine_rt0) conn=(--db-driver=mysql --mysql-socket="$ENGINE_RT0_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
         engine_rt1) conn=(--db-driver=mysql --mysql-socket="$ENGINE_RT1_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
         engine_b) conn=(--db-driver=mysql --mysql-socket="$ENGINE_B_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
+        engine_self) conn=(--db-driver=mysql --mysql-socket="$ENGINE_SELF_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
         mariadb) conn=(--db-driver=mysql --mysql-socket="$MARIADB_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
         postgres) conn=(--db-driver=pgsql --pgsql-host="$PG_SOCKDIR" --pgsql-user=postgres --pgsql-db=sbtest) ;;
     esac
@@ -200,6 +212,7 @@ rows() {
         engine_rt0) mariadb --socket="$ENGINE_RT0_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
         engine_rt1) mariadb --socket="$ENGINE_RT1_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
         engine_b) mariadb --socket="$ENGINE_B_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
+        engine_self) mariadb --socket="$ENGINE_SELF_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
         mariadb) mariadb --socket="$MARIADB_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
         postgres) "$PG_BIN/psql" -h "$PG_SOCKDIR" -U postgres -tAc "SELECT COUNT(*) FROM sbtest$TABLES" sbtest ;;
     esac
@@ -272,7 +285,7 @@ for s in $SERVERS; do v=VERSION_$s; versions="$versions${versions:+; }${!v}"; do
         }
         BEGIN {
             ns = split(servers, S, " "); nw = split(workloads, W, " "); nt = split(threads, T, " ")
-            name["engine"] = "engine"; name["engine_rt0"] = "engine RT0"; name["engine_rt1"] = "engine RT1"; name["engine_b"] = "engine B"; name["mariadb"] = "MariaDB"; name["postgres"] = "PostgreSQL"
+            name["engine"] = "engine"; name["engine_rt0"] = "engine RT0"; name["engine_rt1"] = "engine RT1"; name["engine_b"] = "engine B"; name["engine_self"] = "engine RT1+self"; name["mariadb"] = "MariaDB"; name["postgres"] = "PostgreSQL"
         }
         END {
             h = "| workload | threads |"; sep = "|---|---|"

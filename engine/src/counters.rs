@@ -77,6 +77,11 @@ counters! {
     binlog_group_size_sum,
     /// Times a committer waited as a follower in a group-commit stage.
     binlog_stage_waits,
+    /// Writes a committer made itself with dedicated threads on
+    /// (`redoctor_log_idle_self_write`).
+    redo_self_writes,
+    /// fdatasyncs a committer made itself likewise.
+    redo_self_flushes,
 }
 
 /// What `Engine::status` returns.

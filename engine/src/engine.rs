@@ -433,9 +433,9 @@ impl Engine {
             let mut body = b.borrow_mut();
             body.clear();
             trx.encode_redo(&mut body);
-            self.redo.append(&body)
+            self.redo.append_own(&body)
         });
-        let (start, end) = match r {
+        let rec = match r {
             Ok(r) => r,
             Err(e) => {
                 self.rollback(trx);
@@ -443,8 +443,9 @@ impl Engine {
             }
         };
         trx.apply_commit();
-        self.redo.mark_closed(start, end);
-        self.redo.wait_for_commit(end)?;
+        self.redo.mark_closed(rec.start, rec.end);
+        self.redo.wait_own(&rec)?;
+        let end = rec.end;
         self.debug.after_commit();
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         Ok(end)

@@ -12,6 +12,9 @@
 //!   the write under the writer mutex, then the flush under the flusher mutex.
 //! - [`log_file`]: the circular, block-checksummed redo file and its scanner.
 //! - [`mode`]: switching between the two live.
+//! - [`self_write`]: with dedicated threads, a committer that finds the log
+//!   idle writes and flushes its own record (`redoctor_log_idle_self_write`,
+//!   off unless asked for).
 
 pub mod event;
 pub mod flusher;
@@ -20,12 +23,13 @@ pub mod log_buffer;
 pub mod log_file;
 pub mod mode;
 pub mod notifiers;
+pub mod self_write;
 pub mod spin_gate;
 pub mod writer;
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -138,6 +142,10 @@ pub struct RedoOptions {
     pub wait_for_flush_spin_hwm_us: u64,
     /// How long a waiter spins before sleeping, when spinning is allowed (µs).
     pub spin_delay_us: u64,
+    /// `redoctor_log_idle_self_write` (not a MySQL setting; see
+    /// [`self_write`]): with dedicated threads, a committer that finds the
+    /// log idle writes and flushes its own record. Off by default.
+    pub idle_self_write: bool,
 }
 
 impl Default for RedoOptions {
@@ -152,6 +160,7 @@ impl Default for RedoOptions {
             spin_cpu_pct_hwm: 50,
             wait_for_flush_spin_hwm_us: 400,
             spin_delay_us: 20,
+            idle_self_write: false,
         }
     }
 }
@@ -250,6 +259,8 @@ pub struct RedoLog {
     /// Signalled when the log wants a checkpoint.
     checkpoint_request: Named<Event>,
     mode: AtomicU8,
+    /// `redoctor_log_idle_self_write` (see [`self_write`]).
+    idle_self_write: AtomicBool,
     flush_at_commit: AtomicU8,
     threads: NamedMutex<Option<LogThreads>>,
     pub spin: SpinGate,
@@ -297,6 +308,7 @@ impl RedoLog {
             space_event: Named::new("redo.space_event", Event::new()),
             checkpoint_request: Named::new("redo.checkpoint_request", Event::new()),
             mode: AtomicU8::new(RedoMode::Off as u8),
+            idle_self_write: AtomicBool::new(opts.idle_self_write),
             flush_at_commit: AtomicU8::new(opts.flush_at_commit),
             threads: NamedMutex::new("redo.threads", None),
             spin: SpinGate::new(opts.spin_cpu_pct_hwm, opts.wait_for_flush_spin_hwm_us),
@@ -418,7 +430,7 @@ impl RedoLog {
 
     /// Copies one record into the log buffer and links it; returns its lsn range.
     pub fn append(&self, body: &[u8]) -> Result<(Lsn, Lsn), RedoError> {
-        self.append_inner(body, true)
+        self.append_inner(body, true, false).map(|(s, e, _)| (s, e))
     }
 
     /// Like [`append`](Self::append) but never waits for log file space: for
@@ -428,10 +440,19 @@ impl RedoLog {
     /// dozen bytes per in-flight transaction, well inside the two log
     /// buffers of margin [`free_limit`](Self::free_limit) keeps.
     pub fn append_without_space_wait(&self, body: &[u8]) -> Result<(Lsn, Lsn), RedoError> {
-        self.append_inner(body, false)
+        self.append_inner(body, false, false)
+            .map(|(s, e, _)| (s, e))
     }
 
-    fn append_inner(&self, body: &[u8], space_wait: bool) -> Result<(Lsn, Lsn), RedoError> {
+    /// Appends `body`; `own`: the caller waits for this record right after
+    /// ([`self_write`]), so an idle log need not wake the writer. Returns the
+    /// range and whether the writer was left asleep for the caller to write.
+    pub(crate) fn append_inner(
+        &self,
+        body: &[u8],
+        space_wait: bool,
+        own: bool,
+    ) -> Result<(Lsn, Lsn, bool), RedoError> {
         self.check_failed()?;
         if body.len() > self.max_record {
             return Err(RedoError::RecordTooLarge {
@@ -457,12 +478,16 @@ impl RedoLog {
             std::thread::yield_now();
         }
         self.recent_written.add_link(start, end);
+        let mut left_to_caller = false;
         if self.mode() == RedoMode::On {
-            self.writer_event.notify();
+            left_to_caller = own && self.idle_for(start);
+            if !left_to_caller {
+                self.writer_event.notify();
+            }
         }
         self.counters.redo_bytes.fetch_add(total, Ordering::Relaxed);
         self.counters.redo_records.fetch_add(1, Ordering::Relaxed);
-        Ok((start, end))
+        Ok((start, end, left_to_caller))
     }
 
     /// Marks `[start, end)` as applied to the tables (`recent_closed`).

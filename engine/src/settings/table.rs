@@ -35,6 +35,18 @@ pub static SETTINGS: &[Setting] = &[
         }),
     },
     Setting {
+        name: "redoctor_log_idle_self_write",
+        kind: Kind::Bool,
+        default: "OFF",
+        doc: "Not a MySQL setting. With dedicated log threads, a committer that finds the log idle writes and fdatasyncs its own record instead of waking the log threads (RT1 under load, RT0's one-commit latency when idle).",
+        get: |e| Value::Bool(e.redo().idle_self_write()),
+        set: Some(|e, v| {
+            e.redo().set_idle_self_write(v.as_bool());
+            Ok(())
+        }),
+        at_startup: Some(|o, v| o.redo.idle_self_write = v.as_bool()),
+    },
+    Setting {
         name: "innodb_flush_log_at_trx_commit",
         kind: Kind::UInt { min: 0, max: 2, unit: "" },
         default: "1",

@@ -1,6 +1,8 @@
 //! Shared by the integration tests: engine options on a simulated disk with
 //! a redo log small enough to wrap many times in a short test.
 
+pub mod load_crash;
+
 use std::sync::Arc;
 
 use redoctor_engine::vfs::{SimVfs, Vfs};
