@@ -31,6 +31,7 @@ fn variables_list_every_setting_with_metadata() {
         "innodb_flush_log_at_trx_commit",
         "innodb_log_spin_cpu_pct_hwm",
         "innodb_log_wait_for_flush_spin_hwm",
+        "redoctor_log_idle_self_write",
         "innodb_lock_wait_timeout",
         "innodb_thread_concurrency",
         "innodb_concurrency_tickets",
