@@ -61,7 +61,17 @@ fn log_threads_are_named_and_follow_the_mode() {
         "log_checkpoint missing from {names:?}"
     );
     e.set_redo_mode(RedoMode::Off).unwrap();
-    let names = thread_names();
+    // `set_redo_mode` has joined the threads, so none of them runs engine
+    // code any more; but join returns when the kernel clears the thread's
+    // tid (early in its exit), and the task leaves /proc/self/task only
+    // when it is reaped a moment later. Poll for that, with a deadline.
+    let t = Instant::now();
+    let mut names = thread_names();
+    let any_left = |names: &[String]| NAMES.iter().any(|n| names.iter().any(|x| x == n));
+    while any_left(&names) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+        names = thread_names();
+    }
     for n in NAMES {
         assert!(
             !names.iter().any(|x| x == n),
