@@ -69,20 +69,11 @@ BIN=$PWD/target/release/redoctor-engine
 
 WORK=$(mktemp -d "$DISK_DIR/vs_peers.XXXXXX")
 chmod 755 "$WORK" # the postgres user must reach its directories inside
-ENGINE_SOCK=$WORK/engine.sock
-ENGINE_RT0_SOCK=$WORK/engine_rt0.sock
-ENGINE_RT1_SOCK=$WORK/engine_rt1.sock
-ENGINE_B_SOCK=$WORK/engine_b.sock
-ENGINE_SELF_SOCK=$WORK/engine_self.sock
-ENGINE_SELF_PID=""
-ENGINE_RT0_PID=""
-ENGINE_RT1_PID=""
-ENGINE_B_PID=""
+ENGINE_PIDS=() # every engine started; engine NAME serves on $WORK/NAME.sock
 read -r -a ENGINE_EXTRA <<<"${ENGINE_ARGS:-}"
 MARIADB_SOCK=$WORK/mariadb.sock
 PG_DIR=$WORK/pg # owned by the postgres user: data, log, socket
 PG_SOCKDIR=$PG_DIR/sock
-ENGINE_PID=""
 MARIADB_PID=""
 PG_UP=""
 
@@ -90,11 +81,7 @@ log() { echo "[$(date +%T)] $*" >&2; }
 
 cleanup() {
     set +e
-    [ -n "$ENGINE_PID" ] && kill "$ENGINE_PID" 2>/dev/null && wait "$ENGINE_PID" 2>/dev/null
-    [ -n "$ENGINE_RT0_PID" ] && kill "$ENGINE_RT0_PID" 2>/dev/null && wait "$ENGINE_RT0_PID" 2>/dev/null
-    [ -n "$ENGINE_RT1_PID" ] && kill "$ENGINE_RT1_PID" 2>/dev/null && wait "$ENGINE_RT1_PID" 2>/dev/null
-    [ -n "$ENGINE_SELF_PID" ] && kill "$ENGINE_SELF_PID" 2>/dev/null && wait "$ENGINE_SELF_PID" 2>/dev/null
-    [ -n "$ENGINE_B_PID" ] && kill "$ENGINE_B_PID" 2>/dev/null && wait "$ENGINE_B_PID" 2>/dev/null
+    for pid in "${ENGINE_PIDS[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
     [ -n "$MARIADB_PID" ] && kill "$MARIADB_PID" 2>/dev/null && wait "$MARIADB_PID" 2>/dev/null
     [ -n "$PG_UP" ] && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1
     if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK" >&2; fi
@@ -111,47 +98,43 @@ wait_for_socket() {
     exit 1
 }
 
-# serve_engine NAME SOCKET [serve options...]: starts one engine ($ENGINE_BIN,
-# default $BIN); sets $!
+# serve_engine NAME [serve options...]: starts one engine ($ENGINE_BIN,
+# default $BIN) on $WORK/NAME.sock
 serve_engine() {
-    local name=$1 sock=$2
-    shift 2
+    local name=$1 sock=$WORK/$1.sock
+    shift
     "${ENGINE_BIN:-$BIN}" serve "${ENGINE_EXTRA[@]}" --datadir "$WORK/$name-data" --socket "$sock" --flush-at-commit 1 "$@" \
         2>"$WORK/$name.log" &
+    ENGINE_PIDS+=($!)
     wait_for_socket "$sock"
     mariadb --socket="$sock" -uroot -e "CREATE DATABASE IF NOT EXISTS sbtest" 2>/dev/null || true
 }
 
 start_engine() {
-    serve_engine engine "$ENGINE_SOCK"
-    ENGINE_PID=$!
+    serve_engine engine
     VERSION_engine="redoctor-engine $(git rev-parse --short HEAD)"
 }
 
 start_engine_rt0() {
-    serve_engine engine_rt0 "$ENGINE_RT0_SOCK" --redo-threads off
-    ENGINE_RT0_PID=$!
+    serve_engine engine_rt0 --redo-threads off
     VERSION_engine_rt0="redoctor-engine $(git rev-parse --short HEAD) with --redo-threads off"
+}
+
+start_engine_rt1() {
+    serve_engine engine_rt1 --redo-threads on
+    VERSION_engine_rt1="redoctor-engine $(git rev-parse --short HEAD) with --redo-threads on"
+}
+
+start_engine_self() {
+    serve_engine engine_self --redo-threads on
+    mariadb --socket="$WORK/engine_self.sock" -uroot -e "SET GLOBAL redoctor_log_idle_self_write = ON"
+    VERSION_engine_self="redoctor-engine $(git rev-parse --short HEAD) with --redo-threads on and idle self-write"
 }
 
 start_engine_b() {
     [ -x "${ENGINE_B:-}" ] || { echo "engine_b needs ENGINE_B=path of a redoctor-engine binary" >&2; exit 1; }
-    ENGINE_BIN=$ENGINE_B serve_engine engine_b "$ENGINE_B_SOCK"
-    ENGINE_B_PID=$!
+    ENGINE_BIN=$ENGINE_B serve_engine engine_b
     VERSION_engine_b="redoctor-engine at $ENGINE_B"
-}
-
-start_engine_self() {
-    serve_engine engine_self "$ENGINE_SELF_SOCK" --redo-threads on
-    ENGINE_SELF_PID=$!
-    mariadb --socket="$ENGINE_SELF_SOCK" -uroot -e "SET GLOBAL redoctor_log_idle_self_write = ON"
-    VERSION_engine_self="redoctor-engine $(git rev-parse --short HEAD) with --redo-threads on and idle self-write"
-}
-
-start_engine_rt1() {
-    serve_engine engine_rt1 "$ENGINE_RT1_SOCK" --redo-threads on
-    ENGINE_RT1_PID=$!
-    VERSION_engine_rt1="redoctor-engine $(git rev-parse --short HEAD) with --redo-threads on"
 }
 
 start_mariadb() {
@@ -193,11 +176,7 @@ start_postgres() {
 sb() {
     local conn
     case $1 in
-        engine) conn=(--db-driver=mysql --mysql-socket="$ENGINE_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
-        engine_rt0) conn=(--db-driver=mysql --mysql-socket="$ENGINE_RT0_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
-        engine_rt1) conn=(--db-driver=mysql --mysql-socket="$ENGINE_RT1_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
-        engine_b) conn=(--db-driver=mysql --mysql-socket="$ENGINE_B_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
-        engine_self) conn=(--db-driver=mysql --mysql-socket="$ENGINE_SELF_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
+        engine*) conn=(--db-driver=mysql --mysql-socket="$WORK/$1.sock" --mysql-user=root --mysql-db=sbtest) ;;
         mariadb) conn=(--db-driver=mysql --mysql-socket="$MARIADB_SOCK" --mysql-user=root --mysql-db=sbtest) ;;
         postgres) conn=(--db-driver=pgsql --pgsql-host="$PG_SOCKDIR" --pgsql-user=postgres --pgsql-db=sbtest) ;;
     esac
@@ -208,11 +187,7 @@ sb() {
 # row count of the last table, to check a prepare
 rows() {
     case $1 in
-        engine) mariadb --socket="$ENGINE_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
-        engine_rt0) mariadb --socket="$ENGINE_RT0_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
-        engine_rt1) mariadb --socket="$ENGINE_RT1_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
-        engine_b) mariadb --socket="$ENGINE_B_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
-        engine_self) mariadb --socket="$ENGINE_SELF_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
+        engine*) mariadb --socket="$WORK/$1.sock" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
         mariadb) mariadb --socket="$MARIADB_SOCK" -uroot -N -e "SELECT COUNT(*) FROM sbtest.sbtest$TABLES" ;;
         postgres) "$PG_BIN/psql" -h "$PG_SOCKDIR" -U postgres -tAc "SELECT COUNT(*) FROM sbtest$TABLES" sbtest ;;
     esac

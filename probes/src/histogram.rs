@@ -12,24 +12,20 @@ pub fn histogram(counts: &[u64; HIST_BUCKETS]) -> Histogram {
 /// nanoseconds (bucket i = [2^i, 2^(i+1)) units), bounds given in ns.
 pub fn histogram_in(counts: &[u64; HIST_BUCKETS], unit_ns: u64) -> Histogram {
     let count: u64 = counts.iter().sum();
-    let bound = |i: usize| {
-        if i >= 63 {
-            u64::MAX
-        } else {
-            (1u64 << (i + 1)).saturating_mul(unit_ns)
-        }
+    // Edge j of the buckets, in ns: bucket i spans [edge(i), edge(i + 1)),
+    // bucket 0 starts at 0 and the last one is open.
+    let edge = |j: usize| match j {
+        0 => 0,
+        64.. => u64::MAX,
+        _ => (1u64 << j).saturating_mul(unit_ns),
     };
     let buckets = counts
         .iter()
         .enumerate()
         .filter(|(_, c)| **c > 0)
         .map(|(i, c)| Bucket {
-            lo_ns: if i == 0 {
-                0
-            } else {
-                (1u64 << i).saturating_mul(unit_ns)
-            },
-            hi_ns: bound(i),
+            lo_ns: edge(i),
+            hi_ns: edge(i + 1),
             count: *c,
         })
         .collect();
@@ -42,7 +38,7 @@ pub fn histogram_in(counts: &[u64; HIST_BUCKETS], unit_ns: u64) -> Histogram {
         for (i, c) in counts.iter().enumerate() {
             seen += c;
             if seen >= want {
-                return bound(i);
+                return edge(i + 1);
             }
         }
         0

@@ -61,10 +61,10 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     // autocommit transaction: allow redo records up to 2 MiB (the link
     // buffer caps a record at half its slots; 4 Mi slots take 32 MiB).
     opts.redo.link_slots = opts.redo.link_slots.max(1 << 22);
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     opts.redo.mode = match a.redo_threads {
         Some(m) => redo_mode(m),
         None => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             let mode = RedoMode::host_default(cpus);
             eprintln!(
                 "redoctor-engine serve: innodb_log_writer_threads={} (MySQL 8.4's default: on \

@@ -33,7 +33,7 @@ pub fn parse(sql: &str) -> Option<Parsed> {
     let cols: Vec<Col> = if s.eat(b'(') {
         let mut cols = Vec::with_capacity(4);
         loop {
-            let c = column(s.ident()?)?;
+            let c = Col::from_name(s.ident()?)?;
             if cols.contains(&c) {
                 return None;
             }
@@ -76,12 +76,6 @@ pub fn parse(sql: &str) -> Option<Parsed> {
         },
         params,
     })
-}
-
-fn column(name: &str) -> Option<Col> {
-    [Col::Id, Col::K, Col::C, Col::Pad]
-        .into_iter()
-        .find(|c| c.name().eq_ignore_ascii_case(name))
 }
 
 struct Scan<'a> {

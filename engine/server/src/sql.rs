@@ -55,17 +55,20 @@ impl Col {
         }
     }
 
-    pub(crate) fn parse(name: &str) -> Result<Col, SqlError> {
-        match name.to_ascii_lowercase().as_str() {
-            "id" => Ok(Col::Id),
-            "k" => Ok(Col::K),
-            "c" => Ok(Col::C),
-            "pad" => Ok(Col::Pad),
-            _ => Err(SqlError::new(
+    /// The column named `name` (any case), if the tables have one.
+    pub(crate) fn from_name(name: &str) -> Option<Col> {
+        [Col::Id, Col::K, Col::C, Col::Pad]
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(name))
+    }
+
+    fn parse(name: &str) -> Result<Col, SqlError> {
+        Col::from_name(name).ok_or_else(|| {
+            SqlError::new(
                 msql_srv::ErrorKind::ER_BAD_FIELD_ERROR,
                 format!("Unknown column '{name}' (tables have columns id, k, c, pad)"),
-            )),
-        }
+            )
+        })
     }
 }
 

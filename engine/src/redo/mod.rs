@@ -610,9 +610,7 @@ impl RedoLog {
             }
             match self.mode() {
                 RedoMode::On => {
-                    if self.flush_request.fetch_max(lsn, Ordering::AcqRel) < lsn {
-                        self.flusher_event.notify();
-                    }
+                    self.request_flush(lsn);
                     self.wait_rt1(&self.flush_waits, lsn, &mut spun, || self.flushed_lsn())
                 }
                 RedoMode::Off => {
@@ -623,6 +621,14 @@ impl RedoLog {
                     }
                 }
             }
+        }
+    }
+
+    /// RT1: asks the flusher for `lsn`, waking it only when the request
+    /// grows.
+    fn request_flush(&self, lsn: Lsn) {
+        if self.flush_request.fetch_max(lsn, Ordering::AcqRel) < lsn {
+            self.flusher_event.notify();
         }
     }
 

@@ -123,11 +123,4 @@ impl RedoLog {
         }
         Ok(self.flushed_lsn() >= lsn)
     }
-
-    /// Asks the RT1 flusher for `lsn` (as a durable wait does).
-    fn request_flush(&self, lsn: Lsn) {
-        if self.flush_request.fetch_max(lsn, Ordering::AcqRel) < lsn {
-            self.flusher_event.notify();
-        }
-    }
 }
