@@ -1,4 +1,4 @@
-//! `redoctor probe` error paths, run as the real binary.
+//! `redoctor probe` run as the real binary: its error paths, and its options.
 //!
 //! The tests that load BPF need root (CI runs as root) and are skipped only
 //! when the kernel lacks BPF or BTF.
@@ -181,4 +181,53 @@ fn target_exit_ends_the_run_with_its_last_window() {
     assert!(lines[..lines.len() - 1]
         .iter()
         .all(|l| l["target_exited"] == false));
+}
+
+/// `--runq-stamps` attaches the wakeup hooks and fills the run-queue
+/// histogram from them: a process that sleeps 0.5 ms in a loop is woken
+/// hundreds of times a second, and each wakeup ends in one timed wait.
+/// (Without the flag the same count comes from schedstat; the flag's own
+/// effect is checked against runqlat in probes/tests/live_engine.)
+#[test]
+fn runq_stamps_time_the_wakeups_of_a_sleeping_loop() {
+    if skip() {
+        return;
+    }
+    let mut target = Command::new("python3")
+        .args(["-c", "import time\nwhile True: time.sleep(0.0005)"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = target.id().to_string();
+    let o = redoctor()
+        .args(["probe", "--pid", &pid, "--interval", "1s", "--json"])
+        .args(["--duration", "2s", "--no-uprobes", "--runq-stamps"])
+        .output()
+        .unwrap();
+    target.kill().unwrap();
+    target.wait().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "stdout {out}\nstderr {err}");
+    // Every switch-out is followed by one timed wait before the next
+    // switch-in (the windows' edges may split a pair).
+    let (mut waits, mut switches) = (0, 0);
+    for l in out.lines() {
+        let w: serde_json::Value = serde_json::from_str(l).unwrap();
+        waits += w["cpu"]["runq_latency"]["count"].as_u64().unwrap();
+        // A stamped wait spans a wakeup and a context switch, never ~0 ns
+        // (schedstat reads a third of these waits as exactly 0 here).
+        for b in w["cpu"]["runq_latency"]["buckets"].as_array().unwrap() {
+            assert!(
+                b["hi_ns"].as_u64().unwrap() > 128,
+                "a stamped wait under 128 ns: {l}"
+            );
+        }
+        switches += w["cpu"]["voluntary_switches"].as_u64().unwrap()
+            + w["cpu"]["involuntary_switches"].as_u64().unwrap();
+    }
+    assert!(waits >= 400, "{waits} run-queue waits in 2 s:\n{out}");
+    assert!(
+        waits.abs_diff(switches) <= 3 + switches / 50,
+        "{waits} run-queue waits for {switches} switches:\n{out}"
+    );
 }

@@ -39,6 +39,13 @@ const SCHED_TRACEPOINTS: &[(&str, &str)] = &[
     ("sched_waking", "sched_waking"),
 ];
 
+/// Raw tracepoints that stamp a woken thread, with
+/// [`AttachOptions::runq_stamps`].
+const RUNQ_STAMP_TRACEPOINTS: &[(&str, &str)] = &[
+    ("runq_wakeup", "sched_wakeup"),
+    ("runq_wakeup_new", "sched_wakeup_new"),
+];
+
 /// Raw syscall tracepoints (writes and fsyncs; futex waits come from `sched_switch`).
 const SYSCALL_TRACEPOINTS: &[(&str, &str)] =
     &[("sys_enter", "sys_enter"), ("sys_exit", "sys_exit")];
@@ -164,6 +171,16 @@ pub struct AttachOptions {
     /// Count the run-queue histogram in microseconds (BCC runqlat's log2
     /// buckets) instead of nanoseconds, for a bucket-by-bucket cross-check.
     pub runq_hist_us: bool,
+    /// Time run-queue waits with the probes' own clock stamps (at
+    /// `sched_wakeup`/`sched_wakeup_new` or when a runnable thread is
+    /// switched out, until it is switched in), as BCC's runqlat does,
+    /// instead of from the kernel's schedstat (`sched_info.run_delay`).
+    /// Schedstat reads a wait that follows a preempting wakeup as ~0 (the
+    /// kernel skips that run-queue clock update), so below a few
+    /// microseconds the two histograms differ. Costs two more tracepoint
+    /// hooks and a hash-map update per switch-in of a target thread; the
+    /// total run-queue wait stays schedstat's either way.
+    pub runq_stamps: bool,
     /// Watch the target and every process it forks, before or after the
     /// probes attach (a PostgreSQL cluster from its postmaster). Off, the
     /// programs compare the tgid with the target's and nothing more.
@@ -224,6 +241,7 @@ impl AttachOptions {
             wake_pairs: DEFAULT_WAKE_PAIRS,
             empty_programs: false,
             runq_hist_us: false,
+            runq_stamps: false,
             follow_children: false,
             usdt: Vec::new(),
             target: None,
@@ -332,6 +350,7 @@ impl Probes {
         let empty = u8::from(opts.empty_programs); // a C `bool`
         let follow = u8::from(opts.follow_children);
         let runq_us = u8::from(opts.runq_hist_us);
+        let stamps = u8::from(opts.runq_stamps);
         let mut bpf = EbpfLoader::new()
             .override_global("target_tgid", &opts.pid, true)
             .override_global("follow_children", &follow, true)
@@ -340,6 +359,7 @@ impl Probes {
             .override_global("thread_slot_mask", &slot_mask, true)
             .override_global("empty_programs", &empty, true)
             .override_global("runq_hist_us", &runq_us, true)
+            .override_global("runq_stamps", &stamps, true)
             .map_max_entries("thread_sched_slots", opts.thread_slots)
             .map_max_entries("wakeups_by_pair", opts.wake_pairs)
             .load(BPF_OBJECT)
@@ -365,6 +385,11 @@ impl Probes {
         }
         for (prog, tp) in SCHED_TRACEPOINTS {
             attach_raw(&mut bpf, prog, tp)?;
+        }
+        if opts.runq_stamps {
+            for (prog, tp) in RUNQ_STAMP_TRACEPOINTS {
+                attach_raw(&mut bpf, prog, tp)?;
+            }
         }
         let syscall_hooks = if opts.syscalls {
             let hooks = choose_syscall_hooks(opts.syscall_hooks, TRACEFS, &mut unavailable)?;

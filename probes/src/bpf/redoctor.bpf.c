@@ -43,6 +43,16 @@ const volatile bool follow_children = 0;
  * bucket i = [2^i, 2^(i+1)) us, bucket 0 also < 1 us). Frozen before the
  * verifier runs, so the default keeps no trace of it. */
 const volatile bool runq_hist_us = 0;
+/* Set by the loader to time run-queue waits from the probes' own clock
+ * stamps, as runqlat does (stamped at sched_wakeup/_new or when a runnable
+ * thread is switched out, ended when it is switched in), instead of from
+ * the kernel's schedstat. The two differ below a few microseconds: after a
+ * wakeup that preempts the running thread the kernel skips the next
+ * run-queue clock update (rq_clock_skip_update), so schedstat reads such a
+ * wait as ~0. Costs two more hooks and a hash update per switch-in of a
+ * target thread; frozen before the verifier runs, so the default keeps no
+ * trace of it. */
+const volatile bool runq_stamps = 0;
 
 #define HIST_BUCKETS 64
 #define MAX_THREADS 16384
@@ -133,6 +143,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } runq_latency_ns_log2 SEC(".maps");
+
+/* With runq_stamps: when each runnable target thread was queued (tid ->
+ * ns), removed when it is switched in. runqlat's `start` map. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u64);
+} runq_queued_at_ns SEC(".maps");
 
 /* Wakeups by (waker thread, wakee thread); one side is in the target.
  * When the waker is in the target (nearly every wakeup of a busy server),
@@ -366,11 +385,62 @@ static __always_inline __u32 comm_family(const char *comm)
  * its whole life is counted.
  * TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next,
  *          unsigned int prev_state) */
+/* runq_stamps: the run-queue wait that ends as `next` is switched in, and
+ * the one that starts if `prev` (current) stays runnable. */
+static __always_inline void runq_stamp_switch(struct bpf_raw_tracepoint_args *ctx, __u64 cur)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 prev_state = ctx->args[3];
+	if (prev_state == 0 && tracked((__u32)(cur >> 32))) {
+		__u32 tid = (__u32)cur;
+		bpf_map_update_elem(&runq_queued_at_ns, &tid, &now, BPF_ANY);
+	}
+	__u64 next = task_ids((struct task_struct *)ctx->args[2]);
+	if (!tracked((__u32)(next >> 32)))
+		return;
+	__u32 next_tid = (__u32)next;
+	__u64 *at = bpf_map_lookup_elem(&runq_queued_at_ns, &next_tid);
+	if (!at)
+		return;
+	__u64 wait = now - *at;
+	bpf_map_delete_elem(&runq_queued_at_ns, &next_tid);
+	hist_add(&runq_latency_ns_log2, runq_hist_us ? wait / 1000 : wait);
+}
+
+/* runq_stamps: a target thread woken (put on a run queue) is stamped.
+ * TP_PROTO(struct task_struct *p) */
+static __always_inline int runq_stamp_wakeup(struct bpf_raw_tracepoint_args *ctx)
+{
+	if (!runq_stamps)
+		return 0;
+	__u64 ids = task_ids((struct task_struct *)ctx->args[0]);
+	if (!tracked((__u32)(ids >> 32)))
+		return 0;
+	__u32 tid = (__u32)ids;
+	__u64 now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&runq_queued_at_ns, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int runq_wakeup(struct bpf_raw_tracepoint_args *ctx)
+{
+	return runq_stamp_wakeup(ctx);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int runq_wakeup_new(struct bpf_raw_tracepoint_args *ctx)
+{
+	return runq_stamp_wakeup(ctx);
+}
+
 SEC("raw_tp/sched_switch")
 int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (empty_programs)
 		return 0;
+	if (runq_stamps)
+		runq_stamp_switch(ctx, bpf_get_current_pid_tgid());
 	/* `prev` is still `current` here: its ids come without a memory read. */
 	__u64 cur = bpf_get_current_pid_tgid();
 	if (!tracked((__u32)(cur >> 32)))
@@ -408,7 +478,8 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 	s->oncpu_ns += slice;
 	if (!baseline_only) {
 		s->runq_wait_ns += wait;
-		hist_add(&runq_latency_ns_log2, runq_hist_us ? wait / 1000 : wait);
+		if (!runq_stamps)
+			hist_add(&runq_latency_ns_log2, runq_hist_us ? wait / 1000 : wait);
 	}
 	/* When this slice began, on the run-queue clock (the kernel stamps
 	 * it at every switch-in): no clock read here. */

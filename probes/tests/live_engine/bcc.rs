@@ -7,15 +7,14 @@
 //!
 //! runqlat's histogram has log2 buckets of microseconds; the probes count
 //! nanoseconds unless attached with `runq_hist_us`, which this check does,
-//! so the two histograms have the same buckets. The totals must agree
-//! within 2%, and so must the tails bucket by bucket: at every bucket edge
-//! from 16 µs up, the waits at or above it differ by at most 2% of all
-//! events. Below 16 µs the two measure differently and the check only
-//! prints them: the probes take each wait from the kernel's own schedstat
-//! (`sched_info.run_delay`, enqueue to arrival on the run-queue clock),
-//! runqlat from its own timestamps at the wakeup and switch tracepoints,
-//! and on this VM the probes put about twice runqlat's share of waits
-//! under 2 µs (probes/README.md, "Cross-checks").
+//! so the histograms have the same buckets. Two sets of probes watch the
+//! same window. With `runq_stamps` (runqlat's method: clock stamps at the
+//! wakeup and switch tracepoints) the totals must agree within 2%, and so
+//! must the waits at or above every bucket edge. By default (waits from the
+//! kernel's schedstat, `sched_info.run_delay`) the totals and the tails
+//! from 32 µs up must; below that the kernel reads a wait after a
+//! preempting wakeup as shorter, often 0 (it skips that run-queue clock
+//! update), which a third set, in nanoseconds, shows (probes/README.md, "Cross-checks").
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -119,6 +118,72 @@ fn syscount_rows(out: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The index of the log2 µs bucket starting at `lo_us`: [2^i, 2^(i+1)) µs,
+/// bucket 0 also below 1 µs.
+fn bucket_of_us(lo_us: u64) -> usize {
+    if lo_us == 0 {
+        0
+    } else {
+        (lo_us.trailing_zeros() as usize).min(63)
+    }
+}
+
+/// A window's run-queue histogram in log2 µs buckets.
+fn by_bucket(s: &Signals) -> [u64; 64] {
+    let mut by = [0u64; 64];
+    for b in &s.cpu.runq_latency.buckets {
+        by[bucket_of_us(b.lo_ns / 1000)] += b.count;
+    }
+    by
+}
+
+fn runq_table(cols: &[(&str, &[u64; 64])]) -> String {
+    let names: Vec<&str> = cols.iter().map(|c| c.0).collect();
+    let mut out = format!("  bucket us: {}", names.join(", "));
+    for i in 0..64 {
+        if cols.iter().all(|c| c.1[i] == 0) {
+            continue;
+        }
+        let counts: Vec<String> = cols.iter().map(|c| c.1[i].to_string()).collect();
+        let lo = if i == 0 { 0 } else { 1u64 << i };
+        out += &format!("\n  [{lo}, {}): {}", 2u64 << i, counts.join(", "));
+    }
+    out
+}
+
+/// The totals agree within 2%, and at every bucket edge from 2^`from` µs
+/// up the waits at or above it differ by at most 2% of all events (so no
+/// bucket from there up is off by more than that twice).
+fn check_runq(
+    what: &str,
+    ours: &[u64; 64],
+    theirs: &[u64; 64],
+    from: usize,
+    table: &str,
+) -> Result<(), String> {
+    let (o, t): (u64, u64) = (ours.iter().sum(), theirs.iter().sum());
+    if !within(o, t, 2) {
+        return Err(format!(
+            "run-queue latency events: {what} {o}, runqlat {t}\n{table}"
+        ));
+    }
+    for edge in from..64 {
+        let d = ours[edge..]
+            .iter()
+            .sum::<u64>()
+            .abs_diff(theirs[edge..].iter().sum());
+        if d * 100 > o.max(t) * 2 {
+            return Err(format!(
+                "run-queue waits of at least {} us: {what} and runqlat differ by {d} events \
+                 (more than 2% of {}):\n{table}",
+                1u64 << edge,
+                o.max(t)
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn within(a: u64, b: u64, pct: u64) -> bool {
     a.abs_diff(b) * 100 <= a.max(b) * pct
 }
@@ -127,82 +192,76 @@ pub fn runqlat_and_syscount_agree() -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let (mut child, _) = EngineChild::start(&exe, "rt1", 8, 2.0);
     let pid = child.pid().to_string();
-    let mut opts = AttachOptions::new(child.pid());
-    opts.runq_hist_us = true;
-    let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
+    // Two sets of probes on the same window: the default (waits from the
+    // kernel's schedstat) and runqlat's method (waits from clock stamps).
+    let attach_in = |us: bool, stamps: bool| -> Result<Sampler, String> {
+        let mut opts = AttachOptions::new(child.pid());
+        opts.runq_hist_us = us;
+        opts.runq_stamps = stamps;
+        let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
+        Sampler::new(probes, Profile::builtin("redoctor-engine").unwrap())
+            .map_err(|e| e.to_string())
+    };
+    // Programs on one tracepoint run in the order they were attached, and
+    // each clock read waits for the programs before it. runqlat goes
+    // between the two sets so the stamped set's reads follow runqlat's at
+    // both ends of a wait (sched_wakeup and sched_switch), and its bias is
+    // runqlat's own handlers' cost, not the much longer default switch
+    // program (probes/README.md, "Cross-checks").
+    // A third set, schedstat in nanoseconds, shows how many waits the
+    // kernel's run-queue clock reads as zero.
+    let mut schedstat_ns = attach_in(false, false)?;
+    let mut schedstat = attach_in(true, false)?;
     let runqlat = Tool::start("runqlat", &["-p", &pid, "3600", "1"], "Tracing")?;
+    let mut stamped = attach_in(true, true)?;
     let syscount = Tool::start("syscount", &["-p", &pid, "-T", "64"], "Tracing")?;
-    let mut sampler = Sampler::new(probes, Profile::builtin("redoctor-engine").unwrap())
-        .map_err(|e| e.to_string())?;
     child.run_workload();
-    let s: Signals = sampler.window().map_err(|e| e.to_string())?;
+    let s: Signals = schedstat.window().map_err(|e| e.to_string())?;
+    let st: Signals = stamped.window().map_err(|e| e.to_string())?;
+    let ns: Signals = schedstat_ns.window().map_err(|e| e.to_string())?;
     let rq = runqlat.stop()?;
     let sc = syscount.stop()?;
     child.finish();
 
-    // Run-queue latency.
+    // Run-queue latency, in runqlat's log2 µs buckets.
     let rows = runqlat_rows(&rq);
-    let theirs: u64 = rows.iter().map(|r| r.2).sum();
-    let ours = s.cpu.runq_latency.count;
+    let mut theirs_by = [0u64; 64];
+    for &(lo, _, n) in &rows {
+        theirs_by[bucket_of_us(lo)] += n;
+    }
+    let theirs: u64 = theirs_by.iter().sum();
     if theirs < 1000 {
         return Err(format!("runqlat saw only {theirs} events:\n{rq}"));
     }
-    if !within(ours, theirs, 2) {
-        return Err(format!(
-            "run-queue latency events: probes {ours}, runqlat {theirs}\n{rq}"
-        ));
-    }
-    // The same log2 µs buckets: index i holds [2^i, 2^(i+1)) µs (0 also < 1).
-    let index = |lo_us: u64| {
-        if lo_us == 0 {
-            0
-        } else {
-            lo_us.trailing_zeros() as usize
-        }
-    };
-    let mut theirs_by = [0u64; 64];
-    for &(lo, _, n) in &rows {
-        theirs_by[index(lo).min(63)] += n;
-    }
-    let mut ours_by = [0u64; 64];
-    for b in &s.cpu.runq_latency.buckets {
-        ours_by[index(b.lo_ns / 1000).min(63)] += b.count;
-    }
-    // Waits at or above each edge from 16 µs (bucket 4) up.
-    let mut worst = (0u64, 4usize);
-    for edge in 4..64 {
-        let ours_above: u64 = ours_by[edge..].iter().sum();
-        let theirs_above: u64 = theirs_by[edge..].iter().sum();
-        let d = ours_above.abs_diff(theirs_above);
-        if d > worst.0 {
-            worst = (d, edge);
-        }
-    }
-    let table: Vec<String> = (0..64)
-        .filter(|&i| ours_by[i] + theirs_by[i] > 0)
-        .map(|i| {
-            format!(
-                "  [{}, {}) us: probes {}, runqlat {}",
-                if i == 0 { 0 } else { 1u64 << i },
-                2u64 << i,
-                ours_by[i],
-                theirs_by[i]
-            )
-        })
-        .collect();
-    if worst.0 * 100 > ours.max(theirs) * 2 {
-        return Err(format!(
-            "run-queue waits of at least {} us: probes and runqlat differ by {} events \
-             (more than 2% of {}):\n{}",
-            1u64 << worst.1,
-            worst.0,
-            ours.max(theirs),
-            table.join("\n")
-        ));
-    }
+    let stamped_by = by_bucket(&st);
+    let schedstat_by = by_bucket(&s);
+    let table = runq_table(&[
+        ("runqlat", &theirs_by),
+        ("stamps", &stamped_by),
+        ("schedstat", &schedstat_by),
+    ]);
+    // runqlat's method: the total and every edge from 2 µs up.
+    check_runq(
+        "probes with runq_stamps",
+        &stamped_by,
+        &theirs_by,
+        1,
+        &table,
+    )?;
+    // The kernel's schedstat: the total and the tails from 32 µs up (a
+    // skipped clock update shortens waits of up to ~16 µs; under load the
+    // [8, 16) µs bucket held a third of runqlat's count and the waits from
+    // 16 µs up were 2.0% short).
+    check_runq("probes (schedstat)", &schedstat_by, &theirs_by, 5, &table)?;
+    let share = |by: &[u64; 64]| by[0] as f64 * 100.0 / by.iter().sum::<u64>().max(1) as f64;
+    let zero = ns.cpu.runq_latency.buckets.first().filter(|b| b.lo_ns == 0);
     println!(
-        "  run-queue latency, same µs buckets (probes vs runqlat):\n{}",
-        table.join("\n")
+        "  run-queue latency, same µs buckets; under 2 µs: runqlat {:.1}%, stamps {:.1}%, \
+         schedstat {:.1}% (under 2 ns: {:.1}%)\n{table}",
+        share(&theirs_by),
+        share(&stamped_by),
+        share(&schedstat_by),
+        zero.map_or(0, |b| b.count) as f64 * 100.0 / ns.cpu.runq_latency.count.max(1) as f64
     );
 
     // Writes and fsyncs.
@@ -221,9 +280,6 @@ pub fn runqlat_and_syscount_agree() -> Result<(), String> {
              fsyncs: probes {our_fsyncs}, syscount {their_fsyncs}\n{sc}"
         ));
     }
-    println!(
-        "  runq events: probes {ours}, runqlat {theirs}; writes {our_writes}/{their_writes}, \
-         fsyncs {our_fsyncs}/{their_fsyncs}"
-    );
+    println!("  writes {our_writes}/{their_writes}, fsyncs {our_fsyncs}/{their_fsyncs}");
     Ok(())
 }
