@@ -271,6 +271,16 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
         },
     )
     .map_err(io_err(vfs, "writing the redo header"))?;
+    // ...and owns the block it resumes in, durably (see `seal_end`).
+    log_file::seal_end(
+        file.as_ref(),
+        layout,
+        image.lsn,
+        epoch,
+        scan.end_lsn,
+        &scan.partial_block,
+    )
+    .map_err(io_err(vfs, "sealing the end of the recovered redo log"))?;
 
     let report = RecoveryReport {
         created,

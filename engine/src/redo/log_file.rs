@@ -150,6 +150,40 @@ pub fn write_header(file: &dyn VfsFile, h: &Header) -> io::Result<()> {
     file.sync_data()
 }
 
+/// Seals the end of a recovered log for a new life writing with `epoch`:
+/// rewrites the block holding `end` with its payload before `end` (empty
+/// when `end` starts a block) and syncs it, before the new life appends.
+///
+/// Why: the dead life may have written that block further (records past
+/// `end` that did not survive, or that recovery could not read whole), and
+/// the new life's first rewrite of it may itself be lost in the next
+/// crash. Then the dead version would come back, its epoch no higher than
+/// the blocks after it, and a scan would splice the dead life's bytes with
+/// the new life's into one record stream. Sealed, the block holding `end`
+/// is of this life in every later image, and each dead block after it has
+/// a lower epoch and stops the scan.
+///
+/// Nothing is written when that block's slot still holds the checkpoint's
+/// block (a log full to the last block): no dead version of it can exist.
+pub fn seal_end(
+    file: &dyn VfsFile,
+    layout: Layout,
+    checkpoint: Lsn,
+    epoch: u32,
+    end: Lsn,
+    partial: &[u8],
+) -> io::Result<()> {
+    if end >= layout.write_limit(checkpoint) {
+        return Ok(());
+    }
+    let b = block_of(end);
+    debug_assert_eq!(partial.len() as u64, end - b * PAYLOAD as u64);
+    let mut buf = [0u8; BLOCK];
+    encode_block(&mut buf, b, epoch, partial);
+    file.write_at(&buf, layout.offset_of_block(b))?;
+    file.sync_data()
+}
+
 /// Reads the valid header copy with the highest epoch.
 pub fn read_header(file: &dyn VfsFile) -> io::Result<Option<Header>> {
     let mut best: Option<Header> = None;
