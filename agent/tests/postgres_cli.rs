@@ -113,7 +113,12 @@ fn diagnose_a_loaded_cluster_from_its_postmaster() {
             .map(|p| p["role"].as_str().unwrap().to_string())
     };
     assert_eq!(role_of("walwriter").as_deref(), Some("log_writer"));
-    assert_eq!(role_of("checkpointer").as_deref(), Some("other"));
+    assert_eq!(role_of("checkpointer").as_deref(), Some("checkpointer"));
+    assert_eq!(role_of("background writer").as_deref(), Some("page_writer"));
+    assert_eq!(
+        role_of("autovacuum launcher").as_deref(),
+        Some("maintenance")
+    );
     assert_eq!(role_of("sbtest").as_deref(), Some("user"));
     assert!(w["engine"]["commits"].as_u64().unwrap() > 0);
     bench.kill().unwrap();

@@ -47,6 +47,18 @@ pub enum Role {
     User,
     /// Writes or syncs the binary log.
     Binlog,
+    /// Takes checkpoints: flushes dirty pages so the recovery start can
+    /// advance (PostgreSQL's checkpointer, InnoDB's `ib_log_checkpt`, the
+    /// bundled engine's `log_checkpoint`).
+    Checkpointer,
+    /// Writes dirty data pages ahead of the checkpoints (PostgreSQL's
+    /// background writer).
+    PageWriter,
+    /// Background cleanup of old row versions (PostgreSQL's autovacuum).
+    Maintenance,
+    /// Ships or receives the log for replicas (PostgreSQL's walsender and
+    /// walreceiver).
+    Replication,
     /// Any other thread of the target.
     #[default]
     Other,
@@ -70,6 +82,10 @@ impl Role {
             Role::LogNotifier => "log_notifier",
             Role::User => "user",
             Role::Binlog => "binlog",
+            Role::Checkpointer => "checkpointer",
+            Role::PageWriter => "page_writer",
+            Role::Maintenance => "maintenance",
+            Role::Replication => "replication",
             Role::Other => "other",
             Role::External => "external",
         }
@@ -369,7 +385,7 @@ mod tests {
         assert_eq!(e.role_of("log_fl_notify"), Role::LogNotifier);
         assert_eq!(e.role_of("log_wr_notify"), Role::LogNotifier);
         assert_eq!(e.role_of("user/3"), Role::User);
-        assert_eq!(e.role_of("log_checkpoint"), Role::Other);
+        assert_eq!(e.role_of("log_checkpoint"), Role::Checkpointer);
         assert_eq!(e.kind_of("/d/redo.log"), FileKind::Redo);
         assert_eq!(e.kind_of("/d/checkpoint.tmp"), FileKind::Data);
         assert_eq!(e.kind_of("socket:[123]"), FileKind::Other);

@@ -166,9 +166,13 @@ fn check(s: &Signals) -> Result<(), String> {
             ));
         }
     }
-    // main + ib_log_checkpt are `other`.
-    if threads(Role::Other) < 2 {
-        return Err(format!("other: {} threads", threads(Role::Other)));
+    // ib_log_checkpt takes checkpoints; the main thread is `other`.
+    if threads(Role::Checkpointer) != 1 || threads(Role::Other) < 1 {
+        return Err(format!(
+            "checkpointer: {} threads (expected 1), other: {}",
+            threads(Role::Checkpointer),
+            threads(Role::Other)
+        ));
     }
     for (a, b) in [
         (Role::User, Role::LogWriter),
