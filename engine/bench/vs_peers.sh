@@ -53,6 +53,11 @@ BUFFER_POOL=${BUFFER_POOL:-1G}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 OUT=${OUT:-$PWD/vs_peers.$(date +%Y%m%d-%H%M%S)}
 
+# sysbench reads --time=0 as "run until stopped": a zero would hang the bench.
+for v in DURATION WARMUP REPEATS; do
+    [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "vs_peers.sh: $v=${!v} must be a whole number of at least 1" >&2; exit 1; }
+done
+
 for tool in sysbench mariadbd mariadb-install-db mariadb runuser "$PG_BIN/initdb" "$PG_BIN/pg_ctl" "$PG_BIN/psql"; do
     command -v "$tool" >/dev/null || {
         echo "vs_peers.sh needs $tool: apt-get install -y sysbench mariadb-server mariadb-client postgresql-15" >&2
