@@ -228,17 +228,39 @@ impl Bpftrace {
         Ok(Some(Bpftrace { child }))
     }
 
-    /// Interrupts bpftrace and parses its `@name: N` lines.
+    /// Interrupts bpftrace and parses its `@name: N` lines. bpftrace
+    /// 0.17 now and then lets a SIGINT go unanswered (it caught it and sat
+    /// in epoll_wait; a CI run hung there for 8 minutes until a second one
+    /// came): the signal is repeated every 2 s, for at most 30 s.
     fn stop(mut self) -> Result<BTreeMap<String, u64>, String> {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let mut text = String::new();
-        self.child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut text)
+        let mut out = self.child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            out.read_to_string(&mut text).map(|_| text)
+        });
+        let t0 = std::time::Instant::now();
+        let mut signalled = 0;
+        loop {
+            if t0.elapsed() >= Duration::from_secs(2 * signalled) {
+                unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+                signalled += 1;
+            }
+            if self.child.try_wait().map_err(|e| e.to_string())?.is_some() {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(30) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Err(format!(
+                    "bpftrace did not exit after {signalled} SIGINTs in 30 s"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let text = reader
+            .join()
+            .map_err(|_| "bpftrace's reader panicked".to_string())?
             .map_err(|e| e.to_string())?;
-        let _ = self.child.wait();
         Ok(text
             .lines()
             .filter_map(|l| {
