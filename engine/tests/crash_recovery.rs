@@ -175,9 +175,10 @@ fn nearest_state(states: &[State], got: &State) -> String {
         return "no states".into();
     };
     // Where each differing row's recovered value was current.
+    let nearest = rows(&states[i]);
     let when: Vec<String> = got_rows
         .iter()
-        .filter(|(k, g)| rows(&states[i]).get(*k) != Some(*g))
+        .filter(|(k, g)| nearest.get(*k) != Some(*g))
         .map(|(k, g)| {
             let at: Vec<usize> = states
                 .iter()

@@ -20,6 +20,17 @@ fn thread_names() -> Vec<String> {
     v
 }
 
+/// The thread names once `done` holds for them, or after 5 s.
+fn names_once(done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let t = Instant::now();
+    let mut names = thread_names();
+    while !done(&names) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+        names = thread_names();
+    }
+    names
+}
+
 /// The dedicated threads carry exactly the documented names, and exist only
 /// while the mode is ON.
 #[test]
@@ -41,18 +52,12 @@ fn log_threads_are_named_and_follow_the_mode() {
     };
     let e = Engine::open(o).unwrap();
     // A new thread names itself as it starts: give it a moment.
-    let t = Instant::now();
-    let mut names = thread_names();
-    let present = |names: &[String]| {
+    let names = names_once(|names| {
         NAMES
             .iter()
             .chain(std::iter::once(&"log_checkpoint"))
             .all(|n| names.iter().any(|x| x == n))
-    };
-    while !present(&names) && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(10));
-        names = thread_names();
-    }
+    });
     for n in NAMES {
         assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
     }
@@ -65,13 +70,7 @@ fn log_threads_are_named_and_follow_the_mode() {
     // code any more; but join returns when the kernel clears the thread's
     // tid (early in its exit), and the task leaves /proc/self/task only
     // when it is reaped a moment later. Poll for that, with a deadline.
-    let t = Instant::now();
-    let mut names = thread_names();
-    let any_left = |names: &[String]| NAMES.iter().any(|n| names.iter().any(|x| x == n));
-    while any_left(&names) && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(10));
-        names = thread_names();
-    }
+    let names = names_once(|names| !NAMES.iter().any(|n| names.iter().any(|x| x == n)));
     for n in NAMES {
         assert!(
             !names.iter().any(|x| x == n),

@@ -439,10 +439,10 @@ int sched_switch(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (empty_programs)
 		return 0;
-	if (runq_stamps)
-		runq_stamp_switch(ctx, bpf_get_current_pid_tgid());
 	/* `prev` is still `current` here: its ids come without a memory read. */
 	__u64 cur = bpf_get_current_pid_tgid();
+	if (runq_stamps)
+		runq_stamp_switch(ctx, cur);
 	if (!tracked((__u32)(cur >> 32)))
 		return 0;
 	__u32 tid = (__u32)cur;
