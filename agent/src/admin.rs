@@ -347,9 +347,16 @@ fn needs_restart(name: &str, value: &str, socket: &str) -> String {
 /// Checks that the server listening on the Unix socket `socket` is the
 /// process `pid` (the socket's inode among `pid`'s descriptors), so a
 /// diagnosis does not read one server's settings and another's signals.
-/// Sockets the kernel does not list (another network namespace) pass.
+/// A PostgreSQL socket directory stands for the `.s.PGSQL.PORT` socket
+/// in it. Sockets the kernel does not list (another network namespace)
+/// pass.
 pub fn check_served_by(socket: &Path, pid: u32) -> Result<()> {
-    let inodes = socket_inodes(socket)?;
+    let pg = postgres_socket(socket)?;
+    let file = match &pg {
+        Some((dir, port)) => dir.join(format!(".s.PGSQL.{port}")),
+        None => socket.to_path_buf(),
+    };
+    let inodes = socket_inodes(&file)?;
     if inodes.is_empty() {
         return Ok(());
     }
@@ -385,11 +392,16 @@ pub fn check_served_by(socket: &Path, pid: u32) -> Result<()> {
         Some(o) => format!("is served by pid {o} ({})", comm(o)),
         None => "is not served by it".to_string(),
     };
+    let find = if pg.is_some() {
+        "PostgreSQL: `SHOW unix_socket_directories` on it; the postmaster's pid is the first line of DATADIR/postmaster.pid"
+    } else {
+        "MariaDB/MySQL: `SELECT @@socket` on it"
+    };
     bail!(
         "the socket {} {served}, not by pid {pid} ({}): the settings would be read from (and changed on) \
          another server than the one observed; pass the socket of pid {pid}'s server \
-         (MariaDB/MySQL: `SELECT @@socket` on it) or the pid of the server behind this socket",
-        socket.display(),
+         ({find}) or the pid of the server behind this socket",
+        file.display(),
         comm(pid)
     )
 }

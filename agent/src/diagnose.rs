@@ -257,7 +257,25 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         }
     };
     let mut d = diagnose(pid, windows, facts, &rules, &model)?;
-    if let (true, Some(a)) = (args.trial, admin.as_mut()) {
+    let commits_seen = d.windows.iter().any(|w| w.engine.commits.is_some());
+    if args.trial && !commits_seen {
+        // Judged on commits/s: without a commit counter a trial would
+        // change settings it cannot judge.
+        let why: Vec<&str> = d
+            .windows
+            .first()
+            .map(|w| w.unavailable.iter().map(|u| u.why.as_str()).collect())
+            .unwrap_or_default();
+        eprintln!(
+            "redoctor: trial not run: the probes see no commit counter on pid {pid} ({}), \
+             and a trial is judged on commits/s; nothing was changed",
+            if why.is_empty() {
+                "no commit probe point fired".to_string()
+            } else {
+                why.join("; ")
+            }
+        );
+    } else if let (true, Some(a)) = (args.trial, admin.as_mut()) {
         let candidates = crate::trial_run::candidates(&d);
         if candidates.is_empty() {
             eprintln!("redoctor: no candidate worth a trial");

@@ -71,7 +71,8 @@ pub const MAX_CANDIDATES: usize = 3;
 /// (the model's point estimate may be below 1: its held-out error is wide,
 /// and the trial is the judge); best predicted first, at most
 /// [`MAX_CANDIDATES`]. Then each proposal the model does not cover
-/// (`not_modelled`: only a trial can judge it).
+/// (advised on a rule's evidence, or `not_modelled`: only a trial can
+/// judge it).
 pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     if let Some(m) = &d.model {
@@ -93,6 +94,19 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
                 predicted_gain: p.ratio - 1.0,
             });
         }
+    }
+    // Advised on a rule's evidence alone (settings the model does not
+    // cover): the trial is what measures them.
+    for r in d.recommendations.iter().filter(|r| r.predicted.is_none()) {
+        if out.iter().any(|c| c.settings.contains_key(&r.setting)) || r.current == r.proposed {
+            continue;
+        }
+        let settings = Settings::from([(r.setting.clone(), r.proposed.clone())]);
+        out.push(Candidate {
+            label: format!("{} ({}, on its evidence)", show(&settings), r.rule),
+            settings,
+            predicted_gain: 0.0,
+        });
     }
     for n in &d.not_applied {
         let Some(v) = &n.proposed else { continue };

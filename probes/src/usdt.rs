@@ -222,6 +222,17 @@ fn add_semaphore(pid: u32, addr: u64, delta: i32) -> std::io::Result<u16> {
     Ok(old)
 }
 
+/// The current value of the semaphore at `file_offset` of `exe` in process
+/// `pid` (how many tracers enabled its probe there); `None` when `exe` is
+/// not mapped there or the process cannot be read.
+pub fn semaphore_value(pid: u32, exe: &Path, file_offset: u64) -> Option<u16> {
+    let addr = mapped_address(pid, exe, file_offset)?;
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut b = [0u8; 2];
+    mem.read_exact_at(&mut b, addr).ok()?;
+    Some(u16::from_ne_bytes(b))
+}
+
 /// Semaphores raised in the target's processes; lowered again on drop.
 #[derive(Debug, Default)]
 pub struct Semaphores {

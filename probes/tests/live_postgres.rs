@@ -165,38 +165,13 @@ fn a_pid_that_is_not_a_postmaster_is_refused_with_the_fix() {
     sleep.wait().unwrap();
 }
 
-/// A copy of the server binary without its USDT notes, laid out as the
-/// installed one (`lib/postgresql/15/bin`) so it finds its share and lib
-/// directories relative to itself.
-fn binary_without_usdt(root: &Path) -> std::path::PathBuf {
-    let bin = root.join("lib/postgresql/15/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(
-        "/usr/lib/postgresql/15/lib",
-        root.join("lib/postgresql/15/lib"),
-    )
-    .unwrap();
-    std::fs::create_dir_all(root.join("share/postgresql")).unwrap();
-    std::os::unix::fs::symlink("/usr/share/postgresql/15", root.join("share/postgresql/15"))
-        .unwrap();
-    let out = bin.join("postgres");
-    let o = Command::new("objcopy")
-        .args(["--remove-section", ".note.stapsdt"])
-        .arg(Path::new(pg_cluster::BIN_DIR).join("postgres"))
-        .arg(&out)
-        .output()
-        .expect("objcopy (binutils)");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    out
-}
-
 #[test]
 fn without_usdt_commits_are_unavailable_and_the_rest_is_measured() {
     if pg_cluster::skip("without_usdt_commits_are_unavailable_and_the_rest_is_measured") {
         return;
     }
     let root = tempfile::tempdir().unwrap();
-    let stripped = binary_without_usdt(root.path());
+    let stripped = pg_cluster::binary_without_usdt(root.path());
     let pg = Cluster::start(&[], Some(&stripped));
     pg.prepare_sysbench("sbtest", 1000);
     let mut s = attach(pg.pid).expect("attach");
@@ -218,4 +193,118 @@ fn without_usdt_commits_are_unavailable_and_the_rest_is_measured() {
         "commits must not be guessed"
     );
     assert!(redo_fdatasyncs(&ws) > 0, "WAL fsyncs are still measured");
+}
+
+/// The semaphore offsets of the USDT probes `s` attached, in `exe`.
+fn attached_semaphores(s: &Sampler, exe: &Path) -> Vec<(String, u64)> {
+    let attached: Vec<&str> = s
+        .probes()
+        .attached_usdt()
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect();
+    redoctor_probes::usdt::read_sites(exe)
+        .unwrap()
+        .into_iter()
+        .filter(|site| attached.contains(&site.probe().as_str()))
+        .filter_map(|site| Some((site.probe(), site.semaphore_file_offset?)))
+        .collect()
+}
+
+/// Every (probe, process) whose semaphore is not `want`.
+fn semaphores_not(want: u16, sems: &[(String, u64)], exe: &Path, pids: &[u32]) -> Vec<String> {
+    let mut off = Vec::new();
+    for &pid in pids {
+        for (probe, o) in sems {
+            let v = redoctor_probes::usdt::semaphore_value(pid, exe, *o);
+            if v != Some(want) {
+                off.push(format!("{probe} in pid {pid}: {v:?}"));
+            }
+        }
+    }
+    off
+}
+
+#[test]
+fn lwlock_waits_are_named_by_tranche_and_semaphores_are_restored() {
+    if pg_cluster::skip("lwlock_waits_are_named_by_tranche_and_semaphores_are_restored") {
+        return;
+    }
+    let pg = Cluster::start(&["autovacuum=off"], None);
+    pg.prepare_sysbench("sbtest", 10_000);
+    let exe = std::fs::read_link(format!("/proc/{}/exe", pg.pid)).unwrap();
+    // A backend older than the probes: raised at attach, lowered at detach.
+    let (mut before, old_backend) = pg.backend(60);
+    let mut s = attach(pg.pid).expect("attach to the postmaster");
+    let sems = attached_semaphores(&s, &exe);
+    assert!(
+        sems.iter()
+            .any(|(p, _)| p == "postgresql:lwlock__wait__start"),
+        "the LWLock probes are guarded by semaphores: {sems:?}"
+    );
+    let raised = semaphores_not(1, &sems, &exe, &[pg.pid, old_backend]);
+    assert!(raised.is_empty(), "not raised: {raised:?}");
+    // A backend forked while attached inherits them from the postmaster.
+    let (mut during, new_backend) = pg.backend(61);
+    let inherited = semaphores_not(1, &sems, &exe, &[new_backend]);
+    assert!(inherited.is_empty(), "not inherited: {inherited:?}");
+
+    // 16 committers on 2 CPUs: backends wait for each other's WAL flush
+    // (WALWriteLock, tranche "WALWrite"). pg_stat_activity samples the same
+    // waits by the same names (wait_event_type 'LWLock').
+    let mut bench = pg.sysbench("sbtest", 16, 4, 10_000, "run").spawn().unwrap();
+    let mut sampled: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut ws = Vec::new();
+    while bench.try_wait().unwrap().is_none() {
+        for name in pg
+            .sql(
+                "postgres",
+                "SELECT wait_event FROM pg_stat_activity WHERE wait_event_type = 'LWLock'",
+            )
+            .lines()
+        {
+            *sampled.entry(name.to_string()).or_default() += 1;
+        }
+        ws.push(s.wait_window(Duration::from_millis(100)).unwrap());
+    }
+    assert!(bench.wait().unwrap().success());
+    let mut named: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for w in &ws {
+        for l in &w.named_lock_waits {
+            let e = named.entry(l.lock.clone()).or_default();
+            e.0 += l.waits;
+            e.1 += l.wait_ns;
+        }
+    }
+    eprintln!("probes' LWLock waits (waits, ns) by tranche: {named:?}");
+    eprintln!("pg_stat_activity samples by LWLock: {sampled:?}");
+    let wal_write = named.get("WALWrite").copied().unwrap_or_default();
+    assert!(
+        wal_write.0 > 0 && wal_write.1 > 0,
+        "no WALWrite waits among {named:?}"
+    );
+    for (name, (waits, ns)) in &named {
+        assert!(
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "not a tranche name: {name:?}"
+        );
+        assert!(*waits > 0 && *ns > 0, "{name}: {waits} waits, {ns} ns");
+    }
+    // What the server saw its backends wait on often, the probes timed.
+    for (name, n) in &sampled {
+        if *n >= 3 {
+            assert!(
+                named.contains_key(name),
+                "pg_stat_activity saw {n} waits on {name}; the probes none: {named:?}"
+            );
+        }
+    }
+
+    drop(s);
+    let left = semaphores_not(0, &sems, &exe, &[pg.pid, old_backend, new_backend]);
+    assert!(left.is_empty(), "left raised after detach: {left:?}");
+    for c in [&mut before, &mut during] {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
 }

@@ -69,6 +69,31 @@ fn ok(what: &str, o: std::io::Result<Output>) -> Output {
     o
 }
 
+/// A copy of the server binary without its USDT notes, laid out as the
+/// installed one (`lib/postgresql/15/bin`) so it finds its share and lib
+/// directories relative to itself.
+pub fn binary_without_usdt(root: &Path) -> std::path::PathBuf {
+    let bin = root.join("lib/postgresql/15/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/lib/postgresql/15/lib",
+        root.join("lib/postgresql/15/lib"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("share/postgresql")).unwrap();
+    std::os::unix::fs::symlink("/usr/share/postgresql/15", root.join("share/postgresql/15"))
+        .unwrap();
+    let out = bin.join("postgres");
+    let o = Command::new("objcopy")
+        .args(["--remove-section", ".note.stapsdt"])
+        .arg(Path::new(BIN_DIR).join("postgres"))
+        .arg(&out)
+        .output()
+        .expect("objcopy (binutils)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
 /// A running cluster.
 pub struct Cluster {
     dir: tempfile::TempDir,
@@ -164,8 +189,21 @@ impl Cluster {
 
     /// `sysbench oltp_update_index ... <cmd>` against `db`.
     pub fn sysbench(&self, db: &str, threads: u32, secs: u32, rows: u32, cmd: &str) -> Command {
+        self.sysbench_test("oltp_update_index", db, threads, secs, rows, cmd)
+    }
+
+    /// `sysbench <test> ... <cmd>` against `db` (one table of `rows` rows).
+    pub fn sysbench_test(
+        &self,
+        test: &str,
+        db: &str,
+        threads: u32,
+        secs: u32,
+        rows: u32,
+        cmd: &str,
+    ) -> Command {
         let mut c = Command::new("sysbench");
-        c.arg("oltp_update_index")
+        c.arg(test)
             .arg("--db-driver=pgsql")
             .arg(format!("--pgsql-host={}", self.sock.display()))
             .arg("--pgsql-user=postgres")
@@ -182,7 +220,8 @@ impl Cluster {
     }
 
     /// The pid of a client backend (a live psql session's), waiting for it
-    /// to appear; the session lasts `secs`.
+    /// to appear; the session lasts `secs` (sessions of different `secs`
+    /// are told apart).
     // The caller owns the session and waits for it; a panic here ends the test.
     #[allow(clippy::zombie_processes)]
     pub fn backend(&self, secs: u32) -> (std::process::Child, u32) {
@@ -198,7 +237,9 @@ impl Cluster {
         loop {
             let pids = self.sql(
                 "postgres",
-                "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND pid <> pg_backend_pid()",
+                &format!(
+                    "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep({secs})' AND pid <> pg_backend_pid()"
+                ),
             );
             if let Some(p) = pids.lines().next().and_then(|l| l.trim().parse().ok()) {
                 return (child, p);
