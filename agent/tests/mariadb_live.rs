@@ -3,12 +3,24 @@
 //! (also on failure). One test runs every check in sequence on one server,
 //! so the server and its data are made once:
 //! 1. commits and redo I/O counted by the probes equal the server's own
-//!    counters over the same load, within 1%;
+//!    counters within 1%, at 1, 16, 64 and 256 connections (sysbench
+//!    oltp_read_write and oltp_update_index, each counted over its own
+//!    windows);
 //! 2. `diagnose --profile mariadb` names its profile, roles and only
 //!    settings the server has, within 10 s;
 //! 3. wrong pid or socket: an error naming the cause and the fix, nothing applied;
 //! 4. `apply`/`revert` of a dynamic setting, `apply` of a static one refused;
-//! 5. `diagnose --trial` on the thread pool (server restarted with it).
+//! 5. `diagnose --trial` on the thread pool (server restarted with it);
+//!
+//! then, the server restarted with the binary log on and synced at each
+//! group commit (`--log-bin`, `--sync-binlog=1`):
+//! 6. commits and binlog fsyncs counted by the probes equal the server's
+//!    `Binlog_commits` and `Binlog_group_commits` within 1%;
+//! 7. with 32 connections committing about one transaction per binlog
+//!    fsync, `mariadb-binlog-group-wait` proposes binlog_commit_wait_count
+//!    on the evidence its thresholds ask for; `apply`/`revert` of it; with
+//!    it set, the groups grow and `mariadb-binlog-wait-usec` proposes a wait
+//!    within its bounds; `diagnose --trial` tries it and `revert` restores it.
 //!
 //! Skipped, saying why, only when mariadbd or sysbench is not installed
 //! (`apt-get install mariadb-server sysbench`) or the kernel lacks BPF.
@@ -172,7 +184,32 @@ impl Maria {
             .collect()
     }
 
+    /// An InnoDB monitor counter (information_schema.INNODB_METRICS).
+    fn metric(&self, name: &str) -> f64 {
+        let v: Option<i64> = self
+            .conn()
+            .query_first(format!(
+                "SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME = '{name}'"
+            ))
+            .unwrap();
+        v.unwrap_or_else(|| panic!("no InnoDB metric {name}")) as f64
+    }
+
     fn sysbench(&self, t: &Tools, test: &str, threads: u32, secs: u32, cmd: &str) -> Child {
+        self.sysbench_with(t, test, threads, secs, cmd, &[])
+    }
+
+    /// `sysbench` with `extra` options (`--rate=N`: N transactions/s at
+    /// random, whatever the threads could do).
+    fn sysbench_with(
+        &self,
+        t: &Tools,
+        test: &str,
+        threads: u32,
+        secs: u32,
+        cmd: &str,
+        extra: &[&str],
+    ) -> Child {
         Command::new(&t.sysbench)
             .arg(test)
             .arg(format!("--mysql-socket={}", self.socket().display()))
@@ -184,6 +221,7 @@ impl Maria {
             ])
             .arg(format!("--threads={threads}"))
             .arg(format!("--time={secs}"))
+            .args(extra)
             .arg(cmd)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -257,7 +295,12 @@ fn mariadb_live() {
         }
     };
     let mut m = Maria::install(&t);
-    m.start(&[]);
+    // Check 1 opens up to 256 connections (the default allows 151) and
+    // counts checkpoints (off by default).
+    m.start(&[
+        "--max-connections=300",
+        "--innodb-monitor-enable=log_checkpoints",
+    ]);
     m.conn().query_drop("CREATE DATABASE sbtest").unwrap();
     finish(m.sysbench(&t, "oltp_read_write", 4, 10, "prepare"));
 
@@ -271,104 +314,178 @@ fn mariadb_live() {
     m.stop();
     m.start(&["--thread-handling=pool-of-threads", "--thread-pool-size=8"]);
     trial_on_the_thread_pool(&m, &t, &state);
+
+    // The binary log is static too: restart with it, synced at each group.
+    m.stop();
+    let log_bin = format!("--log-bin={}", m.dir.path().join("m-bin").display());
+    m.start(&[&log_bin, "--server-id=1", "--sync-binlog=1"]);
+    binlog_groups_are_counted(&m, &t);
+    binlog_group_commit_rules(&m, &t, &state);
     m.stop();
 }
 
-/// Check 1: probe windows cover the whole load: commits (calls of the commit
-/// point) equal the transactions that committed (oltp_read_write: one
-/// COMMIT each, so `Com_commit`; oltp_update_index: autocommit UPDATEs,
-/// so `Com_update`), fsyncs equal `Innodb_data_fsyncs` (10.11 has no
-/// redo-only fsync counter: it counts redo and data-file fsyncs), writes
-/// to ib_logfile0 equal `Innodb_log_writes`.
-fn counts_match_the_server(m: &Maria, t: &Tools) {
-    let pid = m.pid().to_string();
-    let mut probe = Reap(
-        Command::new(env!("CARGO_BIN_EXE_redoctor"))
-            .args([
-                "probe",
-                "--pid",
-                &pid,
-                "--profile",
-                "mariadb",
-                "--json",
-                "--interval",
-                "500ms",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let (tx, rx) = mpsc::channel::<Value>();
-    let out = probe.0.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
-                break;
+/// `redoctor probe --json` on the server, its windows read as they close.
+struct ProbeWindows {
+    _probe: Reap,
+    rx: mpsc::Receiver<Value>,
+}
+
+impl ProbeWindows {
+    /// Attached once its first window is out.
+    fn start(m: &Maria, interval_ms: u64) -> ProbeWindows {
+        let pid = m.pid().to_string();
+        let mut probe = Reap(
+            Command::new(env!("CARGO_BIN_EXE_redoctor"))
+                .args([
+                    "probe",
+                    "--pid",
+                    &pid,
+                    "--profile",
+                    "mariadb",
+                    "--json",
+                    "--interval",
+                    &format!("{interval_ms}ms"),
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let (tx, rx) = mpsc::channel::<Value>();
+        let out = probe.0.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("no window from redoctor probe");
+        assert_eq!(first["profile"], "mariadb");
+        assert!(
+            first["engine"]["attached"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a.as_str().unwrap().contains("commit_pos")),
+            "{}",
+            first["engine"]
+        );
+        ProbeWindows { _probe: probe, rx }
+    }
+
+    /// Drops the windows already printed and waits for the next to close:
+    /// what the server counts from now on, the windows after it count.
+    fn boundary(&self) {
+        while self.rx.try_recv().is_ok() {}
+        self.next();
+    }
+
+    fn next(&self) -> Value {
+        self.rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("redoctor probe stopped printing windows")
+    }
+
+    /// The windows up to the first stamped after `ms` (Unix ms; a window's
+    /// end is stamped just after its maps are read).
+    fn until(&self, ms: u64) -> Vec<Value> {
+        let mut ws = Vec::new();
+        loop {
+            let w = self.next();
+            let end = w["end_unix_ms"].as_u64().unwrap();
+            ws.push(w);
+            if end > ms {
+                return ws;
             }
         }
-    });
-    let mut windows = vec![rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("no window from redoctor probe")];
+    }
+}
+
+/// Sysbench threads (connections) of check 1: the range, 1 to 256.
+const THREADS: [u32; 4] = [1, 16, 64, 256];
+
+/// Check 1: at each of [`THREADS`] connections, each load counted over its
+/// own windows, the probes' counts equal the server's own counters:
+/// commits (calls of the commit point) the transactions that committed
+/// (oltp_read_write: one COMMIT each, so `Com_commit`; oltp_update_index:
+/// autocommit UPDATEs, so `Com_update`), fsyncs `Innodb_data_fsyncs` (10.11
+/// has no redo-only fsync counter: it counts redo and data-file fsyncs),
+/// writes to ib_logfile0 `Innodb_log_writes` plus the checkpoints (the
+/// INNODB_METRICS counter `log_checkpoints`: each writes the file's
+/// checkpoint block, which `Innodb_log_writes` leaves out).
+fn counts_match_the_server(m: &Maria, t: &Tools) {
+    let probe = ProbeWindows::start(m, 250);
     let names = [
         "Com_commit",
         "Com_update",
         "Innodb_data_fsyncs",
         "Innodb_log_writes",
     ];
-    let s0 = m.status(&names);
-    finish(m.sysbench(t, "oltp_read_write", 16, 2, "run"));
-    let s1 = m.status(&names);
-    finish(m.sysbench(t, "oltp_update_index", 16, 2, "run"));
-    let s2 = m.status(&names);
-    let end = now_ms();
-    // Every window up to one that closed after the load ended.
-    loop {
-        let w = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("redoctor probe stopped printing windows");
-        let done = w["end_unix_ms"].as_u64().unwrap() > end + 600;
-        windows.push(w);
-        if done {
-            break;
+    for threads in THREADS {
+        for test in ["oltp_read_write", "oltp_update_index"] {
+            // Server counters read as a window closes, and again as the
+            // first window closed after the load closes: both count the
+            // same span (but for the few ms it takes to read them), idle
+            // moments and the background's fsyncs included.
+            probe.boundary();
+            let s0 = m.status(&names);
+            let c0 = m.metric("log_checkpoints");
+            finish(m.sysbench(t, test, threads, 2, "run"));
+            let windows = probe.until(now_ms() + 50);
+            let s1 = m.status(&names);
+            let checkpoints = m.metric("log_checkpoints") - c0;
+            let server = |i: usize| s1[i] - s0[i];
+            let sum = |f: &dyn Fn(&Value) -> f64| windows.iter().map(f).sum::<f64>();
+            let io =
+                |w: &Value, kind: &str, field: &str| w["io"][kind][field].as_f64().unwrap_or(0.0);
+            let case = format!("{test} at {threads} threads");
+            eprintln!(
+                "{case}: {} windows, {} events lost",
+                windows.len(),
+                sum(&|w| w["events_lost"].as_f64().unwrap())
+            );
+            let server_commits = if test == "oltp_read_write" {
+                server(0)
+            } else {
+                assert_eq!(
+                    server(0),
+                    0.0,
+                    "{case}: oltp_update_index runs in autocommit"
+                );
+                server(1)
+            };
+            let commits = sum(&|w| w["engine"]["commits"].as_f64().unwrap());
+            within(&format!("{case}: commits"), commits, server_commits, 0.01);
+            let redo_fsyncs = sum(&|w| io(w, "redo", "fsync_calls"));
+            let data_fsyncs = sum(&|w| io(w, "data", "fsync_calls"));
+            within(
+                &format!("{case}: InnoDB fsyncs (redo + data files)"),
+                redo_fsyncs + data_fsyncs,
+                server(2),
+                0.01,
+            );
+            // Innodb_log_writes counts writes of log records; a checkpoint
+            // writes its header block to ib_logfile0 too (one write each).
+            let redo_writes = sum(&|w| io(w, "redo", "write_calls"));
+            within(
+                &format!("{case}: redo writes ({checkpoints} of them checkpoints)"),
+                redo_writes,
+                server(3) + checkpoints,
+                0.01,
+            );
+            // innodb_flush_log_at_trx_commit=1: each write of the log for
+            // a commit is followed by its fsync, so the fsyncs on the redo
+            // files are about its writes (data files take the rest).
+            eprintln!("{case}: fsyncs: redo {redo_fsyncs}, data {data_fsyncs}");
+            assert!(
+                redo_fsyncs >= 0.95 * redo_writes,
+                "{case}: each redo write is fsynced: redo fsyncs {redo_fsyncs}, writes {redo_writes}, data fsyncs {data_fsyncs}"
+            );
         }
     }
-    drop(probe);
-    let sum = |f: &dyn Fn(&Value) -> f64| windows.iter().map(f).sum::<f64>();
-    let io = |w: &Value, kind: &str, field: &str| w["io"][kind][field].as_f64().unwrap_or(0.0);
-    assert_eq!(windows[0]["profile"], "mariadb");
-    assert!(
-        windows[0]["engine"]["attached"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a.as_str().unwrap().contains("commit_pos")),
-        "{}",
-        windows[0]["engine"]
-    );
-    let commits = sum(&|w| w["engine"]["commits"].as_f64().unwrap());
-    let server_commits = (s1[0] - s0[0]) + (s2[1] - s1[1]);
-    assert_eq!(s2[0] - s1[0], 0.0, "oltp_update_index runs in autocommit");
-    within("commits", commits, server_commits, 0.01);
-    let redo_fsyncs = sum(&|w| io(w, "redo", "fsync_calls"));
-    let data_fsyncs = sum(&|w| io(w, "data", "fsync_calls"));
-    within(
-        "InnoDB fsyncs (redo + data files)",
-        redo_fsyncs + data_fsyncs,
-        s2[2] - s0[2],
-        0.01,
-    );
-    assert!(
-        redo_fsyncs >= 0.95 * (redo_fsyncs + data_fsyncs),
-        "under a commit load the fsyncs are the redo log's: redo {redo_fsyncs}, data {data_fsyncs}"
-    );
-    within(
-        "redo writes",
-        sum(&|w| io(w, "redo", "write_calls")),
-        s2[3] - s0[3],
-        0.01,
-    );
 }
 
 /// Check 2: a loaded server diagnosed: the report is MariaDB's.
@@ -593,4 +710,242 @@ fn trial_on_the_thread_pool(m: &Maria, t: &Tools, state: &Path) {
         m.var("thread_pool_size")
     );
     assert_eq!(m.var("thread_pool_size"), "8");
+}
+
+/// `redoctor diagnose --profile mariadb --duration 3s --format json` of the
+/// server (with `extra` arguments); the report.
+fn diagnose_json(m: &Maria, name: &str, extra: &[&str]) -> Value {
+    let pid = m.pid().to_string();
+    let sock = m.socket();
+    let report = m.dir.path().join(name);
+    let mut args = vec![
+        "diagnose",
+        "--pid",
+        &pid,
+        "--socket",
+        sock.to_str().unwrap(),
+        "--profile",
+        "mariadb",
+        "--duration",
+        "3s",
+        "--format",
+        "json",
+        "--out",
+        report.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let o = redoctor(&args);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
+}
+
+/// What `rule` proposed in report `d` (a recommendation or not applied),
+/// if it fired.
+fn proposal(d: &Value, rule: &str) -> Option<Value> {
+    d["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(d["not_applied"].as_array().unwrap())
+        .find(|r| r["rule"] == rule)
+        .cloned()
+}
+
+/// Every setting report `d` names exists on the server (facts with the
+/// server's value).
+fn names_only_server_settings(m: &Maria, d: &Value) {
+    for (k, v) in d["facts"]["settings"].as_object().unwrap() {
+        assert_eq!(&m.var(k), v.as_str().unwrap(), "setting {k}");
+    }
+    for r in d["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(d["not_applied"].as_array().unwrap())
+    {
+        let s = r["setting"].as_str().unwrap();
+        assert!(!m.var(s).is_empty(), "{s} is not a MariaDB setting");
+    }
+}
+
+/// Check 6: with the binary log on and synced per group (`--sync-binlog=1`),
+/// the probes count what the server counts of its group commit: commits
+/// `Binlog_commits`, fsyncs of the binlog files `Binlog_group_commits` (one
+/// sync per group), within 1%. The redo log is fsynced at prepare, in groups
+/// of its own (printed, not compared: the server has no counter of them).
+fn binlog_groups_are_counted(m: &Maria, t: &Tools) {
+    let probe = ProbeWindows::start(m, 250);
+    let names = ["Binlog_commits", "Binlog_group_commits"];
+    probe.boundary();
+    let s0 = m.status(&names);
+    finish(m.sysbench(t, "oltp_update_index", 32, 2, "run"));
+    let windows = probe.until(now_ms() + 50);
+    let s1 = m.status(&names);
+    let sum = |f: &dyn Fn(&Value) -> f64| windows.iter().map(f).sum::<f64>();
+    let io = |w: &Value, kind: &str| w["io"][kind]["fsync_calls"].as_f64().unwrap_or(0.0);
+    let commits = sum(&|w| w["engine"]["commits"].as_f64().unwrap());
+    let binlog_fsyncs = sum(&|w| io(w, "binlog"));
+    let redo_fsyncs = sum(&|w| io(w, "redo"));
+    within("binlog on: commits", commits, s1[0] - s0[0], 0.01);
+    within(
+        "binlog on: binlog fsyncs (group commits)",
+        binlog_fsyncs,
+        s1[1] - s0[1],
+        0.01,
+    );
+    eprintln!(
+        "binlog on, oltp_update_index at 32 threads: {:.2} commits per binlog fsync, {:.2} per redo fsync ({redo_fsyncs} redo fsyncs)",
+        commits / binlog_fsyncs,
+        commits / redo_fsyncs.max(1.0)
+    );
+}
+
+/// Check 7: binlog group commit's rules on the live server, 32 connections
+/// committing 250 transactions/s at random (a commit mostly finds the
+/// previous group's sync over: about one commit per binlog fsync):
+/// - `mariadb-binlog-group-wait` proposes binlog_commit_wait_count =
+///   max(4, 2 x CPUs), and the signals it read meet its thresholds;
+/// - `apply`/`revert` of that count on the server;
+/// - the count set: the groups grow (what the rule reads is what the
+///   setting moves), and `mariadb-binlog-wait-usec` proposes 2 binlog fsync
+///   times within its bounds for the default 100 ms wait;
+/// - `--trial` tries the count live, and `revert` leaves it at 0.
+fn binlog_group_commit_rules(m: &Maria, t: &Tools, state: &Path) {
+    let rules = redoctor_advisor::RuleSet::shipped_and(&[]).unwrap();
+    let th = |rule: &str, name: &str| {
+        rules
+            .rules
+            .iter()
+            .find(|r| r.id == rule)
+            .unwrap()
+            .thresholds[name]
+    };
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let count = (2 * cores).max(4).to_string();
+    let load = Reap(m.sysbench_with(t, "oltp_update_index", 32, 60, "run", &["--rate=250"]));
+    std::thread::sleep(Duration::from_secs(1));
+    let signal = |d: &Value, name: &str| {
+        d["summary"][name]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no signal {name}"))
+    };
+
+    let d = diagnose_json(m, "binlog.json", &[]);
+    let s = &d["summary"];
+    eprintln!(
+        "binlog, count 0: {:.0} commits/s, {:.2} commits per binlog fsync, {:.2} per redo fsync, binlog fsync {:.0} us, {:.1} user threads per core",
+        signal(&d, "commits_per_s"),
+        signal(&d, "commits_per_binlog_fsync"),
+        signal(&d, "commits_per_fsync"),
+        signal(&d, "binlog_fsync_mean_us"),
+        signal(&d, "user_threads_per_core"),
+    );
+    let wait = proposal(&d, "mariadb-binlog-group-wait")
+        .unwrap_or_else(|| panic!("mariadb-binlog-group-wait did not fire: {s}"));
+    eprintln!(
+        "mariadb-binlog-group-wait: binlog_commit_wait_count={} ({})",
+        wait["proposed"],
+        wait["status"].as_str().unwrap_or("recommended")
+    );
+    assert_eq!(wait["proposed"], count.as_str(), "{wait}");
+    assert_eq!(d["facts"]["engine"], "mariadb");
+    assert_eq!(d["facts"]["binlog"], true);
+    assert_eq!(d["facts"]["settings"]["sync_binlog"], "1");
+    assert_eq!(d["facts"]["settings"]["binlog_commit_wait_count"], "0");
+    assert_eq!(signal(&d, "commits_known"), 1.0);
+    assert!(signal(&d, "binlog_fsyncs_per_s") > 0.0, "{s}");
+    let before = signal(&d, "commits_per_binlog_fsync");
+    assert!(before < th("mariadb-binlog-group-wait", "max_group"), "{s}");
+    assert!(
+        signal(&d, "user_threads_per_core") >= th("mariadb-binlog-group-wait", "users_per_core"),
+        "{s}"
+    );
+    names_only_server_settings(m, &d);
+
+    let sock = m.socket();
+    let base = [
+        "--socket",
+        sock.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+    ];
+    let set = format!("binlog_commit_wait_count={count}");
+    let mut apply = vec!["apply", "--set", &set];
+    apply.extend(base);
+    let o = redoctor(&apply);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(m.var("binlog_commit_wait_count"), count);
+    let mut revert = vec!["revert"];
+    revert.extend(base);
+    let o = redoctor(&revert);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(m.var("binlog_commit_wait_count"), "0");
+
+    m.conn()
+        .query_drop(format!("SET GLOBAL binlog_commit_wait_count = {count}"))
+        .unwrap();
+    let d = diagnose_json(m, "binlog-wait.json", &[]);
+    let s = &d["summary"];
+    let after = signal(&d, "commits_per_binlog_fsync");
+    eprintln!(
+        "binlog, count {count}: {:.0} commits/s, {after:.2} commits per binlog fsync, {:.2} per redo fsync, binlog fsync {:.0} us",
+        signal(&d, "commits_per_s"),
+        signal(&d, "commits_per_fsync"),
+        signal(&d, "binlog_fsync_mean_us"),
+    );
+    assert!(
+        after >= th("mariadb-binlog-group-wait", "max_group") && after > before,
+        "the count makes groups: {before:.2} -> {after:.2} commits per binlog fsync"
+    );
+    assert_eq!(
+        d["facts"]["settings"]["binlog_commit_wait_count"],
+        count.as_str()
+    );
+    assert_eq!(d["facts"]["settings"]["binlog_commit_wait_usec"], "100000");
+    assert!(proposal(&d, "mariadb-binlog-group-wait").is_none());
+    let usec = proposal(&d, "mariadb-binlog-wait-usec")
+        .unwrap_or_else(|| panic!("mariadb-binlog-wait-usec did not fire: {s}"));
+    let (lo, hi) = (
+        th("mariadb-binlog-wait-usec", "min_wait_usec"),
+        th("mariadb-binlog-wait-usec", "max_wait_usec"),
+    );
+    let proposed: f64 = usec["proposed"].as_str().unwrap().parse().unwrap();
+    let two_syncs = 2.0 * signal(&d, "binlog_fsync_mean_us");
+    eprintln!("binlog_commit_wait_usec proposed {proposed} (2 binlog fsyncs: {two_syncs:.0} us)");
+    assert!((lo..=hi).contains(&proposed), "{usec}");
+    assert_eq!(proposed, two_syncs.clamp(lo, hi).trunc(), "{usec}");
+    assert!(signal(&d, "binlog_fsyncs_per_s") > 0.0, "{s}");
+    names_only_server_settings(m, &d);
+    m.conn()
+        .query_drop("SET GLOBAL binlog_commit_wait_count = 0")
+        .unwrap();
+
+    let d = diagnose_json(
+        m,
+        "binlog-trial.json",
+        &[
+            "--trial",
+            "--trial-window",
+            "500ms",
+            "--trial-rounds",
+            "4",
+            "--trial-max",
+            "12s",
+            "--state",
+            state.to_str().unwrap(),
+        ],
+    );
+    drop(load);
+    let trial = d["trial"].to_string();
+    assert!(trial.contains("binlog_commit_wait_count"), "{trial}");
+    eprintln!("binlog trial: {}", d["verdict"]["text"]);
+    let now = m.var("binlog_commit_wait_count");
+    let o = redoctor(&revert);
+    assert!(o.status.success(), "{:?}", text(&o));
+    eprintln!(
+        "trial left binlog_commit_wait_count = {now}; after revert {}",
+        m.var("binlog_commit_wait_count")
+    );
+    assert_eq!(m.var("binlog_commit_wait_count"), "0");
 }

@@ -259,6 +259,12 @@ pub const SIGNALS: &[SignalDef] = &[
         |t| t.binlog.fsync_calls as f64 / t.secs(),
     ),
     def(
+        "commits_per_binlog_fsync",
+        "",
+        "commits / fsyncs of binlog files (binary log group commit size: with sync_binlog=1, MariaDB's Binlog_commits / Binlog_group_commits; 0 without binlog fsyncs)",
+        |t| ratio(t.commits as f64, t.binlog.fsync_calls as f64),
+    ),
+    def(
         "commit_wait_us_per_commit",
         "us",
         "user threads' futex wait on the redo log's named locks (redo.*) / commits",
