@@ -216,6 +216,17 @@ pub struct LockName {
 }
 
 impl LockName {
+    /// Where the name lies (process, address) when the probe could not
+    /// read it (its page was not resident in the waiting process): the
+    /// program keys such waits `\0@`, tgid at byte 4, address at byte 8.
+    pub fn unread(&self) -> Option<(u32, u64)> {
+        (self.name[0] == 0 && self.name[1] == b'@').then(|| {
+            let tgid = u32::from_ne_bytes(self.name[4..8].try_into().unwrap());
+            let addr = u64::from_ne_bytes(self.name[8..16].try_into().unwrap());
+            (tgid, addr)
+        })
+    }
+
     pub fn as_string(&self) -> String {
         let end = self.name.iter().position(|&b| b == 0).unwrap_or(32);
         String::from_utf8_lossy(&self.name[..end]).into_owned()

@@ -54,6 +54,9 @@ pub struct Sampler {
     named_error: Option<String>,
     /// Ends a window early when the target exits.
     exit_watch: ExitWatch,
+    /// Lock names the USDT probes could not read, by (process, address),
+    /// as read from the process's memory.
+    usdt_names: HashMap<(u32, u64), String>,
 }
 
 impl Sampler {
@@ -80,6 +83,7 @@ impl Sampler {
             named_read: None,
             named_error: None,
             exit_watch: ExitWatch::new(pid),
+            usdt_names: HashMap::new(),
         };
         s.refresh_proc();
         Ok(s)
@@ -336,6 +340,7 @@ impl Sampler {
                 self.comms.insert(*tid, name);
             }
         }
+        self.read_usdt_names(&cur);
         let cost = self.cost.close(&self.probes);
         let sig = self.compute(&cur, cost, !alive, live.as_ref());
         let mut cur = cur;
@@ -589,27 +594,56 @@ impl Sampler {
         wakeups
     }
 
+    /// Reads the lock names the probes could not (see
+    /// [`maps::LockName::unread`]) from the waiting process, or else from the
+    /// target's root (forked processes share its binary's addresses).
+    fn read_usdt_names(&mut self, cur: &MapsReading) {
+        for k in cur.usdt_lock_waits.keys() {
+            let Some((tgid, addr)) = k.unread() else {
+                continue;
+            };
+            if self.usdt_names.contains_key(&(tgid, addr)) {
+                continue;
+            }
+            let name = [tgid, self.probes.pid()]
+                .iter()
+                .find_map(|&p| crate::usdt::read_string(p, addr, 32))
+                .unwrap_or_else(|| format!("unreadable name at {addr:#x}"));
+            self.usdt_names.insert((tgid, addr), name);
+        }
+    }
+
     /// Waits for the locks the server names through USDT (PostgreSQL's
-    /// LWLock tranches), largest total first (top 30).
+    /// LWLock tranches), by name, largest total first (top 30).
     fn usdt_lock_waits(&self, cur: &MapsReading) -> Vec<NamedLockWait> {
-        let mut out: Vec<NamedLockWait> = cur
-            .usdt_lock_waits
-            .iter()
-            .filter_map(|(k, now)| {
-                let was = self
-                    .prev
-                    .usdt_lock_waits
-                    .get(k)
-                    .copied()
-                    .unwrap_or_default();
-                let waits = now.waits.saturating_sub(was.waits);
-                (waits > 0).then(|| NamedLockWait {
-                    lock: k.as_string(),
-                    wait_ns: now.wait_ns.saturating_sub(was.wait_ns),
-                    waits,
-                    addresses: 0,
-                    wait_ns_by_role: BTreeMap::new(),
-                })
+        let mut by_name: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for (k, now) in &cur.usdt_lock_waits {
+            let was = self
+                .prev
+                .usdt_lock_waits
+                .get(k)
+                .copied()
+                .unwrap_or_default();
+            let waits = now.waits.saturating_sub(was.waits);
+            if waits == 0 {
+                continue;
+            }
+            let name = match k.unread() {
+                Some(at) => self.usdt_names.get(&at).cloned().unwrap_or_default(),
+                None => k.as_string(),
+            };
+            let e = by_name.entry(name).or_default();
+            e.0 += waits;
+            e.1 += now.wait_ns.saturating_sub(was.wait_ns);
+        }
+        let mut out: Vec<NamedLockWait> = by_name
+            .into_iter()
+            .map(|(lock, (waits, wait_ns))| NamedLockWait {
+                lock,
+                wait_ns,
+                waits,
+                addresses: 0,
+                wait_ns_by_role: BTreeMap::new(),
             })
             .collect();
         out.sort_by_key(|w| std::cmp::Reverse(w.wait_ns));

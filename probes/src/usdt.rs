@@ -233,6 +233,29 @@ pub fn semaphore_value(pid: u32, exe: &Path, file_offset: u64) -> Option<u16> {
     Some(u16::from_ne_bytes(b))
 }
 
+/// The NUL-terminated string at `addr` in process `pid` (at most `max`
+/// bytes), read through `/proc/PID/mem`, which faults its pages in where a
+/// probe could not: a string argument whose page the process never
+/// touched. `None` when unreadable or not UTF-8.
+pub fn read_string(pid: u32, addr: u64, max: usize) -> Option<String> {
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut out = Vec::new();
+    let mut at = addr;
+    while out.len() < max {
+        // Page by page: a read across into an unmapped page fails whole.
+        let room = (4096 - (at % 4096) as usize).min(max - out.len());
+        let mut b = vec![0u8; room];
+        mem.read_exact_at(&mut b, at).ok()?;
+        if let Some(end) = b.iter().position(|&c| c == 0) {
+            out.extend_from_slice(&b[..end]);
+            return String::from_utf8(out).ok();
+        }
+        out.extend_from_slice(&b);
+        at += room as u64;
+    }
+    String::from_utf8(out).ok()
+}
+
 /// Semaphores raised in the target's processes; lowered again on drop.
 #[derive(Debug, Default)]
 pub struct Semaphores {
@@ -315,6 +338,22 @@ mod tests {
         assert_eq!(register_arg("4@60(%rax)"), None);
         assert_eq!(register_arg("-4@$0"), None);
         assert_eq!(register_arg("8@%rsp"), None);
+    }
+
+    #[test]
+    fn strings_are_read_from_another_process_memory() {
+        let s = b"WALWrite\0tail";
+        let me = std::process::id();
+        assert_eq!(
+            read_string(me, s.as_ptr() as u64, 32).as_deref(),
+            Some("WALWrite")
+        );
+        // Bounded by `max` without a NUL in reach.
+        assert_eq!(
+            read_string(me, s.as_ptr() as u64, 3).as_deref(),
+            Some("WAL")
+        );
+        assert_eq!(read_string(me, 0, 32), None);
     }
 
     #[test]

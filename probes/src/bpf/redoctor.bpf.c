@@ -1109,8 +1109,17 @@ int usdt_lock_wait_done(struct pt_regs *ctx)
 	bpf_map_delete_elem(&usdt_lock_wait_since, &tid);
 	struct lock_name k = {};
 	__u64 name = usdt_reg(ctx, bpf_get_attach_cookie(ctx));
-	if (bpf_probe_read_user_str(k.name, sizeof(k.name), (const void *)name) < 0)
-		__builtin_memcpy(k.name, "?", 2);
+	if (bpf_probe_read_user_str(k.name, sizeof(k.name), (const void *)name) < 0) {
+		/* The string's page is not resident in this process (a name
+		 * the process never read itself) and a uprobe cannot fault it
+		 * in: key the wait by where the name is (name[0] 0, name[1]
+		 * '@', tgid at 4, address at 8) for user space to read. The
+		 * failed read left the key zeroed. */
+		__u32 tgid = cur >> 32;
+		k.name[1] = '@';
+		__builtin_memcpy(&k.name[4], &tgid, sizeof(tgid));
+		__builtin_memcpy(&k.name[8], &name, sizeof(name));
+	}
 	static const struct futex_wait zero;
 	struct futex_wait *w = lookup_or_init(&usdt_lock_wait_by_name, &k, &zero);
 	if (w) {
