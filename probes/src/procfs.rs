@@ -100,14 +100,17 @@ pub fn descendants(root: u32) -> Vec<(u32, u32)> {
 
 /// The process title: `/proc/PID/cmdline` with its NUL separators as
 /// spaces, trailing padding removed (a server that rewrites its argv, as
-/// PostgreSQL does, shows its role there).
+/// PostgreSQL does, shows its role there); `None` when unreadable or
+/// empty (a zombie, a kernel thread, an exec not done yet).
 pub fn title(pid: u32) -> Option<String> {
     let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let text: String = String::from_utf8_lossy(&raw)
         .chars()
         .map(|c| if c == '\0' { ' ' } else { c })
         .collect();
-    Some(text.trim_end().to_string())
+    let text = text.trim_end();
+    // Empty: a zombie, a kernel thread, or an exec not done yet: unknown.
+    (!text.is_empty()).then(|| text.to_string())
 }
 
 /// The file name of the executable `pid` runs (`/proc/PID/exe`).
@@ -180,6 +183,14 @@ mod tests {
         let me = std::process::id();
         assert_eq!(parent(child.id()), Some(me));
         assert!(descendants(me).contains(&(child.id(), me)));
+        // Until the child's exec has set up its arguments its cmdline is
+        // ours or empty (unknown: `None`): wait for it, bounded.
+        let t = std::time::Instant::now();
+        while title(child.id()).as_deref() != Some("sleep 5")
+            && t.elapsed() < std::time::Duration::from_secs(5)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(title(child.id()).as_deref(), Some("sleep 5"));
         assert_eq!(exe_name(child.id()).as_deref(), Some("sleep"));
         child.kill().unwrap();
