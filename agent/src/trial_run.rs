@@ -95,30 +95,26 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
             });
         }
     }
-    // Advised on a rule's evidence alone (settings the model does not
-    // cover): the trial is what measures them.
-    for r in d.recommendations.iter().filter(|r| r.predicted.is_none()) {
-        if out.iter().any(|c| c.settings.contains_key(&r.setting)) || r.current == r.proposed {
-            continue;
-        }
-        let settings = Settings::from([(r.setting.clone(), r.proposed.clone())]);
-        out.push(Candidate {
-            label: format!("{} ({}, on its evidence)", show(&settings), r.rule),
-            settings,
-            predicted_gain: 0.0,
-        });
-    }
-    for n in &d.not_applied {
-        let Some(v) = &n.proposed else { continue };
-        if n.status != Status::NotModelled
-            || out.iter().any(|c| c.settings.contains_key(&n.setting))
-            || d.facts.settings.get(&n.setting) == Some(v)
+    // Proposals the model does not cover: advised on a rule's evidence
+    // alone, or not modelled. Only the trial can measure them.
+    let unmodelled = d
+        .recommendations
+        .iter()
+        .filter(|r| r.predicted.is_none())
+        .map(|r| (&r.rule, &r.setting, &r.proposed, "on its evidence"))
+        .chain(d.not_applied.iter().filter_map(|n| {
+            let v = n.proposed.as_ref()?;
+            (n.status == Status::NotModelled).then_some((&n.rule, &n.setting, v, "not modelled"))
+        }));
+    for (rule, setting, value, why) in unmodelled {
+        if out.iter().any(|c| c.settings.contains_key(setting))
+            || d.facts.settings.get(setting) == Some(value)
         {
             continue;
         }
-        let settings = Settings::from([(n.setting.clone(), v.clone())]);
+        let settings = Settings::from([(setting.clone(), value.clone())]);
         out.push(Candidate {
-            label: format!("{} ({}, not modelled)", show(&settings), n.rule),
+            label: format!("{} ({rule}, {why})", show(&settings)),
             settings,
             predicted_gain: 0.0,
         });

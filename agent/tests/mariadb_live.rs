@@ -664,30 +664,26 @@ fn trial_on_the_thread_pool(m: &Maria, t: &Tools, state: &Path) {
     std::thread::sleep(Duration::from_secs(1));
     let pid = m.pid().to_string();
     let report = m.dir.path().join("trial.json");
-    let o = redoctor(&[
+    let sock = m.socket();
+    let mut args = vec![
         "diagnose",
         "--pid",
         &pid,
         "--socket",
-        m.socket().to_str().unwrap(),
+        sock.to_str().unwrap(),
         "--profile",
         "mariadb",
         "--duration",
         "3s",
-        "--trial",
-        "--trial-window",
-        "500ms",
-        "--trial-rounds",
-        "4",
-        "--trial-max",
-        "12s",
         "--state",
         state.to_str().unwrap(),
         "--format",
         "json",
         "--out",
         report.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(common::QUICK_TRIAL);
+    let o = redoctor(&args);
     drop(load);
     let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
@@ -925,16 +921,10 @@ fn binlog_group_commit_rules(m: &Maria, t: &Tools, state: &Path) {
         m,
         "binlog-trial.json",
         &[
-            "--trial",
-            "--trial-window",
-            "500ms",
-            "--trial-rounds",
-            "4",
-            "--trial-max",
-            "12s",
-            "--state",
-            state.to_str().unwrap(),
-        ],
+            &common::QUICK_TRIAL[..],
+            &["--state", state.to_str().unwrap()],
+        ]
+        .concat(),
     );
     drop(load);
     let trial = d["trial"].to_string();

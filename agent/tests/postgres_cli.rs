@@ -3,12 +3,14 @@
 //! sysbench. Skipped, with the reason printed, where PostgreSQL 15 or
 //! sysbench is not installed.
 
+mod common;
 #[path = "../../probes/tests/support/pg_cluster.rs"]
 mod pg_cluster;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::text;
 use pg_cluster::Cluster;
 
 fn redoctor(args: &[&str]) -> Output {
@@ -16,13 +18,6 @@ fn redoctor(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 #[test]
@@ -405,17 +400,14 @@ fn pg_rules_fire_on_their_evidence() {
         &pg,
         3,
         &[
-            "--allow-durability-changes",
-            "--trial",
-            "--trial-window",
-            "500ms",
-            "--trial-rounds",
-            "4",
-            "--trial-max",
-            "12s",
-            "--state",
-            state.to_str().unwrap(),
-        ],
+            &[
+                "--allow-durability-changes",
+                "--state",
+                state.to_str().unwrap(),
+            ],
+            &common::QUICK_TRIAL[..],
+        ]
+        .concat(),
     );
     bench.kill().unwrap();
     bench.wait().unwrap();

@@ -10,6 +10,18 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
 
 /// A finished run's (stdout, stderr) as text.
+/// `diagnose` flags for a short live trial: 500 ms windows, at most 4
+/// pairs, 12 s in all.
+pub const QUICK_TRIAL: [&str; 7] = [
+    "--trial",
+    "--trial-window",
+    "500ms",
+    "--trial-rounds",
+    "4",
+    "--trial-max",
+    "12s",
+];
+
 pub fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
