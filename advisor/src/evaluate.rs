@@ -23,7 +23,7 @@ use redoctor_probes::Signals;
 
 use crate::advice::*;
 use crate::error::AdvisorError;
-use crate::facts::{normalize, Facts};
+use crate::facts::{duration_ms, normalize, Facts};
 use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
 use crate::model::{Config, Inputs, Model, Prediction, Settings};
 use crate::rule::{Rule, RuleBasis};
@@ -642,6 +642,12 @@ fn context(summary: &Summary, facts: &Facts, rule: &Rule) -> Context<'static> {
         Value::String(Arc::new(facts.engine.clone())),
     );
     f.insert("settings".into(), settings.into());
+    let settings_ms: HashMap<String, Value> = facts
+        .settings
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), Value::Float(duration_ms(v)?))))
+        .collect();
+    f.insert("settings_ms".into(), settings_ms.into());
     ctx.add_variable_from_value("facts", f);
     let t: HashMap<String, Value> = rule
         .thresholds
@@ -696,9 +702,16 @@ fn evidence(summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> 
                     "binlog" => Some(facts.binlog.to_string()),
                     "allow_durability" => Some(facts.allow_durability.to_string()),
                     "engine" => Some(facts.engine.clone()),
-                    _ => rest
-                        .strip_prefix("settings.")
-                        .and_then(|k| facts.settings.get(k).cloned()),
+                    _ => match rest.strip_prefix("settings_ms.") {
+                        Some(k) => facts
+                            .settings
+                            .get(k)
+                            .and_then(|v| duration_ms(v))
+                            .map(fmt_num),
+                        None => rest
+                            .strip_prefix("settings.")
+                            .and_then(|k| facts.settings.get(k).cloned()),
+                    },
                 },
             };
             item(path.clone(), value.unwrap_or_else(|| "(absent)".into()))

@@ -141,6 +141,26 @@ impl Facts {
     }
 }
 
+/// A time setting as PostgreSQL's `SHOW` prints it (`200ms`, `1s`,
+/// `1min`; units us, ms, s, min, h, d) in milliseconds; `None` for anything
+/// else (a bare number has no unit to go by).
+pub fn duration_ms(v: &str) -> Option<f64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (n, unit) = v.split_at(split);
+    let n: f64 = n.parse().ok()?;
+    let scale = match unit.trim() {
+        "us" => 1e-3,
+        "ms" => 1.0,
+        "s" => 1e3,
+        "min" => 60e3,
+        "h" => 3600e3,
+        "d" => 86400e3,
+        _ => return None,
+    };
+    Some(n * scale)
+}
+
 /// Booleans as SHOW GLOBAL VARIABLES prints them (ON/OFF); others unchanged.
 pub fn normalize(v: &str) -> String {
     match v.to_ascii_lowercase().as_str() {
@@ -152,4 +172,20 @@ pub fn normalize(v: &str) -> String {
 
 fn is_boolish(v: &str) -> bool {
     !v.chars().all(|c| c.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duration_ms;
+
+    #[test]
+    fn postgres_time_settings_read_in_milliseconds() {
+        assert_eq!(duration_ms("200ms"), Some(200.0));
+        assert_eq!(duration_ms("1s"), Some(1000.0));
+        assert_eq!(duration_ms("1min"), Some(60000.0));
+        assert_eq!(duration_ms("500us"), Some(0.5));
+        assert_eq!(duration_ms("0"), None);
+        assert_eq!(duration_ms("ON"), None);
+        assert_eq!(duration_ms("8MB"), None);
+    }
 }

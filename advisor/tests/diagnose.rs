@@ -530,3 +530,73 @@ fn mariadb_gets_only_its_own_levers() {
         d.not_applied
     );
 }
+
+/// PostgreSQL windows: `small_groups` (2.5 commits per WAL fsync, 4000
+/// fsyncs/s) with `active` transactions in flight and `full` WAL-buffer-full
+/// writes per second.
+fn pg_diagnosis(active: f64, full: u64, stated: &[(&str, &str)]) -> Diagnosis {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let mut w = windows(3, small_groups());
+    for s in &mut w {
+        s.engine.txn_ns = Some((active * s.window_ns as f64) as u64);
+        s.engine.wal_buffer_full_writes = Some(full);
+    }
+    let stated: Vec<(String, String)> = stated
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let facts = Facts::infer("postgresql", &summarize(&w), &stated);
+    diagnose(1, w, facts, &rules, &confident_model()).unwrap()
+}
+
+fn proposed<'a>(d: &'a Diagnosis, rule: &str) -> Option<&'a str> {
+    d.recommendations
+        .iter()
+        .find(|r| r.rule == rule)
+        .map(|r| r.proposed.as_str())
+        .or_else(|| status(d, rule).and_then(|n| n.proposed.as_deref()))
+}
+
+/// commit_delay is proposed when more transactions are in flight than
+/// commit_siblings and each WAL flush carries under a third of them;
+/// commit_siblings follows the concurrency observed.
+#[test]
+fn pg_commit_delay_reads_transactions_in_flight() {
+    let d = pg_diagnosis(12.0, 0, &[]);
+    assert_eq!(d.summary["active_transactions"], 12.0);
+    assert_eq!(proposed(&d, "pg-group-commit-delay"), Some("49"), "{d:?}");
+    // 5 siblings of 12 in flight: the delay is taken; siblings stay.
+    assert_eq!(proposed(&d, "pg-commit-siblings"), None);
+    let d = pg_diagnosis(8.0, 0, &[]);
+    assert_eq!(proposed(&d, "pg-group-commit-delay"), Some("49"));
+    assert_eq!(proposed(&d, "pg-commit-siblings"), Some("4"));
+    // Flushes already gather a third of those in flight.
+    let d = pg_diagnosis(6.0, 0, &[]);
+    assert_eq!(proposed(&d, "pg-group-commit-delay"), None);
+    // Fewer in flight than commit_siblings + 1: the delay would not be taken.
+    let d = pg_diagnosis(12.0, 0, &[("commit_siblings", "12")]);
+    assert_eq!(proposed(&d, "pg-group-commit-delay"), None);
+    // Already set.
+    let d = pg_diagnosis(12.0, 0, &[("commit_delay", "100")]);
+    assert_eq!(proposed(&d, "pg-group-commit-delay"), None);
+}
+
+/// wal_writer_delay is compared as a time: shortened only when longer
+/// than 10ms, whatever unit SHOW prints.
+#[test]
+fn pg_wal_writer_delay_compares_times() {
+    for (current, fires) in [
+        ("200ms", true),
+        ("1s", true),
+        ("11ms", true),
+        ("10ms", false),
+        ("5ms", false),
+    ] {
+        let d = pg_diagnosis(1.0, 500, &[("wal_writer_delay", current)]);
+        let p = proposed(&d, "pg-wal-writer-delay");
+        assert_eq!(p.is_some(), fires, "{current}: {p:?}");
+        if fires {
+            assert_eq!(p, Some("10ms"));
+        }
+    }
+}

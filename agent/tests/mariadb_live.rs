@@ -415,7 +415,8 @@ const THREADS: [u32; 4] = [1, 16, 64, 256];
 /// has no redo-only fsync counter: it counts redo and data-file fsyncs),
 /// writes to ib_logfile0 `Innodb_log_writes` plus the checkpoints (the
 /// INNODB_METRICS counter `log_checkpoints`: each writes the file's
-/// checkpoint block, which `Innodb_log_writes` leaves out).
+/// checkpoint block, which `Innodb_log_writes` leaves out). Roles: the
+/// threads found serving connections (by their stacks) are the load's.
 fn counts_match_the_server(m: &Maria, t: &Tools) {
     let probe = ProbeWindows::start(m, 250);
     let names = [
@@ -484,8 +485,33 @@ fn counts_match_the_server(m: &Maria, t: &Tools) {
                 redo_fsyncs >= 0.95 * redo_writes,
                 "{case}: each redo write is fsynced: redo fsyncs {redo_fsyncs}, writes {redo_writes}, data fsyncs {data_fsyncs}"
             );
+            // Roles by stack: the threads serving connections are
+            // sysbench's (the test's own connections are closed meanwhile);
+            // InnoDB's background threads are not among them.
+            let role = |w: &Value, r: &str| w["roles"][r]["threads"].as_f64().unwrap_or(0.0);
+            let users = windows.iter().map(|w| role(w, "user")).fold(0.0, f64::max);
+            let others = windows
+                .iter()
+                .map(|w| role(w, "other"))
+                .fold(f64::MAX, f64::min);
+            eprintln!("{case}: {users} user threads, at least {others} others");
+            assert!(
+                (f64::from(threads)..=f64::from(threads) + 1.0).contains(&users),
+                "{case}: {users} user threads for {threads} connections"
+            );
+            assert!(others >= 4.0, "{case}: {others} background threads");
         }
     }
+    // Idle: threads parked in the thread cache serve no connection.
+    probe.boundary();
+    let w = probe.next();
+    let cached = m.status(&["Threads_cached"])[0];
+    let users = w["roles"]["user"]["threads"].as_f64().unwrap_or(0.0);
+    eprintln!("idle: {users} user threads, {cached} threads cached");
+    assert!(
+        cached >= 1.0 && users <= 1.0,
+        "{users} user threads at idle"
+    );
 }
 
 /// Check 2: a loaded server diagnosed: the report is MariaDB's.

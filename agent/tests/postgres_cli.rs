@@ -337,8 +337,9 @@ fn signal(d: &serde_json::Value, name: &str) -> f64 {
 /// evidence in the report: WAL buffers filled by a bulk load
 /// (`wal_writer_delay`), a few committers each paying its own WAL flush
 /// (`synchronous_commit`, only with consent, then tried live: the verdict
-/// follows the trial), far more runnable backends than cores (pooling,
-/// restart-only: advice).
+/// follows the trial), many transactions in flight but few per WAL flush
+/// (`commit_delay`, tried live), far more runnable backends than cores
+/// (pooling, restart-only: advice).
 #[test]
 fn pg_rules_fire_on_their_evidence() {
     if pg_cluster::skip("pg_rules_fire_on_their_evidence") {
@@ -379,7 +380,11 @@ fn pg_rules_fire_on_their_evidence() {
 
     // 2. Two committers: at most two commits per WAL fsync, each slow.
     let load = |threads: u32, secs: u32, test: &str| {
+        // Nothing reads its output: a full pipe would stall the load
+        // (oltp_read_write warns of every deadlock it retries).
         pg.sysbench_test(test, "sbtest", threads, secs, 10_000, "run")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap()
     };
@@ -444,7 +449,77 @@ fn pg_rules_fire_on_their_evidence() {
     assert!(o.status.success(), "{:?}", text(&o));
     assert_eq!(pg.sql("postgres", "SHOW synchronous_commit"), "on");
 
-    // 3. 24 connections each running CPU-bound statements back to back
+    // 3. Many committers, each WAL flush carrying few of the transactions
+    // in flight: commit_delay (group commit), then tried live.
+    // oltp_read_write: each transaction runs 18 statements before its
+    // commit, so commits arrive spread out while many are in flight.
+    let mut bench = load(16, 40, "oltp_read_write");
+    std::thread::sleep(Duration::from_secs(2));
+    let (d, _) = diagnose_json(&pg, 3, &[]);
+    let (active, cpf) = (
+        signal(&d, "active_transactions"),
+        signal(&d, "commits_per_fsync"),
+    );
+    eprintln!(
+        "16 committers: {active:.1} transactions in flight, {cpf:.2} commits per WAL fsync, \
+         {:.0} fsyncs/s of {:.0} µs",
+        signal(&d, "redo_fsyncs_per_s"),
+        signal(&d, "redo_fsync_mean_us")
+    );
+    // In flight: more than commit_siblings (5), at most every committer;
+    // each flush carries under a third of them.
+    assert!((6.0..=16.5).contains(&active), "{active}");
+    assert!(cpf * 3.0 <= active, "{cpf} commits per flush of {active}");
+    assert!(signal(&d, "redo_fsyncs_per_s") >= 100.0);
+    let r = fired(&d, "pg-group-commit-delay");
+    if let Some(r) = r {
+        let half_fsync = signal(&d, "redo_fsync_mean_us") / 2.0;
+        let proposed: f64 = r["proposed"].as_str().unwrap().parse().unwrap();
+        assert!(
+            (proposed - half_fsync.clamp(10.0, 1000.0)).abs() <= 1.0,
+            "{proposed} vs {half_fsync}"
+        );
+        let delay_state = pg.dir().join("state-delay.json");
+        let (d, err) = diagnose_json(
+            &pg,
+            3,
+            &[
+                &["--state", delay_state.to_str().unwrap()][..],
+                &common::QUICK_TRIAL[..],
+            ]
+            .concat(),
+        );
+        let trial = d["trial"].to_string();
+        assert!(trial.contains("commit_delay"), "{trial}");
+        // The verdict follows the trial: advised only when kept, and then
+        // it is what the server has.
+        let now = pg.sql("postgres", "SHOW commit_delay");
+        let advised = d["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["setting"] == "commit_delay");
+        eprintln!("trial left commit_delay = {now}; advised: {advised}; {err}");
+        assert_eq!(advised, now != "0", "{d}");
+        assert_eq!(delay_state.exists(), now != "0");
+        if delay_state.exists() {
+            let o = redoctor(&[
+                "revert",
+                "--socket",
+                pg.sock.to_str().unwrap(),
+                "--state",
+                delay_state.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{:?}", text(&o));
+        }
+        assert_eq!(pg.sql("postgres", "SHOW commit_delay"), "0");
+    } else {
+        panic!("pg-group-commit-delay did not fire on its evidence: {d}");
+    }
+    bench.kill().unwrap();
+    bench.wait().unwrap();
+
+    // 4. 24 connections each running CPU-bound statements back to back
     // (the client idle meanwhile) on a few cores: pooling (restart-only).
     let mut sessions: Vec<std::process::Child> = (0..24)
         .map(|_| {

@@ -33,6 +33,7 @@ pub mod profile;
 mod prune;
 pub mod sampler;
 pub mod signals;
+pub mod stack_roles;
 pub mod usdt;
 
 pub use error::ProbeError;

@@ -653,8 +653,9 @@ fn usdt_program(event: UsdtEvent, site: &usdt::UsdtSite) -> Result<(&'static str
     use crate::maps::point;
     let count = |slot: usize| Ok(("usdt_count", slot as u64));
     match event {
-        UsdtEvent::Commit => count(point::TXN_COMMIT),
-        UsdtEvent::Abort => count(point::TXN_ABORT),
+        UsdtEvent::TxnStart => Ok(("usdt_txn_start", 0)),
+        UsdtEvent::Commit => Ok(("usdt_txn_end", point::TXN_COMMIT as u64)),
+        UsdtEvent::Abort => Ok(("usdt_txn_end", point::TXN_ABORT as u64)),
         UsdtEvent::WalInsert => count(point::WAL_INSERT),
         UsdtEvent::WalSwitch => count(point::WAL_SWITCH),
         UsdtEvent::WalBufferFull => count(point::WAL_BUFFER_FULL),
@@ -708,7 +709,13 @@ fn attach_usdt(
         });
         return Ok((Vec::new(), Semaphores::default()));
     }
-    for prog in ["usdt_count", "usdt_lock_wait_start", "usdt_lock_wait_done"] {
+    for prog in [
+        "usdt_count",
+        "usdt_txn_start",
+        "usdt_txn_end",
+        "usdt_lock_wait_start",
+        "usdt_lock_wait_done",
+    ] {
         let p: &mut UProbe = program(bpf, prog)?;
         p.load().map_err(|e| load_err(prog, e))?;
     }
@@ -779,6 +786,7 @@ fn describe_events(rules: &[UsdtRule]) -> String {
     let mut names: Vec<&str> = rules
         .iter()
         .map(|r| match r.event {
+            UsdtEvent::TxnStart => "transactions in flight",
             UsdtEvent::Commit => "commits",
             UsdtEvent::Abort => "aborts",
             UsdtEvent::WalInsert | UsdtEvent::WalSwitch => "WAL records and switches",

@@ -174,6 +174,9 @@ pub struct TargetRules {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UsdtEvent {
+    /// A transaction began (with `Commit`/`Abort`: the time transactions
+    /// are in flight, `engine.txn_ns`).
+    TxnStart,
     /// A transaction committed (`engine.commits`).
     Commit,
     /// A transaction aborted.
@@ -231,6 +234,22 @@ pub struct Profile {
     /// come from the bundled engine's probe points.
     #[serde(default)]
     pub commit_points: Vec<CommitPoint>,
+    /// Roles from the threads' stacks, for servers whose threads all keep
+    /// the process name ([`crate::stack_roles`]).
+    #[serde(default)]
+    pub stack_roles: Option<StackRoleRule>,
+}
+
+/// Threads whose stack holds a return address into one of `symbols` have
+/// `role`; threads scanned without one, `otherwise`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StackRoleRule {
+    /// Functions (mangled, as `nm -D` prints them) a thread of `role` runs
+    /// inside for as long as it has that role.
+    pub symbols: Vec<String>,
+    pub role: Role,
+    pub otherwise: Role,
 }
 
 /// Why a profile could not be had.

@@ -18,6 +18,7 @@ use crate::procfs;
 use crate::profile::{FileKind, Profile, Role, UsdtEvent};
 use crate::prune;
 use crate::signals::*;
+use crate::stack_roles::StackRoles;
 
 /// Reads the probes once per window and computes [`Signals`].
 pub struct Sampler {
@@ -57,6 +58,9 @@ pub struct Sampler {
     /// Lock names the USDT probes could not read, by (process, address),
     /// as read from the process's memory.
     usdt_names: HashMap<(u32, u64), String>,
+    /// Roles from the root process's thread stacks (the profile's
+    /// `stack_roles`), or why they cannot be had.
+    stack_roles: Option<Result<StackRoles, String>>,
 }
 
 impl Sampler {
@@ -84,8 +88,15 @@ impl Sampler {
             named_error: None,
             exit_watch: ExitWatch::new(pid),
             usdt_names: HashMap::new(),
+            stack_roles: None,
         };
-        s.refresh_proc();
+        s.stack_roles = s
+            .profile
+            .stack_roles
+            .as_ref()
+            .map(|rule| StackRoles::resolve(pid, rule).map_err(|e| e.to_string()));
+        let (_, live) = s.refresh_proc();
+        s.refresh_stack_roles(live.as_ref());
         Ok(s)
     }
 
@@ -327,6 +338,7 @@ impl Sampler {
     /// Closes the current window now and starts the next.
     pub fn window(&mut self) -> Result<Signals, ProbeError> {
         let (alive, live) = self.refresh_proc();
+        self.refresh_stack_roles(live.as_ref());
         let cur = MapsReading::read(&self.probes)?;
         let (open_fds, listed) = self.list_fds(&cur);
         if alive {
@@ -356,12 +368,31 @@ impl Sampler {
         Ok(sig)
     }
 
+    /// Scans the stacks of the root process's live threads that no scan
+    /// has placed yet (the profile's `stack_roles`).
+    fn refresh_stack_roles(&mut self, live: Option<&HashMap<u32, String>>) {
+        let (Some(Ok(roles)), Some(live)) = (&mut self.stack_roles, live) else {
+            return;
+        };
+        let pid = self.probes.pid();
+        let mine = live
+            .keys()
+            .copied()
+            .filter(|t| self.tid_pid.get(t) == Some(&pid));
+        roles.refresh(mine);
+    }
+
     /// Name last seen for thread `tid` (empty if none).
     fn comm(&self, tid: u32) -> String {
         self.comms.get(&tid).cloned().unwrap_or_default()
     }
 
     fn role(&self, tid: u32) -> Role {
+        if let Some(Ok(roles)) = &self.stack_roles {
+            if let Some(r) = roles.role(tid) {
+                return r;
+            }
+        }
         let title = self.titles.get(&self.pid_of(tid)).map(String::as_str);
         match self.comms.get(&tid) {
             Some(c) => self.profile.role_in(title, c),
@@ -430,6 +461,12 @@ impl Sampler {
             unavailable.push(crate::loader::Unavailable {
                 what: "lock names (named_lock_waits, futex_waits[].lock)".into(),
                 why: why.clone(),
+            });
+        }
+        if let Some(Err(why)) = &self.stack_roles {
+            unavailable.push(crate::loader::Unavailable {
+                what: "roles by stack (stack_roles)".into(),
+                why: format!("{why}: every thread has the role its name gives"),
             });
         }
         if self.cost.refused() {
@@ -773,6 +810,10 @@ impl Sampler {
         EngineEvents {
             attached,
             aborts: usdt(UsdtEvent::Abort, point::TXN_ABORT),
+            txn_ns: self
+                .probes
+                .usdt_counts(UsdtEvent::TxnStart)
+                .then(|| d(point::TXN_COMMIT).1 + d(point::TXN_ABORT).1),
             wal_records: usdt(UsdtEvent::WalInsert, point::WAL_INSERT),
             wal_switches: usdt(UsdtEvent::WalSwitch, point::WAL_SWITCH),
             wal_buffer_full_writes: usdt(UsdtEvent::WalBufferFull, point::WAL_BUFFER_FULL),

@@ -281,6 +281,11 @@ pub struct EngineEvents {
     /// commit point (`Profile::commit_points`, e.g. MariaDB), the calls of
     /// that function in the window; absent without either.
     pub commits: Option<u64>,
+    /// Time transactions that ended in the window were in flight, ns
+    /// (USDT `transaction__start` to `__commit`/`__abort`); over the window,
+    /// the mean number of transactions in flight.
+    #[serde(default)]
+    pub txn_ns: Option<u64>,
     /// Aborted transactions (USDT `transaction__abort`).
     #[serde(default)]
     pub aborts: Option<u64>,

@@ -113,6 +113,12 @@ pub const SIGNALS: &[SignalDef] = &[
         |t| ratio(t.wal_buffer_full as f64, t.window_ns as f64 / 1e9),
     ),
     def(
+        "active_transactions",
+        "",
+        "transactions in flight, on average (PostgreSQL USDT transaction__start to __commit/__abort, summed / window; idle-in-transaction sessions count): what commit_siblings compares with; 0 unavailable",
+        |t| ratio(t.txn_ns.unwrap_or(0) as f64, t.window_ns as f64),
+    ),
+    def(
         "user_runnable_threads",
         "",
         "user threads running or waiting for a CPU, on average: (user on-CPU + run-queue ns) / window",

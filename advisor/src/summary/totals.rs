@@ -24,6 +24,9 @@ pub struct Totals {
     pub user_threads: f64,
     /// WAL-buffer-full writes by backends (PostgreSQL USDT), summed.
     pub wal_buffer_full: u64,
+    /// Time transactions were in flight (PostgreSQL USDT), ns, summed;
+    /// `None` without the transaction start probe.
+    pub txn_ns: Option<u64>,
     pub log_threads: f64,
     pub commit_path_wakeups: u64,
     pub futex_waits: u64,
@@ -105,6 +108,10 @@ impl Totals {
                 .iter()
                 .filter_map(|w| w.engine.wal_buffer_full_writes)
                 .sum(),
+            txn_ns: windows
+                .iter()
+                .filter_map(|w| w.engine.txn_ns)
+                .reduce(|a, b| a + b),
             log_threads: LOG_ROLES.iter().map(|r| role_threads(*r)).sum(),
             commit_path_wakeups: windows.iter().map(|w| w.wakeups.commit_path).sum(),
             futex_waits: windows

@@ -838,8 +838,8 @@ enum engine_point {
 	EP_LOG_WRITE_USER = 7,  /* hits: writes led by a user thread (RT0) */
 	EP_LOG_FLUSH_USER = 8,  /* hits: flushes led by a user thread (RT0) */
 	/* USDT probes of the server (PostgreSQL's `postgresql` provider): hits only. */
-	EP_TXN_COMMIT = 9,      /* transaction__commit */
-	EP_TXN_ABORT = 10,      /* transaction__abort */
+	EP_TXN_COMMIT = 9,      /* transaction__commit; sum: ns in flight */
+	EP_TXN_ABORT = 10,      /* transaction__abort; sum: ns in flight */
 	EP_WAL_INSERT = 11,     /* wal__insert: WAL records */
 	EP_WAL_SWITCH = 12,     /* wal__switch: segment switches */
 	EP_WAL_BUFFER_FULL = 13, /* wal__buffer__write__dirty__start: WAL buffers full */
@@ -1042,6 +1042,46 @@ int usdt_count(struct pt_regs *ctx)
 		return 0;
 	__u32 idx = bpf_get_attach_cookie(ctx);
 	point_hit(idx, 0, 0, 0);
+	return 0;
+}
+
+/* Transactions in flight (PostgreSQL's transaction__start, then
+ * transaction__commit or __abort): tid -> when its transaction began (ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u64);
+} usdt_txn_since SEC(".maps");
+
+SEC("uprobe")
+int usdt_txn_start(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	__u32 tid = bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&usdt_txn_since, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+/* A transaction ends: counted in the cookie's engine_point slot, whose sum
+ * adds the ns it was in flight (0 when its start was not seen). The sum over
+ * a window divided by the window is the mean number of transactions in
+ * flight (Little's law). */
+SEC("uprobe")
+int usdt_txn_end(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	__u32 tid = bpf_get_current_pid_tgid();
+	__u64 ns = 0;
+	__u64 *since = bpf_map_lookup_elem(&usdt_txn_since, &tid);
+	if (since) {
+		ns = bpf_ktime_get_ns() - *since;
+		bpf_map_delete_elem(&usdt_txn_since, &tid);
+	}
+	point_hit(bpf_get_attach_cookie(ctx), ns, 0, 0);
 	return 0;
 }
 

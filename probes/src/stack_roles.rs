@@ -1,0 +1,323 @@
+//! Roles from a thread's stack, for servers whose threads all keep the
+//! process name (MariaDB: connection threads and InnoDB's background
+//! threads are all `mariadbd`).
+//!
+//! A thread serving a client connection runs inside the server's command
+//! function (MariaDB's `do_command`: it waits there for the client's next
+//! packet, then executes it), so that function's return address sits on
+//! its stack; a thread parked in the thread cache, or an idle pool worker,
+//! does not. When a thread is blocked in a system call, `/proc/PID/task/TID/syscall`
+//! gives its user stack pointer; the words from there to the end of the
+//! stack's mapping are read through `/proc/PID/mem` and compared with the
+//! functions' address ranges. No probe fires: the cost is one read per
+//! undecided thread per window, and nothing at all on the server's path.
+//!
+//! Every live thread is scanned once per refresh, so the role follows the
+//! thread (a pool worker that takes a request, a connection thread that
+//! parks in the cache); a thread on a CPU cannot be scanned and keeps its
+//! last role (the role its name gives, before any scan).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use object::{Object, ObjectSegment, ObjectSymbol};
+
+use crate::profile::{Role, StackRoleRule};
+
+/// Stack bytes read at most per thread (a connection loop sits a few
+/// kilobytes above the stack pointer; deep InnoDB calls, tens).
+const MAX_STACK_BYTES: u64 = 512 * 1024;
+
+/// Scans of a running thread per refresh.
+const RETRIES: u32 = 4;
+
+/// Why a profile's stack roles cannot be used on a target.
+#[derive(Debug, thiserror::Error)]
+pub enum StackRolesError {
+    #[error("cannot read the target's binary {path}: {why}")]
+    Binary { path: String, why: String },
+    #[error("{path} exports none of {symbols}")]
+    NoSymbol { path: String, symbols: String },
+    #[error("cannot find where {path} is mapped in pid {pid} (/proc/{pid}/maps)")]
+    NotMapped { path: String, pid: u32 },
+}
+
+/// The stack-scanned roles of one process's threads.
+#[derive(Debug)]
+pub struct StackRoles {
+    pid: u32,
+    /// Runtime address ranges of the functions, `[start, end)`.
+    ranges: Vec<(u64, u64)>,
+    role: Role,
+    otherwise: Role,
+    decided: HashMap<u32, Role>,
+}
+
+/// What a scan of one thread's stack found.
+#[derive(Debug, PartialEq, Eq)]
+enum Scan {
+    Found,
+    NotFound,
+    /// Running, exited, or unreadable: ask again later.
+    Unknown,
+}
+
+impl StackRoles {
+    /// Resolves `rule`'s symbols in the binary process `pid` runs.
+    pub fn resolve(pid: u32, rule: &StackRoleRule) -> Result<StackRoles, StackRolesError> {
+        let exe = Path::new("/proc").join(pid.to_string()).join("exe");
+        let real = std::fs::read_link(&exe).unwrap_or_else(|_| exe.clone());
+        let path = real.display().to_string();
+        let bin_err = |why: String| StackRolesError::Binary {
+            path: path.clone(),
+            why,
+        };
+        let data = std::fs::read(&exe).map_err(|e| bin_err(e.to_string()))?;
+        let file = object::File::parse(&*data).map_err(|e| bin_err(e.to_string()))?;
+        let mut funcs = Vec::new();
+        for sym in file.dynamic_symbols().chain(file.symbols()) {
+            if sym.size() > 0 && rule.symbols.iter().any(|s| sym.name() == Ok(s)) {
+                funcs.push((sym.address(), sym.size()));
+            }
+        }
+        if funcs.is_empty() {
+            return Err(StackRolesError::NoSymbol {
+                path,
+                symbols: rule.symbols.join(", "),
+            });
+        }
+        // Load bias: where the segment at file offset 0 is mapped, less
+        // its link-time address (0 for a PIE).
+        let seg0 = file
+            .segments()
+            .find(|s| s.file_range().0 == 0)
+            .map_or(0, |s| s.address());
+        let base = mapped_at(pid, &real).ok_or_else(|| StackRolesError::NotMapped {
+            path: path.clone(),
+            pid,
+        })?;
+        let bias = base.wrapping_sub(seg0);
+        let mut ranges: Vec<(u64, u64)> = funcs
+            .into_iter()
+            .map(|(a, n)| (bias.wrapping_add(a), bias.wrapping_add(a + n)))
+            .collect();
+        ranges.sort_unstable();
+        ranges.dedup();
+        Ok(StackRoles {
+            pid,
+            ranges,
+            role: rule.role,
+            otherwise: rule.otherwise,
+            decided: HashMap::new(),
+        })
+    }
+
+    /// The role a scan decided for `tid`, if one did.
+    pub fn role(&self, tid: u32) -> Option<Role> {
+        self.decided.get(&tid).copied()
+    }
+
+    /// Scans the stacks of `tids` (threads of the process). A thread on a CPU cannot be scanned: it is tried again a few times,
+    /// 200 µs apart, then left for the next refresh.
+    pub fn refresh(&mut self, tids: impl IntoIterator<Item = u32>) {
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) else {
+            return;
+        };
+        let Ok(mem) = File::open(format!("/proc/{}/mem", self.pid)) else {
+            return;
+        };
+        let mut todo: Vec<u32> = tids.into_iter().collect();
+        for attempt in 0..RETRIES {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            todo.retain(|&tid| match self.scan(tid, &maps, &mem) {
+                Scan::Found => {
+                    self.decided.insert(tid, self.role);
+                    false
+                }
+                Scan::NotFound => {
+                    self.decided.insert(tid, self.otherwise);
+                    false
+                }
+                Scan::Unknown => true,
+            });
+            if todo.is_empty() {
+                break;
+            }
+        }
+    }
+
+    fn scan(&self, tid: u32, maps: &str, mem: &File) -> Scan {
+        let path = format!("/proc/{}/task/{tid}/syscall", self.pid);
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Scan::Unknown;
+        };
+        let Some(sp) = stack_pointer(&text) else {
+            return Scan::Unknown;
+        };
+        let Some(end) = mapping_end(maps, sp) else {
+            return Scan::Unknown;
+        };
+        let len = (end - sp).min(MAX_STACK_BYTES) as usize;
+        let mut buf = vec![0u8; len];
+        let Ok(n) = mem.read_at(&mut buf, sp) else {
+            return Scan::Unknown;
+        };
+        if self.holds_return_address(&buf[..n]) {
+            Scan::Found
+        } else {
+            Scan::NotFound
+        }
+    }
+
+    fn holds_return_address(&self, stack: &[u8]) -> bool {
+        stack.chunks_exact(8).any(|w| {
+            let v = u64::from_le_bytes(w.try_into().unwrap());
+            self.ranges.iter().any(|(a, b)| v > *a && v <= *b)
+        })
+    }
+}
+
+/// The user stack pointer of a thread blocked in a system call, from
+/// `/proc/PID/task/TID/syscall` ("NR ARG1 .. ARG6 SP PC"); `None` while it
+/// runs ("running") or outside a call ("-1 SP PC": no arguments, but the
+/// stack pointer is still there).
+fn stack_pointer(text: &str) -> Option<u64> {
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    if fields.len() < 3 || fields[0] == "running" {
+        return None;
+    }
+    let sp = fields[fields.len() - 2];
+    u64::from_str_radix(sp.trim_start_matches("0x"), 16).ok()
+}
+
+/// The end of the mapping that holds `addr`, from `/proc/PID/maps`.
+fn mapping_end(maps: &str, addr: u64) -> Option<u64> {
+    maps.lines().find_map(|l| {
+        let range = l.split_whitespace().next()?;
+        let (a, b) = range.split_once('-')?;
+        let (a, b) = (
+            u64::from_str_radix(a, 16).ok()?,
+            u64::from_str_radix(b, 16).ok()?,
+        );
+        (addr >= a && addr < b).then_some(b)
+    })
+}
+
+/// Where `path` is mapped at file offset 0 in `pid`.
+fn mapped_at(pid: u32, path: &Path) -> Option<u64> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let want = path.to_str()?;
+    maps.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() >= 6 && f[5] == want && u64::from_str_radix(f[2], 16).ok()? == 0 {
+            u64::from_str_radix(f[0].split_once('-')?.0, 16).ok()
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stack_pointer_is_the_second_last_field() {
+        let blocked = "202 0x562e11f3b9cc 0x189 0x0 0x7f5258c2ed50 0x0 0xffffffff \
+                       0x7f5243fffcd0 0x7f52594699f7\n";
+        assert_eq!(stack_pointer(blocked), Some(0x7f5243fffcd0));
+        assert_eq!(
+            stack_pointer("-1 0x7ffd4a3c 0x7f52594699f7\n"),
+            Some(0x7ffd4a3c)
+        );
+        assert_eq!(stack_pointer("running\n"), None);
+    }
+
+    #[test]
+    fn mapping_end_finds_the_range() {
+        let maps = "5600-5700 r-xp 00000000 08:01 1 /usr/sbin/x\n\
+                    7f00-7f80 rw-p 00000000 00:00 0 \n";
+        assert_eq!(mapping_end(maps, 0x7f10), Some(0x7f80));
+        assert_eq!(mapping_end(maps, 0x7f80), None);
+    }
+
+    /// A thread parked inside a function of this binary is found by its
+    /// stack; once it returns and waits elsewhere, it is not; a thread that
+    /// never entered it is not.
+    #[test]
+    fn a_thread_inside_a_function_is_found_by_its_stack() {
+        use std::sync::mpsc;
+        use std::time::{Duration, Instant};
+        let (leave, leave_rx) = mpsc::channel::<()>();
+        let (end, end_rx) = mpsc::channel::<()>();
+        let (ready, ready_rx) = mpsc::channel::<u32>();
+        let ready2 = ready.clone();
+        let worker = std::thread::spawn(move || {
+            stack_role_marker(ready, leave_rx);
+            end_rx.recv().unwrap();
+        });
+        let tid = ready_rx.recv().unwrap();
+        let (end2, end2_rx) = mpsc::channel::<()>();
+        let other = std::thread::spawn(move || {
+            ready2.send(gettid()).unwrap();
+            end2_rx.recv().unwrap();
+        });
+        let tid_other = ready_rx.recv().unwrap();
+        let rule = StackRoleRule {
+            symbols: vec!["redoctor_stack_role_marker".into()],
+            role: Role::User,
+            otherwise: Role::Other,
+        };
+        let mut roles = StackRoles::resolve(std::process::id(), &rule).unwrap();
+        // Each blocks in recv (a futex wait) once it has sent its tid.
+        let until = |roles: &mut StackRoles, tid: u32, want: Role| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while roles.role(tid) != Some(want) && Instant::now() < deadline {
+                roles.refresh([tid, tid_other]);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            roles.role(tid)
+        };
+        assert_eq!(until(&mut roles, tid, Role::User), Some(Role::User));
+        assert_eq!(roles.role(tid_other), Some(Role::Other));
+        leave.send(()).unwrap();
+        assert_eq!(until(&mut roles, tid, Role::Other), Some(Role::Other));
+        end.send(()).unwrap();
+        end2.send(()).unwrap();
+        worker.join().unwrap();
+        other.join().unwrap();
+
+        let missing = StackRoleRule {
+            symbols: vec!["no_such_function_anywhere".into()],
+            ..rule
+        };
+        let e = StackRoles::resolve(std::process::id(), &missing).unwrap_err();
+        assert!(e.to_string().contains("exports none of"), "{e}");
+    }
+
+    fn gettid() -> u32 {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() as u32 }
+    }
+
+    /// Parks its thread in a frame of its own (not inlined, exported so
+    /// the test binary's symbol table names it) until `rx` says go.
+    #[no_mangle]
+    #[inline(never)]
+    extern "Rust" fn redoctor_stack_role_marker(
+        ready: std::sync::mpsc::Sender<u32>,
+        rx: std::sync::mpsc::Receiver<()>,
+    ) {
+        ready.send(gettid()).unwrap();
+        rx.recv().unwrap();
+        std::hint::black_box(&rx);
+    }
+
+    fn stack_role_marker(ready: std::sync::mpsc::Sender<u32>, rx: std::sync::mpsc::Receiver<()>) {
+        redoctor_stack_role_marker(ready, rx)
+    }
+}
