@@ -194,6 +194,32 @@ impl Admin {
         Ok(())
     }
 
+    /// The pid of the server process this connection reaches, as the
+    /// server tells it: the bundled engine's `@@pid`; MariaDB's and MySQL's
+    /// `@@pid_file` (relative to `@@datadir`), read; PostgreSQL's
+    /// postmaster, the parent of `pg_backend_pid()`. `None` when it cannot
+    /// tell (the pid file unreadable, say).
+    pub fn server_pid(&mut self) -> Option<u32> {
+        match &mut self.conn {
+            Client::Postgres(c) => {
+                let backend: i32 = c.query_one("SELECT pg_backend_pid()", &[]).ok()?.get(0);
+                redoctor_probes::procfs::parent(u32::try_from(backend).ok()?)
+            }
+            Client::Mysql(conn) => {
+                if let Ok(Some(p)) = conn.query_first::<String, _>("SELECT @@pid") {
+                    return p.trim().parse().ok();
+                }
+                let file: String = conn.query_first("SELECT @@pid_file").ok()??;
+                let mut path = PathBuf::from(&file);
+                if path.is_relative() {
+                    let dir: String = conn.query_first("SELECT @@datadir").ok()??;
+                    path = PathBuf::from(dir).join(path);
+                }
+                std::fs::read_to_string(path).ok()?.trim().parse().ok()
+            }
+        }
+    }
+
     /// A status counter (`SHOW GLOBAL STATUS LIKE 'name'`); unknown is an error.
     pub fn status(&mut self, name: &str) -> Result<u64> {
         let v = self.show("STATUS", "status counter", name)?;
@@ -349,8 +375,10 @@ fn needs_restart(name: &str, value: &str, socket: &str) -> String {
 /// diagnosis does not read one server's settings and another's signals.
 /// A PostgreSQL socket directory stands for the `.s.PGSQL.PORT` socket
 /// in it. Sockets the kernel does not list (another network namespace)
-/// pass.
-pub fn check_served_by(socket: &Path, pid: u32) -> Result<()> {
+/// pass. A socket another process holds (a forwarder, a proxy) passes when
+/// `admin`, connected through it, reaches a server that says it is `pid`
+/// ([`Admin::server_pid`]).
+pub fn check_served_by(socket: &Path, pid: u32, admin: Option<&mut Admin>) -> Result<()> {
     let pg = postgres_socket(socket)?;
     let file = match &pg {
         Some((dir, port)) => dir.join(format!(".s.PGSQL.{port}")),
@@ -377,6 +405,10 @@ pub fn check_served_by(socket: &Path, pid: u32) -> Result<()> {
     if holds(pid) {
         return Ok(());
     }
+    let says = admin.and_then(|a| a.server_pid());
+    if says == Some(pid) {
+        return Ok(());
+    }
     let comm = |p: u32| {
         std::fs::read_to_string(format!("/proc/{p}/comm"))
             .map(|c| c.trim().to_string())
@@ -388,10 +420,13 @@ pub fn check_served_by(socket: &Path, pid: u32) -> Result<()> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .find(|&p| p != pid && holds(p));
-    let served = match owner {
+    let mut served = match owner {
         Some(o) => format!("is served by pid {o} ({})", comm(o)),
         None => "is not served by it".to_string(),
     };
+    if let Some(s) = says {
+        served.push_str(&format!(" and reaches the server of pid {s} ({})", comm(s)));
+    }
     let find = if pg.is_some() {
         "PostgreSQL: `SHOW unix_socket_directories` on it; the postmaster's pid is the first line of DATADIR/postmaster.pid"
     } else {

@@ -190,13 +190,13 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         (None, Some(e)) if args.trial => Some(e.admin_socket().to_path_buf()),
         _ => None,
     };
-    if let (Some(sock), None) = (&socket, &demo) {
-        crate::admin::check_served_by(sock, pid)?;
-    }
     let mut admin = match &socket {
         Some(sock) => Some(Admin::connect(sock, &args.user)?),
         None => None,
     };
+    if let (Some(sock), None) = (&socket, &demo) {
+        crate::admin::check_served_by(sock, pid, admin.as_mut())?;
+    }
     if let Some(a) = &admin {
         if (a.engine() == "postgresql") != (engine == "postgresql") {
             bail!(

@@ -480,6 +480,67 @@ warmup = "500ms"
     assert!(a.term(5).success());
 }
 
+/// A target whose socket belongs to another server than its pid: the
+/// agent says so and changes nothing on either (with the same config and
+/// the right socket, the forced candidate is tried at once, above).
+#[test]
+fn another_servers_socket_is_refused_and_nothing_is_applied() {
+    if common::skip() {
+        return;
+    }
+    let (observed, other) = (Engine::start(2), Engine::start(2));
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg = write_config(
+        dir.path(),
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "off"
+
+[[target]]
+name = "engine"
+pid = {}
+socket = "{}"
+mode = "apply"
+knobs = ["redoctor_debug_commit_sleep_us"]
+candidates = [{{ redoctor_debug_commit_sleep_us = "5000" }}]
+[target.sampling]
+every = "30s"
+warmup = "500ms"
+window = "1s"
+"#,
+            state.display(),
+            observed.pid(),
+            other.socket.display()
+        ),
+    );
+    let mut a = Agent::start(&cfg);
+    let error = || {
+        status_json(&state)["targets"]
+            .as_array()
+            .and_then(|t| t.first())
+            .and_then(|t| t["last_error"].as_str().map(str::to_string))
+    };
+    wait("the refusal", 30, || error().is_some());
+    let e = error().unwrap();
+    assert!(
+        e.contains(&format!("is served by pid {}", other.pid()))
+            && e.contains(&format!("not by pid {}", observed.pid())),
+        "{e}"
+    );
+    // Past the point where a trial would have started.
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(
+        events(&state, "trial_started").is_empty(),
+        "{:?}",
+        audit(&state)
+    );
+    assert_eq!(other.var("redoctor_debug_commit_sleep_us"), "0");
+    assert_eq!(observed.var("redoctor_debug_commit_sleep_us"), "0");
+    assert!(a.term(5).success());
+}
+
 /// `kill -9` in the middle of a trial: the next start restores the
 /// baseline before anything else. `kill -9` while the probes are attached:
 /// the kernel holds none of their programs (so no link either: a link

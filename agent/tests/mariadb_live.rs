@@ -578,6 +578,12 @@ fn wrong_pid_or_socket_is_refused(m: &Maria, state: &Path) {
     let engine = common::Served::start();
     let maria_pid = m.pid().to_string();
     let engine_pid = engine.child.id().to_string();
+    // Each server behind the wrong socket tells its own pid: the bundled
+    // engine its @@pid, MariaDB through its @@pid_file.
+    let reaches_engine = format!("reaches the server of pid {engine_pid}");
+    let reaches_maria = format!("reaches the server of pid {maria_pid} (mariadbd)");
+    let engine_socket_says = ["is served by pid", &reaches_engine, "SELECT @@socket"];
+    let maria_socket_says = ["is served by pid", "mariadbd", &reaches_maria];
     let sleep = Reap(Command::new("sleep").arg("60").spawn().unwrap());
     let sleep_pid = sleep.0.id().to_string();
     let ms = m.socket();
@@ -605,7 +611,7 @@ fn wrong_pid_or_socket_is_refused(m: &Maria, state: &Path) {
                 es.to_str().unwrap(),
                 "--trial",
             ],
-            &["is served by pid", "SELECT @@socket"],
+            &engine_socket_says,
         ),
         (
             vec![
@@ -615,7 +621,7 @@ fn wrong_pid_or_socket_is_refused(m: &Maria, state: &Path) {
                 ms.to_str().unwrap(),
                 "--trial",
             ],
-            &["is served by pid", "mariadbd"],
+            &maria_socket_says,
         ),
         (
             vec!["--pid", &maria_pid, "--socket", ms.to_str().unwrap()],

@@ -220,6 +220,11 @@ impl Worker {
     fn connect(&mut self) -> Result<()> {
         let sock = self.t.socket.clone().expect("checked by the caller");
         let mut a = Admin::connect(&sock, &self.t.user)?;
+        // Settings are changed only on the server observed: the socket is
+        // its, or reaches it through a forwarder.
+        if let Some(pid) = self.pid {
+            crate::admin::check_served_by(&sock, pid, Some(&mut a))?;
+        }
         // An interrupted trial is undone before anything else.
         if let Some(open) = self.journal.open_trial.clone() {
             super::reconcile::restore(&mut a, &open, &self.t.name, &self.shared)?;

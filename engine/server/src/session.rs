@@ -310,6 +310,9 @@ impl Session {
             ("socket", self.shared.socket.clone()),
             ("port", self.shared.port.to_string()),
             ("hostname", "localhost".into()),
+            // The server's process id: a tool reaching it through a proxy
+            // or forwarder can still tell which process it talks to.
+            ("pid", std::process::id().to_string()),
             (
                 "autocommit",
                 if self.autocommit { "ON" } else { "OFF" }.into(),
