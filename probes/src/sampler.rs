@@ -368,8 +368,8 @@ impl Sampler {
         Ok(sig)
     }
 
-    /// Scans the stacks of the root process's live threads that no scan
-    /// has placed yet (the profile's `stack_roles`).
+    /// Scans the stacks of the root process's live threads (the profile's
+    /// `stack_roles`).
     fn refresh_stack_roles(&mut self, live: Option<&HashMap<u32, String>>) {
         let (Some(Ok(roles)), Some(live)) = (&mut self.stack_roles, live) else {
             return;

@@ -17,7 +17,7 @@
 //! parks in the cache); a thread on a CPU cannot be scanned and keeps its
 //! last role (the role its name gives, before any scan).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -53,6 +53,10 @@ pub struct StackRoles {
     role: Role,
     otherwise: Role,
     decided: HashMap<u32, Role>,
+    /// The threads of the previous refresh: a thread that exited since
+    /// keeps its role for one more window (its events are still counted),
+    /// then is forgotten.
+    last: HashSet<u32>,
 }
 
 /// What a scan of one thread's stack found.
@@ -111,6 +115,7 @@ impl StackRoles {
             role: rule.role,
             otherwise: rule.otherwise,
             decided: HashMap::new(),
+            last: HashSet::new(),
         })
     }
 
@@ -119,8 +124,9 @@ impl StackRoles {
         self.decided.get(&tid).copied()
     }
 
-    /// Scans the stacks of `tids` (threads of the process). A thread on a CPU cannot be scanned: it is tried again a few times,
-    /// 200 µs apart, then left for the next refresh.
+    /// Scans the stacks of `tids` (the process's live threads). A thread on
+    /// a CPU cannot be scanned: it is tried again a few times, 200 µs
+    /// apart, then left for the next refresh.
     pub fn refresh(&mut self, tids: impl IntoIterator<Item = u32>) {
         let Ok(maps) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) else {
             return;
@@ -129,6 +135,10 @@ impl StackRoles {
             return;
         };
         let mut todo: Vec<u32> = tids.into_iter().collect();
+        let now: HashSet<u32> = todo.iter().copied().collect();
+        let last = std::mem::replace(&mut self.last, now);
+        self.decided
+            .retain(|t, _| self.last.contains(t) || last.contains(t));
         for attempt in 0..RETRIES {
             if attempt > 0 {
                 std::thread::sleep(std::time::Duration::from_micros(200));
@@ -289,6 +299,11 @@ mod tests {
         end.send(()).unwrap();
         end2.send(()).unwrap();
         worker.join().unwrap();
+        // An exited thread keeps its role one refresh, then is forgotten.
+        roles.refresh([tid_other]);
+        assert_eq!(roles.role(tid), Some(Role::Other));
+        roles.refresh([tid_other]);
+        assert_eq!(roles.role(tid), None);
         other.join().unwrap();
 
         let missing = StackRoleRule {

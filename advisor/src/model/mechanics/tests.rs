@@ -168,32 +168,40 @@ fn binlog_puts_rt1_hand_offs_inside_the_serial_section() {
 }
 
 proptest! {
-    /// Where latency decides (a few users), slower hand-offs never make
-    /// RT1 look better (within 0.5%, the group size's fixed point): RT1 has
-    /// more of them on every commit's path. (Where CPU decides, slower
-    /// hand-offs grow RT1's groups and amortise its log threads' rounds:
-    /// that can favour RT1, and the property leaves it out.)
+    /// At one user, where latency decides, slower hand-offs never make RT1
+    /// look better (within 0.5%, the model's fixed point): RT1 has four of
+    /// them on every commit's path, RT0 none (no group, no follower to
+    /// wake). Not claimed beyond (advisor/MODEL.md): with a few users RT0's
+    /// groups have followers woken by a hand-off too, so slower hand-offs
+    /// slow RT0 as well (3.9 users, a 1 µs fsync: RT0's commit latency 3 →
+    /// 18 µs for 10% slower hops); and where CPU decides, slower hand-offs
+    /// grow RT1's groups and amortise its log threads' rounds (3.7 users,
+    /// 22 µs of CPU, a 29 µs fsync: RT1 CPU-bound at 19k commits/s).
     #[test]
-    fn slower_hand_offs_never_favour_rt1(
+    fn slower_hand_offs_never_favour_rt1_at_one_user(
         on in any::<bool>(),
-        users in 1.0f64..4.0,
         cpu in 5.0f64..200.0,
-        group in 1.0f64..4.0,
         f in 1.0f64..2000.0,
         hop in 2.0f64..200.0,
         k in 1.1f64..4.0,
     ) {
         let mut p = Params::prior();
-        // RT0 over RT1, whichever was observed, in the model's world under `p`.
+        // RT0 over RT1, whichever was observed, in the model's world under
+        // `p`; and whether latency, not CPU, bounds both modes there.
         let rt0_over_rt1 = |p: &Params| {
-            let i = consistent(p, raw(on, users, cpu, group.min(users), f));
+            let i = consistent(p, raw(on, 1.0, cpu, 1.0, f));
             let r = ratio(p, &i, &rt(!on));
-            if on { r } else { 1.0 / r }
+            let latency_decides = [rt(on), rt(!on)].iter().all(|c| {
+                let e = estimate(p, &i, c);
+                e.latency_bound <= e.cpu_bound
+            });
+            (if on { r } else { 1.0 / r }, latency_decides)
         };
         p.hop_us = hop;
-        let a = rt0_over_rt1(&p);
+        let (a, latency_a) = rt0_over_rt1(&p);
         p.hop_us = hop * k;
-        let b = rt0_over_rt1(&p);
+        let (b, latency_b) = rt0_over_rt1(&p);
+        prop_assume!(latency_a && latency_b);
         prop_assert!(b >= a * 0.995, "{} then {}", a, b);
     }
 
