@@ -458,26 +458,44 @@ fn pg_rules_fire_on_their_evidence() {
     // in flight: commit_delay (group commit), then tried live.
     // oltp_read_write: each transaction runs 18 statements before its
     // commit, so commits arrive spread out while many are in flight.
-    let mut bench = load(16, 40, "oltp_read_write");
+    let mut bench = load(16, 60, "oltp_read_write");
     std::thread::sleep(Duration::from_secs(2));
-    let (d, _) = diagnose_json(&pg, 3, &[]);
-    let (active, cpf) = (
-        signal(&d, "active_transactions"),
-        signal(&d, "commits_per_fsync"),
-    );
-    eprintln!(
-        "16 committers: {active:.1} transactions in flight, {cpf:.2} commits per WAL fsync, \
-         {:.0} fsyncs/s of {:.0} µs",
-        signal(&d, "redo_fsyncs_per_s"),
-        signal(&d, "redo_fsync_mean_us")
-    );
-    // In flight: more than commit_siblings (5), at most every committer;
-    // each flush carries under a third of them.
-    assert!((6.0..=16.5).contains(&active), "{active}");
-    assert!(cpf * 3.0 <= active, "{cpf} commits per flush of {active}");
-    assert!(signal(&d, "redo_fsyncs_per_s") >= 100.0);
-    let r = fired(&d, "pg-group-commit-delay");
-    if let Some(r) = r {
+    // This load stalls now and then (row locks, deadlock retries, the
+    // disk): a look whose window stalled lacks the evidence (fewer than
+    // min_commits), and the rule must then stay silent. Up to 4 looks.
+    let mut found = None;
+    for look in 1..=4 {
+        let (d, _) = diagnose_json(&pg, 3, &[]);
+        let (active, cpf, fsyncs) = (
+            signal(&d, "active_transactions"),
+            signal(&d, "commits_per_fsync"),
+            signal(&d, "redo_fsyncs_per_s"),
+        );
+        eprintln!(
+            "16 committers, look {look}: {active:.1} transactions in flight, {:.0} commits, \
+             {cpf:.2} commits per WAL fsync, {fsyncs:.0} fsyncs/s of {:.0} µs",
+            signal(&d, "commits"),
+            signal(&d, "redo_fsync_mean_us")
+        );
+        // At most every committer in flight.
+        assert!(active <= 16.5, "{active}");
+        // The rule's evidence: more in flight than commit_siblings (5),
+        // each flush carrying under a third of them, enough flushes.
+        let holds = signal(&d, "commits") >= 500.0
+            && active >= 6.0
+            && cpf * 3.0 <= active
+            && fsyncs >= 100.0;
+        let r = fired(&d, "pg-group-commit-delay").cloned();
+        assert_eq!(r.is_some(), holds, "{d}");
+        if let Some(r) = r {
+            found = Some((d, r));
+            break;
+        }
+    }
+    let Some((d, r)) = found else {
+        panic!("pg-group-commit-delay's evidence never held in 4 looks at this load");
+    };
+    {
         let half_fsync = signal(&d, "redo_fsync_mean_us") / 2.0;
         let proposed: f64 = r["proposed"].as_str().unwrap().parse().unwrap();
         assert!(
@@ -521,8 +539,6 @@ fn pg_rules_fire_on_their_evidence() {
             assert!(o.status.success(), "{:?}", text(&o));
         }
         assert_eq!(pg.sql("postgres", "SHOW commit_delay"), "0");
-    } else {
-        panic!("pg-group-commit-delay did not fire on its evidence: {d}");
     }
     bench.kill().unwrap();
     bench.wait().unwrap();
