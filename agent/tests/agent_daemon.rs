@@ -408,18 +408,11 @@ mode = "observe"
 
 /// A forced bad candidate (a commit-path sleep that cuts throughput far
 /// below the floor) is rolled back at its first measured window.
-#[test]
-fn a_bad_candidate_is_rolled_back_within_one_window() {
-    if common::skip() {
-        return;
-    }
-    let e = Engine::start(4);
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let cfg = write_config(
-        dir.path(),
-        &format!(
-            r#"[agent]
+/// An apply-mode config for target `pid` over `socket` whose one
+/// candidate (a 5 ms sleep in every commit) is scripted to be bad.
+fn forced_bad_candidate(state: &Path, pid: u32, socket: &Path) -> String {
+    format!(
+        r#"[agent]
 state_dir = "{}"
 metrics = "off"
 [agent.budget]
@@ -427,7 +420,7 @@ tps_percent = 5.0
 
 [[target]]
 name = "engine"
-pid = {}
+pid = {pid}
 socket = "{}"
 mode = "apply"
 knobs = ["redoctor_debug_commit_sleep_us"]
@@ -440,10 +433,22 @@ window = "1s"
 window = "1s"
 warmup = "500ms"
 "#,
-            state.display(),
-            e.pid(),
-            e.socket.display()
-        ),
+        state.display(),
+        socket.display()
+    )
+}
+
+#[test]
+fn a_bad_candidate_is_rolled_back_within_one_window() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg = write_config(
+        dir.path(),
+        &forced_bad_candidate(&state, e.pid(), &e.socket),
     );
     let mut a = Agent::start(&cfg);
     wait("the trial's outcome", 60, || {
@@ -493,27 +498,7 @@ fn another_servers_socket_is_refused_and_nothing_is_applied() {
     let state = dir.path().join("state");
     let cfg = write_config(
         dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-
-[[target]]
-name = "engine"
-pid = {}
-socket = "{}"
-mode = "apply"
-knobs = ["redoctor_debug_commit_sleep_us"]
-candidates = [{{ redoctor_debug_commit_sleep_us = "5000" }}]
-[target.sampling]
-every = "30s"
-warmup = "500ms"
-window = "1s"
-"#,
-            state.display(),
-            observed.pid(),
-            other.socket.display()
-        ),
+        &forced_bad_candidate(&state, observed.pid(), &other.socket),
     );
     let mut a = Agent::start(&cfg);
     let error = || {

@@ -7,6 +7,7 @@ mod common;
 #[path = "../../probes/tests/support/pg_cluster.rs"]
 mod pg_cluster;
 
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -322,6 +323,18 @@ fn diagnose_json(pg: &Cluster, secs: u32, extra: &[&str]) -> (serde_json::Value,
     (serde_json::from_str(&out).unwrap(), err)
 }
 
+/// `redoctor revert` of what `state` records for `pg`; it must succeed.
+fn revert(pg: &Cluster, state: &Path) {
+    let o = redoctor(&[
+        "revert",
+        "--socket",
+        pg.sock.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+}
+
 /// The row (recommendation or not applied) of rule `id`, when it fired.
 fn fired<'a>(d: &'a serde_json::Value, id: &str) -> Option<&'a serde_json::Value> {
     d["recommendations"]
@@ -444,14 +457,7 @@ fn pg_rules_fire_on_their_evidence() {
         eprintln!("the rule's evidence did not hold in this window (skipping its trial check)");
         assert!(fired(&d, "pg-synchronous-commit-off").is_none(), "{d}");
     }
-    let o = redoctor(&[
-        "revert",
-        "--socket",
-        pg.sock.to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{:?}", text(&o));
+    revert(&pg, &state);
     assert_eq!(pg.sql("postgres", "SHOW synchronous_commit"), "on");
 
     // 3. Many committers, each WAL flush carrying few of the transactions
@@ -529,14 +535,7 @@ fn pg_rules_fire_on_their_evidence() {
         assert_eq!(advised, now != "0", "{d}");
         assert_eq!(delay_state.exists(), now != "0");
         if delay_state.exists() {
-            let o = redoctor(&[
-                "revert",
-                "--socket",
-                pg.sock.to_str().unwrap(),
-                "--state",
-                delay_state.to_str().unwrap(),
-            ]);
-            assert!(o.status.success(), "{:?}", text(&o));
+            revert(&pg, &delay_state);
         }
         assert_eq!(pg.sql("postgres", "SHOW commit_delay"), "0");
     }

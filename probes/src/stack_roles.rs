@@ -10,7 +10,7 @@
 //! gives its user stack pointer; the words from there to the end of the
 //! stack's mapping are read through `/proc/PID/mem` and compared with the
 //! functions' address ranges. No probe fires: the cost is one read per
-//! undecided thread per window, and nothing at all on the server's path.
+//! thread per window, and nothing at all on the server's path.
 //!
 //! Every live thread is scanned once per refresh, so the role follows the
 //! thread (a pool worker that takes a request, a connection thread that
@@ -22,9 +22,10 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use object::{Object, ObjectSegment, ObjectSymbol};
+use object::{Object, ObjectSymbol};
 
 use crate::profile::{Role, StackRoleRule};
+use crate::usdt::{mapped_address, FileOffsets};
 
 /// Stack bytes read at most per thread (a connection loop sits a few
 /// kilobytes above the stack pointer; deep InnoDB calls, tens).
@@ -92,21 +93,18 @@ impl StackRoles {
                 symbols: rule.symbols.join(", "),
             });
         }
-        // Load bias: where the segment at file offset 0 is mapped, less
-        // its link-time address (0 for a PIE).
-        let seg0 = file
-            .segments()
-            .find(|s| s.file_range().0 == 0)
-            .map_or(0, |s| s.address());
-        let base = mapped_at(pid, &real).ok_or_else(|| StackRolesError::NotMapped {
-            path: path.clone(),
-            pid,
-        })?;
-        let bias = base.wrapping_sub(seg0);
+        // Link-time address -> file offset -> where the process maps it.
+        let offsets = FileOffsets::of(&file);
         let mut ranges: Vec<(u64, u64)> = funcs
             .into_iter()
-            .map(|(a, n)| (bias.wrapping_add(a), bias.wrapping_add(a + n)))
+            .filter_map(|(a, n)| {
+                let at = mapped_address(pid, &real, offsets.get(a)?)?;
+                Some((at, at + n))
+            })
             .collect();
+        if ranges.is_empty() {
+            return Err(StackRolesError::NotMapped { path, pid });
+        }
         ranges.sort_unstable();
         ranges.dedup();
         Ok(StackRoles {
@@ -214,20 +212,6 @@ fn mapping_end(maps: &str, addr: u64) -> Option<u64> {
             u64::from_str_radix(b, 16).ok()?,
         );
         (addr >= a && addr < b).then_some(b)
-    })
-}
-
-/// Where `path` is mapped at file offset 0 in `pid`.
-fn mapped_at(pid: u32, path: &Path) -> Option<u64> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    let want = path.to_str()?;
-    maps.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() >= 6 && f[5] == want && u64::from_str_radix(f[2], 16).ok()? == 0 {
-            u64::from_str_radix(f[0].split_once('-')?.0, 16).ok()
-        } else {
-            None
-        }
     })
 }
 

@@ -79,17 +79,8 @@ pub fn read_sites(path: &Path) -> Result<Vec<UsdtSite>, UsdtError> {
     };
     let notes = notes.data().map_err(|e| elf_err(e.to_string()))?;
     let base = file.section_by_name(".stapsdt.base").map(|s| s.address());
-    // Virtual address -> file offset, through the loadable segments.
-    let segments: Vec<(u64, u64, u64)> = file
-        .segments()
-        .map(|s| (s.address(), s.file_range().0, s.file_range().1))
-        .collect();
-    let to_offset = |addr: u64| {
-        segments
-            .iter()
-            .find(|(va, _, len)| addr >= *va && addr < va + len)
-            .map(|(va, off, _)| addr - va + off)
-    };
+    let offsets = FileOffsets::of(&file);
+    let to_offset = |addr: u64| offsets.get(addr);
     let note_err = |why: &str| UsdtError::Note {
         path: path.to_path_buf(),
         why: why.to_string(),
@@ -181,9 +172,30 @@ pub fn register_arg(arg: &str) -> Option<u32> {
     Some(idx)
 }
 
+/// Virtual address -> file offset, through an ELF file's loadable segments.
+pub(crate) struct FileOffsets(Vec<(u64, u64, u64)>);
+
+impl FileOffsets {
+    pub(crate) fn of(file: &object::File) -> FileOffsets {
+        FileOffsets(
+            file.segments()
+                .map(|s| (s.address(), s.file_range().0, s.file_range().1))
+                .collect(),
+        )
+    }
+
+    /// The file offset of virtual address `addr`, if a segment holds it.
+    pub(crate) fn get(&self, addr: u64) -> Option<u64> {
+        self.0
+            .iter()
+            .find(|(va, _, len)| addr >= *va && addr < va + len)
+            .map(|(va, off, _)| addr - va + off)
+    }
+}
+
 /// Where file offset `file_offset` of `exe` is mapped in process `pid`
 /// (from `/proc/PID/maps`).
-fn mapped_address(pid: u32, exe: &Path, file_offset: u64) -> Option<u64> {
+pub(crate) fn mapped_address(pid: u32, exe: &Path, file_offset: u64) -> Option<u64> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     let exe = exe.to_str()?;
     maps.lines().find_map(|l| {
