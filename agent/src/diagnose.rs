@@ -77,6 +77,11 @@ pub struct DiagnoseArgs {
     /// --trial: time bound of all trials together.
     #[arg(long, default_value = "60s", value_parser = redoctor_args::positive_duration)]
     trial_max: Duration,
+    /// --trial: abort a trial at once, restoring the baseline, when a
+    /// candidate window runs below this share of the baseline's lowest
+    /// window (0 turns the guard off).
+    #[arg(long, default_value_t = 0.7, value_parser = floor_share)]
+    trial_floor: f64,
     /// Allow durability settings: rules may propose them (PostgreSQL's
     /// synchronous_commit) and --trial may try them. Off, they are never proposed.
     #[arg(long)]
@@ -285,6 +290,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
                 args.trial_rounds as usize,
                 args.trial_window.unwrap_or(args.interval),
                 args.trial_max,
+                args.trial_floor,
             );
             let t = crate::trial_run::run(
                 &mut sampler,
@@ -399,4 +405,18 @@ pub fn observe(
         }
     }
     Ok(windows)
+}
+
+/// `--trial-floor`: a share in [0, 1).
+fn floor_share(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number: give a share such as 0.7"))?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{v} is outside [0, 1): a share of the baseline such as 0.7 (0 turns the guard off)"
+        ))
+    }
 }

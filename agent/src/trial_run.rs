@@ -140,14 +140,15 @@ fn knobs_of(changes: &Settings) -> Vec<&'static str> {
 }
 
 /// The default plan with `max_pairs` (and at most as many `min_pairs`),
-/// `window` and the total bound `max_total`.
-pub fn plan(max_pairs: usize, window: Duration, max_total: Duration) -> Plan {
+/// `window`, the total bound `max_total` and the guard's `floor`.
+pub fn plan(max_pairs: usize, window: Duration, max_total: Duration, floor: f64) -> Plan {
     let d = Plan::default();
     Plan {
         window,
         max_pairs,
         min_pairs: d.min_pairs.min(max_pairs),
         max_total,
+        floor,
         ..d
     }
 }
@@ -213,12 +214,14 @@ mod tests {
 
     #[test]
     fn the_flags_make_a_valid_plan() {
-        let p = plan(2, Duration::from_millis(500), Duration::from_secs(20));
+        let p = plan(2, Duration::from_millis(500), Duration::from_secs(20), 0.0);
         p.validate().unwrap();
+        assert_eq!(p.floor, 0.0);
         assert_eq!((p.min_pairs, p.max_pairs), (2, 2));
         assert_eq!(p.window, Duration::from_millis(500));
         assert_eq!(p.max_total, Duration::from_secs(20));
-        let p = plan(10, Duration::from_secs(1), Duration::from_secs(60));
+        let p = plan(10, Duration::from_secs(1), Duration::from_secs(60), 0.7);
         assert_eq!((p.min_pairs, p.max_pairs), (3, 10));
+        assert_eq!(p.floor, 0.7);
     }
 }

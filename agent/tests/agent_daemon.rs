@@ -407,7 +407,8 @@ mode = "observe"
 }
 
 /// A forced bad candidate (a commit-path sleep that cuts throughput far
-/// below the floor) is rolled back at its first measured window.
+/// below the floor) is rolled back right after its first measured window,
+/// and the trial aborted at the second.
 /// An apply-mode config for target `pid` over `socket` whose one
 /// candidate (a 5 ms sleep in every commit) is scripted to be bad.
 fn forced_bad_candidate(state: &Path, pid: u32, socket: &Path) -> String {
@@ -456,16 +457,23 @@ fn a_bad_candidate_is_rolled_back_within_one_window() {
     });
     let t = &events(&state, "trial")[0];
     assert_eq!(t["outcome"], "aborted_floor", "{t}");
-    let measured: Vec<&Value> = t["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["side"] == "candidate" && w["warmup"] == false)
+    // Each low candidate window is undone at once (the baseline's warm-up
+    // follows it directly); the second in a row ends the trial.
+    let windows = t["windows"].as_array().unwrap();
+    let measured: Vec<usize> = (0..windows.len())
+        .filter(|&i| windows[i]["side"] == "candidate" && windows[i]["warmup"] == false)
         .collect();
+    assert_eq!(measured.len(), 2, "aborted at the second low window: {t}");
+    let after_first = &windows[measured[0] + 1];
     assert_eq!(
-        measured.len(),
-        1,
-        "rolled back after one verification window: {t}"
+        (&after_first["side"], &after_first["warmup"]),
+        (&Value::from("baseline"), &Value::from(true)),
+        "rolled back right after one verification window: {t}"
+    );
+    assert_eq!(
+        windows.len(),
+        measured[1] + 1,
+        "nothing measured after the abort: {t}"
     );
     assert_eq!(e.var("redoctor_debug_commit_sleep_us"), "0");
     assert_eq!(t["now"]["redoctor_debug_commit_sleep_us"], "0", "{t}");

@@ -336,6 +336,15 @@ fn bad_calibrations_and_trial_without_a_socket_are_refused_up_front() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("--socket"), "{err}");
+    for (floor, says) in [("1.5", "outside [0, 1)"), ("much", "not a number")] {
+        let o = redoctor()
+            .args(["diagnose", "--pid", "1", "--trial-floor", floor])
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("--trial-floor") && err.contains(says), "{err}");
+    }
     let o = redoctor()
         .args(["calibrate", "--workdir"])
         .arg(&missing)

@@ -2,7 +2,8 @@
 """Live `--trial` runs for the advice-quality evaluation (advisor/bench/README.md).
 
     trials.py PLAN.toml FOLDS_DIR TRIALS.jsonl [--resume] [--only SUBSTRING ...]
-              [--redoctor PATH] [--trial-max 60s]
+              [--redoctor PATH] [--trial-max 60s] [--trial-floor 0.7]
+              [--raw DIR]
 
 For every scenario of the plan: `redoctor diagnose --demo --trial` starting
 from the engine's default configuration (RT1, no cap, no throttle), with the
@@ -10,7 +11,9 @@ model calibration fitted WITHOUT the scenario's workload family
 (FOLDS_DIR/<workload>.json, written by `advice_eval folds`). The configuration
 the server is left in (what the trial kept) is recorded with the verdict and
 the time the diagnosis took; `advice_eval score DATA --trials TRIALS.jsonl`
-scores it against the oracle. Needs root (the probes).
+scores it against the oracle. `--raw DIR` also keeps each diagnosis's whole
+JSON (every trial window), e.g. to replay floor-guard rules over trials run
+with `--trial-floor 0` (`guard_replay.py`). Needs root (the probes).
 """
 
 import argparse
@@ -67,6 +70,8 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--redoctor", default="target/release/redoctor")
     ap.add_argument("--trial-max", default="60s")
+    ap.add_argument("--trial-floor", default="0.7")
+    ap.add_argument("--raw", default=None)
     args = ap.parse_args()
     with open(args.plan, "rb") as f:
         plan = tomllib.load(f)
@@ -86,6 +91,8 @@ def main():
             "--trial",
             "--trial-max",
             args.trial_max,
+            "--trial-floor",
+            args.trial_floor,
             "--format",
             "json",
             "--workdir",
@@ -108,6 +115,10 @@ def main():
             rec = {"key": key(s), "error": p.stderr.strip()[-500:], "seconds": secs}
         else:
             d = json.loads(p.stdout)
+            if args.raw:
+                os.makedirs(args.raw, exist_ok=True)
+                with open(os.path.join(args.raw, key(s).replace("/", "_") + ".json"), "w") as f:
+                    f.write(p.stdout)
             rec = {
                 "key": key(s),
                 "final_config": label(final_settings(d)),

@@ -15,8 +15,10 @@
 //! - **Warm-up.** After every settings switch one window of
 //!   [`Plan::warmup`] is measured and discarded (kept in the record, marked
 //!   `warmup`); a zero warm-up measures none.
-//! - **Statistic.** Each pair gives `d_i = ln(candidate_i / baseline_i)`;
-//!   the estimate is the ratio `exp(mean d)`.
+//! - **Statistic.** Each pair gives `d_i = ln(candidate_i / baseline_i)`,
+//!   clipped to their median ± ln 2 ([`clipped`]) so that one stalled
+//!   window cannot outweigh the other pairs; the estimate is the ratio
+//!   `exp(mean d)`.
 //! - **Sequential test.** A look after each pair from [`Plan::min_pairs`]
 //!   to [`Plan::max_pairs`]: a paired t-test on the `d_i` (Student t with
 //!   n - 1 degrees of freedom). Rejection levels split `alpha`
@@ -33,10 +35,19 @@
 //!   alpha). Otherwise the trial goes on; after the last look it ends
 //!   inconclusive (rolled back).
 //! - **Floor guard.** Every measured candidate window is compared with the
-//!   median of the baseline windows so far; below [`Plan::floor`] times
-//!   that, the trial aborts at once and the baseline is restored
-//!   ([`Outcome::AbortedFloor`]). Warm-up windows are transients and not
-//!   compared.
+//!   baseline's lowest measured window so far (at least half their
+//!   median); below [`Plan::floor`] times that, the baseline is restored at
+//!   once (a strike, [`TrialRecord::strikes`]) and the trial goes on: the
+//!   next candidate window (after switching back) confirms or clears it.
+//!   A second candidate window in a row below the floor aborts the trial
+//!   ([`Outcome::AbortedFloor`]). A bad setting thus runs one window before
+//!   it is undone, and at most two in all; a load that stalls now and then
+//!   on its own (lock waits, a disk hiccup) does not end a trial on one
+//!   unlucky window. Warm-up windows are transients and not compared.
+//! - **Stalled windows.** A pair with a window at 0 commits/s has no ratio
+//!   and is left out ([`TrialRecord::void_pairs`]);
+//!   [`ZERO_WINDOWS_TO_FAIL`] such windows in a row fail the trial (the
+//!   load stopped).
 //! - **Time.** The trial's clock is the sum of its windows' measured
 //!   lengths ([`Sample::secs`]), so a simulation and a live server count
 //!   alike; a pair is started only if its planned length
@@ -65,7 +76,9 @@ use serde::{Deserialize, Serialize};
 pub use plan::Plan;
 pub use search::{search, Candidate, SearchReport, Step, StepResult};
 pub use sequential::{look, Decision, Look};
-pub use trial::{run_trial, Outcome, Side, TrialRecord, Window};
+pub use trial::{
+    clipped, run_trial, Outcome, Side, TrialRecord, Window, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL,
+};
 
 /// Setting name to value.
 pub type Settings = BTreeMap<String, String>;

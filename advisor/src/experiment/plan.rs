@@ -31,7 +31,8 @@ pub struct Plan {
     /// `±ln(1 + min_effect)` (default 0.03; 0 never stops for futility).
     pub min_effect: f64,
     /// A candidate window below `floor` × the baseline's lowest window (at
-    /// least half its median) aborts (default 0.7; 0 disables the guard).
+    /// least half its median) restores the baseline at once; two in a row
+    /// abort (default 0.7; 0 disables the guard).
     pub floor: f64,
 }
 
@@ -147,7 +148,8 @@ impl Plan {
              ({:.1}s windows, {:.1}s warm-up after each switch); looks at pairs {}..={} \
              rejecting at alpha {:.4} at an interim look and what is left of {} \
              (two-sided) at the last (Haybittle–Peto, up to {} looks); \
-             futility within ±{:.1}% at alpha {:.5}; floor {:.2} × the baseline's lowest window (at least half its median)",
+             futility within ±{:.1}% at alpha {:.5}; floor {:.2} × the baseline's lowest window (at least half its median), \
+             the baseline restored at each breach, aborting at the second in a row",
             self.window.as_secs_f64(),
             self.warmup.as_secs_f64(),
             self.min_pairs,

@@ -8,6 +8,35 @@ use serde::{Deserialize, Serialize};
 use super::sequential::{look, Decision, Look};
 use super::{pct, ExperimentError, Plan, Settings, Testbed};
 
+/// How far one pair's `ln(candidate / baseline)` may lie from the pairs'
+/// median before it is clipped for the test: ln 2, a factor of two either
+/// way. One stalled window (a lock convoy, a disk hiccup) cannot outweigh
+/// the other pairs, and a uniform effect of any size is left whole.
+pub const MAX_LOG_RATIO: f64 = std::f64::consts::LN_2;
+
+/// `ds` clipped to their median ± [`MAX_LOG_RATIO`] (what the test sees).
+pub fn clipped(ds: &[f64]) -> Vec<f64> {
+    if ds.is_empty() {
+        return vec![];
+    }
+    let mut sorted = ds.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    ds.iter()
+        .map(|d| d.clamp(median - MAX_LOG_RATIO, median + MAX_LOG_RATIO))
+        .collect()
+}
+
+/// Measured windows in a row at 0 commits/s that fail a trial: the load
+/// stopped, or commits are not counted. Fewer are stalls of the load;
+/// their pairs are left out.
+pub const ZERO_WINDOWS_TO_FAIL: usize = 3;
+
 /// How a trial ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -19,7 +48,8 @@ pub enum Outcome {
     /// No decision (no meaningful difference, out of pairs or out of
     /// time; the reason says which): the baseline was restored.
     Inconclusive,
-    /// A candidate window fell below the floor: aborted, baseline restored.
+    /// Two candidate windows in a row fell below the floor (the baseline
+    /// restored at once after each): aborted.
     AbortedFloor,
     /// The testbed failed (or the plan was invalid): baseline restored
     /// best-effort, the error recorded.
@@ -64,8 +94,16 @@ pub struct TrialRecord {
     pub candidate_settings: Settings,
     /// Every window, warm-ups included.
     pub windows: Vec<Window>,
-    /// Each complete pair's `ln(candidate / baseline)`.
+    /// Each complete pair's `ln(candidate / baseline)` (void pairs left
+    /// out); the test sees them [`clipped`].
     pub log_ratios: Vec<f64>,
+    /// Candidate windows below the floor: the first restores the baseline
+    /// at once, the second in a row aborts the trial.
+    #[serde(default)]
+    pub strikes: usize,
+    /// Pairs with a window at 0 commits/s (a stalled load): no ratio.
+    #[serde(default)]
+    pub void_pairs: usize,
     /// The test at each look.
     pub looks: Vec<Look>,
     /// The test on all pairs at the per-look level (None under 2 pairs).
@@ -109,6 +147,8 @@ pub fn run_trial(
             candidate_settings: candidate.clone(),
             windows: vec![],
             log_ratios: vec![],
+            strikes: 0,
+            void_pairs: 0,
             looks: vec![],
             estimate: None,
             outcome: Outcome::Failed,
@@ -134,7 +174,7 @@ pub fn run_trial(
         return run.rec;
     }
     let result = run.pairs(budget.as_secs_f64());
-    run.rec.estimate = look(&run.rec.log_ratios, run.final_level());
+    run.rec.estimate = look(&clipped(&run.rec.log_ratios), run.final_level());
     run.finish(result);
     run.rec
 }
@@ -158,9 +198,16 @@ impl Run<'_> {
     /// Measures pairs until a decision; Ok((outcome, reason)).
     fn pairs(&mut self, budget_s: f64) -> Result<(Outcome, String), ExperimentError> {
         let pair_s = self.plan.pair_time().as_secs_f64();
-        for pair in 1..=self.plan.max_pairs {
+        // The last candidate window's floor breach, while unanswered by a
+        // candidate window above the floor.
+        let mut strike: Option<String> = None;
+        // Measured windows in a row at 0 commits/s.
+        let mut zeros = 0;
+        let mut pair = 0;
+        while self.rec.log_ratios.len() < self.plan.max_pairs {
+            pair += 1;
+            let n = self.rec.log_ratios.len();
             if self.rec.elapsed_s + pair_s > budget_s {
-                let n = pair - 1;
                 return Ok((
                     Outcome::Inconclusive,
                     format!(
@@ -177,34 +224,64 @@ impl Run<'_> {
             let mut rate = [0.0; 2];
             for side in order {
                 let r = self.window(pair, side)?;
-                if side == Side::Candidate {
-                    if let Some(reason) = self.below_floor(r) {
-                        return Ok((Outcome::AbortedFloor, reason));
-                    }
-                }
-                if !(r.is_finite() && r > 0.0) {
+                if !(r.is_finite() && r >= 0.0) {
                     return Err(ExperimentError::measure(format!(
-                        "a {side} window measured {r} commits/s: the load stopped or commits are not counted"
+                        "a {side} window measured {r} commits/s"
                     )));
+                }
+                zeros = if r == 0.0 { zeros + 1 } else { 0 };
+                if zeros == ZERO_WINDOWS_TO_FAIL {
+                    return Err(ExperimentError::measure(format!(
+                        "{zeros} windows in a row at 0 commits/s: the load stopped or commits are not counted"
+                    )));
+                }
+                if side == Side::Candidate {
+                    match (self.below_floor(r), strike.take()) {
+                        (Some(second), Some(first)) => {
+                            self.rec.strikes += 1;
+                            return Ok((
+                                Outcome::AbortedFloor,
+                                format!(
+                                    "two candidate windows in a row ran below the floor ({first}; then {second}): aborted, baseline restored"
+                                ),
+                            ));
+                        }
+                        (Some(first), None) => {
+                            // Restored at once; the next candidate window
+                            // (after a switch back) confirms or clears it.
+                            self.rec.strikes += 1;
+                            self.switch(pair, Side::Baseline)?;
+                            strike = Some(first);
+                        }
+                        (None, _) => {}
+                    }
                 }
                 rate[side as usize] = r;
             }
+            if rate.contains(&0.0) {
+                // A stalled window has no ratio; the load stalling on its
+                // own is not evidence either way (the time budget bounds
+                // how many such pairs a trial can spend).
+                self.rec.void_pairs += 1;
+                continue;
+            }
             self.rec.log_ratios.push((rate[1] / rate[0]).ln());
-            if pair < self.plan.min_pairs {
+            let n = self.rec.log_ratios.len();
+            if n < self.plan.min_pairs {
                 continue;
             }
             // The last look: the most pairs, or no time for another.
-            let last = pair == self.plan.max_pairs || self.rec.elapsed_s + pair_s > budget_s;
+            let last = n == self.plan.max_pairs || self.rec.elapsed_s + pair_s > budget_s;
             let interim = self.rec.looks.len();
             let alpha = if last {
                 self.plan.final_alpha(interim)
             } else {
                 self.plan.interim_alpha()
             };
-            let l =
-                look(&self.rec.log_ratios, alpha).expect("at least 2 finite log-ratios at a look");
-            let futility = look(&self.rec.log_ratios, self.plan.look_alpha())
-                .expect("at least 2 finite log-ratios at a look");
+            let ds = clipped(&self.rec.log_ratios);
+            let l = look(&ds, alpha).expect("at least 2 finite log-ratios at a look");
+            let futility =
+                look(&ds, self.plan.look_alpha()).expect("at least 2 finite log-ratios at a look");
             let decision = match l.decide(self.plan.min_effect) {
                 d @ (Decision::Better | Decision::Worse) => d,
                 _ => match futility.decide(self.plan.min_effect) {
@@ -246,16 +323,22 @@ impl Run<'_> {
         ))
     }
 
+    /// Applies `side`'s settings and measures the warm-up after the switch.
+    fn switch(&mut self, pair: usize, side: Side) -> Result<(), ExperimentError> {
+        let s = self.settings(side).clone();
+        self.tb.apply(&s)?;
+        self.at = side;
+        if !self.plan.warmup.is_zero() {
+            self.measure(pair, side, true)?;
+        }
+        Ok(())
+    }
+
     /// Switches to `side` if needed (with a warm-up), then measures one
     /// window; its commits/s.
     fn window(&mut self, pair: usize, side: Side) -> Result<f64, ExperimentError> {
         if self.at != side {
-            let s = self.settings(side).clone();
-            self.tb.apply(&s)?;
-            self.at = side;
-            if !self.plan.warmup.is_zero() {
-                self.measure(pair, side, true)?;
-            }
+            self.switch(pair, side)?;
         }
         self.measure(pair, side, false)
     }
@@ -278,7 +361,7 @@ impl Run<'_> {
         Ok(s.commits_per_s)
     }
 
-    /// The abort reason when candidate rate `r` is under the floor: below
+    /// How a candidate rate `r` breaches the floor, if it does: below
     /// `floor` × the baseline's reference, which is its lowest measured
     /// window (a candidate window is only alarming when it is worse than
     /// anything the baseline itself did: a load whose windows swing ±40%
@@ -301,7 +384,7 @@ impl Run<'_> {
         let reference = base[0].max(0.5 * median);
         (r < self.plan.floor * reference).then(|| {
             format!(
-                "a candidate window ran at {r:.0} commits/s, below {:.2} × the baseline's lowest window {reference:.0} (median {median:.0}): aborted, baseline restored",
+                "{r:.0} commits/s, below {:.2} × the baseline's lowest window {reference:.0} (median {median:.0})",
                 self.plan.floor
             )
         })
@@ -316,7 +399,7 @@ impl Run<'_> {
     }
 
     fn estimate_words(&self) -> String {
-        look(&self.rec.log_ratios, self.final_level())
+        look(&clipped(&self.rec.log_ratios), self.final_level())
             .map(|l| format!("; {}", interval(&l)))
             .unwrap_or_default()
     }

@@ -1,13 +1,15 @@
 //! A simulated testbed: scripted mean commits/s per settings, multiplicative
-//! log-normal noise from a seeded RNG, an optional linear drift, and a
-//! simulated clock (measuring advances it; nothing sleeps).
+//! log-normal noise from a seeded RNG, an optional linear drift, optional
+//! stalls of the load (a window now and then at a fraction of its rate,
+//! whatever the settings), and a simulated clock (measuring advances it;
+//! nothing sleeps).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rand::rngs::SmallRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use redoctor_advisor::experiment::{ExperimentError, Sample, Settings, Testbed};
 
@@ -34,6 +36,9 @@ pub struct Sim {
     pub applies: usize,
     /// The apply call (1-based) that fails after setting its first knob.
     pub fail_apply: Option<usize>,
+    /// (probability, factor): a window stalls with that probability and
+    /// then runs at `factor` × its rate (0: no commits at all).
+    pub stalls: Option<(f64, f64)>,
 }
 
 impl Sim {
@@ -49,6 +54,7 @@ impl Sim {
             log: vec![],
             applies: 0,
             fail_apply: None,
+            stalls: None,
         }
     }
 
@@ -88,7 +94,12 @@ impl Testbed for Sim {
         let mid = (self.clock + len / 2).as_secs_f64();
         self.clock += len;
         self.log.push((self.current.clone(), len));
-        let r = mean * (1.0 + self.drift_per_s * mid) * self.noise.sample(&mut self.rng).exp();
+        let mut r = mean * (1.0 + self.drift_per_s * mid) * self.noise.sample(&mut self.rng).exp();
+        if let Some((p, factor)) = self.stalls {
+            if self.rng.gen_bool(p) {
+                r *= factor;
+            }
+        }
         Ok(Sample {
             commits_per_s: r,
             secs: len.as_secs_f64(),

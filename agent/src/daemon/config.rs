@@ -215,7 +215,8 @@ pub struct Guardrails {
     pub stabilization: Duration,
     /// Numeric knobs (caps, throttle) move by at most this factor per change.
     pub max_step: f64,
-    /// A candidate window below this fraction of the baseline aborts and restores at once.
+    /// A candidate window below this fraction of the baseline restores it at
+    /// once; a second in a row aborts the trial.
     pub floor: f64,
     /// Most kept changes per target in any 24 hours.
     pub daily_budget: u32,
