@@ -8,8 +8,8 @@ mod sim;
 use std::time::Duration;
 
 use redoctor_advisor::experiment::{
-    clipped, look, run_trial, search, Candidate, Decision, ExperimentError, Outcome, Plan, Sample,
-    Settings, Side, StepResult, Testbed, TrialRecord, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL,
+    clipped, look, run_trial, search, Candidate, Decision, Outcome, Plan, Settings, Side,
+    StepResult, Testbed, TrialRecord, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL,
 };
 use sim::{s, Sim};
 
@@ -28,6 +28,22 @@ fn sim(b: f64, c: f64, noise: f64, seed: u64) -> Sim {
 
 fn trial(sim: &mut Sim, plan: &Plan) -> TrialRecord {
     run_trial(sim, &base(), &cand(), plan, plan.max_total)
+}
+
+/// Replays a one-window floor rule on a trial run without the guard:
+/// would some candidate window fall below 0.7 × `reference` of the
+/// baseline windows before it (given sorted)?
+fn first_low_window(t: &TrialRecord, reference: impl Fn(&[f64]) -> f64) -> bool {
+    let mut base = Vec::new();
+    t.windows.iter().filter(|w| !w.warmup).any(|w| {
+        if w.side == Side::Baseline {
+            base.push(w.commits_per_s);
+            return false;
+        }
+        let mut b = base.clone();
+        b.sort_by(f64::total_cmp);
+        w.commits_per_s < 0.7 * reference(&b)
+    })
 }
 
 #[test]
@@ -145,45 +161,12 @@ fn half_the_baseline_is_undone_at_once_and_aborted_at_the_second_window() {
 
 #[test]
 fn one_low_window_is_undone_at_once_and_the_trial_goes_on() {
-    // A candidate 30% better whose first window stalls (scripted: the
-    // noise of seed 9 at log sd 0.02 never reaches the floor).
+    // A candidate 30% better whose first measured window (the third:
+    // baseline, warm-up, candidate) runs at half its rate; the noise of
+    // log sd 0.02 never reaches the floor.
     let mut tb = sim(1000.0, 1300.0, 0.02, 9);
-    let mut first = true;
-    let t = {
-        struct FirstLow<'a> {
-            sim: &'a mut Sim,
-            first: &'a mut bool,
-        }
-        impl Testbed for FirstLow<'_> {
-            fn read(&mut self, n: &[String]) -> Result<Settings, ExperimentError> {
-                self.sim.read(n)
-            }
-            fn apply(&mut self, s: &Settings) -> Result<(), ExperimentError> {
-                self.sim.apply(s)
-            }
-            fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError> {
-                let mut m = self.sim.measure(len)?;
-                // The first measured (non-warm-up) candidate window stalls.
-                if self.sim.current == cand() && self.sim.log.len() == 3 && *self.first {
-                    *self.first = false;
-                    m.commits_per_s *= 0.5;
-                }
-                Ok(m)
-            }
-        }
-        let mut fl = FirstLow {
-            sim: &mut tb,
-            first: &mut first,
-        };
-        run_trial(
-            &mut fl,
-            &base(),
-            &cand(),
-            &Plan::default(),
-            Duration::from_secs(60),
-        )
-    };
-    assert!(!first, "the scripted stall happened");
+    tb.scale_window = Some((3, 0.5));
+    let t = trial(&mut tb, &Plan::default());
     assert_eq!(t.strikes, 1, "{}", t.reason);
     assert_eq!(
         (
@@ -225,16 +208,7 @@ fn a_swinging_load_does_not_trip_the_floor_on_one_low_window() {
                     ..plan.clone()
                 },
             );
-            let mut base = Vec::new();
-            t.windows.iter().filter(|w| !w.warmup).any(|w| {
-                if w.side == Side::Baseline {
-                    base.push(w.commits_per_s);
-                    return false;
-                }
-                let mut b = base.clone();
-                b.sort_by(f64::total_cmp);
-                w.commits_per_s < 0.7 * b[b.len() / 2]
-            })
+            first_low_window(&t, |b| b[b.len() / 2])
         })
         .count();
     eprintln!("floor on the median: {median_rule} of 40 aborted; on the lowest window: {aborted}");
@@ -297,17 +271,7 @@ fn a_load_that_stalls_on_its_own_rarely_aborts_a_better_candidate() {
                     ..plan.clone()
                 },
             );
-            let mut base: Vec<f64> = Vec::new();
-            t.windows.iter().filter(|w| !w.warmup).any(|w| {
-                if w.side == Side::Baseline {
-                    base.push(w.commits_per_s);
-                    return false;
-                }
-                let mut b = base.clone();
-                b.sort_by(f64::total_cmp);
-                let reference = b[0].max(0.5 * b[b.len() / 2]);
-                w.commits_per_s < 0.7 * reference
-            })
+            first_low_window(&t, |b| b[0].max(0.5 * b[b.len() / 2]))
         })
         .count();
     eprintln!(

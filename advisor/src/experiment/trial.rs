@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use redoctor_stats::median;
 use serde::{Deserialize, Serialize};
 
 use super::sequential::{look, Decision, Look};
@@ -16,16 +17,8 @@ pub const MAX_LOG_RATIO: f64 = std::f64::consts::LN_2;
 
 /// `ds` clipped to their median ± [`MAX_LOG_RATIO`] (what the test sees).
 pub fn clipped(ds: &[f64]) -> Vec<f64> {
-    if ds.is_empty() {
+    let Some(median) = median(ds) else {
         return vec![];
-    }
-    let mut sorted = ds.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
     };
     ds.iter()
         .map(|d| d.clamp(median - MAX_LOG_RATIO, median + MAX_LOG_RATIO))
@@ -369,19 +362,14 @@ impl Run<'_> {
     /// half its median (one stalled baseline window must not disarm the
     /// guard).
     fn below_floor(&self, r: f64) -> Option<String> {
-        let mut base: Vec<f64> = self
+        let base: Vec<f64> = self
             .rec
             .measured(Side::Baseline)
             .map(|w| w.commits_per_s)
             .collect();
-        base.sort_by(f64::total_cmp);
-        let m = base.len();
-        let median = if m % 2 == 1 {
-            base[m / 2]
-        } else {
-            (base[m / 2 - 1] + base[m / 2]) / 2.0
-        };
-        let reference = base[0].max(0.5 * median);
+        let median = median(&base).expect("a baseline window precedes every candidate window");
+        let lowest = base.iter().copied().fold(f64::INFINITY, f64::min);
+        let reference = lowest.max(0.5 * median);
         (r < self.plan.floor * reference).then(|| {
             format!(
                 "{r:.0} commits/s, below {:.2} × the baseline's lowest window {reference:.0} (median {median:.0})",

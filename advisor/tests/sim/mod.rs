@@ -39,6 +39,9 @@ pub struct Sim {
     /// (probability, factor): a window stalls with that probability and
     /// then runs at `factor` × its rate (0: no commits at all).
     pub stalls: Option<(f64, f64)>,
+    /// (n, factor): the n-th window measured (1-based, warm-ups
+    /// included) runs at `factor` × its rate.
+    pub scale_window: Option<(usize, f64)>,
 }
 
 impl Sim {
@@ -55,6 +58,7 @@ impl Sim {
             applies: 0,
             fail_apply: None,
             stalls: None,
+            scale_window: None,
         }
     }
 
@@ -95,6 +99,11 @@ impl Testbed for Sim {
         self.clock += len;
         self.log.push((self.current.clone(), len));
         let mut r = mean * (1.0 + self.drift_per_s * mid) * self.noise.sample(&mut self.rng).exp();
+        if let Some((n, factor)) = self.scale_window {
+            if self.log.len() == n {
+                r *= factor;
+            }
+        }
         if let Some((p, factor)) = self.stalls {
             if self.rng.gen_bool(p) {
                 r *= factor;
