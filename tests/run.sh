@@ -18,23 +18,35 @@ echo "== loom model checks (engine/src/tests/loom_*.rs)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release -p redoctor-engine --lib tests::loom_
 echo "== performance gate (tests/gate/engine-commit-path.toml)"
-cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
 ref=$(grep -v '^#' tests/gate/reference-commit | head -1)
 if git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     echo "   against the reference build $ref, side by side"
     refsrc=$(mktemp -d)
     trap 'git worktree remove --force "$refsrc" >/dev/null 2>&1 || rm -rf "$refsrc"' EXIT
     git worktree add -q --detach "$refsrc" "$ref"
-    # Its own target directory: a shared one would let the two trees'
-    # same-named crates overwrite each other's artifacts.
-    # No debug info: the code is the same, the build a minute shorter.
+    # Built in this target directory, as one of the reference's test
+    # targets: the test build above resolved the dependencies' features
+    # the same way (every member, dev-dependencies included), so whatever
+    # the two trees' lock files share is reused instead of rebuilt (a
+    # separate directory cost 200 s here). The two trees' own crates
+    # cannot overwrite each other (their hashes include their paths); the
+    # one file both write is the binary cargo copies to target/release,
+    # so the reference's is set aside before this tree's is built again.
     root=$PWD
-    (cd "$refsrc" && CARGO_PROFILE_RELEASE_DEBUG=false cargo build --release -q \
-        -p redoctor-engine-cli --bin redoctor-engine --target-dir "$root/target/gate-ref")
+    (cd "$refsrc" && cargo test --release -q --workspace --no-run --test cli_grammar \
+        --target-dir "$root/target")
+    mkdir -p target/gate-ref
+    cp target/release/redoctor-engine target/gate-ref/redoctor-engine
+    cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
+    if cmp -s target/release/redoctor-engine target/gate-ref/redoctor-engine; then
+        echo "the reference build and this build are the same file: the gate would compare a build with itself" >&2
+        exit 1
+    fi
     target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \
-        --against target/gate-ref/release/redoctor-engine
+        --against target/gate-ref/redoctor-engine
 else
     echo "   reference commit $ref is not in this checkout: against the committed baseline"
+    cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
     target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \
         --baseline tests/gate/engine-commit-path.baseline.json
 fi
