@@ -19,6 +19,7 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release -p redoctor-engine --lib tests::loom_
 echo "== performance gate (tests/gate/engine-commit-path.toml)"
 ref=$(grep -v '^#' tests/gate/reference-commit | head -1)
+against=(--baseline tests/gate/engine-commit-path.baseline.json)
 if git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     echo "   against the reference build $ref, side by side"
     refsrc=$(mktemp -d)
@@ -31,22 +32,19 @@ if git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     # separate directory cost 200 s here). The two trees' own crates
     # cannot overwrite each other (their hashes include their paths); the
     # one file both write is the binary cargo copies to target/release,
-    # so the reference's is set aside before this tree's is built again.
+    # so the reference's is set aside before this tree's is built (below).
     root=$PWD
     (cd "$refsrc" && cargo test --release -q --workspace --no-run --test cli_grammar \
         --target-dir "$root/target")
     mkdir -p target/gate-ref
     cp target/release/redoctor-engine target/gate-ref/redoctor-engine
-    cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
-    if cmp -s target/release/redoctor-engine target/gate-ref/redoctor-engine; then
-        echo "the reference build and this build are the same file: the gate would compare a build with itself" >&2
-        exit 1
-    fi
-    target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \
-        --against target/gate-ref/redoctor-engine
+    against=(--against target/gate-ref/redoctor-engine)
 else
     echo "   reference commit $ref is not in this checkout: against the committed baseline"
-    cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
-    target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \
-        --baseline tests/gate/engine-commit-path.baseline.json
 fi
+cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
+if [[ ${against[0]} == --against ]] && cmp -s target/release/redoctor-engine "${against[1]}"; then
+    echo "the reference build and this build are the same file: the gate would compare a build with itself" >&2
+    exit 1
+fi
+target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml "${against[@]}"
