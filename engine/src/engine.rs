@@ -95,7 +95,8 @@ pub struct Engine {
     throttle: Arc<Throttle>,
     settings: Registry,
     report: RecoveryReport,
-    checkpoint_lock: Mutex<()>,
+    /// Serialises checkpoints; holds the chain of checkpoint files.
+    checkpoint_lock: Mutex<checkpoint::Chain>,
     ddl_lock: Mutex<()>,
     background: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     checkpoint_fill_pct: u32,
@@ -158,7 +159,7 @@ impl Engine {
             throttle: Arc::new(Throttle::new(0, Duration::from_secs(50))),
             settings: Registry::default(),
             report: rec.report,
-            checkpoint_lock: Mutex::new(()),
+            checkpoint_lock: Mutex::new(rec.chain),
             ddl_lock: Mutex::new(()),
             background: Mutex::new(None),
             checkpoint_fill_pct: opts.checkpoint_fill_pct,
@@ -582,11 +583,13 @@ impl Engine {
         }
     }
 
-    /// Takes a checkpoint (see `crate::checkpoint` for why it is exact).
+    /// Takes a checkpoint (see `crate::checkpoint` for why it is exact):
+    /// a delta of the rows changed since the last one, or a new base image
+    /// once the deltas add up to the base's size.
     /// In fail-stop it refuses: it would sync files whose last fdatasync
     /// failed. A failed checkpoint puts the engine in fail-stop.
     pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
-        let _g = self.checkpoint_lock.lock();
+        let mut chain = self.checkpoint_lock.lock();
         self.check_fail_stop()?;
         let mut lsn = self.redo.closed_lsn();
         // log_bin=ON: never above a prepared, undecided transaction's
@@ -595,23 +598,43 @@ impl Engine {
         if let Some(oldest) = self.binlog.as_ref().and_then(|b| b.oldest_prepare()) {
             lsn = lsn.min(oldest);
         }
-        let mut image = Vec::new();
-        self.catalog.write_image(&mut image);
+        // The closed tail only grows, and a prepare below it was registered
+        // before the previous checkpoint read `in_flight`: never behind.
+        debug_assert!(
+            lsn >= chain.lsn,
+            "checkpoint lsn {lsn} behind {}",
+            chain.lsn
+        );
+        let base = chain.wants_base();
+        let mut body = Vec::new();
+        if base {
+            // Changes made from here on are marked again for the next delta.
+            self.catalog.take_all_dirty();
+            self.catalog.write_image(&mut body);
+        } else {
+            self.catalog.write_delta(&mut body);
+        }
         let max_trx_id = self.trx_sys.peek_next_id();
-        // WAL rule: nothing in the image may be missing from the durable log.
+        // WAL rule: nothing in the checkpoint may be missing from the durable log.
         self.redo.wait_flushed(self.redo.current_lsn())?;
         // ...nor from the durable binlog (every transaction in the image
         // wrote its event before it was applied).
         if let Some(b) = &self.binlog {
             b.sync_all()?;
         }
-        let bytes =
-            checkpoint::write(self.vfs.as_ref(), lsn, max_trx_id, &image).map_err(|cause| {
-                // Without checkpoints the log fills and commits would hang
-                // without an error: stop them now, with this cause.
-                self.redo.stop(cause.clone());
-                EngineError::Checkpoint(cause)
-            })?;
+        let fail = |cause: crate::error::FileError| {
+            // Without checkpoints the log fills and commits would hang
+            // without an error: stop them now, with this cause.
+            self.redo.stop(cause.clone());
+            EngineError::Checkpoint(cause)
+        };
+        let bytes = if base {
+            *chain = checkpoint::write(self.vfs.as_ref(), lsn, max_trx_id, &body).map_err(fail)?;
+            chain.base_bytes
+        } else {
+            checkpoint::write_delta(self.vfs.as_ref(), &mut chain, lsn, max_trx_id, &body)
+                .map_err(fail)?
+        };
         self.redo.set_checkpoint_lsn(lsn);
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         probe_points::redoctor_checkpoint(lsn, bytes);

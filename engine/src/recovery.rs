@@ -133,6 +133,9 @@ impl RecoveryReport {
 
 pub struct Recovered {
     pub catalog: Catalog,
+    /// The checkpoint chain recovery started from (the next checkpoint
+    /// continues it).
+    pub chain: checkpoint::Chain,
     pub resume: ResumePoint,
     pub report: RecoveryReport,
     /// The binlog as found (None: the directory has none).
@@ -195,7 +198,7 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
         .ok_or(RecoveryError::BadRedoHeader { dir: dir.clone() })?;
     let layout = Layout::for_file_size(header.file_size);
 
-    let (image, skipped) =
+    let (image, mut skipped) =
         checkpoint::load_newest(vfs).map_err(io_err(vfs, "reading checkpoints"))?;
     let Some(image) = image else {
         let skipped = skipped
@@ -212,6 +215,21 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
             },
         });
     };
+    // Deltas outside the chain loaded (an older base's, left by a crash
+    // before their removal, or after a damaged one) must never join a
+    // later chain: remove them now, durably.
+    if !image.stale.is_empty() {
+        for name in &image.stale {
+            vfs.remove(name)
+                .map_err(io_err(vfs, "removing stale checkpoint deltas"))?;
+            skipped.push((
+                name.clone(),
+                "not part of the checkpoint chain recovered; removed".into(),
+            ));
+        }
+        vfs.sync_dir()
+            .map_err(io_err(vfs, "syncing the directory"))?;
+    }
     let catalog = image.catalog;
     let mut max_trx_id = image.max_trx_id;
     let mut commits = 0u64;
@@ -301,6 +319,7 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
     };
     Ok(Recovered {
         catalog,
+        chain: image.chain,
         resume: ResumePoint {
             file,
             path: path_in(vfs, REDO_FILE),

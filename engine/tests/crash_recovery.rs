@@ -228,7 +228,10 @@ fn check_recovered(
     pos
 }
 
-fn scenario(mode: RedoMode, fac: u8, seed: u64) {
+/// Runs two crash rounds; returns the checkpoint file each recovery
+/// started from (a base image or a delta on it).
+fn scenario(mode: RedoMode, fac: u8, seed: u64) -> Vec<String> {
+    let mut started_from = Vec::new();
     let mut rng = StdRng::seed_from_u64(seed);
     let mut vfs = Arc::new(SimVfs::new());
     let mut engine = Engine::open(small_opts(vfs.clone(), mode, fac)).unwrap();
@@ -245,28 +248,45 @@ fn scenario(mode: RedoMode, fac: u8, seed: u64) {
             "mode {mode} fac {fac} seed {seed} round {round} (previous recovery: {prev_report})"
         );
         prev_report = format!("{:?}", engine.recovery_report());
+        started_from.push(engine.recovery_report().checkpoint_file.clone());
         check_recovered(&engine, &states, acked, fac, &ctx);
         vfs = crashed;
     }
     engine.shutdown().unwrap();
+    started_from
+}
+
+/// The runs must have recovered from both kinds of checkpoint file, or
+/// they did not test the chain of deltas.
+fn assert_both_kinds(started_from: &[String]) {
+    for kind in [".img", ".delta"] {
+        assert!(
+            started_from.iter().any(|f| f.ends_with(kind)),
+            "no recovery started from a {kind} file: {started_from:?}"
+        );
+    }
 }
 
 #[test]
 fn crash_recovery_rt0_all_flush_settings() {
+    let mut from = Vec::new();
     for fac in [1, 2, 0] {
         for seed in 0..3 {
-            scenario(RedoMode::Off, fac, seed);
+            from.extend(scenario(RedoMode::Off, fac, seed));
         }
     }
+    assert_both_kinds(&from);
 }
 
 #[test]
 fn crash_recovery_rt1_all_flush_settings() {
+    let mut from = Vec::new();
     for fac in [1, 2, 0] {
         for seed in 0..3 {
-            scenario(RedoMode::On, fac, 100 + seed);
+            from.extend(scenario(RedoMode::On, fac, 100 + seed));
         }
     }
+    assert_both_kinds(&from);
 }
 
 /// The header of redo block `b` in `vfs`'s redo file (see the engine's

@@ -115,7 +115,6 @@ pub enum WriteResult {
     Duplicate,
 }
 
-#[derive(Default)]
 struct TableInner {
     /// Primary index.
     rows: BTreeMap<i64, RowSlot>,
@@ -123,6 +122,33 @@ struct TableInner {
     by_k: BTreeSet<(i32, i64)>,
     /// Number of slots with a committed version.
     committed: usize,
+    /// Rows whose committed version changed since the last checkpoint took
+    /// the set (see [`Table::take_dirty`]).
+    dirty: BTreeSet<i64>,
+    /// The whole table counts as changed: it is new since the last
+    /// checkpoint, or a tombstone replacing a dropped table.
+    all_dirty: bool,
+}
+
+impl Default for TableInner {
+    fn default() -> Self {
+        TableInner {
+            rows: BTreeMap::new(),
+            by_k: BTreeSet::new(),
+            committed: 0,
+            dirty: BTreeSet::new(),
+            all_dirty: true,
+        }
+    }
+}
+
+/// What changed in a table since the last checkpoint took its changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dirty {
+    /// The table is new (or a tombstone): a checkpoint must write all of it.
+    All,
+    /// These rows' committed versions changed (ids in ascending order).
+    Rows(Vec<i64>),
 }
 
 impl TableInner {
@@ -213,6 +239,9 @@ impl TableInner {
             self.rows.remove(&id);
         }
         self.reindex(id, before, after);
+        if commit {
+            self.mark_dirty(id);
+        }
     }
 
     /// Sets the committed version of row `id` directly (bulk load, recovery).
@@ -230,6 +259,13 @@ impl TableInner {
             self.rows.remove(&id);
         }
         self.reindex(id, before, after);
+        self.mark_dirty(id);
+    }
+
+    fn mark_dirty(&mut self, id: i64) {
+        if !self.all_dirty {
+            self.dirty.insert(id);
+        }
     }
 }
 
@@ -418,6 +454,44 @@ impl Table {
         for (&id, slot) in &inner.rows {
             if let Some(row) = &slot.committed {
                 f(id, row);
+            }
+        }
+    }
+
+    /// Takes what changed since the last call (a new table starts as
+    /// [`Dirty::All`]) and starts a new, empty set: a checkpoint calls it
+    /// after reading its lsn, so every commit below that lsn is in what it
+    /// takes, and every later change is marked again for the next one.
+    pub fn take_dirty(&self) -> Dirty {
+        let mut inner = self.inner.write();
+        if std::mem::take(&mut inner.all_dirty) {
+            inner.dirty.clear();
+            return Dirty::All;
+        }
+        Dirty::Rows(std::mem::take(&mut inner.dirty).into_iter().collect())
+    }
+
+    /// Forgets what changed: the table's contents are in the checkpoint
+    /// chain just loaded (recovery, before it replays the log).
+    pub fn mark_clean(&self) {
+        let mut inner = self.inner.write();
+        inner.all_dirty = false;
+        inner.dirty.clear();
+    }
+
+    /// Calls `f` with the committed version of each row of `ids` (`None`:
+    /// no committed version), taking the read lock for at most `chunk` rows
+    /// at a time so writers of the table never wait for the whole list.
+    pub fn for_each_committed_of(
+        &self,
+        ids: &[i64],
+        chunk: usize,
+        mut f: impl FnMut(i64, Option<&Row>),
+    ) {
+        for part in ids.chunks(chunk.max(1)) {
+            let inner = self.inner.read();
+            for &id in part {
+                f(id, inner.rows.get(&id).and_then(|s| s.committed.as_ref()));
             }
         }
     }

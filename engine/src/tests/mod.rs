@@ -14,6 +14,8 @@ mod binlog_file;
 #[cfg(not(loom))]
 mod binlog_group_commit;
 #[cfg(not(loom))]
+mod checkpoint_chain;
+#[cfg(not(loom))]
 mod common;
 #[cfg(not(loom))]
 mod log_buffer;

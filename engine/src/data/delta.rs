@@ -1,0 +1,508 @@
+//! Checkpoint deltas: the committed rows that changed since the last
+//! checkpoint, so a checkpoint costs what the load changed, not the size of
+//! the database (see `crate::checkpoint` for the chain of files).
+//!
+//! # Delta format
+//!
+//! ```text
+//! magic "RDXDELTA" | version:u32 | n_tables:u32 | table* | crc32:u32
+//! table: id:u32 name:str whole:u8 n:u64 entry*     (tables in id order)
+//! entry: id:i64 present:u8 [k:i32 c:str pad:str]   (ids ascending)
+//! ```
+//!
+//! Every table of the catalog is listed, so a delta carries the names of
+//! tables created since the last checkpoint. `whole = 1` means the entries
+//! are all of the table's rows and replace it (a table created, or dropped
+//! and turned into a tombstone, since the last checkpoint); otherwise each
+//! entry is a row's committed version (`present = 1`) or its removal.
+//! Integers are little-endian; the CRC-32 trailer covers every byte before it.
+
+use crate::data::catalog::{Catalog, DataError};
+use crate::data::record::{self, Reader};
+use crate::data::table::{Dirty, Row};
+
+const DELTA_MAGIC: &[u8; 8] = b"RDXDELTA";
+const DELTA_VERSION: u32 = 1;
+/// magic + version + table count + crc.
+const DELTA_MIN_LEN: usize = 8 + 4 + 4 + 4;
+/// Changed rows copied per hold of a table's read lock.
+const COPY_CHUNK: usize = 8192;
+
+/// What a delta holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeltaStats {
+    pub tables: u32,
+    /// Tables written whole (new or dropped since the last checkpoint).
+    pub whole_tables: u32,
+    /// Rows written (whole tables' rows included).
+    pub rows: u64,
+    /// Rows removed.
+    pub removed: u64,
+}
+
+impl Catalog {
+    /// Forgets every table's changes: a full image is about to be copied
+    /// (call before copying it, so changes made meanwhile are marked again).
+    pub fn take_all_dirty(&self) {
+        for t in self.tables() {
+            t.take_dirty();
+        }
+    }
+
+    /// Marks every table clean: its contents came from the checkpoint
+    /// chain (recovery, before the log is replayed over it).
+    pub fn mark_clean(&self) {
+        for t in self.tables() {
+            t.mark_clean();
+        }
+    }
+
+    /// Appends a delta of what changed since the last checkpoint took the
+    /// changes, and starts new change sets. Rows are copied a chunk at a
+    /// time under each table's read lock; a row changed after its table's
+    /// sets were taken may be copied in its newer version, which the redo
+    /// replay from the checkpoint's lsn makes exact anyway.
+    pub fn write_delta(&self, out: &mut Vec<u8>) -> DeltaStats {
+        let start = out.len();
+        let tables = self.tables();
+        let mut stats = DeltaStats {
+            tables: u32::try_from(tables.len()).expect("table ids are u32"),
+            ..DeltaStats::default()
+        };
+        out.extend_from_slice(DELTA_MAGIC);
+        out.extend_from_slice(&DELTA_VERSION.to_le_bytes());
+        out.extend_from_slice(&stats.tables.to_le_bytes());
+        for table in &tables {
+            out.extend_from_slice(&table.id().to_le_bytes());
+            record::put_str(table.name(), out);
+            let dirty = table.take_dirty();
+            out.push(u8::from(dirty == Dirty::All));
+            let count_at = out.len();
+            out.extend_from_slice(&0u64.to_le_bytes());
+            let mut n = 0u64;
+            let mut put = |id: i64, row: Option<&Row>| {
+                n += 1;
+                out.extend_from_slice(&id.to_le_bytes());
+                match row {
+                    Some(row) => {
+                        out.push(1);
+                        record::put_row(row, out);
+                        stats.rows += 1;
+                    }
+                    None => {
+                        out.push(0);
+                        stats.removed += 1;
+                    }
+                }
+            };
+            match dirty {
+                Dirty::All => {
+                    stats.whole_tables += 1;
+                    table.for_each_committed(|id, row| put(id, Some(row)));
+                }
+                Dirty::Rows(ids) => table.for_each_committed_of(&ids, COPY_CHUNK, put),
+            }
+            out[count_at..count_at + 8].copy_from_slice(&n.to_le_bytes());
+        }
+        let crc = crc32fast::hash(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+        stats
+    }
+
+    /// Applies a delta written by [`write_delta`](Self::write_delta) on top
+    /// of this catalog (an image, and the deltas before this one).
+    pub fn apply_delta(&self, delta: &[u8]) -> Result<DeltaStats, DataError> {
+        self.apply_parsed(parse(delta)?)
+    }
+
+    /// Applies a delta [`parse`]d before. An error here (a table the
+    /// checkpoint it applies to does not have) means the delta belongs to
+    /// another chain; the catalog may then be partly changed.
+    pub fn apply_parsed(&self, delta: ParsedDelta) -> Result<DeltaStats, DataError> {
+        let tables = delta.0;
+        let mut stats = DeltaStats {
+            tables: tables.len() as u32,
+            ..DeltaStats::default()
+        };
+        for t in tables {
+            let table = if t.whole {
+                stats.whole_tables += 1;
+                self.replace_table(t.id, &t.name)
+                    .map_err(|e| corrupt(format!("table section {:?}: {e}", t.name)))?
+            } else {
+                match self.table(t.id) {
+                    Some(table) if table.name() == t.name => table,
+                    Some(table) => {
+                        return Err(corrupt(format!(
+                            "table {} is {:?} in the delta but {:?} in the checkpoint \
+                             it applies to",
+                            t.id,
+                            t.name,
+                            table.name()
+                        )))
+                    }
+                    None => {
+                        return Err(corrupt(format!(
+                            "table {} ({:?}) changes rows but the checkpoint it applies \
+                             to has no such table",
+                            t.id, t.name
+                        )))
+                    }
+                }
+            };
+            let mut puts = Vec::new();
+            for (id, row) in t.entries {
+                match row {
+                    Some(row) => puts.push((id, row)),
+                    None => {
+                        stats.removed += 1;
+                        table.remove_committed(id);
+                    }
+                }
+            }
+            stats.rows += puts.len() as u64;
+            table.upsert_committed(puts);
+        }
+        Ok(stats)
+    }
+}
+
+fn corrupt(reason: String) -> DataError {
+    DataError::CorruptImage(reason)
+}
+
+/// A delta whose format and checksum were checked (see [`parse`]).
+pub struct ParsedDelta(Vec<TableDelta>);
+
+struct TableDelta {
+    id: u32,
+    name: String,
+    whole: bool,
+    entries: Vec<(i64, Option<Row>)>,
+}
+
+/// Checks a delta's format and checksum and decodes it, changing nothing:
+/// a damaged or truncated delta is [`DataError::CorruptImage`].
+pub fn parse(delta: &[u8]) -> Result<ParsedDelta, DataError> {
+    if delta.len() < DELTA_MIN_LEN {
+        return Err(corrupt(format!(
+            "delta is {} bytes, shorter than the {DELTA_MIN_LEN}-byte minimum",
+            delta.len()
+        )));
+    }
+    if &delta[..8] != DELTA_MAGIC {
+        return Err(corrupt("bad magic: not a checkpoint delta".into()));
+    }
+    let (body, trailer) = delta.split_at(delta.len() - 4);
+    let stored = u32::from_le_bytes(trailer.try_into().expect("4-byte trailer"));
+    let computed = crc32fast::hash(body);
+    if stored != computed {
+        return Err(corrupt(format!(
+            "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): \
+             the delta is damaged or truncated"
+        )));
+    }
+    let mut r = Reader::new(body);
+    r.bytes(DELTA_MAGIC.len(), "magic")?;
+    let version = r.u32("format version")?;
+    if version != DELTA_VERSION {
+        return Err(corrupt(format!(
+            "unsupported delta format version {version} (expected {DELTA_VERSION})"
+        )));
+    }
+    let n_tables = r.u32("table count")?;
+    let mut out = Vec::new();
+    let mut last_table = 0;
+    for _ in 0..n_tables {
+        let offset = r.offset();
+        let id = r.u32("table id")?;
+        if id <= last_table {
+            return Err(corrupt(format!(
+                "table ids out of order at byte {offset} ({id} after {last_table})"
+            )));
+        }
+        last_table = id;
+        let name = r.string("table name")?;
+        let whole = match r.u8("whole-table flag")? {
+            0 => false,
+            1 => true,
+            other => return Err(corrupt(format!("table {name:?}: whole-table flag {other}"))),
+        };
+        let n = r.u64("entry count")?;
+        let mut entries = Vec::with_capacity(n.min(r.remaining() as u64 / 9) as usize);
+        let mut last_id = None;
+        for _ in 0..n {
+            let offset = r.offset();
+            let row_id = r.i64("row id")?;
+            if last_id.is_some_and(|last| row_id <= last) {
+                return Err(corrupt(format!(
+                    "table {name:?}: row ids out of order at byte {offset}"
+                )));
+            }
+            last_id = Some(row_id);
+            let row = match r.u8("row presence")? {
+                0 if !whole => None,
+                1 => Some(r.row()?),
+                other => {
+                    return Err(corrupt(format!(
+                        "table {name:?}: row {row_id} has presence byte {other}"
+                    )))
+                }
+            };
+            entries.push((row_id, row));
+        }
+        out.push(TableDelta {
+            id,
+            name,
+            whole,
+            entries,
+        });
+    }
+    r.finish()
+        .map_err(|e| corrupt(format!("after the last table: {e}")))?;
+    Ok(ParsedDelta(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Create(u8),
+        Drop(u8),
+        /// Insert or update row `id` of table `t` through a transaction.
+        Commit {
+            t: u8,
+            id: i64,
+            k: i32,
+        },
+        /// A pending change that is rolled back (changes nothing).
+        Rollback {
+            t: u8,
+            id: i64,
+        },
+        Delete {
+            t: u8,
+            id: i64,
+        },
+        /// Bulk load (bypasses transactions, as `sysbench prepare` does).
+        Bulk {
+            t: u8,
+            id: i64,
+            k: i32,
+        },
+        Checkpoint {
+            base: bool,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            1 => (0..3u8).prop_map(Op::Create),
+            1 => (0..3u8).prop_map(Op::Drop),
+            8 => (0..3u8, 0..30i64, any::<i32>()).prop_map(|(t, id, k)| Op::Commit { t, id, k }),
+            2 => (0..3u8, 0..30i64).prop_map(|(t, id)| Op::Rollback { t, id }),
+            3 => (0..3u8, 0..30i64).prop_map(|(t, id)| Op::Delete { t, id }),
+            2 => (0..3u8, 0..30i64, any::<i32>()).prop_map(|(t, id, k)| Op::Bulk { t, id, k }),
+            3 => any::<bool>().prop_map(|base| Op::Checkpoint { base }),
+        ]
+    }
+
+    fn row(k: i32) -> Row {
+        Row {
+            k,
+            c: format!("c{k}"),
+            pad: "p".into(),
+        }
+    }
+
+    /// A table's id, name and committed rows.
+    type TableShape = (u32, String, Vec<(i64, Row)>);
+
+    /// Every table with its id and name, tombstones included.
+    fn shape(cat: &Catalog) -> Vec<TableShape> {
+        cat.tables()
+            .iter()
+            .map(|t| (t.id(), t.name().to_owned(), t.committed_rows()))
+            .collect()
+    }
+
+    /// A base image and its deltas, as the checkpoint files hold them.
+    struct Chain {
+        base: Vec<u8>,
+        deltas: Vec<Vec<u8>>,
+    }
+
+    impl Chain {
+        fn take(cat: &Catalog, base: bool, chain: &mut Option<Chain>) {
+            match chain {
+                Some(c) if !base => {
+                    let mut d = Vec::new();
+                    cat.write_delta(&mut d);
+                    c.deltas.push(d);
+                }
+                _ => {
+                    cat.take_all_dirty();
+                    let mut b = Vec::new();
+                    cat.write_image(&mut b);
+                    *chain = Some(Chain {
+                        base: b,
+                        deltas: Vec::new(),
+                    });
+                }
+            }
+        }
+
+        fn load(&self) -> Catalog {
+            let cat = Catalog::read_image(&self.base).unwrap();
+            cat.mark_clean();
+            for d in &self.deltas {
+                cat.apply_delta(d).unwrap();
+            }
+            cat
+        }
+    }
+
+    fn run(cat: &Catalog, ops: &[Op], chain: &mut Option<Chain>) {
+        let mut trx = 1;
+        for op in ops {
+            let table = |t: u8| cat.table_id(&format!("t{t}")).and_then(|id| cat.table(id));
+            match op.clone() {
+                Op::Create(t) => {
+                    let _ = cat.create_table(&format!("t{t}"));
+                }
+                Op::Drop(t) => {
+                    let _ = cat.drop_table(&format!("t{t}"));
+                }
+                Op::Commit { t, id, k } => {
+                    if let Some(tb) = table(t) {
+                        trx += 1;
+                        if tb.update_k(trx, id, k) == crate::data::table::WriteResult::NotFound {
+                            tb.insert(trx, id, row(k));
+                        }
+                        tb.commit_rows(trx, [id]);
+                    }
+                }
+                Op::Rollback { t, id } => {
+                    if let Some(tb) = table(t) {
+                        trx += 1;
+                        tb.update_k(trx, id, 1);
+                        tb.rollback_rows(trx, [id]);
+                    }
+                }
+                Op::Delete { t, id } => {
+                    if let Some(tb) = table(t) {
+                        trx += 1;
+                        tb.delete(trx, id);
+                        tb.commit_rows(trx, [id]);
+                    }
+                }
+                Op::Bulk { t, id, k } => {
+                    if let Some(tb) = table(t) {
+                        tb.upsert_committed([(id, row(k))]);
+                    }
+                }
+                Op::Checkpoint { base } => Chain::take(cat, base, chain),
+            }
+        }
+    }
+
+    proptest! {
+        /// Model-based: at every checkpoint, the base plus its deltas give
+        /// back exactly the tables (ids, names, tombstones, rows) the live
+        /// catalog had; also after a restart that continues the chain.
+        #[test]
+        fn base_plus_deltas_is_the_catalog(
+            before in prop::collection::vec(op(), 0..60),
+            after in prop::collection::vec(op(), 0..60),
+        ) {
+            let cat = Catalog::new();
+            let mut chain = None;
+            run(&cat, &before, &mut chain);
+            Chain::take(&cat, false, &mut chain);
+            let chain_now = chain.as_ref().unwrap();
+            let loaded = chain_now.load();
+            prop_assert_eq!(shape(&loaded), shape(&cat));
+            // A restart: the loaded catalog goes on, and its deltas extend
+            // the same chain.
+            run(&loaded, &after, &mut chain);
+            Chain::take(&loaded, false, &mut chain);
+            prop_assert_eq!(shape(&chain.as_ref().unwrap().load()), shape(&loaded));
+        }
+    }
+
+    #[test]
+    fn a_delta_holds_only_what_changed() {
+        let cat = Catalog::new();
+        let t = cat.create_table("t").unwrap();
+        cat.bulk_insert(t, (1..=1000).map(|id| (id, row(id as i32))))
+            .unwrap();
+        let mut first = Vec::new();
+        let s = cat.write_delta(&mut first);
+        assert_eq!(
+            (s.whole_tables, s.rows),
+            (1, 1000),
+            "a new table goes whole"
+        );
+        let tb = cat.table(t).unwrap();
+        tb.update_k(7, 5, 1);
+        tb.commit_rows(7, [5]);
+        tb.delete(8, 6);
+        tb.commit_rows(8, [6]);
+        tb.update_k(9, 7, 1);
+        tb.rollback_rows(9, [7]);
+        let mut second = Vec::new();
+        let s = cat.write_delta(&mut second);
+        assert_eq!((s.whole_tables, s.rows, s.removed), (0, 1, 1));
+        assert!(
+            second.len() * 100 < first.len(),
+            "{} vs {}",
+            second.len(),
+            first.len()
+        );
+        let mut third = Vec::new();
+        assert_eq!(cat.write_delta(&mut third).rows, 0, "nothing changed since");
+    }
+
+    #[test]
+    fn a_damaged_delta_is_refused_and_changes_nothing() {
+        let cat = Catalog::new();
+        let t = cat.create_table("t").unwrap();
+        cat.bulk_insert(t, [(1, row(1))]).unwrap();
+        let mut img = Vec::new();
+        cat.take_all_dirty();
+        cat.write_image(&mut img);
+        cat.bulk_insert(t, [(2, row(2))]).unwrap();
+        let mut d = Vec::new();
+        cat.write_delta(&mut d);
+        let base = Catalog::read_image(&img).unwrap();
+        let before = base.dump();
+        for cut in [0, 10, d.len() - 1] {
+            let e = base.apply_delta(&d[..cut]).unwrap_err();
+            assert!(matches!(e, DataError::CorruptImage(_)), "{e}");
+        }
+        let mut flipped = d.clone();
+        flipped[20] ^= 1;
+        let e = base.apply_delta(&flipped).unwrap_err().to_string();
+        assert!(e.contains("checksum mismatch"), "{e}");
+        assert_eq!(base.dump(), before);
+        base.apply_delta(&d).unwrap();
+        assert_eq!(base.dump(), cat.dump());
+    }
+
+    #[test]
+    fn a_delta_of_another_chain_is_refused() {
+        let cat = Catalog::new();
+        cat.create_table("a").unwrap();
+        let mut d = Vec::new();
+        cat.write_delta(&mut d);
+        cat.bulk_insert(1, [(1, row(1))]).unwrap();
+        let mut rows = Vec::new();
+        cat.write_delta(&mut rows);
+        // Applied to a catalog without table 1, the row delta is refused.
+        let e = Catalog::new().apply_delta(&rows).unwrap_err().to_string();
+        assert!(e.contains("has no such table"), "{e}");
+    }
+}
