@@ -2,7 +2,7 @@
 //! to (advisor/bench/README.md).
 //!
 //! ```sh
-//! cargo run --release -p redoctor-advisor --example advice_eval -- score DATA.jsonl [--trials TRIALS.jsonl]
+//! cargo run --release -p redoctor-advisor --example advice_eval -- score DATA.jsonl[,LATER.jsonl] [--trials TRIALS.jsonl]
 //! cargo run --release -p redoctor-advisor --example advice_eval -- folds DATA.jsonl OUTDIR
 //! ```
 //! `DATA.jsonl` comes from `advisor/bench/eval/measure.py`: per scenario,
@@ -300,6 +300,22 @@ fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
 
 fn f(x: Option<f64>) -> String {
     x.map_or("n/a".into(), |x| format!("{:.0}%", x * 100.0))
+}
+
+/// `DATA` may name several files, comma-separated: a scenario in a later
+/// file replaces the one with the same key in an earlier file (a family
+/// measured again on another day), in the earlier file's order.
+fn load_all(spec: &str) -> Vec<Record> {
+    let mut records: Vec<Record> = Vec::new();
+    for path in spec.split(',') {
+        for r in load(Path::new(path)) {
+            match records.iter_mut().find(|x| x.key == r.key) {
+                Some(old) => *old = r,
+                None => records.push(r),
+            }
+        }
+    }
+    records
 }
 
 fn load(path: &Path) -> Vec<Record> {
@@ -740,21 +756,17 @@ fn main() {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["score", data] => score(&load(Path::new(data)), None, None),
-        ["score", data, "--trials", t] => score(&load(Path::new(data)), Some(Path::new(t)), None),
-        ["score", data, "--trials", t, "--svg", f] => score(
-            &load(Path::new(data)),
-            Some(Path::new(t)),
-            Some(Path::new(f)),
-        ),
-        ["score", data, "--svg", f] => score(&load(Path::new(data)), None, Some(Path::new(f))),
-        ["score", data, "--calibration", c] => {
-            score_calibration(&load(Path::new(data)), Path::new(c))
+        ["score", data] => score(&load_all(data), None, None),
+        ["score", data, "--trials", t] => score(&load_all(data), Some(Path::new(t)), None),
+        ["score", data, "--trials", t, "--svg", f] => {
+            score(&load_all(data), Some(Path::new(t)), Some(Path::new(f)))
         }
-        ["folds", data, dir] => folds(&load(Path::new(data)), Path::new(dir)),
-        ["residuals", data] => residuals(&load(Path::new(data))),
+        ["score", data, "--svg", f] => score(&load_all(data), None, Some(Path::new(f))),
+        ["score", data, "--calibration", c] => score_calibration(&load_all(data), Path::new(c)),
+        ["folds", data, dir] => folds(&load_all(data), Path::new(dir)),
+        ["residuals", data] => residuals(&load_all(data)),
         _ => {
-            eprintln!("usage: advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl");
+            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl");
             std::process::exit(2);
         }
     }
