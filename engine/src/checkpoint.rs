@@ -108,6 +108,18 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// The chain a base starts: no deltas yet.
+    fn on_base(lsn: Lsn, crc: u32, bytes: u64) -> Chain {
+        Chain {
+            base_lsn: lsn,
+            base_crc: crc,
+            base_bytes: bytes,
+            deltas: 0,
+            delta_bytes: 0,
+            lsn,
+        }
+    }
+
     /// Whether the next checkpoint should be a new base: once the deltas
     /// add up to the base's size, recovery reads as much of them as of the
     /// base, and a new base keeps the cost of a change O(1) amortised.
@@ -152,14 +164,7 @@ pub fn write(
         }
         vfs.sync_dir().map_err(err("fsync of the directory", dir))?;
     }
-    Ok(Chain {
-        base_lsn: lsn,
-        base_crc: crc,
-        base_bytes: buf.len() as u64,
-        deltas: 0,
-        delta_bytes: 0,
-        lsn,
-    })
+    Ok(Chain::on_base(lsn, crc, buf.len() as u64))
 }
 
 /// Writes and publishes the next delta of `chain` durably and advances the
@@ -247,14 +252,7 @@ fn read_one(vfs: &dyn Vfs, name: &str) -> Result<Image, String> {
         lsn,
         max_trx_id,
         catalog,
-        chain: Chain {
-            base_lsn: lsn,
-            base_crc: crc,
-            base_bytes: buf.len() as u64,
-            deltas: 0,
-            delta_bytes: 0,
-            lsn,
-        },
+        chain: Chain::on_base(lsn, crc, buf.len() as u64),
         stale: Vec::new(),
     })
 }

@@ -49,6 +49,49 @@ const IMAGE_VERSION: u32 = 1;
 /// magic + version + table count + crc.
 const IMAGE_MIN_LEN: usize = 8 + 4 + 4 + 4;
 
+/// A checkpoint image or delta that failed validation, and why.
+pub(super) fn corrupt(reason: String) -> DataError {
+    DataError::CorruptImage(reason)
+}
+
+/// Checks a checkpoint image's or delta's length, magic and crc32 trailer
+/// and its format version (`what` names it in errors); returns a reader
+/// positioned after the version.
+pub(super) fn checked_body<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    version: u32,
+    what: &str,
+) -> Result<Reader<'a>, DataError> {
+    if bytes.len() < IMAGE_MIN_LEN {
+        return Err(corrupt(format!(
+            "{what} is {} bytes, shorter than the {IMAGE_MIN_LEN}-byte minimum",
+            bytes.len()
+        )));
+    }
+    if &bytes[..8] != magic {
+        return Err(corrupt(format!("bad magic: not a checkpoint {what}")));
+    }
+    let (body, trailer) = bytes.split_at(bytes.len() - 4);
+    let stored = u32::from_le_bytes(trailer.try_into().expect("4-byte trailer"));
+    let computed = crc32fast::hash(body);
+    if stored != computed {
+        return Err(corrupt(format!(
+            "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): \
+             the {what} is damaged or truncated"
+        )));
+    }
+    let mut r = Reader::new(body);
+    r.bytes(magic.len(), "magic")?;
+    let found = r.u32("format version")?;
+    if found != version {
+        return Err(corrupt(format!(
+            "unsupported format version {found} (expected {version})"
+        )));
+    }
+    Ok(r)
+}
+
 /// Errors of the catalog and of checkpoint images.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DataError {
@@ -356,34 +399,7 @@ impl Catalog {
     /// [`write_image`](Self::write_image). Any corruption or truncation is
     /// reported as [`DataError::CorruptImage`] with the reason.
     pub fn read_image(image: &[u8]) -> Result<Catalog, DataError> {
-        let corrupt = |reason: String| DataError::CorruptImage(reason);
-        if image.len() < IMAGE_MIN_LEN {
-            return Err(corrupt(format!(
-                "image is {} bytes, shorter than the {IMAGE_MIN_LEN}-byte minimum",
-                image.len()
-            )));
-        }
-        if &image[..8] != IMAGE_MAGIC {
-            return Err(corrupt("bad magic: not a checkpoint image".into()));
-        }
-        let (body, trailer) = image.split_at(image.len() - 4);
-        let stored = u32::from_le_bytes(trailer.try_into().expect("4-byte trailer"));
-        let computed = crc32fast::hash(body);
-        if stored != computed {
-            return Err(corrupt(format!(
-                "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): \
-                 the image is damaged or truncated"
-            )));
-        }
-
-        let mut r = Reader::new(body);
-        r.bytes(IMAGE_MAGIC.len(), "magic")?;
-        let version = r.u32("format version")?;
-        if version != IMAGE_VERSION {
-            return Err(corrupt(format!(
-                "unsupported format version {version} (expected {IMAGE_VERSION})"
-            )));
-        }
+        let mut r = checked_body(image, IMAGE_MAGIC, IMAGE_VERSION, "image")?;
         let catalog = Catalog::new();
         let n_tables = r.u32("table count")?;
         let mut last_table = 0;

@@ -17,14 +17,12 @@
 //! entry is a row's committed version (`present = 1`) or its removal.
 //! Integers are little-endian; the CRC-32 trailer covers every byte before it.
 
-use crate::data::catalog::{Catalog, DataError};
-use crate::data::record::{self, Reader};
+use crate::data::catalog::{checked_body, corrupt, Catalog, DataError};
+use crate::data::record;
 use crate::data::table::{Dirty, Row};
 
 const DELTA_MAGIC: &[u8; 8] = b"RDXDELTA";
 const DELTA_VERSION: u32 = 1;
-/// magic + version + table count + crc.
-const DELTA_MIN_LEN: usize = 8 + 4 + 4 + 4;
 /// Changed rows copied per hold of a table's read lock.
 const COPY_CHUNK: usize = 8192;
 
@@ -167,10 +165,6 @@ impl Catalog {
     }
 }
 
-fn corrupt(reason: String) -> DataError {
-    DataError::CorruptImage(reason)
-}
-
 /// A delta whose format and checksum were checked (see [`parse`]).
 pub struct ParsedDelta(Vec<TableDelta>);
 
@@ -184,32 +178,7 @@ struct TableDelta {
 /// Checks a delta's format and checksum and decodes it, changing nothing:
 /// a damaged or truncated delta is [`DataError::CorruptImage`].
 pub fn parse(delta: &[u8]) -> Result<ParsedDelta, DataError> {
-    if delta.len() < DELTA_MIN_LEN {
-        return Err(corrupt(format!(
-            "delta is {} bytes, shorter than the {DELTA_MIN_LEN}-byte minimum",
-            delta.len()
-        )));
-    }
-    if &delta[..8] != DELTA_MAGIC {
-        return Err(corrupt("bad magic: not a checkpoint delta".into()));
-    }
-    let (body, trailer) = delta.split_at(delta.len() - 4);
-    let stored = u32::from_le_bytes(trailer.try_into().expect("4-byte trailer"));
-    let computed = crc32fast::hash(body);
-    if stored != computed {
-        return Err(corrupt(format!(
-            "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): \
-             the delta is damaged or truncated"
-        )));
-    }
-    let mut r = Reader::new(body);
-    r.bytes(DELTA_MAGIC.len(), "magic")?;
-    let version = r.u32("format version")?;
-    if version != DELTA_VERSION {
-        return Err(corrupt(format!(
-            "unsupported delta format version {version} (expected {DELTA_VERSION})"
-        )));
-    }
+    let mut r = checked_body(delta, DELTA_MAGIC, DELTA_VERSION, "delta")?;
     let n_tables = r.u32("table count")?;
     let mut out = Vec::new();
     let mut last_table = 0;
