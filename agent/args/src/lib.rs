@@ -4,7 +4,7 @@
 //! same everywhere.
 //!
 //! - durations: a number with a unit `ms`, `s`, `m` or `h`, or bare seconds;
-//!   fractions allowed (`500ms`, `2.5s`, `2.5`, `1m`);
+//!   fractions allowed (`50us`, `500ms`, `2.5s`, `2.5`, `1m`);
 //! - sizes in MiB: fractions allowed (`16`, `0.5`);
 //! - on/off values: `on`/`off` (also `true`/`false`, `1`/`0`);
 //! - settings: `NAME=VALUE`.
@@ -22,13 +22,18 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("`{s}` is not a duration: use e.g. 500ms, 1s, 2.5s, 1m"))?;
+        .map_err(|_| format!("`{s}` is not a duration: use e.g. 50us, 500ms, 1s, 2.5s, 1m"))?;
     let secs = match unit {
+        "us" => v / 1e6,
         "ms" => v / 1000.0,
         "s" => v,
         "m" => v * 60.0,
         "h" => v * 3600.0,
-        _ => return Err(format!("unknown unit `{unit}` in `{s}`: use ms, s, m or h")),
+        _ => {
+            return Err(format!(
+                "unknown unit `{unit}` in `{s}`: use us, ms, s, m or h"
+            ))
+        }
     };
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("`{s}`: a duration must be finite and not negative"));
@@ -120,6 +125,7 @@ mod tests {
         assert_eq!(duration("1s").unwrap(), Duration::from_secs(1));
         assert_eq!(duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(duration("50us").unwrap(), Duration::from_micros(50));
         assert_eq!(duration("2.5s").unwrap(), Duration::from_millis(2500));
         assert_eq!(duration("2.5").unwrap(), Duration::from_millis(2500));
         assert_eq!(duration(" 2 ").unwrap(), Duration::from_secs(2));

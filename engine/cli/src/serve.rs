@@ -46,6 +46,11 @@ pub struct ServeArgs {
     /// connect_timeout: how long a client has to log in after connecting (`10`, `10s`; at least 1 s).
     #[arg(long, default_value = "10", value_parser = redoctor_args::duration)]
     pub connect_timeout: Duration,
+    /// How long a connection thread polls for the client's next request
+    /// before it sleeps, while the CPUs have idle time (`50us`, `0` = never;
+    /// `redoctor_net_spin_us`).
+    #[arg(long, default_value = "50us", value_parser = redoctor_args::duration)]
+    pub net_spin: Duration,
 }
 
 /// Opens the engine, serves until SIGTERM/SIGINT, shuts down gracefully.
@@ -95,6 +100,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     cfg.max_packet = a.max_packet;
     cfg.shutdown_grace = a.shutdown_grace;
     cfg.connect_timeout = a.connect_timeout.max(Duration::from_secs(1));
+    cfg.net_spin = a.net_spin;
     let server = Server::start(engine, cfg).context("starting the server")?;
     match server.tcp_port() {
         Some(p) => eprintln!(

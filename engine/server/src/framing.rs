@@ -21,6 +21,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::net_spin::Spinner;
+
 /// Commands msql-srv 0.11 handles.
 const KNOWN_COMMANDS: &[u8] = &[
     0x01, // COM_QUIT
@@ -61,6 +63,8 @@ pub struct Guard<S> {
     /// per reply, so without this buffer a 100-row result is ~100 send()
     /// syscalls. Sent on flush, or once it holds `SEND_AT` bytes.
     out: Vec<u8>,
+    /// Polls the socket before blocking on it ([`crate::net_spin`]).
+    spin: Option<Spinner>,
 }
 
 /// Send buffered output once it reaches this size, even before the flush.
@@ -77,7 +81,14 @@ impl<S> Guard<S> {
             ready_at: 0,
             types: HashMap::new(),
             out: Vec::new(),
+            spin: None,
         }
+    }
+
+    /// Polls the socket before blocking on it, as `spin` allows.
+    pub fn with_spin(mut self, spin: Spinner) -> Guard<S> {
+        self.spin = Some(spin);
+        self
     }
 
     /// Moves every whole packet from `raw` to `ready`, checked and patched.
@@ -185,7 +196,14 @@ impl<S: Read> Read for Guard<S> {
             self.ready.clear();
             self.ready_at = 0;
             let mut chunk = [0u8; 16 * 1024];
-            let n = self.inner.read(&mut chunk)?;
+            let polled = match &self.spin {
+                Some(sp) => sp.poll(&mut chunk)?,
+                None => None,
+            };
+            let n = match polled {
+                Some(n) => n,
+                None => self.inner.read(&mut chunk)?,
+            };
             if n == 0 {
                 if self.raw.is_empty() {
                     return Ok(0);
@@ -306,6 +324,62 @@ mod tests {
         fixed.extend_from_slice(&[6, 0, 0, 0, 1, b'y']);
         want.extend(packet(0, &fixed));
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn a_polling_guard_reads_what_a_blocking_one_reads() {
+        use crate::net_spin::{CpuTimes, IdleGate, NetSpin};
+        use std::os::fd::AsRawFd;
+        use std::os::unix::net::UnixStream;
+        use std::time::{Duration, Instant};
+
+        // Two CPUs, always idle, no pressure: one poller allowed.
+        let start = Instant::now();
+        let gate = IdleGate::new(
+            2,
+            Box::new(move || {
+                Some(CpuTimes {
+                    idle_ns: 2 * start.elapsed().as_nanos() as u64,
+                    pressure_ns: 0,
+                })
+            }),
+            Duration::ZERO,
+        );
+        gate.allowed(0);
+        std::thread::sleep(Duration::from_millis(1));
+        assert_eq!(gate.allowed(0), 1);
+        let policy = Arc::new(NetSpin::new(Duration::from_secs(30), gate));
+
+        let (mut client, server) = UnixStream::pair().unwrap();
+        let fd = server.as_raw_fd();
+        let mut g = Guard::new(server, 1024, StmtParams::default()).with_spin(Spinner {
+            fd,
+            policy: policy.clone(),
+        });
+        let mut input = packet(0, b"\x03SELECT 1");
+        input.extend(packet(0, b"\x03select 2"));
+        input.extend(packet(0, b"\x0e"));
+        let sent = input.clone();
+        let writer = std::thread::spawn(move || {
+            // In pieces, with pauses: some reads find nothing yet.
+            for part in sent.chunks(5) {
+                client.write_all(part).unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        let mut out = vec![0u8; 64];
+        let mut got = Vec::new();
+        while got.len() < input.len() {
+            let n = g.read(&mut out).unwrap();
+            got.extend_from_slice(&out[..n]);
+        }
+        writer.join().unwrap();
+        let mut want = packet(0, b"\x03sELECT 1");
+        want.extend(packet(0, b"\x03Select 2"));
+        want.extend(packet(0, b"\x0e"));
+        assert_eq!(got, want);
+        assert!(policy.hits.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        assert_eq!(g.read(&mut out).unwrap(), 0, "the writer hung up");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! - Protocol: `msql_srv` (blocking I/O); one OS thread per connection, named
 //!   `conn/N`, so connection threads are the engine's user threads, as in
-//!   MySQL's default thread handling. [`framing`] guards the read side.
+//!   MySQL's default thread handling. [`framing`] guards the read side;
+//!   [`net_spin`] polls for the next request while the CPUs have room.
 //!   [`ServerConfig::thread_prefix`] renames them: `redoctor-engine run
 //!   --admin-socket` serves on `admin/N` threads, which the probes' profile
 //!   does not count as user threads.
@@ -28,6 +29,7 @@ pub mod exec;
 mod fast_insert;
 pub mod framing;
 mod listener;
+pub mod net_spin;
 pub mod peer;
 pub mod session;
 pub mod sql;
@@ -65,7 +67,15 @@ pub struct ServerConfig {
     /// What the server's messages on stderr start with
     /// (default `redoctor-engine serve`).
     pub log_prefix: String,
+    /// How long a connection thread polls its socket for the next request
+    /// before it blocks, while the CPUs have idle time ([`net_spin`]);
+    /// zero: never.
+    pub net_spin: Duration,
 }
+
+/// [`ServerConfig::net_spin`]'s default: longer than a local client takes
+/// between a reply and its next request (~30 µs for sysbench's point select).
+pub const DEFAULT_NET_SPIN: Duration = Duration::from_micros(50);
 
 impl ServerConfig {
     pub fn new(socket: impl Into<PathBuf>) -> ServerConfig {
@@ -77,6 +87,7 @@ impl ServerConfig {
             connect_timeout: Duration::from_secs(10),
             thread_prefix: "conn".into(),
             log_prefix: "redoctor-engine serve".into(),
+            net_spin: DEFAULT_NET_SPIN,
         }
     }
 }
@@ -117,6 +128,8 @@ pub struct Shared {
     /// [`ServerConfig::thread_prefix`] and [`ServerConfig::log_prefix`].
     pub thread_prefix: String,
     pub log_prefix: String,
+    /// Polling for the next request, and its counters.
+    pub net_spin: Arc<net_spin::NetSpin>,
 }
 
 /// What the listener knows about one connection.

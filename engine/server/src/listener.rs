@@ -16,6 +16,7 @@ use msql_srv::MysqlIntermediary;
 use parking_lot::Mutex;
 
 use super::framing::{Guard, StmtParams};
+use super::net_spin::{IdleGate, NetSpin, Spinner};
 use super::session::Session;
 use super::{peer, ConnState, ServerConfig, ServerError, Shared};
 use redoctor_engine::Engine;
@@ -130,6 +131,7 @@ impl Server {
             started: Instant::now(),
             thread_prefix: cfg.thread_prefix.clone(),
             log_prefix: cfg.log_prefix.clone(),
+            net_spin: Arc::new(NetSpin::new(cfg.net_spin, IdleGate::host())),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let conns: Conns = Arc::default();
@@ -287,7 +289,7 @@ fn accept_loop(
     }
 }
 
-trait Stream: io::Read + io::Write + Send + Sized + 'static {
+trait Stream: io::Read + io::Write + AsRawFd + Send + Sized + 'static {
     fn set_blocking(&self) -> io::Result<()>;
     fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
     fn try_clone(&self) -> io::Result<Self>;
@@ -352,7 +354,12 @@ fn spawn_conn<S: Stream>(
                 });
                 let params = StmtParams::default();
                 let session = Session::new(sh.clone(), st, peer, params.clone(), on_login);
-                MysqlIntermediary::run_on(session, Guard::new(stream, max, params))
+                let fd = stream.as_raw_fd();
+                let guard = Guard::new(stream, max, params).with_spin(Spinner {
+                    fd,
+                    policy: sh.net_spin.clone(),
+                });
+                MysqlIntermediary::run_on(session, guard)
             }));
             match r {
                 Ok(Ok(())) => {}

@@ -330,6 +330,10 @@ impl Session {
             ("wait_timeout", "28800".into()),
             ("interactive_timeout", "28800".into()),
             ("net_write_timeout", "60".into()),
+            (
+                "redoctor_net_spin_us",
+                self.shared.net_spin.spin().as_micros().to_string(),
+            ),
         ]
         .into_iter()
         .map(|(n, v)| (n.to_string(), v))
@@ -347,6 +351,18 @@ impl Session {
             ("Connections".into(), s.connections.load(Ordering::Relaxed)),
             ("Questions".into(), s.questions.load(Ordering::Relaxed)),
             ("Uptime".into(), s.started.elapsed().as_secs()),
+            (
+                "Redoctor_net_polls_hit".into(),
+                s.net_spin.hits.load(Ordering::Relaxed),
+            ),
+            (
+                "Redoctor_net_polls_timed_out".into(),
+                s.net_spin.timeouts.load(Ordering::Relaxed),
+            ),
+            (
+                "Redoctor_net_poll_us".into(),
+                s.net_spin.spun_ns.load(Ordering::Relaxed) / 1000,
+            ),
         ]);
         v.sort();
         v

@@ -319,6 +319,50 @@ fn admin_set_global_show_and_select_variables() {
     assert!(all.iter().any(|(n, _)| n == "Threads_connected"));
 }
 
+/// `Redoctor_net_*` counters, by name.
+fn net_polls(c: &mut mysql::Conn) -> std::collections::HashMap<String, u64> {
+    let rows: Vec<(String, String)> = c.query("SHOW GLOBAL STATUS LIKE 'Redoctor_net%'").unwrap();
+    rows.into_iter()
+        .map(|(n, v)| (n, v.parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn polling_for_the_next_request_is_shown_and_can_be_switched_off() {
+    let t = TestServer::start_with(|cfg| cfg.net_spin = std::time::Duration::from_micros(7000));
+    let mut c = t.conn();
+    let v: String = c
+        .query_first("SELECT @@redoctor_net_spin_us")
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, "7000");
+    let polls = net_polls(&mut c);
+    let mut names: Vec<&str> = polls.keys().map(|s| s.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "Redoctor_net_poll_us",
+            "Redoctor_net_polls_hit",
+            "Redoctor_net_polls_timed_out"
+        ]
+    );
+
+    // Off: queries are answered and nothing ever polls.
+    let t = TestServer::start_with(|cfg| cfg.net_spin = std::time::Duration::ZERO);
+    let mut c = t.conn();
+    for i in 0..200 {
+        let one: i64 = c.query_first(format!("SELECT {i}")).unwrap().unwrap();
+        assert_eq!(one, i);
+    }
+    assert!(net_polls(&mut c).values().all(|&v| v == 0));
+    let v: String = c
+        .query_first("SELECT @@redoctor_net_spin_us")
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, "0");
+}
+
 #[test]
 fn each_connection_runs_on_its_own_named_thread() {
     let t = TestServer::start();
