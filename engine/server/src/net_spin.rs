@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use redoctor_workload::procstat;
 
 /// How often the gate re-reads the CPUs' idle time and pressure.
 pub const SAMPLE_PERIOD: Duration = Duration::from_millis(250);
@@ -155,13 +156,17 @@ impl IdleGate {
     /// The CPUs this process may run on: their idle time from
     /// `/proc/stat`, the host's CPU pressure from `/proc/pressure/cpu`.
     pub fn host() -> IdleGate {
-        let set = affinity();
+        let set = procstat::allowed_cpus().unwrap_or_else(|_| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (0..n).collect()
+        });
         let cpus = set.len() as u32;
-        let tick_ns = 1_000_000_000 / clock_ticks_per_sec();
+        let tick_ns = 1_000_000_000 / procstat::clock_ticks_per_sec();
         IdleGate::new(
             cpus,
             Box::new(move || {
-                let idle = proc_stat_idle_ticks(&set)? * tick_ns;
+                let stat = std::fs::read_to_string("/proc/stat").ok()?;
+                let idle = idle_ticks(&stat, &set)? * tick_ns;
                 let pressure = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
                 Some(CpuTimes {
                     idle_ns: idle,
@@ -225,31 +230,6 @@ pub fn pollers_for(idle_cpus: f64, cpus: u32) -> u32 {
     whole.min(cpus.saturating_sub(1))
 }
 
-fn clock_ticks_per_sec() -> u64 {
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as u64
-    } else {
-        100
-    }
-}
-
-/// The CPUs in this process's affinity mask.
-fn affinity() -> Vec<usize> {
-    // SAFETY: sched_getaffinity fills the set we pass; CPU_ISSET reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            return (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect();
-        }
-    }
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (0..n).collect()
-}
-
 /// The "some" line's `total=` (µs) of a `/proc/pressure/cpu` text.
 pub fn some_pressure_us(text: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("some "))?;
@@ -257,12 +237,6 @@ pub fn some_pressure_us(text: &str) -> Option<u64> {
         .find_map(|f| f.strip_prefix("total="))?
         .parse()
         .ok()
-}
-
-/// Idle + iowait ticks of `cpus` from `/proc/stat`.
-fn proc_stat_idle_ticks(cpus: &[usize]) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    idle_ticks(&text, cpus)
 }
 
 /// Idle + iowait ticks of the `cpuN` lines of `stat` whose N is in `cpus`
