@@ -483,9 +483,16 @@ fn a_bad_candidate_is_rolled_back_within_one_window() {
         .as_str()
         .unwrap()
         .contains("from the config"));
-    let j: Value =
+    // The audit line is written before the journal closes the trial: wait
+    // for the journal to be saved, then check what it holds.
+    let journal = || -> Value {
         serde_json::from_str(&std::fs::read_to_string(state.join("targets/engine.json")).unwrap())
-            .unwrap();
+            .unwrap()
+    };
+    wait("the journal to close the trial", 10, || {
+        journal()["open_trial"].is_null()
+    });
+    let j = journal();
     assert!(
         j["open_trial"].is_null() && j["changes"].as_array().unwrap().is_empty(),
         "{j}"
