@@ -189,7 +189,8 @@ impl Engine {
     /// The `log_checkpoint` thread: checkpoints when the log fills, and (RT0
     /// with flush_at_commit 0/2) writes and flushes the log once a second.
     /// Every pass (at most 100 ms apart) it publishes the cumulative commit
-    /// and redo-byte counters through the `redoctor_counters_tick` probe point
+    /// and redo-byte counters through the `redoctor_counters_tick` probe point,
+    /// the process's idle-poll time through `redoctor_idle_poll`,
     /// and the table of named locks through `redoctor_named_locks`.
     fn start_background(self: &Arc<Self>) {
         let stop = Arc::new(AtomicBool::new(false));
@@ -213,6 +214,7 @@ impl Engine {
                         engine.counters.commits.load(Ordering::Relaxed),
                         engine.counters.redo_bytes.load(Ordering::Relaxed),
                     );
+                    crate::probe_points::redoctor_idle_poll(crate::idle_poll::total_ns());
                     crate::named_locks::publish();
                     if wanted {
                         if let Err(e) = engine.checkpoint() {

@@ -22,6 +22,7 @@ mod debug_hooks;
 mod engine;
 mod error;
 pub mod failpoints;
+pub mod idle_poll;
 mod named_locks;
 mod probe_points;
 mod recovery;

@@ -95,6 +95,16 @@ pub extern "C" fn redoctor_counters_tick(commits: u64, redo_bytes: u64) {
     black_box((0x0au8, commits, redo_bytes));
 }
 
+/// Periodic tick (thread `log_checkpoint`, right after
+/// `redoctor_counters_tick`): `total_ns`, the time this process's threads
+/// have spent polling for work instead of sleeping (`crate::idle_poll`), so
+/// probes can take it out of the on-CPU time.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_idle_poll(total_ns: u64) {
+    black_box((0x0cu8, total_ns));
+}
+
 /// The table of named locks (thread `log_checkpoint`, with
 /// `redoctor_counters_tick`): `count` entries of
 /// `{start: u64, len: u64, name: [u8; 32]}` (NUL-padded UTF-8) at `table`,

@@ -124,6 +124,7 @@ pub const PROBE_POINTS: &[(&str, &str)] = &[
     ("checkpoint", "redoctor_checkpoint"),
     ("fail_stop", "redoctor_fail_stop"),
     ("counters_tick", "redoctor_counters_tick"),
+    ("idle_poll", "redoctor_idle_poll"),
     ("named_locks", "redoctor_named_locks"),
 ];
 

@@ -303,7 +303,8 @@ pub mod point {
     pub const WAL_INSERT: usize = 11;
     pub const WAL_SWITCH: usize = 12;
     pub const WAL_BUFFER_FULL: usize = 13;
-    pub const COUNT: usize = 14;
+    pub const IDLE_POLL: usize = 14;
+    pub const COUNT: usize = 15;
 }
 
 /// How [`MapsReading::read_as`] reads the maps.

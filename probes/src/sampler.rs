@@ -429,6 +429,8 @@ impl Sampler {
             .get(&FileKind::Redo)
             .map_or(0, |f: &FileIo| f.fsync_calls);
         let engine = self.engine_events(cur, secs, redo_fsync_calls);
+        let mut cpu = cpu;
+        take_out_idle_polling(&mut cpu, &mut roles, engine.idle_poll_ns, window_ns);
         wakeups.commit_path_per_commit = engine
             .commits
             .filter(|c| *c > 0)
@@ -545,11 +547,7 @@ impl Sampler {
             threads.push(t);
         }
         threads.sort_by_key(|t| std::cmp::Reverse(t.oncpu_ns));
-        cpu.cpus_busy = cpu.oncpu_ns as f64 / window_ns as f64;
-        cpu.avg_runnable_threads = (cpu.oncpu_ns + cpu.runq_wait_ns) as f64 / window_ns as f64;
-        if cpu.affinity_cpus > 0 {
-            cpu.saturation = cpu.avg_runnable_threads / cpu.affinity_cpus as f64;
-        }
+        cpu.derive(window_ns);
         let mut hist = [0u64; HIST_BUCKETS];
         for (i, h) in hist.iter_mut().enumerate() {
             *h = cur.runq_hist[i].saturating_sub(prev.runq_hist[i]);
@@ -760,6 +758,7 @@ impl Sampler {
             )
         };
         let tick = cur.points[point::COUNTERS_TICK];
+        let prev_tick = prev.points[point::COUNTERS_TICK];
         let usdt = |event: UsdtEvent, slot: usize| {
             self.probes
                 .usdt_counts(event)
@@ -776,13 +775,23 @@ impl Sampler {
         } else if tick.hits == 0 {
             None
         } else {
-            let base = if prev.points[point::COUNTERS_TICK].hits > 0 {
-                prev.points[point::COUNTERS_TICK].last
+            let base = if prev_tick.hits > 0 {
+                prev_tick.last
             } else {
                 tick.sum // first value ever seen
             };
             Some(tick.last.saturating_sub(base))
         };
+        let poll = cur.points[point::IDLE_POLL];
+        let prev_poll = prev.points[point::IDLE_POLL];
+        let idle_poll_ns = (poll.hits > 0 && !commit_point).then(|| {
+            let base = if prev_poll.hits > 0 {
+                prev_poll.last
+            } else {
+                poll.sum // first value ever seen
+            };
+            poll.last.saturating_sub(base)
+        });
         let batch = self
             .probes
             .attached_probe_points()
@@ -841,6 +850,106 @@ impl Sampler {
             }),
             checkpoints,
             fail_stop_errno: (fail_stops > 0).then_some(cur.points[point::FAIL_STOP].last as i32),
+            idle_poll_ns,
         }
+    }
+}
+
+/// Takes the time the target's threads polled for work (`idle_poll_ns`,
+/// from the engine's tick) out of the user role's on-CPU time and the
+/// target's, at most what the role ran: a polling connection thread is on a
+/// CPU, but the CPUs are idle for the work. A value no process could have
+/// polled in the window (more than every allowed CPU for all of it: an
+/// engine whose tick carries no such counter) is ignored.
+fn take_out_idle_polling(
+    cpu: &mut Cpu,
+    roles: &mut BTreeMap<Role, RoleSignals>,
+    idle_poll_ns: Option<u64>,
+    window_ns: u64,
+) {
+    let Some(polled) = idle_poll_ns else { return };
+    let most = window_ns.saturating_mul(u64::from(cpu.affinity_cpus.max(1)));
+    if polled == 0 || polled > most {
+        return;
+    }
+    let Some(user) = roles.get_mut(&Role::User) else {
+        return;
+    };
+    let taken = polled.min(user.oncpu_ns).min(cpu.oncpu_ns);
+    user.oncpu_ns -= taken;
+    cpu.oncpu_ns -= taken;
+    cpu.idle_poll_ns = taken;
+    cpu.derive(window_ns);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observed(user_ns: u64, other_ns: u64, cpus: u32) -> (Cpu, BTreeMap<Role, RoleSignals>) {
+        let mut roles = BTreeMap::new();
+        roles.insert(
+            Role::User,
+            RoleSignals {
+                oncpu_ns: user_ns,
+                ..RoleSignals::default()
+            },
+        );
+        roles.insert(
+            Role::LogWriter,
+            RoleSignals {
+                oncpu_ns: other_ns,
+                ..RoleSignals::default()
+            },
+        );
+        let mut cpu = Cpu {
+            oncpu_ns: user_ns + other_ns,
+            runq_wait_ns: 100_000_000,
+            affinity_cpus: cpus,
+            ..Cpu::default()
+        };
+        cpu.derive(1_000_000_000);
+        (cpu, roles)
+    }
+
+    #[test]
+    fn idle_polling_leaves_the_user_role_and_the_saturation() {
+        let (mut cpu, mut roles) = observed(900_000_000, 300_000_000, 2);
+        assert!((cpu.saturation - 0.65).abs() < 1e-9);
+        take_out_idle_polling(&mut cpu, &mut roles, Some(600_000_000), 1_000_000_000);
+        assert_eq!(cpu.idle_poll_ns, 600_000_000);
+        assert_eq!(roles[&Role::User].oncpu_ns, 300_000_000);
+        assert_eq!(roles[&Role::LogWriter].oncpu_ns, 300_000_000);
+        assert_eq!(cpu.oncpu_ns, 600_000_000);
+        assert!((cpu.cpus_busy - 0.6).abs() < 1e-9);
+        assert!((cpu.avg_runnable_threads - 0.7).abs() < 1e-9);
+        assert!((cpu.saturation - 0.35).abs() < 1e-9);
+    }
+
+    #[test]
+    fn idle_polling_is_at_most_what_the_user_role_ran() {
+        // The tick is up to 100 ms late: a window can be handed more
+        // polling than its user threads ran.
+        let (mut cpu, mut roles) = observed(200_000_000, 300_000_000, 2);
+        take_out_idle_polling(&mut cpu, &mut roles, Some(250_000_000), 1_000_000_000);
+        assert_eq!(cpu.idle_poll_ns, 200_000_000);
+        assert_eq!(roles[&Role::User].oncpu_ns, 0);
+        assert_eq!(cpu.oncpu_ns, 300_000_000);
+    }
+
+    #[test]
+    fn an_impossible_or_absent_poll_time_changes_nothing() {
+        for polled in [None, Some(0), Some(2_000_000_001)] {
+            let (mut cpu, mut roles) = observed(900_000_000, 300_000_000, 2);
+            let before = (cpu.clone(), roles.clone());
+            take_out_idle_polling(&mut cpu, &mut roles, polled, 1_000_000_000);
+            assert_eq!((cpu, roles), before, "{polled:?}");
+        }
+        // No user role: nothing to take it from.
+        let (mut cpu, mut roles) = observed(900_000_000, 300_000_000, 2);
+        roles.remove(&Role::User);
+        let before = cpu.clone();
+        take_out_idle_polling(&mut cpu, &mut roles, Some(100), 1_000_000_000);
+        assert_eq!(cpu, before);
     }
 }

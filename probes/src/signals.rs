@@ -93,6 +93,26 @@ pub struct Cpu {
     pub saturation: f64,
     /// Run-queue latency (became runnable → switched in) histogram, log2 ns buckets.
     pub runq_latency: Histogram,
+    /// On-CPU time of the user role's threads that was polling for work
+    /// (`engine.idle_poll_ns`, at most the role's on-CPU time), ns. It is
+    /// left out of `oncpu_ns`, `cpus_busy`, `avg_runnable_threads`,
+    /// `saturation` and `roles.user.oncpu_ns`: a polling thread is on a CPU,
+    /// but the CPUs are idle for the work. `threads[]` keeps it.
+    #[serde(default)]
+    pub idle_poll_ns: u64,
+}
+
+impl Cpu {
+    /// Sets `cpus_busy`, `avg_runnable_threads` and `saturation` from the
+    /// times over a window of `window_ns`.
+    pub fn derive(&mut self, window_ns: u64) {
+        let w = window_ns.max(1) as f64;
+        self.cpus_busy = self.oncpu_ns as f64 / w;
+        self.avg_runnable_threads = (self.oncpu_ns + self.runq_wait_ns) as f64 / w;
+        if self.affinity_cpus > 0 {
+            self.saturation = self.avg_runnable_threads / self.affinity_cpus as f64;
+        }
+    }
 }
 
 /// A log2 histogram: bucket `[lo_ns, hi_ns)` holds `count` samples.
@@ -333,6 +353,12 @@ pub struct EngineEvents {
     pub checkpoints: u64,
     /// errno of an I/O failure that made the engine stop acknowledging commits.
     pub fail_stop_errno: Option<i32>,
+    /// Time the target's threads polled for their next piece of work instead
+    /// of sleeping (`serve --net-spin`), ns, from `redoctor_counters_tick`:
+    /// taken out of `cpu.oncpu_ns` and of the user role's (see
+    /// `Cpu::idle_poll_ns`); absent without the tick.
+    #[serde(default)]
+    pub idle_poll_ns: Option<u64>,
 }
 
 /// One BPF program's cost in the window (kernel BPF run-time statistics).

@@ -144,6 +144,7 @@ pub fn window(s: Shape) -> Signals {
                 p50_ns_le: 2048,
                 p99_ns_le: 2048,
             },
+            idle_poll_ns: 0,
         },
         roles,
         threads: vec![],

@@ -26,6 +26,7 @@ fn probe_points_start_with_push_rbp() {
         "redoctor_binlog_sync",
         "redoctor_group_commit",
         "redoctor_counters_tick",
+        "redoctor_idle_poll",
     ] {
         let header = format!("<{sym}>:");
         let at = text

@@ -105,8 +105,10 @@ impl NetSpin {
             }
             std::hint::spin_loop();
         };
-        self.spun_ns
-            .fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
+        let spun = start.elapsed().as_nanos() as u64;
+        self.spun_ns.fetch_add(spun, Relaxed);
+        // On a CPU, but not work: the probes take it out of the CPU time.
+        redoctor_engine::idle_poll::add(spun);
         self.pollers.fetch_sub(1, Relaxed);
         r
     }

@@ -843,7 +843,8 @@ enum engine_point {
 	EP_WAL_INSERT = 11,     /* wal__insert: WAL records */
 	EP_WAL_SWITCH = 12,     /* wal__switch: segment switches */
 	EP_WAL_BUFFER_FULL = 13, /* wal__buffer__write__dirty__start: WAL buffers full */
-	EP_COUNT = 14,
+	EP_IDLE_POLL = 14,      /* redoctor_idle_poll: sum = first total, last = total */
+	EP_COUNT = 15,
 };
 
 struct engine_point_stats {
@@ -951,6 +952,25 @@ int counters_tick(struct pt_regs *ctx)
 	s->hits += 1;
 	s->last = ctx->di;
 	s->last_b = ctx->si;
+	return 0;
+}
+
+/* redoctor_idle_poll(total_ns): the process's cumulative time polling for
+ * work; as counters_tick, `sum` keeps the first value. */
+SEC("uprobe")
+int idle_poll(struct pt_regs *ctx)
+{
+	if (!in_target())
+		return 0;
+	__u32 idx = EP_IDLE_POLL;
+	struct engine_point_stats *s = bpf_map_lookup_elem(&engine_probe_point_hits, &idx);
+	if (!s)
+		return 0;
+	/* One thread ticks, so plain stores suffice. */
+	if (s->hits == 0)
+		s->sum = ctx->di;
+	s->hits += 1;
+	s->last = ctx->di;
 	return 0;
 }
 
