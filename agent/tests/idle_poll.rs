@@ -147,7 +147,8 @@ fn polling_time_is_not_counted_as_the_servers_work() {
     );
     assert!(engine <= server_ns, "engine {engine} > server {server_ns}");
     assert!(
-        engine as f64 >= 0.5 * server_ns as f64,
+        // (The span also holds the probes' loading, about a second of 4-5.)
+        engine as f64 >= 0.4 * server_ns as f64,
         "engine {engine} against server {server_ns}"
     );
     assert!(

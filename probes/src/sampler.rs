@@ -420,7 +420,7 @@ impl Sampler {
         for tid in live.into_iter().flat_map(HashMap::keys) {
             roles.entry(self.role(*tid)).or_default().threads += 1;
         }
-        let (cpu, threads) = self.scheduler(cur, window_ns, &mut roles);
+        let (mut cpu, threads) = self.scheduler(cur, window_ns, &mut roles);
         let mut wakeups = self.wakeups(cur, &mut roles);
         let io = self.io(cur, secs);
 
@@ -429,7 +429,6 @@ impl Sampler {
             .get(&FileKind::Redo)
             .map_or(0, |f: &FileIo| f.fsync_calls);
         let engine = self.engine_events(cur, secs, redo_fsync_calls);
-        let mut cpu = cpu;
         take_out_idle_polling(&mut cpu, &mut roles, engine.idle_poll_ns, window_ns);
         wakeups.commit_path_per_commit = engine
             .commits
