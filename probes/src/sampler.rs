@@ -756,8 +756,16 @@ impl Sampler {
                 cur.points[i].sum.saturating_sub(prev.points[i].sum),
             )
         };
-        let tick = cur.points[point::COUNTERS_TICK];
-        let prev_tick = prev.points[point::COUNTERS_TICK];
+        // A cumulative value carried by a tick point: its growth in the
+        // window (from the first value ever seen when the last reading had
+        // no tick yet), None before the first tick.
+        let grown = |slot: usize| {
+            let (now, was) = (cur.points[slot], prev.points[slot]);
+            (now.hits > 0).then(|| {
+                let base = if was.hits > 0 { was.last } else { now.sum };
+                now.last.saturating_sub(base)
+            })
+        };
         let usdt = |event: UsdtEvent, slot: usize| {
             self.probes
                 .usdt_counts(event)
@@ -771,26 +779,9 @@ impl Sampler {
             usdt_commits
         } else if commit_point {
             Some(d(crate::loader::COMMIT_POINT_PROGRAM.1).0)
-        } else if tick.hits == 0 {
-            None
         } else {
-            let base = if prev_tick.hits > 0 {
-                prev_tick.last
-            } else {
-                tick.sum // first value ever seen
-            };
-            Some(tick.last.saturating_sub(base))
+            grown(point::COUNTERS_TICK)
         };
-        let poll = cur.points[point::IDLE_POLL];
-        let prev_poll = prev.points[point::IDLE_POLL];
-        let idle_poll_ns = (poll.hits > 0 && !commit_point).then(|| {
-            let base = if prev_poll.hits > 0 {
-                prev_poll.last
-            } else {
-                poll.sum // first value ever seen
-            };
-            poll.last.saturating_sub(base)
-        });
         let batch = self
             .probes
             .attached_probe_points()
@@ -849,7 +840,7 @@ impl Sampler {
             }),
             checkpoints,
             fail_stop_errno: (fail_stops > 0).then_some(cur.points[point::FAIL_STOP].last as i32),
-            idle_poll_ns,
+            idle_poll_ns: grown(point::IDLE_POLL),
         }
     }
 }

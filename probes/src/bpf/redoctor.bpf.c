@@ -936,42 +936,36 @@ int fail_stop(struct pt_regs *ctx)
 	return 0;
 }
 
+/* A tick point carrying cumulative values (`log_checkpoint`, every 100 ms):
+ * `last`/`last_b` are the latest, `sum` keeps the first `value` ever seen.
+ * One thread ticks, so plain stores suffice. */
+static __always_inline int tick_store(__u32 idx, __u64 value, __u64 value_b)
+{
+	if (!in_target())
+		return 0;
+	struct engine_point_stats *s = bpf_map_lookup_elem(&engine_probe_point_hits, &idx);
+	if (!s)
+		return 0;
+	if (s->hits == 0)
+		s->sum = value;
+	s->hits += 1;
+	s->last = value;
+	s->last_b = value_b;
+	return 0;
+}
+
 /* redoctor_counters_tick(commits, redo_bytes): cumulative engine counters. */
 SEC("uprobe")
 int counters_tick(struct pt_regs *ctx)
 {
-	if (!in_target())
-		return 0;
-	__u32 idx = EP_COUNTERS_TICK;
-	struct engine_point_stats *s = bpf_map_lookup_elem(&engine_probe_point_hits, &idx);
-	if (!s)
-		return 0;
-	/* One thread ticks, so plain stores suffice; `sum` keeps the first value. */
-	if (s->hits == 0)
-		s->sum = ctx->di;
-	s->hits += 1;
-	s->last = ctx->di;
-	s->last_b = ctx->si;
-	return 0;
+	return tick_store(EP_COUNTERS_TICK, ctx->di, ctx->si);
 }
 
-/* redoctor_idle_poll(total_ns): the process's cumulative time polling for
- * work; as counters_tick, `sum` keeps the first value. */
+/* redoctor_idle_poll(total_ns): the process's cumulative time polling for work. */
 SEC("uprobe")
 int idle_poll(struct pt_regs *ctx)
 {
-	if (!in_target())
-		return 0;
-	__u32 idx = EP_IDLE_POLL;
-	struct engine_point_stats *s = bpf_map_lookup_elem(&engine_probe_point_hits, &idx);
-	if (!s)
-		return 0;
-	/* One thread ticks, so plain stores suffice. */
-	if (s->hits == 0)
-		s->sum = ctx->di;
-	s->hits += 1;
-	s->last = ctx->di;
-	return 0;
+	return tick_store(EP_IDLE_POLL, ctx->di, 0);
 }
 
 /* ---- named locks (uprobe on redoctor_named_locks) ------------------------ */
