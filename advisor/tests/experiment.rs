@@ -551,8 +551,9 @@ fn a_search_of_noisy_candidates_stays_within_max_total() {
         .map(|v| (s(&[("x", &v.to_string())]), 1000.0))
         .collect();
     let mut tb = Sim::new(&rates, 0.15, 12);
+    // 20 s: two shares of at least min_pairs (9 s each), no room for a third.
     let plan = Plan {
-        max_total: Duration::from_secs(30),
+        max_total: Duration::from_secs(20),
         floor: 0.0,
         ..Plan::default()
     };
@@ -629,4 +630,53 @@ fn a_large_gain_is_estimated_whole() {
     assert_eq!(t.outcome, Outcome::Kept, "{}", t.reason);
     let e = t.estimate.clone().unwrap();
     assert!((e.mean_ratio - 3.0).abs() < 0.1, "{} {:?}", e.mean_ratio, t);
+}
+
+#[test]
+fn two_candidates_with_no_effect_leave_time_for_a_better_third() {
+    // Three knobs; only c pays (+40%). The prediction puts the two with no
+    // effect first. Each trial gets its share of the 60 s, so the two
+    // cannot run to max_pairs (30 s each) and leave c untried.
+    let mut rates = vec![];
+    for a in ["0", "1"] {
+        for b in ["0", "1"] {
+            for c in ["0", "1"] {
+                let rate = if c == "1" { 1400.0 } else { 1000.0 };
+                rates.push((s(&[("a", a), ("b", b), ("c", c)]), rate));
+            }
+        }
+    }
+    let one = |k: &str, gain| Candidate {
+        label: k.into(),
+        settings: s(&[(k, "1")]),
+        predicted_gain: gain,
+    };
+    let plan = Plan::default();
+    let mut kept_c = 0;
+    for seed in 0..10 {
+        let mut tb = Sim::new(&rates, 0.1, 300 + seed);
+        let cands = vec![one("c", 0.1), one("a", 0.3), one("b", 0.2)];
+        let r = search(&mut tb, cands, &plan);
+        assert!(tb.clock <= plan.max_total + plan.window, "{:?}", tb.clock);
+        let StepResult::Tried(c) = &r.steps[2].result else {
+            panic!("seed {seed}: c not tried: {}", r.summary());
+        };
+        // Shares: a third of 60 s, then half of what a left.
+        let mut left = plan.max_total.as_secs_f64();
+        for (st, to_try) in r.steps[..2].iter().zip([3.0, 2.0]) {
+            let StepResult::Tried(t) = &st.result else {
+                panic!("seed {seed}: {} not tried", st.label);
+            };
+            let share = left / to_try;
+            assert!(
+                t.elapsed_s <= share + 1e-9,
+                "seed {seed}: {} took {:.1}s of a {share:.1}s share",
+                st.label,
+                t.elapsed_s
+            );
+            left -= t.elapsed_s;
+        }
+        kept_c += usize::from(c.outcome == Outcome::Kept);
+    }
+    assert!(kept_c >= 8, "c kept in {kept_c} of 10 searches");
 }

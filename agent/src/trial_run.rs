@@ -14,6 +14,7 @@ use redoctor_advisor::experiment::{
     run_trial, search, show, Candidate, Experiment, ExperimentError, Plan, Sample, Settings,
     Testbed,
 };
+use redoctor_advisor::model::Prediction;
 use redoctor_advisor::Diagnosis;
 use redoctor_probes::Sampler;
 
@@ -59,32 +60,62 @@ impl Testbed for Live<'_> {
     }
 }
 
-/// Most candidates one `--trial` tries (each needs at least `min_pairs` pairs).
+/// Most single-knob candidates one `--trial` tries (each needs at least
+/// `min_pairs` pairs); the model's best combination may come before them.
 pub const MAX_CANDIDATES: usize = 3;
 
-/// What to try, one knob at a time (the search keeps what wins and tries
-/// the next knob on top of it, so combinations are reached step by step):
-/// for each knob the model's candidates change — the redo mode, the
-/// concurrency cap (with its admission policy), the throttle — its best
-/// predicted single-knob configuration, when the prediction's interval
-/// reaches [`WORTH_TRYING`](redoctor_advisor::evaluate::WORTH_TRYING)
-/// (the model's point estimate may be below 1: its held-out error is wide,
-/// and the trial is the judge); best predicted first, at most
-/// [`MAX_CANDIDATES`]. Then each proposal the model does not cover
-/// (advised on a rule's evidence, or `not_modelled`: only a trial can
-/// judge it).
+/// What to try, among the configurations whose predicted interval reaches
+/// [`WORTH_TRYING`](redoctor_advisor::evaluate::WORTH_TRYING) (the model's
+/// point estimate may be below 1: its held-out error is wide, and the
+/// trial is the judge):
+/// - the model's best configuration, when it changes more than one knob:
+///   knobs interact (on 2 CPUs at 128 users, RT0 alone measured 0.90× RT1
+///   and RT0 with the cap 1.52×), so one knob at a time can reject a knob
+///   that only pays together with another;
+/// - then, for each knob — the redo mode, the concurrency cap (with its
+///   admission policy), the throttle — its best single-knob configuration,
+///   at most [`MAX_CANDIDATES`]. The search tries them best predicted
+///   first on top of what was kept, so a kept combination makes its own
+///   knobs "already in effect";
+/// - then each proposal the model does not cover (advised on a rule's
+///   evidence, or `not_modelled`: only a trial can judge it).
 pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     if let Some(m) = &d.model {
+        let worth = || {
+            m.predictions
+                .iter()
+                .filter(|p| p.ratio_high >= redoctor_advisor::evaluate::WORTH_TRYING)
+        };
+        let (singles, combos): (Vec<_>, Vec<_>) =
+            worth().partition(|p| knobs_of(&p.changes).len() == 1);
+        let best_single = singles.iter().map(|p| p.ratio).fold(f64::MIN, f64::max);
+        // The first of equals: a combination only where it is predicted
+        // strictly better than every single knob.
+        let best_combo = combos
+            .into_iter()
+            .fold(None, |b: Option<&Prediction>, p| match b {
+                Some(b) if b.ratio >= p.ratio => Some(b),
+                _ => Some(p),
+            });
+        if let Some(best) = best_combo {
+            if best.ratio > best_single {
+                out.push(Candidate {
+                    label: format!(
+                        "{} (the model's best combination: {})",
+                        best.config,
+                        show(&best.changes)
+                    ),
+                    settings: best.changes.clone(),
+                    predicted_gain: best.ratio - 1.0,
+                });
+            }
+        }
         let mut knobs_seen: Vec<&'static str> = Vec::new();
-        for p in m
-            .predictions
-            .iter()
-            .filter(|p| p.ratio_high >= redoctor_advisor::evaluate::WORTH_TRYING)
-        {
+        for p in worth() {
             let knobs = knobs_of(&p.changes);
             let [knob] = knobs.as_slice() else { continue };
-            if knobs_seen.contains(knob) || out.len() >= MAX_CANDIDATES {
+            if knobs_seen.contains(knob) || knobs_seen.len() >= MAX_CANDIDATES {
                 continue;
             }
             knobs_seen.push(knob);
@@ -209,8 +240,79 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::plan;
+    use super::{candidates, plan};
+    use redoctor_advisor::Diagnosis;
     use std::time::Duration;
+
+    /// A live diagnosis of read_write at 128 users on 2 CPUs (RT1, no cap,
+    /// no throttle; windows left out), whose model predicts RT0 with the
+    /// throttle and RT0 with the cap above every single knob.
+    fn diagnosis() -> Diagnosis {
+        Diagnosis::from_json(include_str!("../tests/data/diagnosis-read_write-128u.json")).unwrap()
+    }
+
+    fn labels(d: &Diagnosis) -> Vec<(String, f64)> {
+        candidates(d)
+            .into_iter()
+            .map(|c| {
+                (
+                    redoctor_advisor::experiment::show(&c.settings),
+                    c.predicted_gain,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_best_combination_comes_before_the_single_knobs() {
+        let d = diagnosis();
+        let c = candidates(&d);
+        assert!(c[0].label.contains("the model's best combination"), "{c:?}");
+        assert_eq!(
+            redoctor_advisor::experiment::show(&c[0].settings),
+            "innodb_log_writer_threads=OFF, innodb_max_active_transactions=16"
+        );
+        let singles: Vec<String> = labels(&d)[1..].iter().map(|(s, _)| s.clone()).collect();
+        assert_eq!(
+            singles,
+            [
+                "innodb_log_writer_threads=OFF",
+                "innodb_admission_policy=fifo, innodb_thread_concurrency=4",
+                "innodb_max_active_transactions=16",
+            ]
+        );
+        // Best predicted first: the search tries the combination first.
+        let gains: Vec<f64> = labels(&d).iter().map(|(_, g)| *g).collect();
+        assert!(gains.windows(2).all(|w| w[0] >= w[1]), "{gains:?}");
+    }
+
+    #[test]
+    fn no_combination_where_a_single_knob_is_predicted_as_good() {
+        let mut d = diagnosis();
+        let m = d.model.as_mut().unwrap();
+        let top = m.predictions[0].ratio;
+        for p in &mut m.predictions {
+            if p.changes.len() == 1 && p.changes.contains_key("innodb_log_writer_threads") {
+                p.ratio = top;
+            }
+        }
+        let c = candidates(&d);
+        assert_eq!(c.len(), 3, "{c:?}");
+        assert!(c.iter().all(|c| !c.label.contains("combination")), "{c:?}");
+    }
+
+    #[test]
+    fn a_combination_out_of_reach_is_not_tried() {
+        let mut d = diagnosis();
+        for p in &mut d.model.as_mut().unwrap().predictions {
+            if p.changes.len() > 1 && p.changes.contains_key("innodb_log_writer_threads") {
+                p.ratio_high = 1.0;
+            }
+        }
+        let c = candidates(&d);
+        assert!(c.iter().all(|c| !c.label.contains("combination")), "{c:?}");
+        assert_eq!(c.len(), 3, "{c:?}");
+    }
 
     #[test]
     fn the_flags_make_a_valid_plan() {

@@ -14,14 +14,15 @@
 # Usage: advisor/bench/eval/sameday.sh FILTER OUT FOLDS
 #   FILTER  a substring of the scenario keys, e.g. "read_write/" (the
 #           read_write family) or "/1024u/"
-#   OUT     directory for ground-truth.jsonl, trials.jsonl and the logs
+#   OUT     directory for ground-truth.jsonl, trials.jsonl, the logs and
+#           raw/ (each diagnosis's whole JSON: every trial window)
 #           (an interrupted run resumes: finished scenarios are skipped)
 #   FOLDS   the calibrations per held-out workload
 #           (`advice_eval folds DATA.jsonl FOLDS`)
 # Needs root and a release build (cargo build --release -p redoctor-agent
 # -p redoctor-engine-cli); keep the machine otherwise idle.
 set -euo pipefail
-[[ $# -eq 3 ]] || { sed -n 2,22p "$0" >&2; exit 2; }
+[[ $# -eq 3 ]] || { sed -n 2,23p "$0" >&2; exit 2; }
 filter=$1 out=$2 folds=$3
 [[ -d $folds ]] || { echo "sameday.sh: no folds directory $folds (make it with: advice_eval folds DATA.jsonl $folds)" >&2; exit 1; }
 mkdir -p "$out"
@@ -44,7 +45,7 @@ for k in "${keys[@]}"; do
     python3 advisor/bench/eval/measure.py "$plan" "$out/ground-truth.jsonl" --resume --only "$k" \
         >>"$out/measure.log" 2>&1
     echo "[$(date +%T)] trial $k" >&2
-    python3 advisor/bench/eval/trials.py "$plan" "$folds" "$out/trials.jsonl" --resume --only "$k" \
+    python3 advisor/bench/eval/trials.py "$plan" "$folds" "$out/trials.jsonl" --resume --only "$k" --raw "$out/raw" \
         >>"$out/trials.log" 2>&1
 done
 echo "[$(date +%T)] done: advice_eval score $out/ground-truth.jsonl --trials $out/trials.jsonl" >&2

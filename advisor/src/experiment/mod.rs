@@ -60,8 +60,13 @@
 //!
 //! Candidates are tried one at a time, best predicted gain first, each
 //! against the current baseline (a kept candidate becomes part of it). The
-//! whole search is bounded by [`Plan::max_total`]: each trial gets what is
-//! left, and a candidate that cannot fit `min_pairs` pairs is skipped.
+//! whole search is bounded by [`Plan::max_total`]. Each trial gets its
+//! [`share`] of what is left: an even split among the candidates still to
+//! try (at least the `min_pairs` a decision needs), so candidates with no
+//! effect, which run to `max_pairs`, cannot use up the budget before a
+//! better one is reached; a trial that settles early leaves its unused
+//! time to the rest. A candidate that cannot fit `min_pairs` pairs is
+//! skipped.
 
 mod plan;
 mod search;
@@ -74,7 +79,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use plan::Plan;
-pub use search::{search, Candidate, SearchReport, Step, StepResult};
+pub use search::{search, share, Candidate, SearchReport, Step, StepResult};
 pub use sequential::{look, Decision, Look};
 pub use trial::{
     clipped, run_trial, Outcome, Side, TrialRecord, Window, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL,

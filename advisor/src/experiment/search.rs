@@ -1,6 +1,8 @@
 //! Several candidates, best predicted gain first, one trial each against
 //! the current baseline, within [`Plan::max_total`].
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use super::trial::{run_trial, TrialRecord};
@@ -83,8 +85,9 @@ impl SearchReport {
     }
 }
 
-/// Tries `candidates` best predicted gain first (see the module docs of
-/// [`super`]). A failed trial ends the search: the rest are skipped.
+/// Tries `candidates` best predicted gain first, each within its
+/// [`share`] of the time left (see the module docs of [`super`]). A failed
+/// trial ends the search: the rest are skipped.
 pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan) -> SearchReport {
     let mut rep = SearchReport {
         plan: plan.clone(),
@@ -121,12 +124,9 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
     let mut current = rep.start_settings.clone();
     candidates.sort_by(|a, b| b.predicted_gain.total_cmp(&a.predicted_gain));
     let mut failed = false;
-    for c in candidates {
-        let baseline: Settings = c
-            .settings
-            .keys()
-            .map(|k| (k.clone(), current[k].clone()))
-            .collect();
+    for i in 0..candidates.len() {
+        let c = &candidates[i];
+        let baseline = values_of(&c.settings, &current);
         let left = plan.max_total.saturating_sub(secs(rep.elapsed_s));
         let skip = if failed {
             Some("an earlier trial failed: the testbed's state is uncertain".to_string())
@@ -146,7 +146,11 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
         let result = match skip {
             Some(why) => StepResult::Skipped(why),
             None => {
-                let t = run_trial(tb, &baseline, &c.settings, plan, left);
+                let to_try = candidates[i..]
+                    .iter()
+                    .filter(|c| values_of(&c.settings, &current) != c.settings)
+                    .count();
+                let t = run_trial(tb, &baseline, &c.settings, plan, share(left, to_try, plan));
                 rep.elapsed_s += t.elapsed_s;
                 if t.outcome.kept() {
                     current.extend(c.settings.clone());
@@ -157,8 +161,8 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
             }
         };
         rep.steps.push(Step {
-            label: c.label,
-            settings: c.settings,
+            label: c.label.clone(),
+            settings: c.settings.clone(),
             predicted_gain: c.predicted_gain,
             result,
         });
@@ -167,6 +171,42 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
     rep
 }
 
-fn secs(s: f64) -> std::time::Duration {
-    std::time::Duration::try_from_secs_f64(s).unwrap_or(std::time::Duration::MAX)
+/// The time one trial of a search may take: an even share of what is
+/// `left` among the `to_try` candidates still to try (this one included),
+/// but at least the `min_pairs` a decision needs and at most what is left.
+/// A trial that settles early leaves its unused share to the ones after
+/// it. First come, first served would let two candidates with no
+/// effect (each running to `max_pairs`) spend a 60 s budget before a
+/// third, better one is reached.
+pub fn share(left: Duration, to_try: usize, plan: &Plan) -> Duration {
+    let even = left / u32::try_from(to_try.max(1)).unwrap_or(u32::MAX);
+    even.max(plan.min_time()).min(left)
+}
+
+/// `current`'s values of the knobs `settings` names.
+fn values_of(settings: &Settings, current: &Settings) -> Settings {
+    settings
+        .keys()
+        .map(|k| (k.clone(), current[k].clone()))
+        .collect()
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_share_is_even_but_fits_a_decision_and_what_is_left() {
+        let p = Plan::default(); // 3 pairs of 3 s: 9 s at least
+        let s = |x| Duration::from_secs(x);
+        assert_eq!(share(s(60), 3, &p), s(20));
+        assert_eq!(share(s(60), 1, &p), s(60));
+        assert_eq!(share(s(20), 4, &p), s(9), "at least min_pairs");
+        assert_eq!(share(s(5), 2, &p), s(5), "at most what is left");
+        assert_eq!(share(s(30), 0, &p), s(30));
+    }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use redoctor_advisor::experiment::{
-    pct, run_trial, show, Candidate, ExperimentError, Outcome, Sample, Settings, Testbed,
+    pct, run_trial, share, show, Candidate, ExperimentError, Outcome, Sample, Settings, Testbed,
     TrialRecord,
 };
 use redoctor_advisor::Diagnosis;
@@ -135,7 +135,8 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
     }
     let plan = w.shared.trial_plan(&w.t);
     let budget_end = Instant::now() + plan.max_total;
-    for c in admitted {
+    let n = admitted.len();
+    for (i, c) in admitted.into_iter().enumerate() {
         let left = budget_end.saturating_duration_since(Instant::now());
         if left < plan.min_time() || w.stopping() {
             break;
@@ -166,7 +167,8 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
         );
         w.status(|s| s.state = format!("trial: {}", show(&c.settings)));
         w.phase.pause();
-        let rec = run_trial(&mut CounterBed { w }, &baseline, &c.settings, &plan, left);
+        let budget = share(left, n - i, &plan);
+        let rec = run_trial(&mut CounterBed { w }, &baseline, &c.settings, &plan, budget);
         let kept = rec.outcome.kept();
         settle(w, &c.settings, &baseline, &rec)?;
         let m = Metrics::t(&w.t.name);
