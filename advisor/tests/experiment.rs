@@ -551,7 +551,7 @@ fn a_search_of_noisy_candidates_stays_within_max_total() {
         .map(|v| (s(&[("x", &v.to_string())]), 1000.0))
         .collect();
     let mut tb = Sim::new(&rates, 0.15, 12);
-    // 20 s: two shares of at least min_pairs (9 s each), no room for a third.
+    // 20 s: two trials of min_pairs (9 s each), no room for a third.
     let plan = Plan {
         max_total: Duration::from_secs(20),
         floor: 0.0,
@@ -634,14 +634,15 @@ fn a_large_gain_is_estimated_whole() {
 
 #[test]
 fn two_candidates_with_no_effect_leave_time_for_a_better_third() {
-    // Three knobs; only c pays (+40%). The prediction puts the two with no
-    // effect first. Each trial gets its share of the 60 s, so the two
-    // cannot run to max_pairs (30 s each) and leave c untried.
+    // Three knobs; only c pays (+80%). The prediction puts the two with no
+    // effect first. Each trial leaves min_pairs pairs for every candidate
+    // after it, so the two cannot run to max_pairs (30 s each) and leave
+    // c untried.
     let mut rates = vec![];
     for a in ["0", "1"] {
         for b in ["0", "1"] {
             for c in ["0", "1"] {
-                let rate = if c == "1" { 1400.0 } else { 1000.0 };
+                let rate = if c == "1" { 1800.0 } else { 1000.0 };
                 rates.push((s(&[("a", a), ("b", b), ("c", c)]), rate));
             }
         }
@@ -652,6 +653,7 @@ fn two_candidates_with_no_effect_leave_time_for_a_better_third() {
         predicted_gain: gain,
     };
     let plan = Plan::default();
+    let min = plan.min_time().as_secs_f64();
     let mut kept_c = 0;
     for seed in 0..10 {
         let mut tb = Sim::new(&rates, 0.1, 300 + seed);
@@ -661,13 +663,13 @@ fn two_candidates_with_no_effect_leave_time_for_a_better_third() {
         let StepResult::Tried(c) = &r.steps[2].result else {
             panic!("seed {seed}: c not tried: {}", r.summary());
         };
-        // Shares: a third of 60 s, then half of what a left.
+        // What is left, less min_pairs for each candidate after it.
         let mut left = plan.max_total.as_secs_f64();
-        for (st, to_try) in r.steps[..2].iter().zip([3.0, 2.0]) {
+        for (st, after) in r.steps[..2].iter().zip([2.0, 1.0]) {
             let StepResult::Tried(t) = &st.result else {
                 panic!("seed {seed}: {} not tried", st.label);
             };
-            let share = left / to_try;
+            let share = left - after * min;
             assert!(
                 t.elapsed_s <= share + 1e-9,
                 "seed {seed}: {} took {:.1}s of a {share:.1}s share",

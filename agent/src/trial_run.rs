@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use redoctor_advisor::advice::Status;
 use redoctor_advisor::experiment::{
-    run_trial, search, show, Candidate, Experiment, ExperimentError, Plan, Sample, Settings,
+    pct, run_trial, search, show, Candidate, Experiment, ExperimentError, Plan, Sample, Settings,
     Testbed,
 };
 use redoctor_advisor::model::Prediction;
@@ -102,9 +102,10 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
             if best.ratio > best_single {
                 out.push(Candidate {
                     label: format!(
-                        "{} (the model's best combination: {})",
+                        "{} (the model's best combination: {} at {})",
+                        show(&best.changes),
                         best.config,
-                        show(&best.changes)
+                        pct(best.ratio)
                     ),
                     settings: best.changes.clone(),
                     predicted_gain: best.ratio - 1.0,
@@ -119,8 +120,16 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
                 continue;
             }
             knobs_seen.push(knob);
+            // Named by its change: the search applies it on top of what
+            // was kept, which may not be the configuration the model
+            // predicted it from.
             out.push(Candidate {
-                label: format!("{} ({})", p.config, show(&p.changes)),
+                label: format!(
+                    "{} (the model: {} at {})",
+                    show(&p.changes),
+                    p.config,
+                    pct(p.ratio)
+                ),
                 settings: p.changes.clone(),
                 predicted_gain: p.ratio - 1.0,
             });

@@ -61,12 +61,11 @@
 //! Candidates are tried one at a time, best predicted gain first, each
 //! against the current baseline (a kept candidate becomes part of it). The
 //! whole search is bounded by [`Plan::max_total`]. Each trial gets its
-//! [`share`] of what is left: an even split among the candidates still to
-//! try (at least the `min_pairs` a decision needs), so candidates with no
-//! effect, which run to `max_pairs`, cannot use up the budget before a
-//! better one is reached; a trial that settles early leaves its unused
-//! time to the rest. A candidate that cannot fit `min_pairs` pairs is
-//! skipped.
+//! [`share`]: what is left, less `min_pairs` pairs for each candidate still
+//! to try after it. The best predicted candidate keeps a full trial's
+//! power, and candidates with no effect, which run to `max_pairs`, cannot
+//! use up the budget before a later one has had a look that settles a
+//! large effect. A candidate that cannot fit `min_pairs` pairs is skipped.
 
 mod plan;
 mod search;

@@ -171,16 +171,18 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
     rep
 }
 
-/// The time one trial of a search may take: an even share of what is
-/// `left` among the `to_try` candidates still to try (this one included),
-/// but at least the `min_pairs` a decision needs and at most what is left.
-/// A trial that settles early leaves its unused share to the ones after
-/// it. First come, first served would let two candidates with no
-/// effect (each running to `max_pairs`) spend a 60 s budget before a
-/// third, better one is reached.
+/// The time one trial of a search may take: what is `left`, less
+/// `min_pairs` pairs for each candidate still to try after it (`to_try`
+/// counts this one), but at least `min_pairs` pairs and at most what is
+/// left. The best predicted candidate keeps the power of a full trial;
+/// the ones after it keep a look that settles a large effect. First come,
+/// first served let two candidates with no effect (each running to
+/// `max_pairs`) spend a 60 s budget before a third, better one was
+/// reached; even shares cost the first candidates the pairs a moderate
+/// effect needs.
 pub fn share(left: Duration, to_try: usize, plan: &Plan) -> Duration {
-    let even = left / u32::try_from(to_try.max(1)).unwrap_or(u32::MAX);
-    even.max(plan.min_time()).min(left)
+    let reserved = plan.min_time() * u32::try_from(to_try.saturating_sub(1)).unwrap_or(u32::MAX);
+    left.saturating_sub(reserved).max(plan.min_time()).min(left)
 }
 
 /// `current`'s values of the knobs `settings` names.
@@ -200,10 +202,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_share_is_even_but_fits_a_decision_and_what_is_left() {
+    fn a_share_reserves_a_decision_for_each_later_candidate() {
         let p = Plan::default(); // 3 pairs of 3 s: 9 s at least
         let s = |x| Duration::from_secs(x);
-        assert_eq!(share(s(60), 3, &p), s(20));
+        assert_eq!(share(s(60), 3, &p), s(42));
         assert_eq!(share(s(60), 1, &p), s(60));
         assert_eq!(share(s(20), 4, &p), s(9), "at least min_pairs");
         assert_eq!(share(s(5), 2, &p), s(5), "at most what is left");

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Offline replay of `diagnose --trial`'s search over the oracle's cells.
+
+    search_sim.py collect PLAN.toml FOLDS_DIR PREDICTIONS.jsonl [--only SUBSTRING ...]
+    search_sim.py simulate GT.jsonl[,GT2.jsonl] PREDICTIONS.jsonl [--sd 0.10,0.15] [--reps 100]
+                  [--per-scenario]
+
+`collect` runs `redoctor diagnose --demo` (no trial) on every scenario of the
+plan with the calibration that left the scenario's workload out, and keeps
+the model's predictions (what the live search starts from). Needs root.
+
+`simulate` replays the search strategies below on those predictions, with
+each candidate trial drawn from the oracle: per pair, ln(candidate/baseline)
+~ Normal(ln of the oracle's median ratio, sd), decided by the same
+sequential test as `advisor/src/experiment` (3..10 pairs of 3 s, interim
+alpha 0.001, the last look at what is left of 0.05, futility ±3% at
+0.05/8). It prints, per strategy, the geometric mean of the kept
+configuration's oracle rate over the oracle's best, the minimum, and the
+count below 98%, overall and per workload family. The oracle's ratios are
+taken as the truth: a live trial also sees the host drift, which this
+cannot. It compares search designs, not the advisor's absolute score.
+
+Strategies:
+  first-come   single knobs, best predicted first, each trial gets what
+               is left of 60 s (the search before c99b7b9)
+  shares       single knobs, each trial an even share of what is left
+  combo+shares the model's best combination first (when predicted strictly
+               better than every single knob), then single knobs; shares
+               (the search since c99b7b9)
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics as st
+import subprocess
+import sys
+import tomllib
+
+WORTH_TRYING = 1.03
+START = (True, 0, 0)  # RT1, no cap, no throttle
+PAIR_S, MIN_PAIRS, MAX_PAIRS, BUDGET = 3.0, 3, 10, 60.0
+ALPHA, INTERIM = 0.05, 0.001
+LOOK_ALPHA = ALPHA / (MAX_PAIRS - MIN_PAIRS + 1)
+BAND = math.log(1.03)
+
+
+def collect(args):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from measure import axis_settings, key, scenarios
+
+    plan = tomllib.load(open(args.plan, "rb"))
+    done = set()
+    if os.path.exists(args.out):
+        done = {json.loads(l)["key"] for l in open(args.out)}
+    for s in scenarios(plan):
+        k = key(s)
+        if k in done or (args.only and not any(o in k for o in args.only)):
+            continue
+        cmd = [args.redoctor, "diagnose", "--demo", "--format", "json",
+               "--calibration", os.path.join(args.folds, f"{s['workload']}.json"),
+               "--workdir", plan["storage"][s["storage"]], "--workload", s["workload"],
+               "--users", str(s["users"]), "--cpus", str(s["cores"]),
+               "--duration", f"{plan['run']['observe_s']}s"]
+        for n, v in axis_settings(s):
+            cmd += ["--engine-set", f"{n}={v}"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            sys.exit(f"search_sim.py: diagnose failed on {k}: {p.stderr.strip()[-400:]}")
+        m = json.loads(p.stdout).get("model") or {}
+        preds = [{kk: q[kk] for kk in ("config", "ratio", "ratio_low", "ratio_high")}
+                 for q in m.get("predictions", [])]
+        with open(args.out, "a") as f:
+            f.write(json.dumps({"key": k, "predictions": preds}) + "\n")
+        print(k, flush=True)
+
+
+# --- the sequential test -------------------------------------------------
+
+def _pdf(x, v):
+    return math.gamma((v + 1) / 2) / (math.sqrt(v * math.pi) * math.gamma(v / 2)) * (1 + x * x / v) ** (-(v + 1) / 2)
+
+
+def _upper_tail(x, v, n=2000):
+    h = x / n
+    s = _pdf(0, v) + _pdf(x, v) + sum((4 if i % 2 else 2) * _pdf(i * h, v) for i in range(1, n))
+    return 0.5 - s * h / 3
+
+
+_TC = {}
+
+
+def t_critical(alpha, df):
+    """Two-sided Student t quantile (bisection on Simpson's rule)."""
+    if (alpha, df) not in _TC:
+        lo, hi = 0.0, 1000.0
+        for _ in range(50):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if _upper_tail(mid, df) > alpha / 2 else (lo, mid)
+        _TC[(alpha, df)] = (lo + hi) / 2
+    return _TC[(alpha, df)]
+
+
+def trial(ratio, sd, budget, rng):
+    """'kept', 'worse' or 'no' and the seconds it took."""
+    mu, ds, t, looks = math.log(ratio), [], 0.0, 0
+    while len(ds) < MAX_PAIRS:
+        if t + PAIR_S > budget:
+            return "no", t
+        t += PAIR_S
+        ds.append(rng.gauss(mu, sd))
+        n = len(ds)
+        if n < MIN_PAIRS:
+            continue
+        last = n == MAX_PAIRS or t + PAIR_S > budget
+        alpha = max(ALPHA - looks * INTERIM, INTERIM) if last else INTERIM
+        looks += 1
+        m, se = st.mean(ds), st.stdev(ds) / math.sqrt(n)
+        h = t_critical(alpha, n - 1) * se
+        if m - h > 0:
+            return "kept", t
+        if m + h < 0:
+            return "worse", t
+        hf = t_critical(LOOK_ALPHA, n - 1) * se
+        if m - hf > -BAND and m + hf < BAND:
+            return "no", t
+    return "no", t
+
+
+# --- the search ------------------------------------------------------------
+
+def config(p):
+    c = p["config"]
+    return (c["redo_threads"], 1 if c["cap"] else 0, 1 if c["throttle"] else 0)
+
+
+def changes(c):
+    return {i: c[i] for i in range(3) if c[i] != START[i]}
+
+
+def label(c):
+    s = "RT1" if c[0] else "RT0"
+    return s + ("+cap4" if c[1] else "") + ("+throttle16" if c[2] else "")
+
+
+def rate(oracle, c):
+    # The oracle has no cap + throttle cell: take the cap's.
+    return oracle.get(label(c), oracle[label((c[0], c[1], 0))])
+
+
+def candidates(preds, combo):
+    worth = sorted((p for p in preds if p["ratio_high"] >= WORTH_TRYING), key=lambda p: -p["ratio"])
+    singles, seen = [], set()
+    for p in worth:
+        ch = changes(config(p))
+        if len(ch) == 1 and next(iter(ch)) not in seen and len(seen) < 3:
+            seen.add(next(iter(ch)))
+            singles.append((p["ratio"], ch))
+    out = []
+    if combo:
+        best_single = max((r for r, _ in singles), default=-math.inf)
+        combos = [p for p in worth if len(changes(config(p))) > 1]
+        if combos and combos[0]["ratio"] > best_single:
+            out.append((combos[0]["ratio"], changes(config(combos[0]))))
+    out += singles
+    out.sort(key=lambda x: -x[0])  # stable: the combination first among equals
+    return [ch for _, ch in out]
+
+
+def search(oracle, cands, sd, rng, shares, reserve=False):
+    cur, t = START, 0.0
+    for i, ch in enumerate(cands):
+        new = tuple(ch.get(j, cur[j]) for j in range(3))
+        left = BUDGET - t
+        if new == cur or left < MIN_PAIRS * PAIR_S:
+            continue
+        budget = left
+        if shares:
+            to_try = sum(1 for c in cands[i:] if any(cur[j] != v for j, v in c.items()))
+            if reserve:
+                budget = max(left - (to_try - 1) * MIN_PAIRS * PAIR_S, MIN_PAIRS * PAIR_S)
+            else:
+                budget = min(max(left / to_try, MIN_PAIRS * PAIR_S), left)
+        outcome, secs = trial(rate(oracle, new) / rate(oracle, cur), sd, budget, rng)
+        t += secs
+        if outcome == "kept":
+            cur = new
+    return cur
+
+
+STRATEGIES = {"first-come": (False, False, False), "shares": (False, True, False),
+              "combo+shares": (True, True, False), "combo": (True, False, False),
+              "combo+reserve": (True, True, True), "reserve": (False, True, True)}
+
+
+def simulate(args):
+    oracle = {}
+    for f in args.gt.split(","):
+        for l in open(f):
+            r = json.loads(l)
+            oracle[r["key"]] = {c: st.median(x["tps"] for x in v) for c, v in r["cells"].items()}
+    preds = {json.loads(l)["key"]: json.loads(l)["predictions"] for l in open(args.predictions)}
+    keys = sorted(k for k in preds if k in oracle)
+    for sd in map(float, args.sd.split(",")):
+        print(f"per-pair log sd {sd}, {len(keys)} scenarios, {args.reps} searches each")
+        per = {}
+        for name, (combo, shares, reserve) in STRATEGIES.items():
+            for k in keys:
+                rng = random.Random(f"{k}/{sd}")  # the same draws for every strategy
+                cands = candidates(preds[k], combo)
+                best = max(oracle[k].values())
+                got = [rate(oracle[k], search(oracle[k], cands, sd, rng, shares, reserve)) / best
+                       for _ in range(args.reps)]
+                per.setdefault(name, {})[k] = st.mean(got)
+            v = per[name]
+            geo = math.exp(st.mean(math.log(x) for x in v.values()))
+            fams = {}
+            for k, x in v.items():
+                fams.setdefault(k.split("/")[0], []).append(x)
+            famtxt = " ".join(f"{f} {100 * math.exp(st.mean(map(math.log, xs))):.1f}" for f, xs in fams.items())
+            print(f"  {name:13s} geomean {100 * geo:.1f}%  min {100 * min(v.values()):.0f}%  "
+                  f"below 98%: {sum(x < 0.98 for x in v.values())}  | {famtxt}")
+        if args.per_scenario:
+            print("  " + "scenario".ljust(48) + " ".join(n.rjust(13) for n in STRATEGIES))
+            for k in keys:
+                print("  " + k.ljust(48) + " ".join(f"{100 * per[n][k]:12.0f}%" for n in STRATEGIES))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("plan")
+    c.add_argument("folds")
+    c.add_argument("out")
+    c.add_argument("--only", action="append", default=[])
+    c.add_argument("--redoctor", default="target/release/redoctor")
+    s = sub.add_parser("simulate")
+    s.add_argument("gt")
+    s.add_argument("predictions")
+    s.add_argument("--sd", default="0.10,0.15")
+    s.add_argument("--reps", type=int, default=100)
+    s.add_argument("--per-scenario", action="store_true")
+    args = ap.parse_args()
+    collect(args) if args.cmd == "collect" else simulate(args)
+
+
+if __name__ == "__main__":
+    main()
