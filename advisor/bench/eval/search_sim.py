@@ -20,13 +20,18 @@ count below 98%, overall and per workload family. The oracle's ratios are
 taken as the truth: a live trial also sees the host drift, which this
 cannot. It compares search designs, not the advisor's absolute score.
 
-Strategies:
-  first-come   single knobs, best predicted first, each trial gets what
-               is left of 60 s (the search before c99b7b9)
-  shares       single knobs, each trial an even share of what is left
-  combo+shares the model's best combination first (when predicted strictly
-               better than every single knob), then single knobs; shares
-               (the search since c99b7b9)
+Strategies (each trial's time within the 60 s search):
+  first-come     single knobs, best predicted first; each trial gets what
+                 is left (the search before c99b7b9)
+  shares         single knobs; an even share of what is left among the
+                 candidates still to try
+  reserve        single knobs; what is left less min_pairs pairs for each
+                 candidate still to try after it
+  combo          the model's best combination first (when predicted
+                 strictly better than every single knob), then single
+                 knobs; first come
+  combo+shares   the same with even shares (c99b7b9)
+  combo+reserve  the same with the reserve (the search since 003a47f)
 """
 
 import argparse
@@ -190,9 +195,10 @@ def search(oracle, cands, sd, rng, shares, reserve=False):
     return cur
 
 
+# name: (the combination first, shares, the reserve)
 STRATEGIES = {"first-come": (False, False, False), "shares": (False, True, False),
-              "combo+shares": (True, True, False), "combo": (True, False, False),
-              "combo+reserve": (True, True, True), "reserve": (False, True, True)}
+              "reserve": (False, True, True), "combo": (True, False, False),
+              "combo+shares": (True, True, False), "combo+reserve": (True, True, True)}
 
 
 def simulate(args):
