@@ -89,27 +89,11 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
         };
         let (singles, combos): (Vec<_>, Vec<_>) =
             worth().partition(|p| knobs_of(&p.changes).len() == 1);
-        let best_single = singles.iter().map(|p| p.ratio).fold(f64::MIN, f64::max);
-        // The first of equals: a combination only where it is predicted
-        // strictly better than every single knob.
-        let best_combo = combos
-            .into_iter()
-            .fold(None, |b: Option<&Prediction>, p| match b {
-                Some(b) if b.ratio >= p.ratio => Some(b),
-                _ => Some(p),
-            });
-        if let Some(best) = best_combo {
-            if best.ratio > best_single {
-                out.push(Candidate {
-                    label: format!(
-                        "{} (the model's best combination: {} at {})",
-                        show(&best.changes),
-                        best.config,
-                        pct(best.ratio)
-                    ),
-                    settings: best.changes.clone(),
-                    predicted_gain: best.ratio - 1.0,
-                });
+        // Predictions come best first: the first of equals, and a
+        // combination only where it beats every single knob.
+        if let Some(best) = combos.first() {
+            if singles.first().is_none_or(|s| best.ratio > s.ratio) {
+                out.push(from_prediction(best, "the model's best combination"));
             }
         }
         let mut knobs_seen: Vec<&'static str> = Vec::new();
@@ -120,19 +104,7 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
                 continue;
             }
             knobs_seen.push(knob);
-            // Named by its change: the search applies it on top of what
-            // was kept, which may not be the configuration the model
-            // predicted it from.
-            out.push(Candidate {
-                label: format!(
-                    "{} (the model: {} at {})",
-                    show(&p.changes),
-                    p.config,
-                    pct(p.ratio)
-                ),
-                settings: p.changes.clone(),
-                predicted_gain: p.ratio - 1.0,
-            });
+            out.push(from_prediction(p, "the model"));
         }
     }
     // Proposals the model does not cover: advised on a rule's evidence
@@ -160,6 +132,22 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
         });
     }
     out
+}
+
+/// A prediction as a candidate, named by its change: the search applies
+/// it on top of what was kept, which may not be the configuration the
+/// model predicted it from.
+fn from_prediction(p: &Prediction, what: &str) -> Candidate {
+    Candidate {
+        label: format!(
+            "{} ({what}: {} at {})",
+            show(&p.changes),
+            p.config,
+            pct(p.ratio)
+        ),
+        settings: p.changes.clone(),
+        predicted_gain: p.ratio - 1.0,
+    }
 }
 
 /// The knobs a change touches (a cap and its admission policy are one knob).

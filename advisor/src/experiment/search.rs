@@ -124,8 +124,7 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
     let mut current = rep.start_settings.clone();
     candidates.sort_by(|a, b| b.predicted_gain.total_cmp(&a.predicted_gain));
     let mut failed = false;
-    for i in 0..candidates.len() {
-        let c = &candidates[i];
+    for (i, c) in candidates.iter().enumerate() {
         let baseline = values_of(&c.settings, &current);
         let left = plan.max_total.saturating_sub(secs(rep.elapsed_s));
         let skip = if failed {
