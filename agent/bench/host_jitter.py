@@ -20,7 +20,6 @@ Usage: agent/bench/host_jitter.py [SECS]   (release build of
 """
 import math
 import os
-import re
 import shutil
 import statistics as st
 import subprocess
@@ -28,9 +27,11 @@ import sys
 import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
+sys.path.insert(0, os.path.join(ROOT, "probes/bench"))
+from alternating import ENGINE, SCENARIO, intervals  # noqa: E402  (the steady-state bench)
+
 SOURCE = os.path.join(ROOT, "agent/bench/host_jitter.c")
-CPUS = 2
+CPUS = 2  # as SCENARIO's --cpus
 
 
 def describe(name, v):
@@ -52,14 +53,14 @@ def reference(binary, mode, secs):
 
 
 def engine(secs, work):
-    datadir = os.path.join(work, "engine")
-    out = subprocess.run([ENGINE, "run", "-w", "update_index", "--users", "32",
-                          "--redo-threads", "on", "--cpus", str(CPUS), "--warmup", "2",
-                          "--duration", str(secs), "--report-interval", "1",
-                          "--datadir", datadir], capture_output=True, text=True)
+    err = os.path.join(work, "engine.err")
+    with open(err, "w") as f:
+        out = subprocess.run([ENGINE, "run", "--datadir", os.path.join(work, "engine"), "--json",
+                              "--warmup", "2", "--duration", str(secs), "--report-interval", "1"]
+                             + SCENARIO, stdout=subprocess.DEVNULL, stderr=f)
     if out.returncode != 0:
-        sys.exit(f"redoctor-engine run failed:\n{out.stderr}")
-    return [float(x) for x in re.findall(r"tps[:=\" ]+([\d.]+)", out.stderr)]
+        sys.exit(f"redoctor-engine run failed:\n{open(err).read()}")
+    return [r["tps"] for r in intervals(err)]
 
 
 def main():

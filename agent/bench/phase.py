@@ -180,10 +180,8 @@ def effective(name, users):
     """The configuration `name` amounts to under `users` users: a cap or a
     throttle of at least the users never holds anyone back, so RT0+cap4 at
     4 users is RT0 (advice_eval pools the oracle's cells the same way)."""
-    parts = name.split("+")
-    kept = [parts[0]] + [q for q in parts[1:]
-                         if int(re.sub(r"\D", "", q)) < users]
-    return "+".join(kept)
+    return name_of({k: v for k, v in CONFIGS[name].items()
+                    if not (v.isdigit() and int(v) >= users)})
 
 
 def pooled_statics(statics, j, users):
@@ -203,12 +201,12 @@ def score(statics, agents):
     print("| phase | best static (pooled runs) | its TPS | agent run | held at end | last kept change "
           "| kept | TPS | of best |")
     print("|---|---|---|---|---|---|---|---|---|")
+    pools = [pooled_statics(statics, j, users) for j, (_, users, _) in enumerate(PHASES)]
     for j, (name, users, secs) in enumerate(PHASES):
-        pools = pooled_statics(statics, j, users)
-        best = max(pools, key=lambda n: pools[n][0])
-        best_tps, runs = pools[best]
+        best = max(pools[j], key=lambda n: pools[j][n][0])
+        best_tps, runs = pools[j][best]
         report["phases"].append({"phase": name, "users": users, "best": best, "best_tps": best_tps,
-                                 "pooled": {n: v for n, (_, v) in pools.items()}})
+                                 "pooled": {n: v for n, (_, v) in pools[j].items()}})
         for i, a in enumerate(agents):
             p = a[j]
             last = f"{p['last_change_s']:.0f} s" if p["last_change_s"] is not None else "none"
@@ -216,10 +214,9 @@ def score(statics, agents):
                   f"{p['held']} | {last} | {p['kept']} | {p['tps']:.0f} | "
                   f"{100 * p['tps'] / best_tps:.1f}% |")
     print()
-    for j, (name, users, _) in enumerate(PHASES):
-        pools = pooled_statics(statics, j, users)
+    for (name, _, _), pool in zip(PHASES, pools):
         print(f"phase {name} static TPS by effective configuration: " + "; ".join(
-            f"{n} " + "/".join(f"{t:.0f}" for t in v) for n, (_, v) in pools.items()))
+            f"{n} " + "/".join(f"{t:.0f}" for t in v) for n, (_, v) in pool.items()))
     for i, a in enumerate(agents):
         for p in a:
             print(f"agent run {i + 1} phase {p['phase']} trials: {', '.join(p['outcomes']) or 'none'}")
