@@ -63,11 +63,26 @@ fn a_clearly_better_candidate_is_kept_and_stays_applied() {
 
 #[test]
 fn a_clearly_worse_candidate_is_rolled_back() {
+    // Without the early stop for harm the test runs until its interval at
+    // the look's level lies below no change.
+    let plan = Plan {
+        harm: 0.0,
+        ..Plan::default()
+    };
     let mut tb = sim(1000.0, 800.0, 0.02, 2);
-    let t = trial(&mut tb, &Plan::default());
+    let t = trial(&mut tb, &plan);
     assert_eq!(t.outcome, Outcome::RolledBackWorse, "{}", t.reason);
     assert_eq!(tb.current, base(), "baseline restored");
     assert!(t.estimate.unwrap().ci_high < 1.0);
+    // With it (the default) the trial stops at the first look, rolled
+    // back as likely slower, not claimed worse at the strict interim level.
+    let mut tb = sim(1000.0, 800.0, 0.02, 2);
+    let plan = Plan::default();
+    let t = trial(&mut tb, &plan);
+    assert_eq!(t.outcome, Outcome::Inconclusive, "{}", t.reason);
+    assert!(t.reason.starts_with("likely slower: -1"), "{}", t.reason);
+    assert_eq!(t.log_ratios.len(), plan.min_pairs);
+    assert_eq!(tb.current, base(), "baseline restored");
 }
 
 #[test]
@@ -340,6 +355,40 @@ fn the_time_bound_is_respected() {
 }
 
 #[test]
+fn windows_that_end_late_still_fit_the_pairs_planned() {
+    // A live server's 1-s windows run a few ms long: a trial given exactly
+    // min_pairs pairs' time still reaches its look, and a search of two
+    // gives the second candidate its trial.
+    let plan = Plan {
+        floor: 0.0,
+        ..Plan::default()
+    };
+    let mut tb = sim(1000.0, 1000.0, 0.1, 8);
+    tb.overrun = Duration::from_millis(3);
+    let t = run_trial(&mut tb, &base(), &cand(), &plan, plan.min_time());
+    assert_eq!(t.log_ratios.len(), plan.min_pairs, "{}", t.reason);
+    assert_eq!(t.looks.len(), 1, "{}", t.reason);
+    assert!(tb.clock <= plan.min_time() + plan.slack(), "{:?}", tb.clock);
+
+    let rates: Vec<_> = (0..3)
+        .map(|v| (s(&[("x", &v.to_string())]), 1000.0))
+        .collect();
+    let mut tb = Sim::new(&rates, 0.1, 9);
+    tb.overrun = Duration::from_millis(3);
+    let plan = Plan {
+        max_total: plan.min_time() * 2,
+        ..plan
+    };
+    let r = search(&mut tb, vec![knob_x("1", 2.0), knob_x("2", 1.0)], &plan);
+    for st in &r.steps {
+        let StepResult::Tried(t) = &st.result else {
+            panic!("{}: {:?}", st.label, st.result)
+        };
+        assert!(!t.looks.is_empty(), "{}: {}", st.label, t.reason);
+    }
+}
+
+#[test]
 fn an_apply_error_mid_trial_restores_the_baseline_and_fails() {
     let b2 = s(&[("a", "0"), ("b", "0")]);
     let c2 = s(&[("a", "1"), ("b", "1")]);
@@ -425,6 +474,67 @@ fn equal_rates_rarely_decide_anything() {
     }
 }
 
+/// Runs `seeds` trials of a candidate at `c` against 1000 commits/s under
+/// `noise`, with the default plan and with its early stop for harm off:
+/// (stopped for harm, kept, pairs measured) of each.
+fn with_and_without_harm(c: f64, noise: f64, seeds: u64) -> [(usize, usize, usize); 2] {
+    let plans = [
+        Plan::default(),
+        Plan {
+            harm: 0.0,
+            ..Plan::default()
+        },
+    ];
+    plans.map(|plan| {
+        let (mut harm, mut kept, mut pairs) = (0, 0, 0);
+        for seed in 0..seeds {
+            let mut tb = sim(1000.0, c, noise, 5000 + seed);
+            let t = trial(&mut tb, &plan);
+            if t.reason.starts_with("likely slower") {
+                harm += 1;
+                assert_eq!(t.outcome, Outcome::Inconclusive, "{}", t.reason);
+                assert_eq!(tb.current, base(), "baseline restored");
+                let last = t.looks.last().expect("a look stopped it");
+                assert!(
+                    last.ci_high >= 1.0,
+                    "not worse at the look's level: {last:?}"
+                );
+            }
+            kept += usize::from(t.outcome == Outcome::Kept);
+            pairs += t.log_ratios.len();
+        }
+        (harm, kept, pairs)
+    })
+}
+
+#[test]
+fn a_slower_candidate_stops_early_for_harm() {
+    // 0.8x under 15% window noise: the strict interim level lets it run
+    // most of the trial's pairs; the harm stop ends most trials early.
+    let [(harm, kept, pairs), (off, _, pairs_off)] = with_and_without_harm(800.0, 0.15, 40);
+    eprintln!("0.8x: {harm} of 40 stopped for harm, {pairs} pairs; without the stop {pairs_off}");
+    assert_eq!(off, 0, "harm = 0 never stops for harm");
+    assert_eq!(kept, 0);
+    assert!(harm >= 25, "{harm} of 40 stopped for harm");
+    assert!(
+        3 * pairs < 2 * pairs_off,
+        "{pairs} pairs against {pairs_off}"
+    );
+}
+
+#[test]
+fn the_harm_stop_costs_a_better_candidate_little() {
+    // +10% under 15% noise: the early stop for harm must rarely end a
+    // better candidate's trial, and keep nearly as many.
+    let [(harm, kept, _), (_, kept_off, _)] = with_and_without_harm(1100.0, 0.15, 100);
+    eprintln!("1.1x: {harm} of 100 stopped for harm; kept {kept}, without the stop {kept_off}");
+    assert!(
+        harm <= 3,
+        "{harm} of 100 better candidates stopped for harm"
+    );
+    assert!(kept + 3 >= kept_off, "kept {kept} against {kept_off}");
+}
+
 fn knob_x(v: &str, gain: f64) -> Candidate {
     Candidate {
         label: format!("x={v}"),
@@ -489,7 +599,13 @@ fn search_rolls_back_a_worse_knob_and_keeps_a_better_one() {
             StepResult::Skipped(w) => panic!("{}: skipped: {w}", st.label),
         })
         .collect();
-    assert_eq!(outcomes, vec![Outcome::RolledBackWorse, Outcome::Kept]);
+    // b (-15%) stops at its first look for harm.
+    assert_eq!(outcomes, vec![Outcome::Inconclusive, Outcome::Kept]);
+    let StepResult::Tried(b) = &r.steps[0].result else {
+        unreachable!()
+    };
+    assert!(b.reason.starts_with("likely slower"), "{}", b.reason);
+    assert_eq!(b.log_ratios.len(), 3);
     assert_eq!(r.final_settings, st("1", "0"));
     assert_eq!(tb.current, st("1", "0"));
     assert!(r.summary().contains("kept: a (a=1)"), "{}", r.summary());

@@ -32,8 +32,11 @@
 //!   (rolled back). Futility — the interval at `alpha / looks` inside
 //!   `(-ln(1 + min_effect), ln(1 + min_effect))` — stops "no meaningful
 //!   difference" (rolled back; stopping without rejecting spends no
-//!   alpha). Otherwise the trial goes on; after the last look it ends
-//!   inconclusive (rolled back).
+//!   alpha). A candidate slower at the one-sided [`Plan::harm`] level
+//!   (0.05) stops "likely slower" (inconclusive, rolled back: a slower
+//!   setting need not run until the strict level calls it worse, and never
+//!   being kept it spends no alpha either). Otherwise the trial goes on;
+//!   after the last look it ends inconclusive (rolled back).
 //! - **Floor guard.** Every measured candidate window is compared with the
 //!   baseline's lowest measured window so far (at least half their
 //!   median); below [`Plan::floor`] times that, the baseline is restored at

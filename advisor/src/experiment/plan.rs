@@ -34,6 +34,17 @@ pub struct Plan {
     /// least half its median) restores the baseline at once; two in a row
     /// abort (default 0.7; 0 disables the guard).
     pub floor: f64,
+    /// Early stop for harm: at a look, a candidate whose one-sided upper
+    /// bound at this level lies below no change (it is slower at that
+    /// level) ends the trial inconclusive, rolled back, without waiting for
+    /// the strict interim level (default 0.05; 0 never stops for harm).
+    /// Like futility it never keeps a candidate, so it spends no `alpha`.
+    #[serde(default = "default_harm")]
+    pub harm: f64,
+}
+
+fn default_harm() -> f64 {
+    0.05
 }
 
 impl Default for Plan {
@@ -47,6 +58,7 @@ impl Default for Plan {
             alpha: 0.05,
             min_effect: 0.03,
             floor: 0.7,
+            harm: default_harm(),
         }
     }
 }
@@ -97,6 +109,13 @@ impl Plan {
                 "0 (no floor guard) up to below 1",
             );
         }
+        if !(0.0..0.5).contains(&self.harm) {
+            return bad(
+                "harm",
+                self.harm.to_string(),
+                "0 (no early stop for harm) up to below 0.5",
+            );
+        }
         Ok(())
     }
 
@@ -136,6 +155,14 @@ impl Plan {
         self.window * 2 + self.warmup
     }
 
+    /// How far a pair may overrun a time budget and still be started: a
+    /// tenth of a window. A live server's windows end a few milliseconds
+    /// late, so without it a trial given exactly `min_pairs` pairs' time
+    /// stopped one pair short of its first look.
+    pub fn slack(&self) -> Duration {
+        self.window / 10
+    }
+
     /// Shortest time a decision can take: `min_pairs` pairs.
     pub fn min_time(&self) -> Duration {
         self.pair_time() * self.min_pairs as u32
@@ -148,7 +175,7 @@ impl Plan {
              ({:.1}s windows, {:.1}s warm-up after each switch); looks at pairs {}..={} \
              rejecting at alpha {:.4} at an interim look and what is left of {} \
              (two-sided) at the last (Haybittle–Peto, up to {} looks); \
-             futility within ±{:.1}% at alpha {:.5}; floor {:.2} × the baseline's lowest window (at least half its median), \
+             futility within ±{:.1}% at alpha {:.5}; an early stop when slower at one-sided {:.2}; floor {:.2} × the baseline's lowest window (at least half its median), \
              the baseline restored at each breach, aborting at the second in a row",
             self.window.as_secs_f64(),
             self.warmup.as_secs_f64(),
@@ -159,6 +186,7 @@ impl Plan {
             self.looks(),
             self.min_effect * 100.0,
             self.look_alpha(),
+            self.harm,
             self.floor
         )
     }
@@ -250,6 +278,13 @@ mod tests {
             ),
             (
                 Plan {
+                    harm: 0.5,
+                    ..Plan::default()
+                },
+                "harm = 0.5",
+            ),
+            (
+                Plan {
                     window: Duration::ZERO,
                     ..Plan::default()
                 },
@@ -268,6 +303,10 @@ mod tests {
         let v = serde_json::to_value(&p).unwrap();
         assert_eq!(v["window_s"], 1.0);
         assert_eq!(v["warmup_s"], 1.0);
-        assert_eq!(serde_json::from_value::<Plan>(v).unwrap(), p);
+        assert_eq!(serde_json::from_value::<Plan>(v.clone()).unwrap(), p);
+        // A record written before `harm` existed reads with its default.
+        let mut old = v;
+        old.as_object_mut().unwrap().remove("harm");
+        assert_eq!(serde_json::from_value::<Plan>(old).unwrap(), p);
     }
 }

@@ -131,7 +131,7 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
             Some("an earlier trial failed: the testbed's state is uncertain".to_string())
         } else if baseline == c.settings {
             Some("already in effect".to_string())
-        } else if left < plan.min_time() {
+        } else if left + plan.slack() < plan.min_time() {
             Some(format!(
                 "does not fit the time budget: {} pairs need {:.1}s, {:.1}s of {:.1}s left",
                 plan.min_pairs,

@@ -156,7 +156,7 @@ pub fn run_trial(
         run.rec.error = Some(e.to_string());
         return run.rec;
     }
-    if plan.min_time() > budget {
+    if plan.min_time() > budget + plan.slack() {
         run.rec.outcome = Outcome::Inconclusive;
         run.rec.reason = format!(
             "not run: the time budget ({:.1}s) cannot fit the {} pairs a decision needs ({:.1}s)",
@@ -191,6 +191,7 @@ impl Run<'_> {
     /// Measures pairs until a decision; Ok((outcome, reason)).
     fn pairs(&mut self, budget_s: f64) -> Result<(Outcome, String), ExperimentError> {
         let pair_s = self.plan.pair_time().as_secs_f64();
+        let slack_s = self.plan.slack().as_secs_f64();
         // The last candidate window's floor breach, while unanswered by a
         // candidate window above the floor.
         let mut strike: Option<String> = None;
@@ -200,7 +201,7 @@ impl Run<'_> {
         while self.rec.log_ratios.len() < self.plan.max_pairs {
             pair += 1;
             let n = self.rec.log_ratios.len();
-            if self.rec.elapsed_s + pair_s > budget_s {
+            if self.rec.elapsed_s + pair_s > budget_s + slack_s {
                 return Ok((
                     Outcome::Inconclusive,
                     format!(
@@ -264,7 +265,7 @@ impl Run<'_> {
                 continue;
             }
             // The last look: the most pairs, or no time for another.
-            let last = n == self.plan.max_pairs || self.rec.elapsed_s + pair_s > budget_s;
+            let last = n == self.plan.max_pairs || self.rec.elapsed_s + pair_s > budget_s + slack_s;
             let interim = self.rec.looks.len();
             let alpha = if last {
                 self.plan.final_alpha(interim)
@@ -282,7 +283,25 @@ impl Run<'_> {
                     _ => Decision::Continue,
                 },
             };
+            // Not worse at the look's level, but slower at the harm level:
+            // it will not be kept, and each further pair runs it again.
+            let harm = (decision == Decision::Continue && self.plan.harm > 0.0)
+                .then(|| look(&ds, 2.0 * self.plan.harm))
+                .flatten()
+                .filter(|h| h.ci_high < 1.0);
             self.rec.looks.push(l.clone());
+            if let Some(h) = harm {
+                return Ok((
+                    Outcome::Inconclusive,
+                    format!(
+                        "likely slower: {} (upper bound {} at one-sided {:.2}), not yet worse \
+                         at this look's level: stopped early, rolled back",
+                        interval(&l),
+                        pct(h.ci_high),
+                        self.plan.harm
+                    ),
+                ));
+            }
             let est = interval(&l);
             match decision {
                 Decision::Better => {

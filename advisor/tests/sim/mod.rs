@@ -42,6 +42,9 @@ pub struct Sim {
     /// (n, factor): the n-th window measured (1-based, warm-ups
     /// included) runs at `factor` × its rate.
     pub scale_window: Option<(usize, f64)>,
+    /// How much longer than asked each window runs (a live server's
+    /// windows end a few milliseconds late).
+    pub overrun: Duration,
 }
 
 impl Sim {
@@ -59,6 +62,7 @@ impl Sim {
             fail_apply: None,
             stalls: None,
             scale_window: None,
+            overrun: Duration::ZERO,
         }
     }
 
@@ -95,6 +99,7 @@ impl Testbed for Sim {
             .rates
             .get(&self.current)
             .unwrap_or_else(|| panic!("no rate scripted for {:?}", self.current));
+        let len = len + self.overrun;
         let mid = (self.clock + len / 2).as_secs_f64();
         self.clock += len;
         self.log.push((self.current.clone(), len));
