@@ -24,7 +24,14 @@ redo mode), as the median of the pooled runs: the best of six single noisy
 runs would be a winner's curse (at 4 users RT0 and RT0+cap4, one setting,
 read 10201 and 12927 TPS in one run of this bench).
 
+The agent predicts with a calibration of this host, as a deployment
+would: `redoctor calibrate` runs first, on the storage the engine's data
+is on (~3 min), unless `--calibration FILE` names one already made or
+`--priors` asks for the model's uncalibrated priors (the bench before
+2026-11-27).
+
 Usage: agent/bench/phase.py [AGENT_RUNS] [--static-repeats R] [--json OUT]
+           [--calibration FILE | --priors]
        (each static configuration runs R times, interleaved with the agent
        runs; R = 2 or more resolves phase B, where nothing pools; root; release build:
        cargo build --release -p redoctor-engine-cli -p redoctor-agent;
@@ -61,6 +68,7 @@ CONFIGS = {
 AGENT_CONFIG = """[agent]
 state_dir = "{state}"
 metrics = "off"
+{calibration}
 
 [[target]]
 name = "engine"
@@ -145,12 +153,13 @@ def audit(state):
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
 
 
-def agent_run(socket, pid, defaults, work, i):
+def agent_run(socket, pid, defaults, work, i, calibration):
     apply(socket, defaults)
     state = os.path.join(work, f"agent{i}")
     cfg = os.path.join(work, f"agent{i}.toml")
+    line = f'calibration = "{calibration}"' if calibration else ""
     with open(cfg, "w") as f:
-        f.write(AGENT_CONFIG.format(state=state, pid=pid, socket=socket))
+        f.write(AGENT_CONFIG.format(state=state, pid=pid, socket=socket, calibration=line))
     err = open(os.path.join(work, f"agent{i}.err"), "w")
     agent = subprocess.Popen([AGENT, "agent", "--config", cfg], stderr=err, stdout=subprocess.DEVNULL)
     phases = two_phases(socket)
@@ -241,11 +250,25 @@ def main():
         i = args.index("--static-repeats")
         repeats = int(args[i + 1])
         args = args[:i] + args[i + 2:]
+    calibration, priors = None, "--priors" in args
+    if priors:
+        args.remove("--priors")
+    if "--calibration" in args:
+        i = args.index("--calibration")
+        calibration = os.path.abspath(args[i + 1])
+        args = args[:i] + args[i + 2:]
+        if priors or not os.path.exists(calibration):
+            sys.exit(f"--calibration {calibration}: no such file, or given with --priors")
     runs = int(args[0]) if args else 3
     for tool in ("sysbench", "mysql"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is not installed (apt-get install sysbench mariadb-client)")
     work = tempfile.mkdtemp(prefix="redoctor-phase.", dir="/var/tmp")
+    if not priors and calibration is None:
+        calibration = os.path.join(work, "calibration.json")
+        print("calibrating this host (redoctor calibrate, ~3 min) ...", flush=True)
+        subprocess.run([AGENT, "calibrate", "--workdir", work, "--out", calibration],
+                       check=True, stdout=subprocess.DEVNULL)
     socket = os.path.join(work, "s.sock")
     engine = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(work, "data"),
                                "--socket", socket, "--redo-threads", "on"],
@@ -264,7 +287,7 @@ def main():
         queue = [n for _ in range(repeats) for n in CONFIGS]
         per_agent = -(-len(queue) // runs)
         for i in range(runs):
-            agents.append(agent_run(socket, engine.pid, defaults, work, i))
+            agents.append(agent_run(socket, engine.pid, defaults, work, i, calibration))
             print(f"agent run {i + 1}: " + "; ".join(
                 f"{p['phase']}: {p['held']} {p['tps']:.0f} TPS, {p['kept']} kept" for p in agents[-1]),
                 flush=True)
@@ -278,6 +301,7 @@ def main():
         engine.wait()
     report = score(statics, agents)
     if json_out:
+        report["calibration"] = json.load(open(calibration)) if calibration else "priors"
         with open(json_out, "w") as f:
             json.dump(report, f, indent=1)
     shutil.rmtree(work, ignore_errors=True)
