@@ -38,6 +38,7 @@ Usage: agent/bench/phase.py [AGENT_RUNS] [--static-repeats R] [--json OUT]
        sysbench and the mysql client installed)
        agent/bench/phase.py --rescore OUT   (the table again from a saved --json)
 """
+import argparse
 import json
 import os
 import re
@@ -233,33 +234,23 @@ def score(statics, agents):
 
 
 def main():
-    args = sys.argv[1:]
-    if args[:1] == ["--rescore"]:
-        if len(args) != 2:
-            sys.exit("usage: agent/bench/phase.py --rescore SAVED.json")
-        saved = json.load(open(args[1]))
+    ap = argparse.ArgumentParser(description="Phase-change benchmark of redoctor agent (apply mode).")
+    ap.add_argument("runs", nargs="?", type=int, default=3, metavar="AGENT_RUNS")
+    ap.add_argument("--static-repeats", type=int, default=1, metavar="R")
+    ap.add_argument("--json", metavar="OUT")
+    ap.add_argument("--rescore", metavar="SAVED.json")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--calibration", metavar="FILE")
+    how.add_argument("--priors", action="store_true")
+    a = ap.parse_args()
+    if a.rescore:
+        saved = json.load(open(a.rescore))
         score(saved["statics"], saved["agent_runs"])
         return
-    json_out = None
-    if "--json" in args:
-        i = args.index("--json")
-        json_out = args[i + 1]
-        args = args[:i] + args[i + 2:]
-    repeats = 1
-    if "--static-repeats" in args:
-        i = args.index("--static-repeats")
-        repeats = int(args[i + 1])
-        args = args[:i] + args[i + 2:]
-    calibration, priors = None, "--priors" in args
-    if priors:
-        args.remove("--priors")
-    if "--calibration" in args:
-        i = args.index("--calibration")
-        calibration = os.path.abspath(args[i + 1])
-        args = args[:i] + args[i + 2:]
-        if priors or not os.path.exists(calibration):
-            sys.exit(f"--calibration {calibration}: no such file, or given with --priors")
-    runs = int(args[0]) if args else 3
+    json_out, repeats, runs, priors = a.json, a.static_repeats, a.runs, a.priors
+    calibration = a.calibration and os.path.abspath(a.calibration)
+    if calibration and not os.path.exists(calibration):
+        sys.exit(f"--calibration {calibration}: no such file")
     for tool in ("sysbench", "mysql"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is not installed (apt-get install sysbench mariadb-client)")

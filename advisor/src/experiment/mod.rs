@@ -179,6 +179,12 @@ impl Experiment {
     }
 }
 
+/// Seconds as a `Duration` (saturating: a non-finite or huge count is
+/// `Duration::MAX`).
+pub(crate) fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
+}
+
 /// A ratio as a signed percentage change: 1.053 -> "+5.3%".
 pub fn pct(ratio: f64) -> String {
     format!("{:+.1}%", (ratio - 1.0) * 100.0)

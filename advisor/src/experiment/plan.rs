@@ -163,6 +163,13 @@ impl Plan {
         self.window / 10
     }
 
+    /// Whether `need` fits in `budget`, with [`Plan::slack`]: the one test
+    /// of every time bound (a trial's start, each pair, a search's next
+    /// candidate).
+    pub fn fits(&self, need: Duration, budget: Duration) -> bool {
+        need <= budget + self.slack()
+    }
+
     /// Shortest time a decision can take: `min_pairs` pairs.
     pub fn min_time(&self) -> Duration {
         self.pair_time() * self.min_pairs as u32

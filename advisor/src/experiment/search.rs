@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::trial::{run_trial, TrialRecord};
-use super::{show, Plan, Settings, Testbed};
+use super::{secs, show, Plan, Settings, Testbed};
 
 /// One change to try: a knob, or a group of knobs that belong together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,7 +131,7 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
             Some("an earlier trial failed: the testbed's state is uncertain".to_string())
         } else if baseline == c.settings {
             Some("already in effect".to_string())
-        } else if left + plan.slack() < plan.min_time() {
+        } else if !plan.fits(plan.min_time(), left) {
             Some(format!(
                 "does not fit the time budget: {} pairs need {:.1}s, {:.1}s of {:.1}s left",
                 plan.min_pairs,
@@ -190,10 +190,6 @@ fn values_of(settings: &Settings, current: &Settings) -> Settings {
         .keys()
         .map(|k| (k.clone(), current[k].clone()))
         .collect()
-}
-
-fn secs(s: f64) -> Duration {
-    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]

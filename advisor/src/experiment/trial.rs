@@ -7,7 +7,7 @@ use redoctor_stats::median;
 use serde::{Deserialize, Serialize};
 
 use super::sequential::{look, Decision, Look};
-use super::{pct, ExperimentError, Plan, Settings, Testbed};
+use super::{pct, secs, ExperimentError, Plan, Settings, Testbed};
 
 /// How far one pair's `ln(candidate / baseline)` may lie from the pairs'
 /// median before it is clipped for the test: ln 2, a factor of two either
@@ -156,7 +156,7 @@ pub fn run_trial(
         run.rec.error = Some(e.to_string());
         return run.rec;
     }
-    if plan.min_time() > budget + plan.slack() {
+    if !plan.fits(plan.min_time(), budget) {
         run.rec.outcome = Outcome::Inconclusive;
         run.rec.reason = format!(
             "not run: the time budget ({:.1}s) cannot fit the {} pairs a decision needs ({:.1}s)",
@@ -166,7 +166,7 @@ pub fn run_trial(
         );
         return run.rec;
     }
-    let result = run.pairs(budget.as_secs_f64());
+    let result = run.pairs(budget);
     run.rec.estimate = look(&clipped(&run.rec.log_ratios), run.final_level());
     run.finish(result);
     run.rec
@@ -189,9 +189,10 @@ impl Run<'_> {
     }
 
     /// Measures pairs until a decision; Ok((outcome, reason)).
-    fn pairs(&mut self, budget_s: f64) -> Result<(Outcome, String), ExperimentError> {
-        let pair_s = self.plan.pair_time().as_secs_f64();
-        let slack_s = self.plan.slack().as_secs_f64();
+    fn pairs(&mut self, budget: Duration) -> Result<(Outcome, String), ExperimentError> {
+        // Whether another pair fits after the windows measured so far.
+        let plan = self.plan;
+        let another_fits = |elapsed_s: f64| plan.fits(secs(elapsed_s) + plan.pair_time(), budget);
         // The last candidate window's floor breach, while unanswered by a
         // candidate window above the floor.
         let mut strike: Option<String> = None;
@@ -201,11 +202,12 @@ impl Run<'_> {
         while self.rec.log_ratios.len() < self.plan.max_pairs {
             pair += 1;
             let n = self.rec.log_ratios.len();
-            if self.rec.elapsed_s + pair_s > budget_s + slack_s {
+            if !another_fits(self.rec.elapsed_s) {
                 return Ok((
                     Outcome::Inconclusive,
                     format!(
-                        "inconclusive: the time budget ({budget_s:.1}s) cannot fit another pair after {n} pairs{}: rolled back",
+                        "inconclusive: the time budget ({:.1}s) cannot fit another pair after {n} pairs{}: rolled back",
+                        budget.as_secs_f64(),
                         self.estimate_words()
                     ),
                 ));
@@ -265,7 +267,7 @@ impl Run<'_> {
                 continue;
             }
             // The last look: the most pairs, or no time for another.
-            let last = n == self.plan.max_pairs || self.rec.elapsed_s + pair_s > budget_s + slack_s;
+            let last = n == self.plan.max_pairs || !another_fits(self.rec.elapsed_s);
             let interim = self.rec.looks.len();
             let alpha = if last {
                 self.plan.final_alpha(interim)
@@ -290,19 +292,18 @@ impl Run<'_> {
                 .flatten()
                 .filter(|h| h.ci_high < 1.0);
             self.rec.looks.push(l.clone());
+            let est = interval(&l);
             if let Some(h) = harm {
                 return Ok((
                     Outcome::Inconclusive,
                     format!(
-                        "likely slower: {} (upper bound {} at one-sided {:.2}), not yet worse \
+                        "likely slower: {est} (upper bound {} at one-sided {:.2}), not yet worse \
                          at this look's level: stopped early, rolled back",
-                        interval(&l),
                         pct(h.ci_high),
                         self.plan.harm
                     ),
                 ));
             }
-            let est = interval(&l);
             match decision {
                 Decision::Better => {
                     return Ok((Outcome::Kept, format!("candidate faster: {est}: kept")))
