@@ -150,7 +150,7 @@ impl Metrics {
         );
         r.register(
             "samples",
-            "Sampled observations (probes attached)",
+            "Sampled observations, counted once their signals and advice are exported",
             m.samples.clone(),
         );
         r.register(

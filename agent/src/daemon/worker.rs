@@ -306,6 +306,10 @@ impl Worker {
         }
         let d = self.diagnose(pid, windows, &summary)?;
         self.export(&d, &summary);
+        // Counted once its signals and advice are exported, so a scrape that
+        // sees the count also sees what the observation measured.
+        let m = Metrics::t(&self.t.name);
+        self.shared.metrics.samples.get_or_create(&m).inc();
         if let Some(r) = &reason {
             self.audit("evaluated", json!({"why": r, "verdict": d.verdict.text}));
         }
@@ -379,7 +383,6 @@ impl Worker {
             st.probe_program_ids.clear();
         });
         result.context("reading the probes' maps")?;
-        self.shared.metrics.samples.get_or_create(&m).inc();
         for w in &windows {
             let (runs, ns) = w
                 .probe_cost
