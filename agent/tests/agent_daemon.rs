@@ -724,7 +724,10 @@ window = "1s"
     let r = &events(&state, "target_restarted")[0];
     assert_eq!(r["old_pid"], old);
     assert_eq!(r["pid"], second.pid());
-    assert!(a.stderr().contains("target restarted"), "{}", a.stderr());
+    // Said on stderr just after the audit line.
+    wait("the restart said on stderr", 10, || {
+        a.stderr().contains("target restarted")
+    });
     wait("a sample of the new process", 30, || {
         status_json(&state)["targets"][0]["verdict"].is_string()
     });

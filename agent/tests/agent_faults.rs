@@ -450,6 +450,10 @@ max_total = "120s"
     let t = &events(&state, "trial")[0];
     assert_eq!(t["outcome"], "failed", "{t}");
     assert!(t["error"].is_string(), "the cause is recorded: {t}");
+    // The trial's line is written before the restore is found pending.
+    wait("the restore recorded as pending", 10, || {
+        !events(&state, "restore_pending").is_empty()
+    });
     let pending = events(&state, "restore_pending");
     assert_eq!(pending.len(), 1, "{pending:?}");
     let j: Value =
@@ -467,6 +471,10 @@ max_total = "120s"
     let _back = Forwarder::start(&front, &real);
     wait("the restore", 30, || {
         var(&real, "redoctor_debug_commit_sleep_us") == "0"
+    });
+    // The setting is restored before the audit line is written.
+    wait("the restore audited", 10, || {
+        !events(&state, "reconciled").is_empty()
     });
     let r = events(&state, "reconciled");
     assert_eq!(r.len(), 1, "{r:?}");
