@@ -3,8 +3,11 @@
 //! (`[target.guardrails]`); the abort-and-restore floor is the trial's
 //! (`Plan::floor`).
 
-use redoctor_advisor::experiment::{Candidate, Settings};
+use redoctor_advisor::evaluate::WORTH_TRYING;
+use redoctor_advisor::experiment::{pct, show, Candidate, Settings};
 use redoctor_advisor::model::config::{CAP, THROTTLE};
+use redoctor_advisor::model::Model;
+use redoctor_advisor::Diagnosis;
 
 use super::config::Target;
 use super::journal::Journal;
@@ -101,6 +104,61 @@ pub fn admit(
             g.max_step
         );
     }
+    Ok(c)
+}
+
+/// A candidate of the model's that [`admit`] changed (a cap or throttle
+/// limited by `max_step`) is a configuration the model did not rank: it is
+/// predicted again as it will be tried, and refused when its interval no
+/// longer reaches [`WORTH_TRYING`]. Otherwise its label and predicted gain
+/// are the new prediction's, so the audit log states what is tried. Other
+/// candidates (a rule's, the config's, or unchanged) pass as they are.
+pub fn repredict(
+    model: &Model,
+    d: &Diagnosis,
+    asked: &Settings,
+    mut c: Candidate,
+) -> Result<Candidate, String> {
+    let Some(report) = &d.model else {
+        return Ok(c);
+    };
+    let Some(inputs) = &report.inputs else {
+        return Ok(c);
+    };
+    if !report.predictions.iter().any(|p| &p.changes == asked) {
+        return Ok(c);
+    }
+    let stepped = inputs.config.with(&c.settings);
+    if stepped == inputs.config.with(asked) {
+        return Ok(c);
+    }
+    let Some(p) = model
+        .predict(inputs, &[stepped], &d.facts.settings)
+        .into_iter()
+        .next()
+    else {
+        return Err(format!(
+            "the step limit leaves {} at the current configuration",
+            show(&c.settings)
+        ));
+    };
+    let interval = format!("{}..{}", pct(p.ratio_low), pct(p.ratio_high));
+    if p.ratio_high < WORTH_TRYING {
+        return Err(format!(
+            "the step limit allows {} ({}), which the model predicts at {} ({interval}): not worth a trial",
+            show(&c.settings),
+            p.config,
+            pct(p.ratio)
+        ));
+    }
+    c.label = format!(
+        "{} (the model, stepped from {}: {} at {}, {interval})",
+        show(&c.settings),
+        show(asked),
+        p.config,
+        pct(p.ratio)
+    );
+    c.predicted_gain = p.ratio - 1.0;
     Ok(c)
 }
 
@@ -252,5 +310,92 @@ mod tests {
             now
         )
         .is_err());
+    }
+
+    fn diagnosis() -> Diagnosis {
+        let mut d = Diagnosis::from_json(include_str!(
+            "../../tests/data/diagnosis-read_write-128u.json"
+        ))
+        .unwrap();
+        // A steady rate, so the intervals are the model's error alone.
+        let i = d.model.as_mut().unwrap().inputs.as_mut().unwrap();
+        i.window_rates = vec![i.commits_per_s; 3];
+        d
+    }
+
+    fn model() -> Model {
+        Model {
+            sigma: 0.01,
+            ..Model::uncalibrated()
+        }
+    }
+
+    fn predicted(d: &Diagnosis, m: &Model, settings: &Settings) -> f64 {
+        let i = d.model.as_ref().unwrap().inputs.as_ref().unwrap();
+        m.predict(i, &[i.config.with(settings)], &d.facts.settings)[0].ratio
+    }
+
+    #[test]
+    fn a_stepped_candidate_is_predicted_as_it_will_be_tried() {
+        let (d, m) = (diagnosis(), model());
+        let t = target("[target.guardrails]\nmax_step = 4.0\n");
+        let j = Journal::empty("t");
+        let cur = d.facts.settings.clone();
+        // The model's RT0 with a cap of 4 at 128 users: a factor 32 from
+        // unlimited, stepped to a cap of 32.
+        let p = d.model.as_ref().unwrap().predictions[1].clone();
+        assert_eq!(p.config.to_string(), "RT0+cap4");
+        let c = Candidate {
+            label: "asked".into(),
+            settings: p.changes.clone(),
+            predicted_gain: p.ratio - 1.0,
+        };
+        let c = admit(&t, &j, &cur, 128.0, c, 0).unwrap();
+        assert_eq!(c.settings[CAP], "32");
+        let c = repredict(&m, &d, &p.changes, c).unwrap();
+        let want = predicted(&d, &m, &c.settings);
+        assert_ne!(want, predicted(&d, &m, &p.changes));
+        assert!((c.predicted_gain - (want - 1.0)).abs() < 1e-12);
+        assert!(
+            c.label.contains("RT0+cap32") && c.label.contains("stepped from"),
+            "{}",
+            c.label
+        );
+        // Not stepped: as it was.
+        let alone = Settings::from([("innodb_log_writer_threads".to_string(), "OFF".to_string())]);
+        let c = cand("innodb_log_writer_threads", "OFF");
+        assert_eq!(repredict(&m, &d, &alone, c.clone()), Ok(c));
+    }
+
+    #[test]
+    fn a_stepped_candidate_predicted_worse_is_refused() {
+        let (mut d, m) = (diagnosis(), model());
+        let t = target("[target.guardrails]\nmax_step = 32.0\n");
+        let j = Journal::empty("t");
+        let cur = d.facts.settings.clone();
+        // Say the model ranked a throttle of 1 well: 128 users and
+        // max_step 32 step it to 4, which the model predicts well below
+        // the current rate.
+        let asked = Settings::from([(THROTTLE.to_string(), "1".to_string())]);
+        let mut p = d.model.as_ref().unwrap().predictions[0].clone();
+        p.changes = asked.clone();
+        d.model.as_mut().unwrap().predictions.push(p);
+        let c = Candidate {
+            label: "asked".into(),
+            settings: asked.clone(),
+            predicted_gain: 0.3,
+        };
+        let c = admit(&t, &j, &cur, 128.0, c, 0).unwrap();
+        assert_eq!(c.settings[THROTTLE], "4");
+        assert!(predicted(&d, &m, &c.settings) < 0.9);
+        let e = repredict(&m, &d, &asked, c.clone()).unwrap_err();
+        assert!(
+            e.contains("RT1+throttle4") && e.contains("not worth"),
+            "{e}"
+        );
+        // A candidate the model did not rank (a rule's, the config's) is
+        // not the model's to refuse.
+        let other = Settings::from([(THROTTLE.to_string(), "2".to_string())]);
+        assert_eq!(repredict(&m, &d, &other, c.clone()), Ok(c));
     }
 }

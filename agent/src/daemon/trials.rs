@@ -120,7 +120,15 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
     let mut admitted = Vec::new();
     for c in candidates {
         let label = c.label.clone();
-        match guardrails::admit(&w.t, &w.journal, &current, w.users, c, now) {
+        let asked = c.settings.clone();
+        let admitted_c =
+            guardrails::admit(&w.t, &w.journal, &current, w.users, c, now).and_then(|c| {
+                match w.model() {
+                    Some(m) => guardrails::repredict(m, d, &asked, c),
+                    None => Ok(c),
+                }
+            });
+        match admitted_c {
             Ok(c) => {
                 if !w.rejected.contains(&c.settings)
                     && !admitted

@@ -551,6 +551,11 @@ impl Worker {
         }
     }
 
+    /// The model the last diagnosis was made with.
+    pub(super) fn model(&self) -> Option<&Model> {
+        self.model.as_ref().map(|(_, m)| m)
+    }
+
     pub(super) fn candidates(&self, d: &Diagnosis) -> Vec<Candidate> {
         let mut out = crate::trial_run::candidates(d);
         for c in &self.t.candidates {
