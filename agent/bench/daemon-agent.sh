@@ -1,7 +1,7 @@
 #!/bin/sh
 # An "agent" for probes/bench/alternating.py that runs `redoctor agent`
 # (recommend mode, the default sampling: probes attached 1 s + 2 s every
-# 60 s, status counters polled every second) instead of `redoctor probe`.
+# 120 s, status counters polled every second) instead of `redoctor probe`.
 # alternating.py calls it as `daemon-agent.sh probe --pid PID ...`; it
 # prints one JSON line a second while the daemon runs, as the bench expects
 # of an agent, and stops the daemon on SIGTERM. The engine must serve its

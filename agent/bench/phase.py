@@ -78,7 +78,7 @@ socket = "{socket}"
 mode = "apply"
 
 [target.sampling]
-every = "60s"
+every = "120s"
 warmup = "1s"
 window = "2s"
 min_gap = "5s"

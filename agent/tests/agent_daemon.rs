@@ -243,7 +243,7 @@ fn observes_exports_metrics_on_loopback_reloads_and_stops() {
 state_dir = "{}"
 metrics = "127.0.0.1:{port}"
 [agent.budget]
-tps_percent = 5.0
+tps_percent = 20.0
 
 [[target]]
 name = "engine"
@@ -558,7 +558,7 @@ fn kill9_mid_trial_is_undone_at_the_next_start_and_leaves_no_bpf_objects() {
 state_dir = "{}"
 metrics = "off"
 [agent.budget]
-tps_percent = 5.0
+tps_percent = 10.0
 
 [[target]]
 name = "engine"
