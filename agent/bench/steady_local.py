@@ -5,8 +5,8 @@
 daemon every 60 s and compares the phases. The engine's rate drifts over
 minutes by more than the daemon costs, so that needs ~100 phases (~3.5 h)
 to resolve 1%. Nearly all of the daemon's cost is paid while its probes
-are attached: one sampled window a minute (loading, 1 s warm-up, 2 s
-window). This script keeps one engine run of the highest-event-rate
+are attached: one sampled window every `sampling.every` (loading, 1 s
+warm-up, 2 s window). This script keeps one engine run of the highest-event-rate
 scenario (update_index, 32 users, RT1, 2 CPUs, tmpfs) and the daemon
 running together for SECONDS, and:
 
@@ -31,7 +31,6 @@ Usage: agent/bench/steady_local.py [SECONDS] [NEAR]
        (defaults 1800 s and 8 s; needs root and a release build:
         cargo build --release -p redoctor-engine-cli -p redoctor-agent)
 """
-import json
 import os
 import shutil
 import statistics
@@ -42,10 +41,10 @@ import threading
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
-AGENT = os.path.join(ROOT, "target/release/redoctor")
-SCENARIO = ["-w", "update_index", "--users", "32", "--redo-threads", "on", "--cpus", "2",
-            "--tables", "4", "--table-size", "10000"]
+# The scenario, the binaries and the engine's report reader are the probes
+# bench's, so both benches measure the same load.
+sys.path.insert(0, os.path.join(ROOT, "probes", "bench"))
+from alternating import AGENT, ENGINE, SCENARIO, intervals  # noqa: E402
 # TPS lost per share of the 2 CPUs taken (probes/bench/RESULTS.md, burn control).
 BURN_FACTOR = 1.7
 # Seconds kept clear of a span's edges on either side.
@@ -136,11 +135,6 @@ def run(shm: str, seconds: float, near_ms: float) -> None:
     engine.terminate()
     engine.wait()
     report(intervals(err_path), watch.spans(), began, ended, cpu, near_ms)
-
-
-def intervals(path: str) -> list:
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.startswith("{")]
 
 
 def report(rows, spans, began, ended, cpu, near_ms) -> None:

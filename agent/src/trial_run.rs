@@ -137,7 +137,7 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
 /// A prediction as a candidate, named by its change: the search applies
 /// it on top of what was kept, which may not be the configuration the
 /// model predicted it from.
-fn from_prediction(p: &Prediction, what: &str) -> Candidate {
+pub(crate) fn from_prediction(p: &Prediction, what: &str) -> Candidate {
     Candidate {
         label: format!(
             "{} ({what}: {} at {})",

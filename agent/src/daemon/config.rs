@@ -214,6 +214,11 @@ impl Sampling {
     pub fn duty_cycle(&self) -> f64 {
         (self.span().as_secs_f64() / self.every.as_secs_f64()).min(1.0)
     }
+
+    /// The steady-state TPS cost of sampling, in percent.
+    pub fn tps_cost_percent(&self) -> f64 {
+        self.duty_cycle() * ATTACHED_TPS_COST * 100.0
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -465,7 +470,7 @@ impl Config {
                     s.every
                 )));
             }
-            let cost = s.duty_cycle() * ATTACHED_TPS_COST * 100.0;
+            let cost = s.tps_cost_percent();
             if cost > b.tps_percent {
                 let min_every = s.span().as_secs_f64() * ATTACHED_TPS_COST * 100.0 / b.tps_percent;
                 return Err(at(format!(
@@ -523,7 +528,7 @@ mode = "apply"
         assert!(!t.allows("innodb_flush_log_at_trx_commit"));
         assert!(t.allows("innodb_log_writer_threads"));
         assert_eq!(c.agent.metrics, "127.0.0.1:9464");
-        assert!(t.sampling.duty_cycle() * ATTACHED_TPS_COST * 100.0 <= 1.0);
+        assert!(t.sampling.tps_cost_percent() <= 1.0);
     }
 
     fn err(text: &str) -> String {

@@ -111,7 +111,8 @@ pub fn admit(
 /// limited by `max_step`) is a configuration the model did not rank: it is
 /// predicted again as it will be tried, and refused when its interval no
 /// longer reaches [`WORTH_TRYING`]. Otherwise its label and predicted gain
-/// are the new prediction's, so the audit log states what is tried. Other
+/// are the new prediction's (named as `diagnose --trial` names the model's
+/// candidates), so the audit log states what is tried. Other
 /// candidates (a rule's, the config's, or unchanged) pass as they are.
 pub fn repredict(
     model: &Model,
@@ -142,23 +143,20 @@ pub fn repredict(
             show(&c.settings)
         ));
     };
-    let interval = format!("{}..{}", pct(p.ratio_low), pct(p.ratio_high));
     if p.ratio_high < WORTH_TRYING {
         return Err(format!(
-            "the step limit allows {} ({}), which the model predicts at {} ({interval}): not worth a trial",
+            "the step limit allows {} ({}), which the model predicts at {} ({}..{}): not worth a trial",
             show(&c.settings),
             p.config,
-            pct(p.ratio)
+            pct(p.ratio),
+            pct(p.ratio_low),
+            pct(p.ratio_high)
         ));
     }
-    c.label = format!(
-        "{} (the model, stepped from {}: {} at {}, {interval})",
-        show(&c.settings),
-        show(asked),
-        p.config,
-        pct(p.ratio)
-    );
-    c.predicted_gain = p.ratio - 1.0;
+    let named =
+        crate::trial_run::from_prediction(&p, &format!("the model, stepped from {}", show(asked)));
+    c.label = named.label;
+    c.predicted_gain = named.predicted_gain;
     Ok(c)
 }
 
