@@ -22,6 +22,7 @@ pub mod error;
 mod exit_watch;
 mod glob;
 mod histogram;
+mod links;
 pub mod loader;
 mod lock_waits;
 pub mod mapped_array;

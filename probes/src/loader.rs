@@ -16,12 +16,14 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use aya::programs::raw_trace_point::RawTracePointLink;
 use aya::programs::uprobe::UProbeScope;
 use aya::programs::{RawTracePoint, TracePoint, UProbe};
 use aya::{Ebpf, EbpfLoader};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
+use crate::links::Links;
 use crate::mapped_array::MappedArray;
 use crate::maps::{FdIo, ThreadSched};
 use crate::preflight;
@@ -298,6 +300,8 @@ pub const MAX_THREAD_SLOTS: u32 = 1 << 20;
 
 /// The loaded and attached probes for one process.
 pub struct Probes {
+    /// Every attachment, detached together and first on drop.
+    links: Links,
     /// `thread_sched_slots` and `io_by_fd_slots`, mapped (declared before
     /// `bpf` so they are unmapped first).
     pub(crate) thread_slots: MappedArray<ThreadSched>,
@@ -320,6 +324,7 @@ pub struct Probes {
 
 impl Drop for Probes {
     fn drop(&mut self) {
+        self.links.detach_all();
         if self.semaphores.is_empty() {
             return;
         }
@@ -380,25 +385,19 @@ impl Probes {
             });
         }
         let mut unavailable = Vec::new();
+        let mut links = Links::default();
 
         if opts.follow_children {
-            track_process_tree(&mut bpf, opts.pid)?;
-        }
-        for (prog, tp) in SCHED_TRACEPOINTS {
-            attach_raw(&mut bpf, prog, tp)?;
-        }
-        if opts.runq_stamps {
-            for (prog, tp) in RUNQ_STAMP_TRACEPOINTS {
-                attach_raw(&mut bpf, prog, tp)?;
-            }
+            track_process_tree(&mut bpf, &mut links, opts.pid)?;
         }
         let syscall_hooks = if opts.syscalls {
             let hooks = choose_syscall_hooks(opts.syscall_hooks, TRACEFS, &mut unavailable)?;
             match hooks {
-                SyscallHooks::PerSyscall => attach_per_syscall(&mut bpf)?,
+                SyscallHooks::PerSyscall => attach_per_syscall(&mut bpf, &mut links)?,
                 _ => {
+                    // On every syscall of the machine.
                     for (prog, tp) in SYSCALL_TRACEPOINTS {
-                        attach_raw(&mut bpf, prog, tp)?;
+                        links.push_busy(attach_raw(&mut bpf, prog, tp)?);
                     }
                 }
             }
@@ -421,6 +420,7 @@ impl Probes {
             if !opts.commit_points.is_empty() {
                 commit_point = Some(attach_commit_point(
                     &mut bpf,
+                    &mut links,
                     &exe,
                     scope,
                     opts.pid,
@@ -439,7 +439,10 @@ impl Probes {
                 let p: &mut UProbe = program(&mut bpf, prog)?;
                 p.load().map_err(|e| load_err(prog, e))?;
                 match p.attach(*sym, &exe, scope) {
-                    Ok(_) => attached_points.push(sym.to_string()),
+                    Ok(id) => {
+                        links.push(p.take_link(id).map_err(|e| taken(prog, e))?);
+                        attached_points.push(sym.to_string());
+                    }
                     Err(e) => unavailable.push(Unavailable {
                         what: format!("probe point {sym}"),
                         why: uprobe_why(&exe, &e),
@@ -450,9 +453,21 @@ impl Probes {
         let (attached_usdt, semaphores) = if opts.usdt.is_empty() {
             (Vec::new(), Semaphores::default())
         } else {
-            attach_usdt(&mut bpf, opts, &mut unavailable)?
+            attach_usdt(&mut bpf, &mut links, opts, &mut unavailable)?
         };
+        // The busiest hooks last (and first off on drop): the uprobes'
+        // attach above takes a few hundred ms, which the target need not
+        // pay for at every context switch.
+        for (prog, tp) in SCHED_TRACEPOINTS {
+            links.push_busy(attach_raw(&mut bpf, prog, tp)?);
+        }
+        if opts.runq_stamps {
+            for (prog, tp) in RUNQ_STAMP_TRACEPOINTS {
+                links.push_busy(attach_raw(&mut bpf, prog, tp)?);
+            }
+        }
         Ok(Probes {
+            links,
             thread_slots,
             fd_slots,
             bpf,
@@ -517,6 +532,11 @@ impl Probes {
         &self.unavailable
     }
 
+    /// How many attachments (links) the programs have.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
     /// Kernel ids of the loaded programs (to check they are gone after drop).
     pub fn program_ids(&self) -> Vec<u32> {
         self.bpf
@@ -541,6 +561,7 @@ impl Probes {
 /// at `exe` has; none is an error naming the binary and the symbols tried.
 fn attach_commit_point(
     bpf: &mut Ebpf,
+    links: &mut Links,
     exe: &Path,
     scope: UProbeScope,
     pid: u32,
@@ -552,7 +573,10 @@ fn attach_commit_point(
     let mut first_error = None;
     for sym in symbols {
         match p.attach(sym.as_str(), exe, scope) {
-            Ok(_) => return Ok(sym.clone()),
+            Ok(id) => {
+                links.push(p.take_link(id).map_err(|e| taken(prog, e))?);
+                return Ok(sym.clone());
+            }
             Err(e) => {
                 first_error.get_or_insert_with(|| error_chain(&e));
             }
@@ -622,7 +646,7 @@ fn monotonic_ns() -> u64 {
 /// fork and exit tracepoints that keep it current. The fork hook goes in
 /// before the scan of `/proc`, so a process forked during the scan is
 /// either found by it or added by the hook.
-fn track_process_tree(bpf: &mut Ebpf, root: u32) -> Result<(), ProbeError> {
+fn track_process_tree(bpf: &mut Ebpf, links: &mut Links, root: u32) -> Result<(), ProbeError> {
     let name = "tracked_tgids";
     let insert = |bpf: &mut Ebpf, pid: u32, parent: u32| -> Result<(), ProbeError> {
         let m = bpf.map_mut(name).ok_or(ProbeError::Missing {
@@ -640,8 +664,8 @@ fn track_process_tree(bpf: &mut Ebpf, root: u32) -> Result<(), ProbeError> {
         })
     };
     insert(bpf, root, procfs::parent(root).unwrap_or(0))?;
-    attach_raw(bpf, "process_fork", "sched_process_fork")?;
-    attach_raw(bpf, "process_exit", "sched_process_exit")?;
+    links.push(attach_raw(bpf, "process_fork", "sched_process_fork")?);
+    links.push(attach_raw(bpf, "process_exit", "sched_process_exit")?);
     for (pid, parent) in procfs::descendants(root) {
         insert(bpf, pid, parent)?;
     }
@@ -681,6 +705,7 @@ fn usdt_program(event: UsdtEvent, site: &usdt::UsdtSite) -> Result<(&'static str
 /// processes. What cannot be attached goes to `unavailable`.
 fn attach_usdt(
     bpf: &mut Ebpf,
+    links: &mut Links,
     opts: &AttachOptions,
     unavailable: &mut Vec<Unavailable>,
 ) -> Result<(Vec<(String, UsdtEvent)>, Semaphores), ProbeError> {
@@ -751,7 +776,8 @@ fn attach_usdt(
                 cookie: Some(cookie),
             };
             match p.attach(point, &exe, UProbeScope::AllProcesses) {
-                Ok(_) => {
+                Ok(id) => {
+                    links.push(p.take_link(id).map_err(|e| taken(prog, e))?);
                     n += 1;
                     semaphores.extend(site.semaphore_file_offset);
                 }
@@ -799,15 +825,26 @@ fn describe_events(rules: &[UsdtRule]) -> String {
     names.join(", ")
 }
 
-fn attach_raw(bpf: &mut Ebpf, prog: &str, tp: &str) -> Result<(), ProbeError> {
+/// Loads `prog` and attaches it to the raw tracepoint `tp`; the caller
+/// keeps the link.
+fn attach_raw(bpf: &mut Ebpf, prog: &str, tp: &str) -> Result<RawTracePointLink, ProbeError> {
     let p: &mut RawTracePoint = program(bpf, prog)?;
     p.load().map_err(|e| load_err(prog, e))?;
-    p.attach(tp).map_err(|e| ProbeError::Attach {
+    let id = p.attach(tp).map_err(|e| ProbeError::Attach {
         program: prog.to_string(),
         target: format!("raw tracepoint {tp}"),
         source: Box::new(e),
     })?;
-    Ok(())
+    p.take_link(id).map_err(|e| taken(prog, e))
+}
+
+/// A link aya just returned the id of could not be taken from its program.
+fn taken(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
+    ProbeError::Attach {
+        program: prog.to_string(),
+        target: "its new link (taking it over from the program)".into(),
+        source: Box::new(e),
+    }
 }
 
 /// The tracefs mount points aya looks at, in its order.
@@ -868,18 +905,20 @@ fn choose_syscall_hooks(
 
 /// The exit program on every traced syscall, the enter program on the
 /// timed ones.
-fn attach_per_syscall(bpf: &mut Ebpf) -> Result<(), ProbeError> {
+fn attach_per_syscall(bpf: &mut Ebpf, links: &mut Links) -> Result<(), ProbeError> {
     for (prog, dir) in [("sys_enter_traced", "enter"), ("sys_exit_traced", "exit")] {
         let p: &mut TracePoint = program(bpf, prog)?;
         p.load().map_err(|e| load_err(prog, e))?;
         for (_, call) in per_syscall_events().filter(|(d, _)| *d == dir) {
             let name = format!("sys_{dir}_{call}");
-            p.attach("syscalls", &name)
+            let id = p
+                .attach("syscalls", &name)
                 .map_err(|e| ProbeError::Attach {
                     program: prog.to_string(),
                     target: format!("tracepoint syscalls/{name}"),
                     source: Box::new(e),
                 })?;
+            links.push(p.take_link(id).map_err(|e| taken(prog, e))?);
         }
     }
     Ok(())

@@ -25,16 +25,17 @@ pub enum Mode {
     Apply,
 }
 
-/// What a sampled window costs the engine while it lasts: 13.8% ± 1.7 of
-/// TPS at the highest event rate on 2 CPUs, measured in the daemon's own
-/// windows against the seconds around them (`agent/bench/steady_local.py`,
-/// 28 windows; the probes attached for good cost ~6%, so most of it is
-/// the loading, attaching and first reads). The duty cycle times this must
-/// fit the TPS budget.
+/// What a sampled window costs the engine while it lasts, at the highest
+/// event rate on 2 CPUs, measured in the daemon's own windows against the
+/// seconds around them (`agent/bench/steady_local.py`): 13.8% ± 1.7 over
+/// 28 windows, then 11.3% ± 2.9 over 16 once the scheduler hooks were
+/// attached last and detached first; the higher is kept. The probes
+/// attached for good cost ~6%: the rest is the loading, attaching and
+/// first reads. The duty cycle times this must fit the TPS budget.
 pub const ATTACHED_TPS_COST: f64 = 0.14;
 /// How much longer than `warmup + window` a sampled window keeps the
 /// probes loaded: loading, attaching, reading and detaching (the same
-/// bench: 4.36 s a window for 3 s configured).
+/// bench: 4.36 s, then 4.17 s, a window for 3 s configured).
 pub const SAMPLE_OVERHEAD: Duration = Duration::from_millis(1400);
 
 #[derive(Debug, Clone, Deserialize)]

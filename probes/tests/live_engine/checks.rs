@@ -694,7 +694,26 @@ fn probes_are_gone_after_drop() -> Result<(), String> {
         ids.len() >= 4,
         "expected the programs to be loaded, got ids {ids:?}"
     );
+    // The kernel's bpf links of these programs (the raw tracepoints'; a
+    // uprobe's attachment is a perf event, which holds its program).
+    let links_of = |ids: &[u32]| -> Vec<u32> {
+        aya::programs::loaded_links()
+            .filter_map(|l| l.ok())
+            .filter(|l| ids.contains(&l.program_id()))
+            .map(|l| l.id())
+            .collect()
+    };
+    let links = links_of(&ids);
+    ensure!(
+        links.len() >= 2 && probes.link_count() >= links.len(),
+        "{} links held, the kernel lists {links:?} for programs {ids:?}",
+        probes.link_count()
+    );
     drop(probes);
+    // Detached before drop returns: the links go at once (the programs'
+    // memory may follow later).
+    let left = links_of(&ids);
+    ensure!(left.is_empty(), "links {left:?} still attached after drop");
     // The kernel frees a program after an RCU grace period / deferred work,
     // so give it a moment.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -879,6 +898,10 @@ fn batch_and_key_by_key_reads_agree() -> Result<(), String> {
     let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
     child.run_workload();
     child.finish();
+    // The parent's wait can return before the child's last thread has
+    // switched out for the last time on another CPU: that switch would
+    // land between the two readings.
+    std::thread::sleep(Duration::from_millis(100));
     let batch = MapsReading::read_as(&probes, Lookup::Batch).map_err(|e| e.to_string())?;
     let keys = MapsReading::read_as(&probes, Lookup::KeyByKey).map_err(|e| e.to_string())?;
     println!(
