@@ -35,6 +35,7 @@ mod prune;
 pub mod sampler;
 pub mod signals;
 pub mod stack_roles;
+mod syscall_hooks;
 pub mod usdt;
 
 pub use error::ProbeError;

@@ -14,11 +14,10 @@
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use aya::programs::raw_trace_point::RawTracePointLink;
 use aya::programs::uprobe::UProbeScope;
-use aya::programs::{RawTracePoint, TracePoint, UProbe};
+use aya::programs::{RawTracePoint, UProbe};
 use aya::{Ebpf, EbpfLoader};
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +28,8 @@ use crate::maps::{FdIo, ThreadSched};
 use crate::preflight;
 use crate::procfs;
 use crate::profile::{Profile, TargetRules, UsdtEvent, UsdtRule};
+use crate::syscall_hooks;
+pub use crate::syscall_hooks::{SyscallHooks, TIMED_SYSCALLS, TRACED_SYSCALLS};
 use crate::usdt::{self, Semaphores};
 
 /// The compiled BPF object (see build.rs).
@@ -47,64 +48,6 @@ const RUNQ_STAMP_TRACEPOINTS: &[(&str, &str)] = &[
     ("runq_wakeup", "sched_wakeup"),
     ("runq_wakeup_new", "sched_wakeup_new"),
 ];
-
-/// Raw syscall tracepoints (writes and fsyncs; futex waits come from `sched_switch`).
-const SYSCALL_TRACEPOINTS: &[(&str, &str)] =
-    &[("sys_enter", "sys_enter"), ("sys_exit", "sys_exit")];
-
-/// The syscalls traced through per-syscall tracepoints (`syscalls/sys_enter_*`
-/// and `syscalls/sys_exit_*`): the ones `call_kind_of` in the BPF source knows.
-pub const TRACED_SYSCALLS: &[&str] = &[
-    "write",
-    "pwrite64",
-    "writev",
-    "pwritev",
-    "pwritev2",
-    "fsync",
-    "fdatasync",
-];
-
-/// The traced syscalls whose entry is hooked too (to time them); a write
-/// is counted at its exit alone.
-pub const TIMED_SYSCALLS: &[&str] = &["fsync", "fdatasync"];
-
-/// The per-syscall tracepoints attached: `(direction, syscall)`.
-fn per_syscall_events() -> impl Iterator<Item = (&'static str, &'static str)> {
-    TIMED_SYSCALLS
-        .iter()
-        .map(|c| ("enter", *c))
-        .chain(TRACED_SYSCALLS.iter().map(|c| ("exit", *c)))
-}
-
-/// How the write and fsync syscalls are hooked. Both give the same numbers;
-/// they differ in what they cost the rest of the system.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SyscallHooks {
-    /// Per-syscall tracepoints when tracefs shows them, else raw.
-    Auto,
-    /// `syscalls/sys_{enter,exit}_<call>` for the traced calls only: no BPF
-    /// runs for any other syscall (futex, the busiest, above all). Needs
-    /// tracefs mounted and a kernel with CONFIG_FTRACE_SYSCALLS.
-    PerSyscall,
-    /// Raw `sys_enter`/`sys_exit`: no tracefs needed, but a program runs
-    /// (and returns at once) on every syscall of every process.
-    Raw,
-}
-
-impl FromStr for SyscallHooks {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(SyscallHooks::Auto),
-            "per-syscall" => Ok(SyscallHooks::PerSyscall),
-            "raw" => Ok(SyscallHooks::Raw),
-            _ => Err(format!(
-                "unknown syscall hooks `{s}`: use auto, per-syscall or raw"
-            )),
-        }
-    }
-}
 
 /// Probe points called once per redo write/flush batch. At very high commit
 /// rates a batch holds barely more than one commit, and each hit costs a
@@ -391,17 +334,12 @@ impl Probes {
             track_process_tree(&mut bpf, &mut links, opts.pid)?;
         }
         let syscall_hooks = if opts.syscalls {
-            let hooks = choose_syscall_hooks(opts.syscall_hooks, TRACEFS, &mut unavailable)?;
-            match hooks {
-                SyscallHooks::PerSyscall => attach_per_syscall(&mut bpf, &mut links)?,
-                _ => {
-                    // On every syscall of the machine.
-                    for (prog, tp) in SYSCALL_TRACEPOINTS {
-                        links.push_busy(attach_raw(&mut bpf, prog, tp)?);
-                    }
-                }
-            }
-            Some(hooks)
+            Some(syscall_hooks::attach(
+                &mut bpf,
+                &mut links,
+                opts.syscall_hooks,
+                &mut unavailable,
+            )?)
         } else {
             unavailable.push(Unavailable {
                 what: "io".into(),
@@ -619,7 +557,7 @@ fn mapped<T: aya::Pod>(bpf: &Ebpf, name: &'static str) -> Result<MappedArray<T>,
     MappedArray::new(name, map)
 }
 
-fn program<'a, T>(bpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, ProbeError>
+pub(crate) fn program<'a, T>(bpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, ProbeError>
 where
     &'a mut T: TryFrom<&'a mut aya::programs::Program>,
 {
@@ -827,7 +765,11 @@ fn describe_events(rules: &[UsdtRule]) -> String {
 
 /// Loads `prog` and attaches it to the raw tracepoint `tp`; the caller
 /// keeps the link.
-fn attach_raw(bpf: &mut Ebpf, prog: &str, tp: &str) -> Result<RawTracePointLink, ProbeError> {
+pub(crate) fn attach_raw(
+    bpf: &mut Ebpf,
+    prog: &str,
+    tp: &str,
+) -> Result<RawTracePointLink, ProbeError> {
     let p: &mut RawTracePoint = program(bpf, prog)?;
     p.load().map_err(|e| load_err(prog, e))?;
     let id = p.attach(tp).map_err(|e| ProbeError::Attach {
@@ -839,7 +781,7 @@ fn attach_raw(bpf: &mut Ebpf, prog: &str, tp: &str) -> Result<RawTracePointLink,
 }
 
 /// A link aya just returned the id of could not be taken from its program.
-fn taken(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
+pub(crate) fn taken(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
     ProbeError::Attach {
         program: prog.to_string(),
         target: "its new link (taking it over from the program)".into(),
@@ -847,84 +789,7 @@ fn taken(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
     }
 }
 
-/// The tracefs mount points aya looks at, in its order.
-const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
-/// Why the per-syscall tracepoints cannot be attached here, or `None` when
-/// tracefs lists every one of them.
-fn per_syscall_missing(tracefs: &[&str]) -> Option<String> {
-    let Some(events) = tracefs
-        .iter()
-        .map(|m| Path::new(m).join("events"))
-        .find(|e| e.is_dir())
-    else {
-        return Some(
-            "tracefs is not mounted (mount it: `mount -t tracefs tracefs /sys/kernel/tracing`)"
-                .into(),
-        );
-    };
-    for (dir, call) in per_syscall_events() {
-        let id = events.join(format!("syscalls/sys_{dir}_{call}/id"));
-        if !id.exists() {
-            return Some(format!(
-                "the kernel has no tracepoint syscalls/sys_{dir}_{call} ({} is missing; \
-                 per-syscall tracepoints need CONFIG_FTRACE_SYSCALLS=y)",
-                id.display()
-            ));
-        }
-    }
-    None
-}
-
-/// The hooks to use for `asked`, given the tracefs mount points to look
-/// at; a fallback from per-syscall to raw is listed in `unavailable` with
-/// the reason.
-fn choose_syscall_hooks(
-    asked: SyscallHooks,
-    tracefs: &[&str],
-    unavailable: &mut Vec<Unavailable>,
-) -> Result<SyscallHooks, ProbeError> {
-    if asked == SyscallHooks::Raw {
-        return Ok(SyscallHooks::Raw);
-    }
-    match (per_syscall_missing(tracefs), asked) {
-        (None, _) => Ok(SyscallHooks::PerSyscall),
-        (Some(why), SyscallHooks::PerSyscall) => Err(ProbeError::Tracefs { why }),
-        (Some(why), _) => {
-            unavailable.push(Unavailable {
-                what: "per-syscall tracepoints".into(),
-                why: format!(
-                    "{why}; writes and fsyncs are traced with the raw syscall tracepoints \
-                     instead, which run a BPF program on every syscall of every process"
-                ),
-            });
-            Ok(SyscallHooks::Raw)
-        }
-    }
-}
-
-/// The exit program on every traced syscall, the enter program on the
-/// timed ones.
-fn attach_per_syscall(bpf: &mut Ebpf, links: &mut Links) -> Result<(), ProbeError> {
-    for (prog, dir) in [("sys_enter_traced", "enter"), ("sys_exit_traced", "exit")] {
-        let p: &mut TracePoint = program(bpf, prog)?;
-        p.load().map_err(|e| load_err(prog, e))?;
-        for (_, call) in per_syscall_events().filter(|(d, _)| *d == dir) {
-            let name = format!("sys_{dir}_{call}");
-            let id = p
-                .attach("syscalls", &name)
-                .map_err(|e| ProbeError::Attach {
-                    program: prog.to_string(),
-                    target: format!("tracepoint syscalls/{name}"),
-                    source: Box::new(e),
-                })?;
-            links.push(p.take_link(id).map_err(|e| taken(prog, e))?);
-        }
-    }
-    Ok(())
-}
-
-fn load_err(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
+pub(crate) fn load_err(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
     ProbeError::ProgramLoad {
         program: prog.to_string(),
         source: Box::new(e),
@@ -944,70 +809,6 @@ fn uprobe_why(exe: &Path, e: &aya::programs::ProgramError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fake_tracefs(calls: &[&str]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for call in calls {
-            for d in ["enter", "exit"] {
-                let ev = dir.path().join(format!("events/syscalls/sys_{d}_{call}"));
-                std::fs::create_dir_all(&ev).unwrap();
-                std::fs::write(ev.join("id"), "1\n").unwrap();
-            }
-        }
-        std::fs::create_dir_all(dir.path().join("events")).unwrap();
-        dir
-    }
-
-    fn choose(
-        asked: SyscallHooks,
-        root: &Path,
-    ) -> (Result<SyscallHooks, ProbeError>, Vec<Unavailable>) {
-        let mut unavailable = Vec::new();
-        let r = choose_syscall_hooks(asked, &[root.to_str().unwrap()], &mut unavailable);
-        (r, unavailable)
-    }
-
-    #[test]
-    fn per_syscall_hooks_are_used_when_tracefs_lists_every_call() {
-        let fs = fake_tracefs(TRACED_SYSCALLS);
-        for asked in [SyscallHooks::Auto, SyscallHooks::PerSyscall] {
-            let (r, u) = choose(asked, fs.path());
-            assert_eq!(r.unwrap(), SyscallHooks::PerSyscall);
-            assert!(u.is_empty(), "{u:?}");
-        }
-        // Raw is taken as asked, whatever tracefs shows.
-        assert_eq!(
-            choose(SyscallHooks::Raw, fs.path()).0.unwrap(),
-            SyscallHooks::Raw
-        );
-    }
-
-    #[test]
-    fn auto_falls_back_to_raw_and_says_why() {
-        let unmounted = tempfile::tempdir().unwrap();
-        let (r, u) = choose(SyscallHooks::Auto, unmounted.path());
-        assert_eq!(r.unwrap(), SyscallHooks::Raw);
-        assert_eq!(u.len(), 1);
-        assert!(u[0].why.contains("tracefs is not mounted"), "{u:?}");
-        assert!(u[0].why.contains("mount -t tracefs"), "{u:?}");
-
-        // A kernel without one of the events (no CONFIG_FTRACE_SYSCALLS).
-        let partial = fake_tracefs(&["write", "fsync", "fdatasync"]);
-        let (r, u) = choose(SyscallHooks::Auto, partial.path());
-        assert_eq!(r.unwrap(), SyscallHooks::Raw);
-        assert!(u[0].why.contains("syscalls/sys_exit_pwrite64"), "{u:?}");
-        assert!(u[0].why.contains("CONFIG_FTRACE_SYSCALLS"), "{u:?}");
-    }
-
-    #[test]
-    fn per_syscall_asked_without_tracefs_is_an_error_naming_the_fix() {
-        let unmounted = tempfile::tempdir().unwrap();
-        let (r, u) = choose(SyscallHooks::PerSyscall, unmounted.path());
-        let e = r.unwrap_err().to_string();
-        assert!(e.contains("tracefs is not mounted"), "{e}");
-        assert!(e.contains("--syscall-hooks raw"), "{e}");
-        assert!(u.is_empty());
-    }
 
     #[test]
     fn option_ranges_are_checked_before_loading() {
@@ -1038,19 +839,5 @@ mod tests {
         let mut one = ok;
         one.thread_slots = 1;
         assert!(one.validate().is_ok());
-    }
-
-    #[test]
-    fn syscall_hooks_parse_from_their_names() {
-        assert_eq!("auto".parse::<SyscallHooks>(), Ok(SyscallHooks::Auto));
-        assert_eq!(
-            "per-syscall".parse::<SyscallHooks>(),
-            Ok(SyscallHooks::PerSyscall)
-        );
-        assert_eq!("raw".parse::<SyscallHooks>(), Ok(SyscallHooks::Raw));
-        assert!("fast"
-            .parse::<SyscallHooks>()
-            .unwrap_err()
-            .contains("auto, per-syscall or raw"));
     }
 }

@@ -12,6 +12,12 @@
 //! functions' address ranges. No probe fires: the cost is one read per
 //! thread per window, and nothing at all on the server's path.
 //!
+//! The scan is conservative: it cannot tell a live frame from a dead one,
+//! so a thread that returned from the function keeps reading as inside it
+//! until its stack is overwritten where that frame was (a connection
+//! thread parked in the cache after its client left may read as serving
+//! one for a while; it is idle, so its share of the events is small).
+//!
 //! Every live thread is scanned once per refresh, so the role follows the
 //! thread (a pool worker that takes a request, a connection thread that
 //! parks in the cache); a thread on a CPU cannot be scanned and keeps its
@@ -252,6 +258,11 @@ mod tests {
         let ready2 = ready.clone();
         let worker = std::thread::spawn(move || {
             stack_role_marker(ready, leave_rx);
+            // The scan is conservative: a return address left in a dead
+            // frame below this one still counts until something overwrites
+            // it (whether the next call does depends on code layout), as it
+            // would for a server thread that left its command loop.
+            scrub_dead_frames();
             end_rx.recv().unwrap();
         });
         let tid = ready_rx.recv().unwrap();
@@ -314,6 +325,13 @@ mod tests {
         ready.send(gettid()).unwrap();
         rx.recv().unwrap();
         std::hint::black_box(&rx);
+    }
+
+    /// Overwrites the stack below the caller's frame.
+    #[inline(never)]
+    fn scrub_dead_frames() {
+        let mut zeroes = [0u8; 64 * 1024];
+        std::hint::black_box(&mut zeroes);
     }
 
     fn stack_role_marker(ready: std::sync::mpsc::Sender<u32>, rx: std::sync::mpsc::Receiver<()>) {
