@@ -393,9 +393,10 @@ impl Probes {
         } else {
             attach_usdt(&mut bpf, &mut links, opts, &mut unavailable)?
         };
-        // The busiest hooks last (and first off on drop): the uprobes'
-        // attach above takes a few hundred ms, which the target need not
-        // pay for at every context switch.
+        // The scheduler hooks last (and first off on drop, with the raw
+        // syscall hooks of the fallback, attached above): the uprobes'
+        // attach takes a few hundred ms, which the target need not pay for
+        // at every context switch.
         for (prog, tp) in SCHED_TRACEPOINTS {
             links.push_busy(attach_raw(&mut bpf, prog, tp)?);
         }

@@ -220,6 +220,11 @@ impl Sampling {
     pub fn tps_cost_percent(&self) -> f64 {
         self.duty_cycle() * ATTACHED_TPS_COST * 100.0
     }
+
+    /// The shortest `every` whose cost fits `tps_percent`.
+    pub fn min_every(&self, tps_percent: f64) -> Duration {
+        self.span().mul_f64(ATTACHED_TPS_COST * 100.0 / tps_percent)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -473,7 +478,7 @@ impl Config {
             }
             let cost = s.tps_cost_percent();
             if cost > b.tps_percent {
-                let min_every = s.span().as_secs_f64() * ATTACHED_TPS_COST * 100.0 / b.tps_percent;
+                let min_every = s.min_every(b.tps_percent).as_secs_f64();
                 return Err(at(format!(
                     "sampling: the probes loaded {:.1}% of the time cost up to {cost:.2}% of TPS (at {:.0}% while attached), above agent.budget.tps_percent = {}: set sampling.every to at least {:.0}s",
                     s.duty_cycle() * 100.0,
