@@ -156,6 +156,9 @@ fn the_limit_is_never_exceeded_under_stress() {
     let active = Arc::new(AtomicU64::new(0));
     let max = Arc::new(AtomicU64::new(0));
     let acked = Arc::new(AtomicU64::new(0));
+    // Hold every slot until the first users queue, so the run is sure to
+    // wait: on 2 CPUs, 48 short transactions need not overlap by themselves.
+    let held: Vec<_> = (0..LIMIT).map(|_| e.try_begin().unwrap()).collect();
     let hs: Vec<_> = (0..USERS)
         .map(|u| {
             let (e, active, max, acked) = (e.clone(), active.clone(), max.clone(), acked.clone());
@@ -174,6 +177,12 @@ fn the_limit_is_never_exceeded_under_stress() {
             })
         })
         .collect();
+    wait_until("users queued behind the held slots", || {
+        e.throttle().stats().queued > 0
+    });
+    for t in held {
+        e.rollback(t);
+    }
     for h in hs {
         h.join().unwrap();
     }
