@@ -31,6 +31,11 @@ pub enum ProbeError {
          tracepoints (`--syscall-hooks raw`)"
     )]
     Tracefs { why: String },
+    #[error(
+        "the fsync counters need the per-syscall tracepoints, and {why} \
+         (the raw syscall hooks would run a program on every syscall of the machine)"
+    )]
+    FsyncCountersNeedTracefs { why: String },
     #[error("cannot load the BPF object into the kernel (is BPF enabled, CONFIG_BPF_SYSCALL=y?): {source}")]
     Load {
         #[source]

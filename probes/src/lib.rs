@@ -20,6 +20,7 @@ mod batch;
 pub mod bpf_stats;
 pub mod error;
 mod exit_watch;
+pub mod fsync_counters;
 mod glob;
 mod histogram;
 mod links;
@@ -39,6 +40,7 @@ mod syscall_hooks;
 pub mod usdt;
 
 pub use error::ProbeError;
+pub use fsync_counters::{FsyncCounters, FsyncTotals};
 pub use loader::{AttachOptions, Probes, SyscallHooks, Unavailable};
 pub use profile::{FileKind, Profile, ProfileError, Role};
 pub use sampler::Sampler;

@@ -94,6 +94,13 @@ pub struct AttachOptions {
     pub syscalls: bool,
     /// Which syscall tracepoints trace them (when `syscalls`).
     pub syscall_hooks: SyscallHooks,
+    /// With `syscalls`, also count the writes (off: fsyncs alone, the two
+    /// per-syscall hooks of each fsync call and nothing else).
+    pub writes: bool,
+    /// Attach the scheduler hooks (on-CPU time, run-queue waits, wakeups,
+    /// futex waits): one program run per context switch and wakeup, the
+    /// probes' main cost. Off for a cheap set kept attached for good.
+    pub scheduler: bool,
     /// Also attach the per-batch probe points ([`BATCH_PROBE_POINTS`]).
     pub batch_points: bool,
     /// Futex waits by address record one wait in this many, at random
@@ -181,6 +188,8 @@ impl AttachOptions {
             uprobes: true,
             syscalls: true,
             syscall_hooks: SyscallHooks::Auto,
+            writes: true,
+            scheduler: true,
             batch_points: false,
             futex_sample: DEFAULT_FUTEX_SAMPLE,
             thread_slots: DEFAULT_THREAD_SLOTS,
@@ -207,6 +216,25 @@ impl AttachOptions {
             target: Some((profile.name.clone(), profile.target.clone())),
             commit_points: profile.commit_symbols(),
             ..Self::new(pid)
+        }
+    }
+
+    /// The cheap set for `profile`'s target, meant to stay attached: the
+    /// fsync and fdatasync calls of its processes (count, time, latency
+    /// histogram per descriptor) through their per-syscall tracepoints,
+    /// and the fork and exit hooks where the profile follows children.
+    /// No scheduler hook, no write hook, no uprobe: BPF runs only when the
+    /// target's machine calls fsync. Needs tracefs (the raw syscall hooks
+    /// would run on every syscall, which is not cheap).
+    pub fn fsync_counters(pid: u32, profile: &Profile) -> Self {
+        AttachOptions {
+            uprobes: false,
+            usdt: Vec::new(),
+            commit_points: Vec::new(),
+            syscall_hooks: SyscallHooks::PerSyscall,
+            writes: false,
+            scheduler: false,
+            ..Self::for_profile(pid, profile)
         }
     }
 }
@@ -338,6 +366,7 @@ impl Probes {
                 &mut bpf,
                 &mut links,
                 opts.syscall_hooks,
+                opts.writes,
                 &mut unavailable,
             )?)
         } else {
@@ -397,10 +426,17 @@ impl Probes {
         // syscall hooks of the fallback, attached above): the uprobes'
         // attach takes a few hundred ms, which the target need not pay for
         // at every context switch.
-        for (prog, tp) in SCHED_TRACEPOINTS {
-            links.push_busy(attach_raw(&mut bpf, prog, tp)?);
+        if opts.scheduler {
+            for (prog, tp) in SCHED_TRACEPOINTS {
+                links.push_busy(attach_raw(&mut bpf, prog, tp)?);
+            }
+        } else {
+            unavailable.push(Unavailable {
+                what: "scheduler".into(),
+                why: "scheduler tracepoints not attached (asked for)".into(),
+            });
         }
-        if opts.runq_stamps {
+        if opts.scheduler && opts.runq_stamps {
             for (prog, tp) in RUNQ_STAMP_TRACEPOINTS {
                 links.push_busy(attach_raw(&mut bpf, prog, tp)?);
             }

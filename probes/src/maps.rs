@@ -445,7 +445,7 @@ fn read_array<V: Pod>(
 /// `thread_sched_stats` (threads whose array entry another thread owned).
 /// A thread is in one or the other for its life.
 /// Returns the entries by tid, and the tids found in the overflow hash.
-fn read_threads(
+pub(crate) fn read_threads(
     p: &Probes,
     how: Lookup,
 ) -> Result<(HashMap<u32, ThreadSched>, HashSet<u32>), ProbeError> {
@@ -513,31 +513,7 @@ impl MapsReading {
                 wakeups_in_slots.insert(slot.pair);
             }
         }
-        let pid = p.pid();
-        let (io, processes) = if p.follows_children() {
-            let io = read_hash::<ProcFd, FdIo>(p, "io_by_proc_fd", how)?
-                .into_iter()
-                .map(|(k, v)| (IoKey::from(k), v))
-                .collect();
-            (io, read_processes(p)?)
-        } else {
-            let key = |fd: u32| IoKey {
-                pid,
-                fd,
-                file: FileId::default(),
-            };
-            let mut io: HashMap<IoKey, FdIo> = read_hash::<u32, FdIo>(p, "io_by_fd", how)?
-                .into_iter()
-                .map(|(fd, v)| (key(fd), v))
-                .collect();
-            for fd in 0..p.fd_slots.len() {
-                let v = p.fd_slots.get(fd);
-                if v.write_calls > 0 || v.fsync_calls > 0 {
-                    io.insert(key(fd as u32), v);
-                }
-            }
-            (io, HashMap::from([(pid, 0)]))
-        };
+        let (io, processes) = read_io(p, how)?;
         let usdt_lock_waits = if p.has_usdt_lock_waits() {
             read_hash(p, "usdt_lock_wait_by_name", how)?
         } else {
@@ -578,6 +554,39 @@ impl MapsReading {
             named_locks: read_named_locks(p)?,
         })
     }
+}
+
+/// The I/O counts by descriptor (and file, with `follow_children`), and
+/// the target's processes (`tgid -> parent tgid`).
+pub(crate) type IoReading = (HashMap<IoKey, FdIo>, HashMap<u32, u32>);
+
+/// Reads the write and fsync counts of every descriptor the target used,
+/// and its processes.
+pub(crate) fn read_io(p: &Probes, how: Lookup) -> Result<IoReading, ProbeError> {
+    let pid = p.pid();
+    if p.follows_children() {
+        let io = read_hash::<ProcFd, FdIo>(p, "io_by_proc_fd", how)?
+            .into_iter()
+            .map(|(k, v)| (IoKey::from(k), v))
+            .collect();
+        return Ok((io, read_processes(p)?));
+    }
+    let key = |fd: u32| IoKey {
+        pid,
+        fd,
+        file: FileId::default(),
+    };
+    let mut io: HashMap<IoKey, FdIo> = read_hash::<u32, FdIo>(p, "io_by_fd", how)?
+        .into_iter()
+        .map(|(fd, v)| (key(fd), v))
+        .collect();
+    for fd in 0..p.fd_slots.len() {
+        let v = p.fd_slots.get(fd);
+        if v.write_calls > 0 || v.fsync_calls > 0 {
+            io.insert(key(fd as u32), v);
+        }
+    }
+    Ok((io, HashMap::from([(pid, 0)])))
 }
 
 /// The target's processes, `tgid -> parent tgid`: `tracked_tgids` when

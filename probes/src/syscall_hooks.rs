@@ -41,6 +41,12 @@ fn per_syscall_events() -> impl Iterator<Item = (&'static str, &'static str)> {
         .chain(TRACED_SYSCALLS.iter().map(|c| ("exit", *c)))
 }
 
+/// Whether the tracepoint of `call` is attached: every traced call with
+/// `writes`, else the timed ones (fsyncs) alone.
+fn wanted(call: &str, writes: bool) -> bool {
+    writes || TIMED_SYSCALLS.contains(&call)
+}
+
 /// How the write and fsync syscalls are hooked. Both give the same numbers;
 /// they differ in what they cost the rest of the system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,11 +83,21 @@ pub(crate) fn attach(
     bpf: &mut Ebpf,
     links: &mut Links,
     asked: SyscallHooks,
+    writes: bool,
     unavailable: &mut Vec<Unavailable>,
 ) -> Result<SyscallHooks, ProbeError> {
     let hooks = choose_syscall_hooks(asked, TRACEFS, unavailable)?;
     match hooks {
-        SyscallHooks::PerSyscall => attach_per_syscall(bpf, links)?,
+        SyscallHooks::PerSyscall => attach_per_syscall(bpf, links, writes)?,
+        SyscallHooks::Raw if !writes => {
+            // Fsyncs alone are asked for to be cheap; the raw hooks run on
+            // every syscall of the machine.
+            return Err(ProbeError::Tracefs {
+                why: "fsyncs alone are traced only through the per-syscall tracepoints \
+                      (the raw syscall hooks run on every syscall)"
+                    .into(),
+            });
+        }
         _ => {
             // On every syscall of the machine.
             for (prog, tp) in SYSCALL_TRACEPOINTS {
@@ -148,13 +164,13 @@ fn choose_syscall_hooks(
     }
 }
 
-/// The exit program on every traced syscall, the enter program on the
-/// timed ones.
-fn attach_per_syscall(bpf: &mut Ebpf, links: &mut Links) -> Result<(), ProbeError> {
+/// The exit program on every traced syscall (the fsyncs alone without
+/// `writes`), the enter program on the timed ones.
+fn attach_per_syscall(bpf: &mut Ebpf, links: &mut Links, writes: bool) -> Result<(), ProbeError> {
     for (prog, dir) in [("sys_enter_traced", "enter"), ("sys_exit_traced", "exit")] {
         let p: &mut TracePoint = program(bpf, prog)?;
         p.load().map_err(|e| load_err(prog, e))?;
-        for (_, call) in per_syscall_events().filter(|(d, _)| *d == dir) {
+        for (_, call) in per_syscall_events().filter(|(d, c)| *d == dir && wanted(c, writes)) {
             let name = format!("sys_{dir}_{call}");
             let id = p
                 .attach("syscalls", &name)

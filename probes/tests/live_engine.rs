@@ -16,6 +16,8 @@ mod bcc;
 mod checks;
 #[path = "live_engine/child.rs"]
 mod child;
+#[path = "live_engine/fsync_counters.rs"]
+mod fsync_counters;
 #[path = "live_engine/misses.rs"]
 mod misses;
 #[path = "live_engine/named.rs"]

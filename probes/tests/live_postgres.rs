@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use pg_cluster::Cluster;
 use redoctor_probes::{
-    AttachOptions, FileKind, ProbeError, Probes, Profile, Role, Sampler, Signals,
+    AttachOptions, FileKind, FsyncCounters, ProbeError, Probes, Profile, Role, Sampler, Signals,
 };
 
 fn attach(pid: u32) -> Result<Sampler, ProbeError> {
@@ -57,6 +57,19 @@ fn commits_and_wal_syncs_agree_with_pg_stats() {
     let pg = Cluster::start(&["autovacuum=off"], None);
     pg.prepare_sysbench("sbtest", 10_000);
     let mut s = attach(pg.pid).expect("attach to the postmaster");
+    // The fsync counters the daemon keeps attached, alongside, tidied at
+    // every reading (closed WAL segments, exited backends dropped from
+    // the maps while counting).
+    let mut fc = FsyncCounters::attach(pg.pid, &Profile::builtin("postgresql").unwrap())
+        .expect("fsync counters on the postmaster");
+    fc.set_tidy_every(Duration::ZERO);
+    let wal_fdatasyncs = |fc: &mut FsyncCounters| {
+        fc.read()
+            .unwrap()
+            .get(&FileKind::Redo)
+            .map_or(0, |t| t.fdatasync_calls)
+    };
+    let fc0 = wal_fdatasyncs(&mut fc);
     let commits_sql = "SELECT sum(xact_commit) FROM pg_stat_database";
     let wal_sql = "SELECT wal_sync FROM pg_stat_wal";
     let (c0, w0) = (
@@ -67,6 +80,7 @@ fn commits_and_wal_syncs_agree_with_pg_stats() {
     // from their fork.
     let mut bench = pg.sysbench("sbtest", 4, 4, 10_000, "run").spawn().unwrap();
     let mut ws = windows_until(&mut s, Duration::from_millis(500), || {
+        wal_fdatasyncs(&mut fc);
         bench.try_wait().unwrap().is_some()
     });
     assert!(bench.wait().unwrap().success());
@@ -77,13 +91,15 @@ fn commits_and_wal_syncs_agree_with_pg_stats() {
         pg.number("postgres", wal_sql),
     );
     ws.push(s.window().unwrap());
+    let counted = wal_fdatasyncs(&mut fc) - fc0;
 
     let probed_commits: u64 = ws.iter().filter_map(|w| w.engine.commits).sum();
     let probed_syncs = redo_fdatasyncs(&ws);
     let (stat_commits, stat_syncs) = (c1 - c0, w1 - w0);
     eprintln!(
         "commits: probes {probed_commits}, pg_stat_database {stat_commits}; \
-         WAL fdatasyncs: probes {probed_syncs}, pg_stat_wal.wal_sync {stat_syncs}"
+         WAL fdatasyncs: probes {probed_syncs}, fsync counters {counted}, \
+         pg_stat_wal.wal_sync {stat_syncs}"
     );
     assert!(
         stat_commits > 1000,
@@ -97,6 +113,10 @@ fn commits_and_wal_syncs_agree_with_pg_stats() {
     assert!(
         within(probed_syncs, stat_syncs, 0.01),
         "WAL syncs diverge: probes {probed_syncs}, pg_stat_wal {stat_syncs}"
+    );
+    assert!(
+        within(counted, stat_syncs, 0.01),
+        "WAL syncs diverge: fsync counters {counted}, pg_stat_wal {stat_syncs}"
     );
 
     // Roles from the process titles: the walwriter, and sysbench's

@@ -60,6 +60,10 @@ pub fn run_all() {
             batch_and_key_by_key_reads_agree,
         ),
         (
+            "fsync_counters_match_the_engine_and_forget_exited_threads",
+            crate::fsync_counters::fsync_counters_match_the_engine_and_forget_exited_threads,
+        ),
+        (
             "bcc_runqlat_and_syscount_agree",
             crate::bcc::runqlat_and_syscount_agree,
         ),

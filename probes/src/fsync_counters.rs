@@ -1,0 +1,261 @@
+//! The cheap set kept attached for good: the target's fsync and fdatasync
+//! calls, counted and timed per file kind (redo, binlog, data, other),
+//! with nothing on the scheduler or on writes
+//! ([`AttachOptions::fsync_counters`]). A daemon reads it once a second
+//! between its sampled windows of the full probes.
+//!
+//! Reading is cheap: the per-descriptor counts (an mmapped array, plus a
+//! hash for high descriptors or, for a process tree, one keyed by file),
+//! and a `/proc` listing of descriptors only when an unnamed one shows up
+//! or every [`TIDY_EVERY`]. Running for days, it forgets exited threads and
+//! closed files so the maps do not fill (their last counts are kept in the
+//! totals first).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use crate::error::ProbeError;
+use crate::loader::{AttachOptions, Probes};
+use crate::maps::{self, FdIo, FileId, IoKey, Lookup, HIST_BUCKETS};
+use crate::procfs;
+use crate::profile::{FileKind, Profile};
+
+/// How often descriptors are named afresh and exited threads and closed
+/// files are dropped from the maps.
+pub const TIDY_EVERY: Duration = Duration::from_secs(10);
+
+/// Fsyncs on one kind of file since the counters were attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsyncTotals {
+    /// fsync(2) and fdatasync(2) calls (any result).
+    pub calls: u64,
+    /// Of `calls`, the fdatasync ones.
+    pub fdatasync_calls: u64,
+    /// Time inside them, ns.
+    pub ns: u64,
+    /// Their latencies, log2 buckets of ns (bucket i = [2^i, 2^(i+1))).
+    pub log2_ns: [u64; HIST_BUCKETS],
+}
+
+impl Default for FsyncTotals {
+    fn default() -> Self {
+        FsyncTotals {
+            calls: 0,
+            fdatasync_calls: 0,
+            ns: 0,
+            log2_ns: [0; HIST_BUCKETS],
+        }
+    }
+}
+
+impl FsyncTotals {
+    /// Adds what `now` counted since `was` (one descriptor's two readings).
+    fn add(&mut self, now: &FdIo, was: &FdIo) {
+        self.calls += now.fsync_calls.saturating_sub(was.fsync_calls);
+        self.fdatasync_calls += now.fdatasync_calls.saturating_sub(was.fdatasync_calls);
+        self.ns += now.fsync_ns.saturating_sub(was.fsync_ns);
+        for (i, b) in self.log2_ns.iter_mut().enumerate() {
+            *b += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
+        }
+    }
+}
+
+/// The attached fsync counters of one target.
+pub struct FsyncCounters {
+    probes: Probes,
+    profile: Profile,
+    /// Each descriptor's counts at the last reading.
+    prev: HashMap<IoKey, FdIo>,
+    /// What each counted descriptor names (from `/proc`).
+    kinds: HashMap<IoKey, FileKind>,
+    totals: BTreeMap<FileKind, FsyncTotals>,
+    last_tidy: Instant,
+    tidy_every: Duration,
+}
+
+impl FsyncCounters {
+    /// Attaches the cheap set to `pid` (checked against `profile`'s
+    /// target rules first).
+    pub fn attach(pid: u32, profile: &Profile) -> Result<FsyncCounters, ProbeError> {
+        let opts = AttachOptions::fsync_counters(pid, profile);
+        let probes = Probes::attach(&opts).map_err(|e| match e {
+            ProbeError::Tracefs { why } => ProbeError::FsyncCountersNeedTracefs { why },
+            e => e,
+        })?;
+        Ok(FsyncCounters {
+            probes,
+            profile: profile.clone(),
+            prev: HashMap::new(),
+            kinds: HashMap::new(),
+            totals: BTreeMap::new(),
+            last_tidy: Instant::now(),
+            tidy_every: TIDY_EVERY,
+        })
+    }
+
+    /// How often descriptors are named afresh and the maps tidied
+    /// ([`TIDY_EVERY`] by default; zero: at every reading).
+    pub fn set_tidy_every(&mut self, every: Duration) {
+        self.tidy_every = every;
+    }
+
+    /// The attached probes (their maps, for a check).
+    pub fn probes(&self) -> &Probes {
+        &self.probes
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.probes.pid()
+    }
+
+    /// The kernel links held (each detached on drop).
+    pub fn link_count(&self) -> usize {
+        self.probes.link_count()
+    }
+
+    /// The BPF programs' ids, as the kernel lists them.
+    pub fn program_ids(&self) -> Vec<u32> {
+        self.probes.program_ids()
+    }
+
+    /// Reads the counts: the totals per file kind since attach (kinds
+    /// with no fsync left out).
+    pub fn read(&mut self) -> Result<&BTreeMap<FileKind, FsyncTotals>, ProbeError> {
+        let (io, processes) = maps::read_io(&self.probes, Lookup::Batch)?;
+        let tidy = self.last_tidy.elapsed() >= self.tidy_every;
+        let unnamed = io
+            .iter()
+            .any(|(k, v)| v.fsync_calls > 0 && !self.kinds.contains_key(k));
+        let listing = (tidy || unnamed).then(|| self.name(&io, &processes));
+        for (key, now) in &io {
+            if now.fsync_calls == 0 {
+                continue;
+            }
+            let was = self.prev.get(key).copied().unwrap_or_default();
+            let kind = self.kinds.get(key).copied().unwrap_or(FileKind::Other);
+            self.totals.entry(kind).or_default().add(now, &was);
+        }
+        let mut io = io;
+        if tidy {
+            self.last_tidy = Instant::now();
+            if let Some(open) = &listing {
+                // Dropped from the maps: a descriptor that shows up again
+                // counts from zero.
+                for k in self.forget(&io, &processes, open)? {
+                    io.remove(&k);
+                }
+            }
+        }
+        self.prev = io;
+        Ok(&self.totals)
+    }
+
+    /// Names every counted descriptor from `/proc` (a descriptor closed
+    /// meanwhile keeps its last name, or is `other` if it never had one).
+    /// Returns the descriptors open now, and the processes listed.
+    fn name(
+        &mut self,
+        io: &HashMap<IoKey, FdIo>,
+        processes: &HashMap<u32, u32>,
+    ) -> (HashSet<IoKey>, HashSet<u32>) {
+        let follow = self.probes.follows_children();
+        let mut open = HashSet::new();
+        let mut listed = HashSet::new();
+        let mut by_file: HashMap<FileId, FileKind> = HashMap::new();
+        for &pid in processes.keys() {
+            let found: Vec<(u32, String, FileId)> = if follow {
+                match procfs::fd_files(pid) {
+                    Ok(f) => f.into_iter().map(|(fd, (p, file))| (fd, p, file)).collect(),
+                    Err(_) => continue,
+                }
+            } else {
+                match procfs::fds(pid) {
+                    Ok(f) => f
+                        .into_iter()
+                        .map(|(fd, p)| (fd, p, FileId::default()))
+                        .collect(),
+                    Err(_) => continue,
+                }
+            };
+            listed.insert(pid);
+            for (fd, path, file) in found {
+                let kind = self.profile.kind_of(&path);
+                let key = IoKey { pid, fd, file };
+                if file != FileId::default() {
+                    by_file.insert(file, kind);
+                }
+                open.insert(key);
+                if io.contains_key(&key) {
+                    self.kinds.insert(key, kind);
+                }
+            }
+        }
+        // A file fsync'd by one process and listed in another (PostgreSQL's
+        // WAL, opened by backends and the WAL writer alike).
+        for key in io.keys() {
+            if !self.kinds.contains_key(key) {
+                if let Some(kind) = by_file.get(&key.file) {
+                    self.kinds.insert(*key, *kind);
+                }
+            }
+        }
+        (open, listed)
+    }
+
+    /// Drops from the maps the descriptors closed (or of processes gone)
+    /// and the threads exited, each unchanged since the last reading (their
+    /// counts are in the totals already). Returns the descriptors dropped.
+    fn forget(
+        &mut self,
+        io: &HashMap<IoKey, FdIo>,
+        processes: &HashMap<u32, u32>,
+        (open, listed): &(HashSet<IoKey>, HashSet<u32>),
+    ) -> Result<Vec<IoKey>, ProbeError> {
+        let follow = self.probes.follows_children();
+        let gone: Vec<IoKey> = io
+            .iter()
+            .filter(|(k, v)| {
+                let closed = listed.contains(&k.pid) && !open.contains(*k);
+                let exited = !processes.contains_key(&k.pid);
+                (closed || exited) && self.prev.get(*k) == Some(*v)
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        if follow {
+            let keys: Vec<maps::ProcFd> = gone.iter().map(|&k| k.into()).collect();
+            maps::prune::<maps::ProcFd, FdIo>(&mut self.probes, "io_by_proc_fd", &keys)?;
+        } else {
+            // Low descriptors are array entries (reused in place); the
+            // hash holds the rest.
+            let keys: Vec<u32> = gone
+                .iter()
+                .filter(|k| (k.fd as usize) >= self.probes.fd_slots.len())
+                .map(|k| k.fd)
+                .collect();
+            maps::prune::<u32, FdIo>(&mut self.probes, "io_by_fd", &keys)?;
+        }
+        for k in &gone {
+            self.kinds.remove(k);
+        }
+        // Array entries stay (and keep counting): only hash keys are gone.
+        let dropped: Vec<IoKey> = gone
+            .into_iter()
+            .filter(|k| follow || (k.fd as usize) >= self.probes.fd_slots.len())
+            .collect();
+        // The threads that timed an fsync and have exited.
+        let (threads, _) = maps::read_threads(&self.probes, Lookup::Batch)?;
+        let mut live = HashSet::new();
+        for &pid in processes.keys() {
+            if let Ok(t) = procfs::threads(pid) {
+                live.extend(t.into_keys());
+            }
+        }
+        let dead: Vec<u32> = threads
+            .iter()
+            .filter(|(tid, t)| t.call_kind == 0 && !live.contains(*tid))
+            .map(|(tid, _)| *tid)
+            .collect();
+        maps::forget_threads(&mut self.probes, &dead)?;
+        Ok(dropped)
+    }
+}
