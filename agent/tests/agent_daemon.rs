@@ -62,6 +62,14 @@ impl Engine {
         mysql::Conn::new(o).unwrap()
     }
 
+    fn status(&self, name: &str) -> u64 {
+        let rows: Vec<(String, String)> = self
+            .conn()
+            .query(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+            .unwrap();
+        rows.into_iter().next().unwrap().1.parse().unwrap()
+    }
+
     fn var(&self, name: &str) -> String {
         let rows: Vec<(String, String)> = self
             .conn()
@@ -290,6 +298,36 @@ mode = "observe"
     };
     assert_eq!(value("redoctor_target_up"), 1.0);
     assert_eq!(value("redoctor_target_pid"), e.pid() as f64);
+    // The fsync counters, attached between windows: redo-log fsyncs (the
+    // engine's own count runs from its start, theirs from their attach),
+    // each call in the latency histogram.
+    assert_eq!(value("redoctor_agent_fsync_counters_attached"), 1.0);
+    let redo = |metric: &str| {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == metric && s.labels.get("file") == Some("redo"))
+            .map(|s| match &s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => *v,
+                prometheus_parse::Value::Histogram(h) => {
+                    h.iter().map(|b| b.count).fold(0.0, f64::max)
+                }
+                _ => f64::NAN,
+            })
+            .unwrap_or_else(|| panic!("{metric} for the redo log missing from:\n{text}"))
+    };
+    let fsyncs = redo("redoctor_target_fsyncs_total");
+    let engine_fsyncs: u64 = e.status("Innodb_os_log_fsyncs");
+    assert!(
+        fsyncs > 0.0 && fsyncs <= engine_fsyncs as f64,
+        "{fsyncs} redo fsyncs counted, the engine's {engine_fsyncs} since its start"
+    );
+    // +Inf holds every call: counted with the total, after it.
+    let in_histogram = redo("redoctor_target_fsync_latency_seconds");
+    assert!(
+        in_histogram > 0.0 && in_histogram <= fsyncs,
+        "{in_histogram} calls in the histogram, {fsyncs} counted"
+    );
     assert!(value("redoctor_target_commits_per_second") > 0.0);
     assert!(value("redoctor_agent_bpf_events_total") > 0.0);
     let duty = value("redoctor_agent_probe_duty_cycle");
@@ -313,7 +351,10 @@ mode = "observe"
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| w.starts_with("redoctor_"))
     {
-        let family = name.strip_suffix("_total").unwrap_or(name);
+        let family = ["_total", "_bucket"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(name);
         assert!(
             text.contains(&format!("# TYPE {family} ")),
             "the dashboard charts {name}, which the agent does not export"
@@ -367,6 +408,10 @@ mode = "observe"
         "{text}"
     );
     assert!(st["targets"][0]["verdict"].is_string(), "{st}");
+    assert!(
+        st["targets"][0]["fsyncs"]["redo"]["per_s"].as_f64() > Some(0.0),
+        "{st}"
+    );
     let o = Command::new(BIN)
         .args(["agent", "status", "--config"])
         .arg(&cfg)
@@ -374,7 +419,9 @@ mode = "observe"
         .unwrap();
     let human = String::from_utf8_lossy(&o.stdout);
     assert!(
-        human.contains("engine [Observe]") && human.contains("advice:"),
+        human.contains("engine [Observe]")
+            && human.contains("advice:")
+            && human.contains("fsyncs: redo"),
         "{human}"
     );
 
@@ -632,10 +679,11 @@ max_total = "120s"
         b.stderr()
     );
 
-    // Now kill it while its probes are attached (a 20 s sampled window).
+    // Now kill it while its probes are attached (a 20 s sampled window),
+    // with the fsync counters.
     let mut ids: Vec<u32> = vec![];
-    wait("the probes attached", 30, || {
-        ids = status_json(&state)["targets"][0]["probe_program_ids"]
+    let ids_of = |key: &str| -> Vec<u32> {
+        status_json(&state)["targets"][0][key]
             .as_array()
             .map(|v| {
                 v.iter()
@@ -643,9 +691,15 @@ max_total = "120s"
                     .map(|x| x as u32)
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    wait("the probes attached", 30, || {
+        ids = ids_of("probe_program_ids");
         !ids.is_empty()
     });
+    let fsync_ids = ids_of("fsync_program_ids");
+    assert_eq!(fsync_ids.len(), 2, "{fsync_ids:?}");
+    ids.extend(fsync_ids);
     assert!(
         ids.iter().any(|id| bpf_prog_exists(*id)),
         "{ids:?} not in the kernel's list"
@@ -732,4 +786,80 @@ window = "1s"
         status_json(&state)["targets"][0]["verdict"].is_string()
     });
     assert!(a.term(5).success());
+}
+
+/// The fsync counters pause, and say why, when the rate they count would
+/// cost more than their share of the TPS budget (a budget of 0.02% here:
+/// the loaded engine's fsyncs are far over a quarter of it); their
+/// programs leave the kernel.
+#[test]
+fn fsync_counters_pause_when_their_cost_passes_their_share_of_the_budget() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg = write_config(
+        dir.path(),
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "off"
+[agent.budget]
+tps_percent = 0.02
+
+[[target]]
+name = "engine"
+pid = {}
+socket = "{}"
+mode = "observe"
+[target.sampling]
+every = "3600s"
+warmup = "0s"
+window = "1s"
+"#,
+            state.display(),
+            e.pid(),
+            e.socket.display()
+        ),
+    );
+    let mut a = Agent::start(&cfg);
+    let mut ids: Vec<u32> = vec![];
+    wait("the fsync counters attached", 30, || {
+        ids = status_json(&state)["targets"][0]["fsync_program_ids"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.as_u64())
+                    .map(|x| x as u32)
+                    .collect()
+            })
+            .unwrap_or_default();
+        !ids.is_empty()
+    });
+    wait("the fsync counters paused", 30, || {
+        !events(&state, "fsync_counters_paused").is_empty()
+    });
+    let paused = &events(&state, "fsync_counters_paused")[0];
+    let cost = paused["cost_percent"].as_f64().unwrap();
+    let limit = paused["limit_percent"].as_f64().unwrap();
+    assert!(cost > limit && (limit - 0.005).abs() < 1e-9, "{paused}");
+    assert!(
+        a.stderr().contains("fsync counters paused"),
+        "{}",
+        a.stderr()
+    );
+    wait("their programs freed", 10, || {
+        !ids.iter().any(|id| bpf_prog_exists(*id))
+    });
+    // The status file (rewritten every second) shows them gone, unless a
+    // sampled window (a phase change brings one forward) counted a rate
+    // well under the limit and resumed them.
+    wait("the status file to list no fsync programs", 5, || {
+        status_json(&state)["targets"][0]["fsync_program_ids"] == serde_json::json!([])
+            || !events(&state, "fsync_counters_resumed").is_empty()
+    });
+    let s = a.term(5);
+    assert!(s.success(), "{}", a.stderr());
 }

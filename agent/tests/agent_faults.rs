@@ -108,7 +108,12 @@ fn term(p: &mut Proc, log: &Path) {
 }
 
 fn probe_ids(state: &Path) -> Vec<u32> {
-    status_json(state)["targets"][0]["probe_program_ids"]
+    program_ids(state, "probe_program_ids")
+}
+
+/// The BPF program ids the status file lists under `key`.
+fn program_ids(state: &Path, key: &str) -> Vec<u32> {
+    status_json(state)["targets"][0][key]
         .as_array()
         .map(|v| {
             v.iter()
@@ -309,6 +314,10 @@ window = "30s"
         ids = probe_ids(&state);
         !ids.is_empty()
     });
+    // The fsync counters go with the target too.
+    let fsync_ids = program_ids(&state, "fsync_program_ids");
+    assert_eq!(fsync_ids.len(), 2, "{fsync_ids:?}");
+    ids.extend(fsync_ids);
     assert!(ids.iter().any(|id| bpf_prog_exists(*id)), "{ids:?}");
     e.0.kill().unwrap();
     e.0.wait().unwrap();

@@ -192,6 +192,9 @@ pub struct Sampling {
     /// The soonest an extra sample follows another when a phase change asks for evidence.
     #[serde(deserialize_with = "positive")]
     pub min_gap: Duration,
+    /// Keep the fsync counters attached between windows (fsync and
+    /// fdatasync calls and their latency per file kind, read every second).
+    pub fsync_counters: bool,
 }
 
 impl Default for Sampling {
@@ -201,6 +204,7 @@ impl Default for Sampling {
             warmup: Duration::from_secs(1),
             window: Duration::from_secs(2),
             min_gap: Duration::from_secs(10),
+            fsync_counters: true,
         }
     }
 }
@@ -535,6 +539,20 @@ mode = "apply"
         assert!(t.allows("innodb_log_writer_threads"));
         assert_eq!(c.agent.metrics, "127.0.0.1:9464");
         assert!(t.sampling.tps_cost_percent() <= 1.0);
+        assert!(t.sampling.fsync_counters);
+    }
+
+    #[test]
+    fn the_fsync_counters_can_be_turned_off() {
+        let c = Config::parse(&format!(
+            "{GOOD}[target.sampling]\nfsync_counters = false\n"
+        ))
+        .unwrap();
+        assert!(!c.targets[0].get_ref().sampling.fsync_counters);
+        let e = err(&format!(
+            "{GOOD}[target.sampling]\nfsync_counters = \"yes\"\n"
+        ));
+        assert!(e.contains("line 11") && e.contains("bool"), "{e}");
     }
 
     fn err(text: &str) -> String {

@@ -61,6 +61,8 @@ pub struct TMode {
     pub mode: String,
 }
 
+use super::fsyncs::{Log2Histogram, TFile};
+
 type G = Family<T, Gauge<f64, AtomicU64>>;
 type C = Family<T, Counter<f64, AtomicU64>>;
 
@@ -73,6 +75,12 @@ pub struct Metrics {
     pub attaches: C,
     pub commits_per_second: G,
     pub users: G,
+    pub fsyncs: Family<TFile, Counter>,
+    pub fsyncs_per_second: Family<TFile, Gauge<f64, AtomicU64>>,
+    pub fsync_latency: Family<TFile, Log2Histogram>,
+    pub commits_per_fsync: G,
+    pub fsync_counters_attached: G,
+    pub fsync_counters_cost: G,
     pub signal: Family<TSignal, Gauge<f64, AtomicU64>>,
     pub setting: Family<TSetting, Gauge>,
     pub advice: Family<TAdvice, Gauge>,
@@ -127,6 +135,36 @@ impl Metrics {
             "target_users",
             "Connected users (status counter)",
             m.users.clone(),
+        );
+        r.register(
+            "target_fsyncs",
+            "fsync and fdatasync calls of the target by file kind (the fsync counters)",
+            m.fsyncs.clone(),
+        );
+        r.register(
+            "target_fsyncs_per_second",
+            "fsync and fdatasync calls/s over the last second, by file kind",
+            m.fsyncs_per_second.clone(),
+        );
+        r.register(
+            "target_fsync_latency_seconds",
+            "Time inside each fsync or fdatasync call, by file kind",
+            m.fsync_latency.clone(),
+        );
+        r.register(
+            "target_commits_per_fsync",
+            "Commits per redo-log fsync over the last second (status counter over the fsync counters)",
+            m.commits_per_fsync.clone(),
+        );
+        r.register(
+            "agent_fsync_counters_attached",
+            "1 while the fsync counters are attached to the target",
+            m.fsync_counters_attached.clone(),
+        );
+        r.register(
+            "agent_fsync_counters_cost_percent",
+            "The fsync counters' estimated cost at the rate they count, % of the target's CPUs",
+            m.fsync_counters_cost.clone(),
         );
         r.register(
             "signal",

@@ -2,6 +2,7 @@
 //! atomically every second) and `redoctor agent status [--json]`, which
 //! reads it.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -49,7 +50,19 @@ pub struct TargetStatus {
     pub trials: Vec<TrialLine>,
     /// BPF program ids while the probes are attached (empty otherwise).
     pub probe_program_ids: Vec<u32>,
+    /// The fsync counters' BPF program ids while attached.
+    #[serde(default)]
+    pub fsync_program_ids: Vec<u32>,
+    /// Fsyncs/s over the last second and their mean µs, by file kind.
+    #[serde(default)]
+    pub fsyncs: BTreeMap<String, FsyncLine>,
     pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FsyncLine {
+    pub per_s: f64,
+    pub mean_us: Option<f64>,
 }
 
 impl TargetStatus {
@@ -67,6 +80,8 @@ impl TargetStatus {
             settings: Settings::new(),
             trials: vec![],
             probe_program_ids: vec![],
+            fsync_program_ids: vec![],
+            fsyncs: BTreeMap::new(),
             last_error: None,
         }
     }
@@ -139,6 +154,20 @@ pub fn print(out: &mut impl Write, s: &Status, running: bool) -> Result<()> {
             t.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
             t.state
         )?;
+        if !t.fsyncs.is_empty() {
+            let kinds: Vec<String> = t
+                .fsyncs
+                .iter()
+                .map(|(k, f)| {
+                    let mean = f
+                        .mean_us
+                        .map(|m| format!(", mean {m:.0} µs"))
+                        .unwrap_or_default();
+                    format!("{k} {:.0}/s{mean}", f.per_s)
+                })
+                .collect();
+            writeln!(out, "  fsyncs: {}", kinds.join("; "))?;
+        }
         if let Some(v) = &t.verdict {
             writeln!(out, "  advice: {v}")?;
         }

@@ -16,6 +16,7 @@ use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
 use serde_json::json;
 
 use super::config::{Mode, Target};
+use super::fsyncs::FsyncWatch;
 use super::journal::{self, Journal};
 use super::metrics::{Metrics, TAdvice, TMode, TSetting, TSignal};
 use super::phase::PhaseDetector;
@@ -38,6 +39,8 @@ pub struct Worker {
     pub(super) phase: PhaseDetector,
     /// (commits, users, when) at the last poll.
     last_poll: Option<(u64, Instant)>,
+    /// Commits/s between the last two polls.
+    rate: Option<f64>,
     pub(super) users: f64,
     next_sample: Instant,
     last_sample: Option<Instant>,
@@ -52,6 +55,11 @@ pub struct Worker {
     shown_settings: Vec<TSetting>,
     shown_advice: Vec<TAdvice>,
     warned_unavailable: bool,
+    /// The fsync counters kept attached (`sampling.fsync_counters`).
+    fsync: Option<FsyncWatch>,
+    /// The counters were paused for their cost; a sampled window with a
+    /// rate well under the limit resumes them.
+    fsync_paused: bool,
 }
 
 fn sleep_unless(stop: &AtomicBool, d: Duration) {
@@ -92,6 +100,7 @@ impl Worker {
             last_pid: None,
             admin: None,
             last_poll: None,
+            rate: None,
             users: 0.0,
             next_sample: Instant::now(),
             last_sample: None,
@@ -104,6 +113,8 @@ impl Worker {
             shown_settings: vec![],
             shown_advice: vec![],
             warned_unavailable: false,
+            fsync: None,
+            fsync_paused: false,
         })
     }
 
@@ -157,6 +168,7 @@ impl Worker {
         let Some(pid) = self.resolve() else {
             if let Some(old) = self.pid.take() {
                 self.admin = None;
+                self.detach_fsyncs();
                 self.shared.metrics.up.get_or_create(&m).set(0.0);
                 self.audit("target_gone", json!({"pid": old}));
                 eprintln!(
@@ -177,6 +189,7 @@ impl Worker {
             self.connect()?;
         }
         self.poll()?;
+        self.tick_fsyncs();
         if Instant::now() >= self.next_sample && !self.stopping() {
             self.evaluate(pid)?;
         }
@@ -207,6 +220,7 @@ impl Worker {
         self.phase = PhaseDetector::new(self.t.phase.clone());
         self.rejected.clear();
         self.warned_unavailable = false;
+        self.attach_fsyncs(pid);
         // Let a just-started server settle before the first sample.
         self.next_sample = Instant::now() + Duration::from_secs(2);
         self.status(|s| {
@@ -215,6 +229,148 @@ impl Worker {
             s.last_error = None;
         });
         Ok(())
+    }
+
+    /// Attaches the fsync counters to `pid` (a new target process) when
+    /// the config asks; a failure is reported and observation goes on
+    /// without them.
+    fn attach_fsyncs(&mut self, pid: u32) {
+        self.detach_fsyncs();
+        self.fsync_paused = false;
+        if !self.t.sampling.fsync_counters {
+            return;
+        }
+        match FsyncWatch::attach(pid, &self.profile) {
+            Ok(w) => {
+                let ids = w.program_ids();
+                self.fsync = Some(w);
+                let m = Metrics::t(&self.t.name);
+                self.shared
+                    .metrics
+                    .fsync_counters_attached
+                    .get_or_create(&m)
+                    .set(1.0);
+                self.status(|s| s.fsync_program_ids = ids);
+            }
+            Err(e) => {
+                let why = e.to_string();
+                eprintln!(
+                    "redoctor agent: {}: warning: fsync counters not attached: {why}",
+                    self.t.name
+                );
+                self.audit(
+                    "fsync_counters_unavailable",
+                    json!({"pid": pid, "why": why}),
+                );
+            }
+        }
+    }
+
+    /// Resumes paused fsync counters when a sampled window counted a rate
+    /// well under their limit.
+    fn maybe_resume_fsyncs(&mut self, pid: u32, windows: &[Signals]) {
+        if !self.fsync_paused {
+            return;
+        }
+        let (calls, ns) = windows.iter().fold((0u64, 0u64), |(c, n), w| {
+            let calls: u64 = w.io.values().map(|f| f.fsync_calls).sum();
+            (c + calls, n + w.window_ns)
+        });
+        if ns == 0 {
+            return;
+        }
+        let rate = calls as f64 / (ns as f64 / 1e9);
+        let cpus = redoctor_probes::procfs::affinity_cpus(pid).unwrap_or(1);
+        let budget = self.shared.config.agent.budget.tps_percent;
+        if super::fsyncs::may_resume(rate, cpus, budget) {
+            self.audit("fsync_counters_resumed", json!({"fsyncs_per_s": rate}));
+            self.attach_fsyncs(pid);
+        }
+    }
+
+    fn detach_fsyncs(&mut self) {
+        if self.fsync.take().is_some() {
+            let m = Metrics::t(&self.t.name);
+            self.shared
+                .metrics
+                .fsync_counters_attached
+                .get_or_create(&m)
+                .set(0.0);
+        }
+        self.status(|s| {
+            s.fsync_program_ids.clear();
+            s.fsyncs.clear();
+        });
+    }
+
+    /// Reads the fsync counters (once a second) and exports what they
+    /// counted; with the status counter's commits/s, commits per redo fsync.
+    fn tick_fsyncs(&mut self) {
+        let Some(w) = self.fsync.as_mut() else {
+            return;
+        };
+        let rates = match w.tick(&self.shared.metrics, &self.t.name) {
+            Ok(r) => r,
+            Err(e) => {
+                let why = e.to_string();
+                eprintln!(
+                    "redoctor agent: {}: fsync counters detached: {why}",
+                    self.t.name
+                );
+                self.audit("fsync_counters_unavailable", json!({"why": why}));
+                self.detach_fsyncs();
+                return;
+            }
+        };
+        let m = Metrics::t(&self.t.name);
+        let total: f64 = rates.values().map(|r| r.per_s).sum();
+        let budget = self.shared.config.agent.budget.tps_percent;
+        let cost = super::fsyncs::cost_percent(total, w.cpus);
+        self.shared
+            .metrics
+            .fsync_counters_cost
+            .get_or_create(&m)
+            .set(cost);
+        if w.over_budget(total, budget) {
+            let limit = super::fsyncs::limit_percent(budget);
+            eprintln!(
+                "redoctor agent: {}: fsync counters paused: {total:.0} fsyncs/s cost ~{cost:.2}% \
+                 of the target's CPUs, over their share of the budget ({limit:.2}%); \
+                 a sampled window with fewer resumes them",
+                self.t.name
+            );
+            self.audit(
+                "fsync_counters_paused",
+                json!({"fsyncs_per_s": total, "cost_percent": cost, "limit_percent": limit}),
+            );
+            self.detach_fsyncs();
+            self.fsync_paused = true;
+            return;
+        }
+        let redo = rates.get(&redoctor_probes::FileKind::Redo).map(|r| r.per_s);
+        if let (Some(c), Some(f)) = (self.rate, redo) {
+            if f > 0.0 {
+                self.shared
+                    .metrics
+                    .commits_per_fsync
+                    .get_or_create(&m)
+                    .set(c / f);
+            }
+        }
+        self.status(|s| {
+            s.fsyncs = rates
+                .iter()
+                .map(|(k, r)| {
+                    (
+                        k.to_string(),
+                        super::status::FsyncLine {
+                            per_s: r.per_s,
+                            mean_us: r.mean_us,
+                        },
+                    )
+                })
+                .collect();
+        });
     }
 
     fn connect(&mut self) -> Result<()> {
@@ -237,6 +393,7 @@ impl Worker {
 
     /// Reads the status counters: commits/s and users over the last second.
     fn poll(&mut self) -> Result<()> {
+        self.rate = None;
         let Some(a) = self.admin.as_mut() else {
             return Ok(());
         };
@@ -252,6 +409,7 @@ impl Worker {
                 return Ok(());
             }
             let rate = commits.saturating_sub(c0) as f64 / secs;
+            self.rate = Some(rate);
             self.shared
                 .metrics
                 .commits_per_second
@@ -293,6 +451,7 @@ impl Worker {
             Some(w) => w,
             None => return Ok(()),
         };
+        self.maybe_resume_fsyncs(pid, &windows);
         let summary = summarize(&windows);
         if let Some(change) = self.phase.sample(&summary) {
             if reason.is_none() {
