@@ -863,3 +863,65 @@ window = "1s"
     let s = a.term(5);
     assert!(s.success(), "{}", a.stderr());
 }
+
+/// A target watched by pid alone (no admin socket, so no status
+/// counters): the fsyncs/s its fsync counters count mark its phases. The
+/// load stopping (SIGSTOP) is a phase change.
+#[test]
+fn without_a_socket_the_fsync_rate_marks_phase_changes() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg = write_config(
+        dir.path(),
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "off"
+[agent.budget]
+tps_percent = 5.0
+
+[[target]]
+name = "engine"
+pid = {}
+mode = "observe"
+[target.sampling]
+every = "3600s"
+warmup = "0s"
+window = "1s"
+"#,
+            state.display(),
+            e.pid(),
+        ),
+    );
+    let mut a = Agent::start(&cfg);
+    wait("fsyncs counted", 30, || {
+        status_json(&state)["targets"][0]["fsyncs"]["redo"]["per_s"].as_f64() > Some(100.0)
+    });
+    // A few seconds of the running load as the reference, then none.
+    std::thread::sleep(Duration::from_secs(4));
+    unsafe { libc::kill(e.pid() as i32, libc::SIGSTOP) };
+    let seen = (|| {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            let changes = events(&state, "phase_change");
+            if let Some(c) = changes.iter().find(|c| {
+                c["change"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("fsyncs/s"))
+            }) {
+                return Some(c.clone());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        None
+    })();
+    unsafe { libc::kill(e.pid() as i32, libc::SIGCONT) };
+    let c = seen.unwrap_or_else(|| panic!("no fsyncs/s phase change: {:?}", audit(&state)));
+    assert!(c["change"].as_str().unwrap().ends_with("-> 0"), "{c}");
+    let s = a.term(5);
+    assert!(s.success(), "{}", a.stderr());
+}

@@ -1,8 +1,9 @@
 //! Phase-change detection: a setting that was right for the morning load
 //! is reconsidered for the evening load. Fed once a second with commits/s
-//! and connected users (cheap status counters), and with each sampled
-//! observation's signal mix. A change counts when it holds for `hold`
-//! consecutive seconds, so one slow second is not a phase.
+//! and connected users (cheap status counters), or, for a target without
+//! an admin socket, with the fsyncs/s its fsync counters count; and with
+//! each sampled observation's signal mix. A change counts when it holds
+//! for `hold` consecutive seconds, so one slow second is not a phase.
 
 use std::collections::VecDeque;
 
@@ -21,15 +22,27 @@ pub const MIX_SIGNALS: &[&str] = &[
 /// What changed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    Rate { from: f64, to: f64 },
-    Users { from: f64, to: f64 },
-    Mix { signal: String, from: f64, to: f64 },
+    /// The per-second rate (`what`: commits/s or fsyncs/s).
+    Rate {
+        what: &'static str,
+        from: f64,
+        to: f64,
+    },
+    Users {
+        from: f64,
+        to: f64,
+    },
+    Mix {
+        signal: String,
+        from: f64,
+        to: f64,
+    },
 }
 
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Change::Rate { from, to } => write!(f, "commits/s {from:.0} -> {to:.0}"),
+            Change::Rate { what, from, to } => write!(f, "{what} {from:.0} -> {to:.0}"),
             Change::Users { from, to } => write!(f, "connected users {from:.0} -> {to:.0}"),
             Change::Mix { signal, from, to } => write!(f, "{signal} {from:.3} -> {to:.3}"),
         }
@@ -45,7 +58,13 @@ pub struct PhaseDetector {
     /// Consecutive seconds outside the reference band.
     outside: u32,
     mix: Option<Summary>,
+    /// What the per-second rate is.
+    source: &'static str,
 }
+
+/// The rate sources.
+pub const COMMITS: &str = "commits/s";
+pub const FSYNCS: &str = "fsyncs/s";
 
 fn median(v: impl Iterator<Item = f64>) -> f64 {
     redoctor_stats::median(&v.collect::<Vec<f64>>()).unwrap_or(0.0)
@@ -59,6 +78,18 @@ impl PhaseDetector {
             recent: VecDeque::new(),
             outside: 0,
             mix: None,
+            source: COMMITS,
+        }
+    }
+
+    /// Says what the next seconds' rate is ([`COMMITS`] or [`FSYNCS`]);
+    /// a switch forgets the reference (the two do not compare).
+    pub fn use_source(&mut self, source: &'static str) {
+        if self.source != source {
+            self.source = source;
+            self.reference = None;
+            self.recent.clear();
+            self.outside = 0;
         }
     }
 
@@ -133,7 +164,11 @@ impl PhaseDetector {
         Some(if users_out {
             Change::Users { from: u0, to: u1 }
         } else {
-            Change::Rate { from: r0, to: r1 }
+            Change::Rate {
+                what: self.source,
+                from: r0,
+                to: r1,
+            }
         })
     }
 
@@ -242,6 +277,27 @@ mod tests {
             got = got.or(d.second(4000.0, 64.0));
         }
         assert!(matches!(got, Some(Change::Rate { .. })), "{got:?}");
+    }
+
+    #[test]
+    fn fsyncs_stand_in_for_commits_and_a_switch_is_not_a_change() {
+        let mut d = det();
+        for _ in 0..5 {
+            d.second(10000.0, 64.0);
+        }
+        // No socket any more: fsyncs/s, on another scale, from a new reference.
+        d.use_source(FSYNCS);
+        for _ in 0..5 {
+            assert_eq!(d.second(900.0, 0.0), None);
+        }
+        let mut got = None;
+        for _ in 0..3 {
+            got = got.or(d.second(0.0, 0.0));
+        }
+        assert_eq!(
+            got.map(|c| c.to_string()),
+            Some("fsyncs/s 900 -> 0".to_string())
+        );
     }
 
     #[test]

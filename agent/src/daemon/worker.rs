@@ -347,6 +347,13 @@ impl Worker {
             self.fsync_paused = true;
             return;
         }
+        if self.admin.is_none() {
+            // No status counters: the fsyncs/s mark the load's phases.
+            self.phase.use_source(super::phase::FSYNCS);
+            if let Some(change) = self.phase.second(total, 0.0) {
+                self.phase_changed(change.to_string());
+            }
+        }
         let redo = rates.get(&redoctor_probes::FileKind::Redo).map(|r| r.per_s);
         if let (Some(c), Some(f)) = (self.rate, redo) {
             if f > 0.0 {
@@ -419,6 +426,7 @@ impl Worker {
                 s.commits_per_s = Some(rate);
                 s.users = Some(users);
             });
+            self.phase.use_source(super::phase::COMMITS);
             if let Some(change) = self.phase.second(rate, users) {
                 self.phase_changed(change.to_string());
             }
