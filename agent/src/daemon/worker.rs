@@ -40,7 +40,7 @@ pub struct Worker {
     /// (commits, users, when) at the last poll.
     last_poll: Option<(u64, Instant)>,
     /// Commits/s between the last two polls.
-    rate: Option<f64>,
+    pub(super) rate: Option<f64>,
     pub(super) users: f64,
     next_sample: Instant,
     last_sample: Option<Instant>,
@@ -56,10 +56,10 @@ pub struct Worker {
     shown_advice: Vec<TAdvice>,
     warned_unavailable: bool,
     /// The fsync counters kept attached (`sampling.fsync_counters`).
-    fsync: Option<FsyncWatch>,
+    pub(super) fsync: Option<FsyncWatch>,
     /// The counters were paused for their cost; a sampled window with a
     /// rate well under the limit resumes them.
-    fsync_paused: bool,
+    pub(super) fsync_paused: bool,
 }
 
 fn sleep_unless(stop: &AtomicBool, d: Duration) {
@@ -231,155 +231,6 @@ impl Worker {
         Ok(())
     }
 
-    /// Attaches the fsync counters to `pid` (a new target process) when
-    /// the config asks; a failure is reported and observation goes on
-    /// without them.
-    fn attach_fsyncs(&mut self, pid: u32) {
-        self.detach_fsyncs();
-        self.fsync_paused = false;
-        if !self.t.sampling.fsync_counters {
-            return;
-        }
-        match FsyncWatch::attach(pid, &self.profile) {
-            Ok(w) => {
-                let ids = w.program_ids();
-                self.fsync = Some(w);
-                let m = Metrics::t(&self.t.name);
-                self.shared
-                    .metrics
-                    .fsync_counters_attached
-                    .get_or_create(&m)
-                    .set(1.0);
-                self.status(|s| s.fsync_program_ids = ids);
-            }
-            Err(e) => {
-                let why = e.to_string();
-                eprintln!(
-                    "redoctor agent: {}: warning: fsync counters not attached: {why}",
-                    self.t.name
-                );
-                self.audit(
-                    "fsync_counters_unavailable",
-                    json!({"pid": pid, "why": why}),
-                );
-            }
-        }
-    }
-
-    /// Resumes paused fsync counters when a sampled window counted a rate
-    /// well under their limit.
-    fn maybe_resume_fsyncs(&mut self, pid: u32, windows: &[Signals]) {
-        if !self.fsync_paused {
-            return;
-        }
-        let (calls, ns) = windows.iter().fold((0u64, 0u64), |(c, n), w| {
-            let calls: u64 = w.io.values().map(|f| f.fsync_calls).sum();
-            (c + calls, n + w.window_ns)
-        });
-        if ns == 0 {
-            return;
-        }
-        let rate = calls as f64 / (ns as f64 / 1e9);
-        let cpus = redoctor_probes::procfs::affinity_cpus(pid).unwrap_or(1);
-        let budget = self.shared.config.agent.budget.tps_percent;
-        if super::fsyncs::may_resume(rate, cpus, budget) {
-            self.audit("fsync_counters_resumed", json!({"fsyncs_per_s": rate}));
-            self.attach_fsyncs(pid);
-        }
-    }
-
-    fn detach_fsyncs(&mut self) {
-        if self.fsync.take().is_some() {
-            let m = Metrics::t(&self.t.name);
-            self.shared
-                .metrics
-                .fsync_counters_attached
-                .get_or_create(&m)
-                .set(0.0);
-        }
-        self.status(|s| {
-            s.fsync_program_ids.clear();
-            s.fsyncs.clear();
-        });
-    }
-
-    /// Reads the fsync counters (once a second) and exports what they
-    /// counted; with the status counter's commits/s, commits per redo fsync.
-    fn tick_fsyncs(&mut self) {
-        let Some(w) = self.fsync.as_mut() else {
-            return;
-        };
-        let rates = match w.tick(&self.shared.metrics, &self.t.name) {
-            Ok(r) => r,
-            Err(e) => {
-                let why = e.to_string();
-                eprintln!(
-                    "redoctor agent: {}: fsync counters detached: {why}",
-                    self.t.name
-                );
-                self.audit("fsync_counters_unavailable", json!({"why": why}));
-                self.detach_fsyncs();
-                return;
-            }
-        };
-        let m = Metrics::t(&self.t.name);
-        let total: f64 = rates.values().map(|r| r.per_s).sum();
-        let budget = self.shared.config.agent.budget.tps_percent;
-        let cost = super::fsyncs::cost_percent(total, w.cpus);
-        self.shared
-            .metrics
-            .fsync_counters_cost
-            .get_or_create(&m)
-            .set(cost);
-        if w.over_budget(total, budget) {
-            let limit = super::fsyncs::limit_percent(budget);
-            eprintln!(
-                "redoctor agent: {}: fsync counters paused: {total:.0} fsyncs/s cost ~{cost:.2}% \
-                 of the target's CPUs, over their share of the budget ({limit:.2}%); \
-                 a sampled window with fewer resumes them",
-                self.t.name
-            );
-            self.audit(
-                "fsync_counters_paused",
-                json!({"fsyncs_per_s": total, "cost_percent": cost, "limit_percent": limit}),
-            );
-            self.detach_fsyncs();
-            self.fsync_paused = true;
-            return;
-        }
-        if self.admin.is_none() {
-            // No status counters: the fsyncs/s mark the load's phases.
-            self.phase.use_source(super::phase::FSYNCS);
-            if let Some(change) = self.phase.second(total, 0.0) {
-                self.phase_changed(change.to_string());
-            }
-        }
-        let redo = rates.get(&redoctor_probes::FileKind::Redo).map(|r| r.per_s);
-        if let (Some(c), Some(f)) = (self.rate, redo) {
-            if f > 0.0 {
-                self.shared
-                    .metrics
-                    .commits_per_fsync
-                    .get_or_create(&m)
-                    .set(c / f);
-            }
-        }
-        self.status(|s| {
-            s.fsyncs = rates
-                .iter()
-                .map(|(k, r)| {
-                    (
-                        k.to_string(),
-                        super::status::FsyncLine {
-                            per_s: r.per_s,
-                            mean_us: r.mean_us,
-                        },
-                    )
-                })
-                .collect();
-        });
-    }
-
     fn connect(&mut self) -> Result<()> {
         let sock = self.t.socket.clone().expect("checked by the caller");
         let mut a = Admin::connect(&sock, &self.t.user)?;
@@ -434,7 +285,7 @@ impl Worker {
         Ok(())
     }
 
-    fn phase_changed(&mut self, what: String) {
+    pub(super) fn phase_changed(&mut self, what: String) {
         let m = Metrics::t(&self.t.name);
         self.shared.metrics.phase_changes.get_or_create(&m).inc();
         self.audit("phase_change", json!({"change": what}));
