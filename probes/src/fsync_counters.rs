@@ -68,6 +68,10 @@ pub struct FsyncCounters {
     prev: HashMap<IoKey, FdIo>,
     /// What each counted descriptor names (from `/proc`).
     kinds: HashMap<IoKey, FileKind>,
+    /// What each file listed names (with `follow_children`, where a file
+    /// is known by device and inode): one process's listing names it for
+    /// the others.
+    file_kinds: HashMap<FileId, FileKind>,
     totals: BTreeMap<FileKind, FsyncTotals>,
     last_tidy: Instant,
     tidy_every: Duration,
@@ -87,6 +91,7 @@ impl FsyncCounters {
             profile: profile.clone(),
             prev: HashMap::new(),
             kinds: HashMap::new(),
+            file_kinds: HashMap::new(),
             totals: BTreeMap::new(),
             last_tidy: Instant::now(),
             tidy_every: TIDY_EVERY,
@@ -123,10 +128,21 @@ impl FsyncCounters {
     pub fn read(&mut self) -> Result<&BTreeMap<FileKind, FsyncTotals>, ProbeError> {
         let (io, processes) = maps::read_io(&self.probes, Lookup::Batch)?;
         let tidy = self.last_tidy.elapsed() >= self.tidy_every;
-        let unnamed = io
+        // Listed: every process at a tidy, else only those with a new
+        // descriptor (a cluster forking backends need not list them all).
+        let mut unnamed: Vec<u32> = io
             .iter()
-            .any(|(k, v)| v.fsync_calls > 0 && !self.kinds.contains_key(k));
-        let listing = (tidy || unnamed).then(|| self.name(&io, &processes));
+            .filter(|(k, v)| v.fsync_calls > 0 && !self.kinds.contains_key(k))
+            .map(|(k, _)| k.pid)
+            .collect();
+        unnamed.sort_unstable();
+        unnamed.dedup();
+        let listing = if tidy {
+            let all: Vec<u32> = processes.keys().copied().collect();
+            Some(self.name(&io, &all))
+        } else {
+            (!unnamed.is_empty()).then(|| self.name(&io, &unnamed))
+        };
         for (key, now) in &io {
             if now.fsync_calls == 0 {
                 continue;
@@ -150,19 +166,15 @@ impl FsyncCounters {
         Ok(&self.totals)
     }
 
-    /// Names every counted descriptor from `/proc` (a descriptor closed
-    /// meanwhile keeps its last name, or is `other` if it never had one).
+    /// Names the counted descriptors of `pids` from `/proc` (a descriptor
+    /// closed meanwhile keeps its last name, or takes its file's kind as
+    /// another process listed it, or is `other` if it never had one).
     /// Returns the descriptors open now, and the processes listed.
-    fn name(
-        &mut self,
-        io: &HashMap<IoKey, FdIo>,
-        processes: &HashMap<u32, u32>,
-    ) -> (HashSet<IoKey>, HashSet<u32>) {
+    fn name(&mut self, io: &HashMap<IoKey, FdIo>, pids: &[u32]) -> (HashSet<IoKey>, HashSet<u32>) {
         let follow = self.probes.follows_children();
         let mut open = HashSet::new();
         let mut listed = HashSet::new();
-        let mut by_file: HashMap<FileId, FileKind> = HashMap::new();
-        for &pid in processes.keys() {
+        for &pid in pids {
             let found: Vec<(u32, String, FileId)> = if follow {
                 match procfs::fd_files(pid) {
                     Ok(f) => f.into_iter().map(|(fd, (p, file))| (fd, p, file)).collect(),
@@ -182,7 +194,7 @@ impl FsyncCounters {
                 let kind = self.profile.kind_of(&path);
                 let key = IoKey { pid, fd, file };
                 if file != FileId::default() {
-                    by_file.insert(file, kind);
+                    self.file_kinds.insert(file, kind);
                 }
                 open.insert(key);
                 if io.contains_key(&key) {
@@ -194,7 +206,7 @@ impl FsyncCounters {
         // WAL, opened by backends and the WAL writer alike).
         for key in io.keys() {
             if !self.kinds.contains_key(key) {
-                if let Some(kind) = by_file.get(&key.file) {
+                if let Some(kind) = self.file_kinds.get(&key.file) {
                     self.kinds.insert(*key, *kind);
                 }
             }
@@ -237,6 +249,8 @@ impl FsyncCounters {
         for k in &gone {
             self.kinds.remove(k);
         }
+        let held: HashSet<FileId> = open.iter().map(|k| k.file).collect();
+        self.file_kinds.retain(|f, _| held.contains(f));
         // Array entries stay (and keep counting): only hash keys are gone.
         let dropped: Vec<IoKey> = gone
             .into_iter()
