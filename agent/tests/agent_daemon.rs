@@ -322,11 +322,12 @@ mode = "observe"
         fsyncs > 0.0 && fsyncs <= engine_fsyncs as f64,
         "{fsyncs} redo fsyncs counted, the engine's {engine_fsyncs} since its start"
     );
-    // +Inf holds every call: counted with the total, after it.
+    // +Inf holds every call (a tick may land between the two families'
+    // encoding, so it is bounded by the engine's count, read after).
     let in_histogram = redo("redoctor_target_fsync_latency_seconds");
     assert!(
-        in_histogram > 0.0 && in_histogram <= fsyncs,
-        "{in_histogram} calls in the histogram, {fsyncs} counted"
+        in_histogram > 0.0 && in_histogram <= engine_fsyncs as f64,
+        "{in_histogram} calls in the histogram, the engine's {engine_fsyncs}"
     );
     assert!(value("redoctor_target_commits_per_second") > 0.0);
     assert!(value("redoctor_agent_bpf_events_total") > 0.0);
@@ -901,27 +902,37 @@ window = "1s"
     wait("fsyncs counted", 30, || {
         status_json(&state)["targets"][0]["fsyncs"]["redo"]["per_s"].as_f64() > Some(100.0)
     });
-    // A few seconds of the running load as the reference, then none.
+    // A few seconds of the running load as the reference, then none. (A
+    // loaded host can move the rate enough for a change of its own before
+    // the stop; the stop's is the one to 0 after it.)
     std::thread::sleep(Duration::from_secs(4));
+    let stopped_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
     unsafe { libc::kill(e.pid() as i32, libc::SIGSTOP) };
+    let to_zero = |c: &Value| {
+        c["ts_unix_ms"].as_u64() >= Some(stopped_ms)
+            && c["change"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("fsyncs/s") && s.ends_with("-> 0"))
+    };
     let seen = (|| {
         let t = Instant::now();
         while t.elapsed() < Duration::from_secs(20) {
-            let changes = events(&state, "phase_change");
-            if let Some(c) = changes.iter().find(|c| {
-                c["change"]
-                    .as_str()
-                    .is_some_and(|s| s.starts_with("fsyncs/s"))
-            }) {
-                return Some(c.clone());
+            if events(&state, "phase_change").iter().any(to_zero) {
+                return true;
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        None
+        false
     })();
     unsafe { libc::kill(e.pid() as i32, libc::SIGCONT) };
-    let c = seen.unwrap_or_else(|| panic!("no fsyncs/s phase change: {:?}", audit(&state)));
-    assert!(c["change"].as_str().unwrap().ends_with("-> 0"), "{c}");
+    assert!(
+        seen,
+        "no fsyncs/s phase change to 0 after the stop: {:?}",
+        audit(&state)
+    );
     let s = a.term(5);
     assert!(s.success(), "{}", a.stderr());
 }
