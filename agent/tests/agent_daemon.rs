@@ -845,7 +845,8 @@ window = "1s"
     let paused = &events(&state, "fsync_counters_paused")[0];
     let cost = paused["cost_percent"].as_f64().unwrap();
     let limit = paused["limit_percent"].as_f64().unwrap();
-    assert!(cost > limit && (limit - 0.005).abs() < 1e-9, "{paused}");
+    // What the windows (every hour) leave of the 0.02% budget, 80% of it.
+    assert!(cost > limit && limit > 0.0 && limit < 0.016, "{paused}");
     assert!(
         a.stderr().contains("fsync counters paused"),
         "{}",

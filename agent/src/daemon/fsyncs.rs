@@ -7,8 +7,9 @@
 //! where a device does a few thousand a second, but ~1% of a 2-CPU
 //! host's TPS at the 18k fsyncs/s of a log on tmpfs. So the agent
 //! estimates their cost from the rate they count, pauses them when it
-//! takes more than [`BUDGET_SHARE`] of `agent.budget.tps_percent`, and
-//! resumes them when a sampled window counts a rate well under it.
+//! takes more than [`BUDGET_SHARE`] of what the sampled windows leave of
+//! `agent.budget.tps_percent`, and resumes them when a sampled window
+//! counts a rate well under that.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -100,8 +101,9 @@ impl EncodeMetric for Log2Histogram {
 /// at that rate read 0.6-2 µs a call (its spread, agent/bench/RESULTS.md);
 /// the budget takes the cautious 1 µs.
 pub const FSYNC_COST_NS: f64 = 1000.0;
-/// The share of `agent.budget.tps_percent` the counters may take.
-pub const BUDGET_SHARE: f64 = 0.25;
+/// The share the counters may take of what the sampled windows leave of
+/// `agent.budget.tps_percent` (the rest covers the agent's own CPU).
+pub const BUDGET_SHARE: f64 = 0.8;
 /// Seconds in a row over that share that pause them.
 pub const OVER_FOR: u32 = 5;
 
@@ -111,15 +113,17 @@ pub fn cost_percent(fsyncs_per_s: f64, cpus: u32) -> f64 {
     fsyncs_per_s * FSYNC_COST_NS / 1e9 / f64::from(cpus.max(1)) * 100.0
 }
 
-/// The most the counters may cost, in percent, under `tps_budget`.
-pub fn limit_percent(tps_budget: f64) -> f64 {
-    BUDGET_SHARE * tps_budget
+/// The most the counters may cost, in percent: [`BUDGET_SHARE`] of what
+/// the sampled windows (`windows_cost`, `Sampling::tps_cost_percent`)
+/// leave of `tps_budget`.
+pub fn limit_percent(tps_budget: f64, windows_cost: f64) -> f64 {
+    BUDGET_SHARE * (tps_budget - windows_cost).max(0.0)
 }
 
-/// Whether paused counters may resume at `fsyncs_per_s` (half the limit:
-/// a rate near it would pause them again).
-pub fn may_resume(fsyncs_per_s: f64, cpus: u32, tps_budget: f64) -> bool {
-    cost_percent(fsyncs_per_s, cpus) <= 0.5 * limit_percent(tps_budget)
+/// Whether paused counters may resume at `fsyncs_per_s` under `limit`
+/// (half of it: a rate near the limit would pause them again).
+pub fn may_resume(fsyncs_per_s: f64, cpus: u32, limit: f64) -> bool {
+    cost_percent(fsyncs_per_s, cpus) <= 0.5 * limit
 }
 
 /// One second's fsyncs of a file kind.
@@ -155,9 +159,9 @@ impl FsyncWatch {
     }
 
     /// Counts one second at `fsyncs_per_s`; true once the cost has been
-    /// over the limit for [`OVER_FOR`] seconds in a row.
-    pub fn over_budget(&mut self, fsyncs_per_s: f64, tps_budget: f64) -> bool {
-        if cost_percent(fsyncs_per_s, self.cpus) > limit_percent(tps_budget) {
+    /// over `limit` for [`OVER_FOR`] seconds in a row.
+    pub fn over_budget(&mut self, fsyncs_per_s: f64, limit: f64) -> bool {
+        if cost_percent(fsyncs_per_s, self.cpus) > limit {
             self.over += 1;
         } else {
             self.over = 0;
@@ -262,11 +266,19 @@ impl Worker {
         }
         let rate = calls as f64 / (ns as f64 / 1e9);
         let cpus = redoctor_probes::procfs::affinity_cpus(pid).unwrap_or(1);
-        let budget = self.shared.config.agent.budget.tps_percent;
-        if may_resume(rate, cpus, budget) {
+        if may_resume(rate, cpus, self.fsync_limit()) {
             self.audit("fsync_counters_resumed", json!({"fsyncs_per_s": rate}));
             self.attach_fsyncs(pid);
         }
+    }
+
+    /// The most the counters may cost, in percent of the target's CPUs
+    /// ([`limit_percent`] of this target's budget and sampling).
+    fn fsync_limit(&self) -> f64 {
+        limit_percent(
+            self.shared.config.agent.budget.tps_percent,
+            self.t.sampling.tps_cost_percent(),
+        )
     }
 
     pub(super) fn detach_fsyncs(&mut self) {
@@ -287,6 +299,7 @@ impl Worker {
     /// Reads the fsync counters (once a second) and exports what they
     /// counted; with the status counter's commits/s, commits per redo fsync.
     pub(super) fn tick_fsyncs(&mut self) {
+        let limit = self.fsync_limit();
         let Some(w) = self.fsync.as_mut() else {
             return;
         };
@@ -305,15 +318,13 @@ impl Worker {
         };
         let m = Metrics::t(&self.t.name);
         let total: f64 = rates.values().map(|r| r.per_s).sum();
-        let budget = self.shared.config.agent.budget.tps_percent;
         let cost = cost_percent(total, w.cpus);
         self.shared
             .metrics
             .fsync_counters_cost
             .get_or_create(&m)
             .set(cost);
-        if w.over_budget(total, budget) {
-            let limit = limit_percent(budget);
+        if w.over_budget(total, limit) {
             eprintln!(
                 "redoctor agent: {}: fsync counters paused: {total:.0} fsyncs/s cost ~{cost:.2}% \
                  of the target's CPUs, over their share of the budget ({limit:.2}%); \
@@ -368,17 +379,22 @@ mod tests {
 
     #[test]
     fn the_cost_follows_the_rate_and_pauses_only_a_busy_log() {
-        // 18k fsyncs/s on 2 CPUs (a log on tmpfs): 0.9%, over a quarter
-        // of the default 1% budget.
+        // The default sampling's windows cost 0.51% of the 1% budget;
+        // the counters may take 80% of the rest, 0.39%.
+        let limit = limit_percent(1.0, 0.513);
+        assert!((limit - 0.3896).abs() < 1e-9, "{limit}");
+        // 18k fsyncs/s on 2 CPUs (a log on tmpfs): 0.9%, over it.
         let busy = cost_percent(18_000.0, 2);
         assert!((busy - 0.9).abs() < 1e-9, "{busy}");
-        assert!(busy > limit_percent(1.0));
-        // A disk's few thousand a second stay attached.
-        assert!(cost_percent(3_000.0, 2) < limit_percent(1.0));
+        assert!(busy > limit);
+        // A disk's 7k a second (0.35%) stay attached.
+        assert!(cost_percent(7_000.0, 2) < limit);
         // Resuming needs half the limit: 4k/s would pause again soon.
-        assert!(!may_resume(4_000.0, 2, 1.0) && may_resume(2_000.0, 2, 1.0));
+        assert!(!may_resume(4_000.0, 2, limit) && may_resume(3_000.0, 2, limit));
         // More CPUs spread it thinner.
-        assert!(cost_percent(18_000.0, 8) < limit_percent(1.0));
+        assert!(cost_percent(18_000.0, 8) < limit_percent(1.0, 0.513));
+        // Windows that take the whole budget leave nothing.
+        assert_eq!(limit_percent(1.0, 1.2), 0.0);
     }
 
     #[test]
