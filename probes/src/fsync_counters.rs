@@ -204,11 +204,17 @@ impl FsyncCounters {
         }
         // A file fsync'd by one process and listed in another (PostgreSQL's
         // WAL, opened by backends and the WAL writer alike).
+        // Else a descriptor its process no longer holds is `other` for
+        // good (not listed again every second); a number reused for
+        // another file is named afresh at the next tidy.
         for key in io.keys() {
             if !self.kinds.contains_key(key) {
-                if let Some(kind) = self.file_kinds.get(&key.file) {
-                    self.kinds.insert(*key, *kind);
-                }
+                let kind = match self.file_kinds.get(&key.file) {
+                    Some(kind) => *kind,
+                    None if listed.contains(&key.pid) => FileKind::Other,
+                    None => continue,
+                };
+                self.kinds.insert(*key, kind);
             }
         }
         (open, listed)
@@ -246,16 +252,17 @@ impl FsyncCounters {
                 .collect();
             maps::prune::<u32, FdIo>(&mut self.probes, "io_by_fd", &keys)?;
         }
-        for k in &gone {
-            self.kinds.remove(k);
-        }
         let held: HashSet<FileId> = open.iter().map(|k| k.file).collect();
         self.file_kinds.retain(|f, _| held.contains(f));
-        // Array entries stay (and keep counting): only hash keys are gone.
+        // Array entries stay (and keep counting, with their name): only
+        // hash keys are gone.
         let dropped: Vec<IoKey> = gone
             .into_iter()
             .filter(|k| follow || (k.fd as usize) >= self.probes.fd_slots.len())
             .collect();
+        for k in &dropped {
+            self.kinds.remove(k);
+        }
         // The threads that timed an fsync and have exited.
         let (threads, _) = maps::read_threads(&self.probes, Lookup::Batch)?;
         let mut live = HashSet::new();
