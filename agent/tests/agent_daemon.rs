@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{audit, bpf_prog_exists, events, status_json, wait, write_config};
+use common::{audit, bpf_prog_exists, events, program_ids, status_json, wait, write_config};
 
 use std::io::Read;
 use std::net::TcpStream;
@@ -683,22 +683,11 @@ max_total = "120s"
     // Now kill it while its probes are attached (a 20 s sampled window),
     // with the fsync counters.
     let mut ids: Vec<u32> = vec![];
-    let ids_of = |key: &str| -> Vec<u32> {
-        status_json(&state)["targets"][0][key]
-            .as_array()
-            .map(|v| {
-                v.iter()
-                    .filter_map(|x| x.as_u64())
-                    .map(|x| x as u32)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     wait("the probes attached", 30, || {
-        ids = ids_of("probe_program_ids");
+        ids = program_ids(&state, "probe_program_ids");
         !ids.is_empty()
     });
-    let fsync_ids = ids_of("fsync_program_ids");
+    let fsync_ids = program_ids(&state, "fsync_program_ids");
     assert_eq!(fsync_ids.len(), 2, "{fsync_ids:?}");
     ids.extend(fsync_ids);
     assert!(
@@ -789,6 +778,45 @@ window = "1s"
     assert!(a.term(5).success());
 }
 
+/// An observe-mode config for engine `e`, sampled once an hour (1 s
+/// windows), with a TPS budget of `tps_percent`, over its admin socket or
+/// by pid alone.
+fn hourly_observe_config(
+    dir: &Path,
+    state: &Path,
+    e: &Engine,
+    tps_percent: f64,
+    socket: bool,
+) -> PathBuf {
+    let socket = if socket {
+        format!("socket = \"{}\"\n", e.socket.display())
+    } else {
+        String::new()
+    };
+    write_config(
+        dir,
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "off"
+[agent.budget]
+tps_percent = {tps_percent}
+
+[[target]]
+name = "engine"
+pid = {}
+{socket}mode = "observe"
+[target.sampling]
+every = "3600s"
+warmup = "0s"
+window = "1s"
+"#,
+            state.display(),
+            e.pid(),
+        ),
+    )
+}
+
 /// The fsync counters pause, and say why, when the rate they count would
 /// cost more than their share of the TPS budget (a budget of 0.02% here:
 /// the loaded engine's fsyncs are far over a quarter of it); their
@@ -801,42 +829,11 @@ fn fsync_counters_pause_when_their_cost_passes_their_share_of_the_budget() {
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let cfg = write_config(
-        dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 0.02
-
-[[target]]
-name = "engine"
-pid = {}
-socket = "{}"
-mode = "observe"
-[target.sampling]
-every = "3600s"
-warmup = "0s"
-window = "1s"
-"#,
-            state.display(),
-            e.pid(),
-            e.socket.display()
-        ),
-    );
+    let cfg = hourly_observe_config(dir.path(), &state, &e, 0.02, true);
     let mut a = Agent::start(&cfg);
     let mut ids: Vec<u32> = vec![];
     wait("the fsync counters attached", 30, || {
-        ids = status_json(&state)["targets"][0]["fsync_program_ids"]
-            .as_array()
-            .map(|v| {
-                v.iter()
-                    .filter_map(|x| x.as_u64())
-                    .map(|x| x as u32)
-                    .collect()
-            })
-            .unwrap_or_default();
+        ids = program_ids(&state, "fsync_program_ids");
         !ids.is_empty()
     });
     wait("the fsync counters paused", 30, || {
@@ -877,28 +874,7 @@ fn without_a_socket_the_fsync_rate_marks_phase_changes() {
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let cfg = write_config(
-        dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 5.0
-
-[[target]]
-name = "engine"
-pid = {}
-mode = "observe"
-[target.sampling]
-every = "3600s"
-warmup = "0s"
-window = "1s"
-"#,
-            state.display(),
-            e.pid(),
-        ),
-    );
+    let cfg = hourly_observe_config(dir.path(), &state, &e, 5.0, false);
     let mut a = Agent::start(&cfg);
     wait("fsyncs counted", 30, || {
         status_json(&state)["targets"][0]["fsyncs"]["redo"]["per_s"].as_f64() > Some(100.0)

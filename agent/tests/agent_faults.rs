@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{bpf_prog_exists, events, status_json, wait, write_config as config};
+use common::{bpf_prog_exists, events, program_ids, status_json, wait, write_config as config};
 
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -109,19 +109,6 @@ fn term(p: &mut Proc, log: &Path) {
 
 fn probe_ids(state: &Path) -> Vec<u32> {
     program_ids(state, "probe_program_ids")
-}
-
-/// The BPF program ids the status file lists under `key`.
-fn program_ids(state: &Path, key: &str) -> Vec<u32> {
-    status_json(state)["targets"][0][key]
-        .as_array()
-        .map(|v| {
-            v.iter()
-                .filter_map(|x| x.as_u64())
-                .map(|x| x as u32)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn rss_kib(pid: u32) -> u64 {

@@ -27,9 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         at = Instant::now();
         let mut line = serde_json::Map::new();
         for (kind, t) in &now {
-            let was = last.get(kind).copied().unwrap_or_default();
-            let calls = t.calls - was.calls;
-            let ns = t.ns - was.ns;
+            let d = t.since(&last.get(kind).copied().unwrap_or_default());
+            let (calls, ns) = (d.calls, d.ns);
             line.insert(
                 kind.to_string(),
                 serde_json::json!({

@@ -11,7 +11,7 @@
 //! closed files so the maps do not fill (their last counts are kept in the
 //! totals first).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::error::ProbeError;
@@ -49,6 +49,20 @@ impl Default for FsyncTotals {
 }
 
 impl FsyncTotals {
+    /// What was counted between reading `was` and this one.
+    pub fn since(&self, was: &FsyncTotals) -> FsyncTotals {
+        let mut d = FsyncTotals {
+            calls: self.calls.saturating_sub(was.calls),
+            fdatasync_calls: self.fdatasync_calls.saturating_sub(was.fdatasync_calls),
+            ns: self.ns.saturating_sub(was.ns),
+            ..FsyncTotals::default()
+        };
+        for (i, b) in d.log2_ns.iter_mut().enumerate() {
+            *b = self.log2_ns[i].saturating_sub(was.log2_ns[i]);
+        }
+        d
+    }
+
     /// Adds what `now` counted since `was` (one descriptor's two readings).
     fn add(&mut self, now: &FdIo, was: &FdIo) {
         self.calls += now.fsync_calls.saturating_sub(was.fsync_calls);
@@ -126,23 +140,21 @@ impl FsyncCounters {
     /// Reads the counts: the totals per file kind since attach (kinds
     /// with no fsync left out).
     pub fn read(&mut self) -> Result<&BTreeMap<FileKind, FsyncTotals>, ProbeError> {
-        let (io, processes) = maps::read_io(&self.probes, Lookup::Batch)?;
+        let (mut io, processes) = maps::read_io(&self.probes, Lookup::Batch)?;
         let tidy = self.last_tidy.elapsed() >= self.tidy_every;
         // Listed: every process at a tidy, else only those with a new
         // descriptor (a cluster forking backends need not list them all).
-        let mut unnamed: Vec<u32> = io
-            .iter()
-            .filter(|(k, v)| v.fsync_calls > 0 && !self.kinds.contains_key(k))
-            .map(|(k, _)| k.pid)
-            .collect();
-        unnamed.sort_unstable();
-        unnamed.dedup();
-        let listing = if tidy {
-            let all: Vec<u32> = processes.keys().copied().collect();
-            Some(self.name(&io, &all))
+        let pids: Vec<u32> = if tidy {
+            processes.keys().copied().collect()
         } else {
-            (!unnamed.is_empty()).then(|| self.name(&io, &unnamed))
+            let unnamed: BTreeSet<u32> = io
+                .iter()
+                .filter(|(k, v)| v.fsync_calls > 0 && !self.kinds.contains_key(k))
+                .map(|(k, _)| k.pid)
+                .collect();
+            unnamed.into_iter().collect()
         };
+        let listing = (!pids.is_empty()).then(|| self.name(&io, &pids));
         for (key, now) in &io {
             if now.fsync_calls == 0 {
                 continue;
@@ -151,7 +163,6 @@ impl FsyncCounters {
             let kind = self.kinds.get(key).copied().unwrap_or(FileKind::Other);
             self.totals.entry(kind).or_default().add(now, &was);
         }
-        let mut io = io;
         if tidy {
             self.last_tidy = Instant::now();
             if let Some(open) = &listing {
@@ -175,19 +186,8 @@ impl FsyncCounters {
         let mut open = HashSet::new();
         let mut listed = HashSet::new();
         for &pid in pids {
-            let found: Vec<(u32, String, FileId)> = if follow {
-                match procfs::fd_files(pid) {
-                    Ok(f) => f.into_iter().map(|(fd, (p, file))| (fd, p, file)).collect(),
-                    Err(_) => continue,
-                }
-            } else {
-                match procfs::fds(pid) {
-                    Ok(f) => f
-                        .into_iter()
-                        .map(|(fd, p)| (fd, p, FileId::default()))
-                        .collect(),
-                    Err(_) => continue,
-                }
+            let Ok(found) = procfs::fd_listing(pid, follow) else {
+                continue;
             };
             listed.insert(pid);
             for (fd, path, file) in found {
@@ -230,39 +230,32 @@ impl FsyncCounters {
         (open, listed): &(HashSet<IoKey>, HashSet<u32>),
     ) -> Result<Vec<IoKey>, ProbeError> {
         let follow = self.probes.follows_children();
-        let gone: Vec<IoKey> = io
+        // Low descriptors of one process are array entries, reused in place
+        // (they stay, and keep counting with their name); hash keys go.
+        let slots = self.probes.fd_slots.len();
+        let dropped: Vec<IoKey> = io
             .iter()
             .filter(|(k, v)| {
                 let closed = listed.contains(&k.pid) && !open.contains(*k);
                 let exited = !processes.contains_key(&k.pid);
-                (closed || exited) && self.prev.get(*k) == Some(*v)
+                (follow || k.fd as usize >= slots)
+                    && (closed || exited)
+                    && self.prev.get(*k) == Some(*v)
             })
             .map(|(k, _)| *k)
             .collect();
         if follow {
-            let keys: Vec<maps::ProcFd> = gone.iter().map(|&k| k.into()).collect();
+            let keys: Vec<maps::ProcFd> = dropped.iter().map(|&k| k.into()).collect();
             maps::prune::<maps::ProcFd, FdIo>(&mut self.probes, "io_by_proc_fd", &keys)?;
         } else {
-            // Low descriptors are array entries (reused in place); the
-            // hash holds the rest.
-            let keys: Vec<u32> = gone
-                .iter()
-                .filter(|k| (k.fd as usize) >= self.probes.fd_slots.len())
-                .map(|k| k.fd)
-                .collect();
+            let keys: Vec<u32> = dropped.iter().map(|k| k.fd).collect();
             maps::prune::<u32, FdIo>(&mut self.probes, "io_by_fd", &keys)?;
         }
-        let held: HashSet<FileId> = open.iter().map(|k| k.file).collect();
-        self.file_kinds.retain(|f, _| held.contains(f));
-        // Array entries stay (and keep counting, with their name): only
-        // hash keys are gone.
-        let dropped: Vec<IoKey> = gone
-            .into_iter()
-            .filter(|k| follow || (k.fd as usize) >= self.probes.fd_slots.len())
-            .collect();
         for k in &dropped {
             self.kinds.remove(k);
         }
+        let held: HashSet<FileId> = open.iter().map(|k| k.file).collect();
+        self.file_kinds.retain(|f, _| held.contains(f));
         // The threads that timed an fsync and have exited.
         let (threads, _) = maps::read_threads(&self.probes, Lookup::Batch)?;
         let mut live = HashSet::new();

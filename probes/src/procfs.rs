@@ -36,6 +36,23 @@ pub fn fd_files(pid: u32) -> Result<HashMap<u32, (String, FileId)>, ProbeError> 
     })
 }
 
+/// `(fd, path, file)` of each descriptor of `pid`, as the probes key I/O:
+/// with `by_file` (the probes follow a process tree, where the kernel keys
+/// counts by file) [`fd_files`], else [`fds`] with no file.
+pub fn fd_listing(pid: u32, by_file: bool) -> Result<Vec<(u32, String, FileId)>, ProbeError> {
+    Ok(if by_file {
+        fd_files(pid)?
+            .into_iter()
+            .map(|(fd, (path, file))| (fd, path, file))
+            .collect()
+    } else {
+        fds(pid)?
+            .into_iter()
+            .map(|(fd, path)| (fd, path, FileId::default()))
+            .collect()
+    })
+}
+
 /// A file as the kernel names it: `stat`'s `st_dev` re-encoded as the
 /// kernel's `dev_t` (`major << 20 | minor`, what `inode->i_sb->s_dev` holds).
 pub fn file_id(st_dev: u64, ino: u64) -> FileId {

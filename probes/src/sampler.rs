@@ -243,22 +243,8 @@ impl Sampler {
         let mut last: HashMap<(u32, u32), String> = HashMap::new();
         let mut listed = HashSet::new();
         for pid in pids {
-            let found: Vec<(u32, String, FileId)> = if follow {
-                match procfs::fd_files(pid) {
-                    Ok(f) => f
-                        .into_iter()
-                        .map(|(fd, (path, file))| (fd, path, file))
-                        .collect(),
-                    Err(_) => continue,
-                }
-            } else {
-                match procfs::fds(pid) {
-                    Ok(f) => f
-                        .into_iter()
-                        .map(|(fd, path)| (fd, path, FileId::default()))
-                        .collect(),
-                    Err(_) => continue,
-                }
+            let Ok(found) = procfs::fd_listing(pid, follow) else {
+                continue;
             };
             listed.insert(pid);
             for (fd, path, file) in found {

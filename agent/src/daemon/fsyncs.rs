@@ -21,11 +21,11 @@ use redoctor_probes::maps::HIST_BUCKETS;
 use redoctor_probes::{FileKind, FsyncCounters, FsyncTotals, ProbeError, Profile};
 
 use redoctor_probes::Signals;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::metrics::Metrics;
 use super::phase;
-use super::status::FsyncLine;
 use super::worker::Worker;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -126,8 +126,8 @@ pub fn may_resume(fsyncs_per_s: f64, cpus: u32, limit: f64) -> bool {
     cost_percent(fsyncs_per_s, cpus) <= 0.5 * limit
 }
 
-/// One second's fsyncs of a file kind.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One second's fsyncs of a file kind (also the status file's line).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rate {
     pub per_s: f64,
     /// Mean time inside a call, µs (None without a call).
@@ -185,19 +185,17 @@ impl FsyncWatch {
         self.at = Instant::now();
         let mut rates = BTreeMap::new();
         for (kind, t) in &now {
-            let was = self.last.get(kind).copied().unwrap_or_default();
-            let calls = t.calls.saturating_sub(was.calls);
-            let ns = t.ns.saturating_sub(was.ns);
-            let mut hist = [0u64; HIST_BUCKETS];
-            for (i, h) in hist.iter_mut().enumerate() {
-                *h = t.log2_ns[i].saturating_sub(was.log2_ns[i]);
-            }
+            let d = t.since(&self.last.get(kind).copied().unwrap_or_default());
+            let (calls, ns) = (d.calls, d.ns);
             let label = TFile {
                 target: target.to_string(),
                 file: kind.to_string(),
             };
             metrics.fsyncs.get_or_create(&label).inc_by(calls);
-            metrics.fsync_latency.get_or_create(&label).add(ns, &hist);
+            metrics
+                .fsync_latency
+                .get_or_create(&label)
+                .add(ns, &d.log2_ns);
             let rate = Rate {
                 per_s: calls as f64 / secs,
                 mean_us: (calls > 0).then(|| ns as f64 / calls as f64 / 1e3),
@@ -356,20 +354,7 @@ impl Worker {
                     .set(c / f);
             }
         }
-        self.status(|s| {
-            s.fsyncs = rates
-                .iter()
-                .map(|(k, r)| {
-                    (
-                        k.to_string(),
-                        FsyncLine {
-                            per_s: r.per_s,
-                            mean_us: r.mean_us,
-                        },
-                    )
-                })
-                .collect();
-        });
+        self.status(|s| s.fsyncs = rates.iter().map(|(k, r)| (k.to_string(), *r)).collect());
     }
 }
 

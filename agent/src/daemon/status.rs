@@ -55,14 +55,8 @@ pub struct TargetStatus {
     pub fsync_program_ids: Vec<u32>,
     /// Fsyncs/s over the last second and their mean µs, by file kind.
     #[serde(default)]
-    pub fsyncs: BTreeMap<String, FsyncLine>,
+    pub fsyncs: BTreeMap<String, super::fsyncs::Rate>,
     pub last_error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FsyncLine {
-    pub per_s: f64,
-    pub mean_us: Option<f64>,
 }
 
 impl TargetStatus {

@@ -189,6 +189,20 @@ pub fn status_json(state: &Path) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
+/// The BPF program ids the status file lists for the first target under
+/// `key` (`probe_program_ids`, `fsync_program_ids`).
+pub fn program_ids(state: &Path, key: &str) -> Vec<u32> {
+    status_json(state)["targets"][0][key]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter_map(|x| x.as_u64())
+                .map(|x| x as u32)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Whether the kernel still holds BPF program `id`.
 pub fn bpf_prog_exists(id: u32) -> bool {
     Command::new("bpftool")
