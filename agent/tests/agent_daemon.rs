@@ -333,6 +333,14 @@ mode = "observe"
     assert!(value("redoctor_agent_bpf_events_total") > 0.0);
     let duty = value("redoctor_agent_probe_duty_cycle");
     assert!(duty > 0.0 && duty < 0.9, "duty cycle {duty}");
+    // The cost estimate: the duty cycle at a loaded window's 14%, plus the
+    // fsync counters' share.
+    let cost = value("redoctor_agent_tps_cost_percent");
+    let fsync_cost = value("redoctor_agent_fsync_counters_cost_percent");
+    assert!(
+        cost >= fsync_cost && cost <= 14.0 * duty + fsync_cost + 1.0,
+        "cost {cost}%, duty {duty}, fsync counters {fsync_cost}%"
+    );
     assert!(scrape
         .samples
         .iter()
@@ -389,8 +397,14 @@ mode = "observe"
         "{listeners:?}"
     );
 
+    // Observe mode: signals and metrics only, no advice anywhere.
+    assert!(
+        !text.contains("redoctor_advice_info{") && !text.contains("redoctor_advice_changes{"),
+        "{text}"
+    );
+    assert!(events(&state, "advice").is_empty());
     wait("the status file", 10, || {
-        status_json(&state)["targets"][0]["verdict"].is_string()
+        status_json(&state)["targets"][0]["fsyncs"]["redo"]["per_s"].as_f64() > Some(0.0)
     });
     let o = Command::new(BIN)
         .args(["agent", "status", "--json", "--config"])
@@ -408,7 +422,7 @@ mode = "observe"
         text.contains("redoctor_target_up{target=\"absent\"} 0"),
         "{text}"
     );
-    assert!(st["targets"][0]["verdict"].is_string(), "{st}");
+    assert!(st["targets"][0]["verdict"].is_null(), "{st}");
     assert!(
         st["targets"][0]["fsyncs"]["redo"]["per_s"].as_f64() > Some(0.0),
         "{st}"
@@ -421,7 +435,7 @@ mode = "observe"
     let human = String::from_utf8_lossy(&o.stdout);
     assert!(
         human.contains("engine [Observe]")
-            && human.contains("advice:")
+            && human.contains("advice: none in observe mode")
             && human.contains("fsyncs: redo"),
         "{human}"
     );
@@ -448,6 +462,12 @@ mode = "observe"
     });
     wait("the new mode exported", 20, || {
         http_get(port, "/metrics").contains("mode=\"recommend\"")
+    });
+    // Recommend mode: the advice is logged, exported and shown.
+    wait("the advice exported and logged", 30, || {
+        http_get(port, "/metrics").contains("redoctor_advice_changes{target=\"engine\"}")
+            && !events(&state, "advice").is_empty()
+            && status_json(&state)["targets"][0]["verdict"].is_string()
     });
     let s = a.term(5);
     assert!(s.success(), "exit {s:?}: {}", a.stderr());
@@ -912,4 +932,37 @@ fn without_a_socket_the_fsync_rate_marks_phase_changes() {
     );
     let s = a.term(5);
     assert!(s.success(), "{}", a.stderr());
+}
+
+/// SIGTERM while a long sampled window is open (30 s): the agent does not
+/// wait it out; it exits 0 within 5 s and its probes leave the kernel.
+#[test]
+fn sigterm_in_a_long_window_exits_within_5s_and_detaches() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg = hourly_observe_config(dir.path(), &state, &e, 1.0, true);
+    let body = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("window = \"1s\"", "window = \"30s\"");
+    std::fs::write(&cfg, body).unwrap();
+    let mut a = Agent::start(&cfg);
+    let mut ids: Vec<u32> = vec![];
+    wait("the probes attached for the window", 30, || {
+        ids = program_ids(&state, "probe_program_ids");
+        !ids.is_empty()
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let t = Instant::now();
+    let s = a.term(5);
+    assert!(s.success(), "exit {s:?}: {}", a.stderr());
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(
+        !ids.iter().any(|id| bpf_prog_exists(*id)),
+        "probe programs {ids:?} left in the kernel"
+    );
+    assert_eq!(events(&state, "agent_stopped").len(), 1);
 }

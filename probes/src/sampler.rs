@@ -1,7 +1,7 @@
 //! Turns two readings of the maps into one [`Signals`] window.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::bpf_stats::{CostMeter, DEFAULT_COST_EVERY};
 use crate::error::ProbeError;
@@ -19,6 +19,9 @@ use crate::profile::{FileKind, Profile, Role, UsdtEvent};
 use crate::prune;
 use crate::signals::*;
 use crate::stack_roles::StackRoles;
+
+/// How often [`Sampler::wait_window_unless`] asks whether to give up.
+pub const CANCEL_POLL: Duration = Duration::from_millis(100);
 
 /// Reads the probes once per window and computes [`Signals`].
 pub struct Sampler {
@@ -319,6 +322,27 @@ impl Sampler {
     pub fn wait_window(&mut self, interval: Duration) -> Result<Signals, ProbeError> {
         self.exit_watch.wait_until(self.prev.at + interval);
         self.window()
+    }
+
+    /// As [`Sampler::wait_window`], but gives up when `cancel` returns true
+    /// (asked every [`CANCEL_POLL`]): then `None`, and the window stays
+    /// open. A caller that must stop promptly (a daemon on SIGTERM) need
+    /// not wait out a long window.
+    pub fn wait_window_unless(
+        &mut self,
+        interval: Duration,
+        cancel: impl Fn() -> bool,
+    ) -> Result<Option<Signals>, ProbeError> {
+        let deadline = self.prev.at + interval;
+        loop {
+            if cancel() {
+                return Ok(None);
+            }
+            let step = deadline.min(Instant::now() + CANCEL_POLL);
+            if self.exit_watch.wait_until(step) || Instant::now() >= deadline {
+                return self.window().map(Some);
+            }
+        }
     }
 
     /// Closes the current window now and starts the next.

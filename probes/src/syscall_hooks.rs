@@ -114,11 +114,27 @@ const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 /// Why the per-syscall tracepoints cannot be attached here, or `None` when
 /// tracefs lists every one of them.
 fn per_syscall_missing(tracefs: &[&str]) -> Option<String> {
+    let mut denied = None;
     let Some(events) = tracefs
         .iter()
         .map(|m| Path::new(m).join("events"))
-        .find(|e| e.is_dir())
+        .find(|e| match std::fs::metadata(e) {
+            Ok(m) => m.is_dir(),
+            Err(err) => {
+                if err.kind() == std::io::ErrorKind::PermissionDenied {
+                    denied.get_or_insert_with(|| e.parent().unwrap_or(e).display().to_string());
+                }
+                false
+            }
+        })
     else {
+        if let Some(m) = denied {
+            // Mounted, but mode 0700 root (the default) and this is not root.
+            return Some(format!(
+                "tracefs at {m} is not readable by this user (permission denied): run as \
+                 root, or make it readable (`chmod 0755 {m}`, or mount it with `-o mode=0755`)"
+            ));
+        }
         return Some(
             "tracefs is not mounted (mount it: `mount -t tracefs tracefs /sys/kernel/tracing`)"
                 .into(),

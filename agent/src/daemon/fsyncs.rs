@@ -280,6 +280,7 @@ impl Worker {
     }
 
     pub(super) fn detach_fsyncs(&mut self) {
+        self.fsync_cost = 0.0;
         if self.fsync.take().is_some() {
             let m = Metrics::t(&self.t.name);
             self.shared
@@ -317,6 +318,7 @@ impl Worker {
         let m = Metrics::t(&self.t.name);
         let total: f64 = rates.values().map(|r| r.per_s).sum();
         let cost = cost_percent(total, w.cpus);
+        self.fsync_cost = cost;
         self.shared
             .metrics
             .fsync_counters_cost

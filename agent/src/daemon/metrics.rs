@@ -92,6 +92,7 @@ pub struct Metrics {
     pub restores: C,
     pub probes_attached: G,
     pub duty_cycle: G,
+    pub tps_cost: G,
     pub bpf_run_seconds: C,
     pub bpf_events: C,
     pub bpf_events_per_second: G,
@@ -220,6 +221,11 @@ impl Metrics {
             "agent_probe_duty_cycle",
             "Fraction of the time the probes were attached since the agent started",
             m.duty_cycle.clone(),
+        );
+        r.register(
+            "agent_tps_cost_percent",
+            "Estimated cost of the observation, % of the target's TPS: the duty cycle times a loaded window's measured cost, plus the fsync counters' cost",
+            m.tps_cost.clone(),
         );
         r.register(
             "agent_bpf_run_seconds",

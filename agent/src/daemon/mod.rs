@@ -17,6 +17,7 @@ mod journal;
 mod metrics;
 mod phase;
 mod reconcile;
+mod sample_budget;
 mod status;
 mod trials;
 mod worker;
@@ -193,7 +194,7 @@ fn shared_from(c: Config, keep: Option<&Shared>) -> Result<Shared> {
 fn run_agent(path: &Path) -> Result<ExitCode> {
     let c = Config::load(path)?;
     redoctor_probes::preflight::check_privileges()
-        .context("the agent attaches eBPF probes (run it as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE as the systemd unit grants)")?;
+        .context("the agent attaches eBPF probes (run it as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE, plus CAP_SYS_RESOURCE on kernels before 5.11, as the systemd unit grants)")?;
     if let Some(p) = &c.agent.calibration {
         crate::calibrate::model(crate::calibrate::ModelSource::File(p))?;
     }
@@ -224,7 +225,11 @@ fn run_agent(path: &Path) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(supervise(path.to_path_buf(), shared))
+    let code = rt.block_on(supervise(path.to_path_buf(), shared));
+    // Dropping the runtime would wait, without limit, for a target thread
+    // that `halt` gave up on; the kernel detaches its probes at exit.
+    rt.shutdown_timeout(Duration::from_millis(200));
+    code
 }
 
 struct Running {

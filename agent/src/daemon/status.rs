@@ -164,6 +164,11 @@ pub fn print(out: &mut impl Write, s: &Status, running: bool) -> Result<()> {
         }
         if let Some(v) = &t.verdict {
             writeln!(out, "  advice: {v}")?;
+        } else if t.mode == Mode::Observe {
+            writeln!(
+                out,
+                "  advice: none in observe mode (signals and metrics only)"
+            )?;
         }
         for a in &t.advice {
             writeln!(

@@ -15,11 +15,12 @@ use redoctor_advisor::{diagnose_summary, summarize, Diagnosis, Facts};
 use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
 use serde_json::json;
 
-use super::config::{Mode, Target};
+use super::config::{Mode, Target, ATTACHED_TPS_COST};
 use super::fsyncs::FsyncWatch;
 use super::journal::{self, Journal};
 use super::metrics::{Metrics, TAdvice, TMode, TSetting, TSignal};
 use super::phase::PhaseDetector;
+use super::sample_budget::SampleBudget;
 use super::status::{AdviceLine, TargetStatus};
 use super::trials;
 use super::Shared;
@@ -51,7 +52,8 @@ pub struct Worker {
     attached: Duration,
     /// Candidates that lost a trial in this phase (not tried again until the phase changes).
     pub(super) rejected: Vec<Settings>,
-    last_advice: Vec<(String, String)>,
+    /// The advice last logged; `None` until the first, which is always logged.
+    last_advice: Option<Vec<(String, String)>>,
     shown_settings: Vec<TSetting>,
     shown_advice: Vec<TAdvice>,
     warned_unavailable: bool,
@@ -60,6 +62,11 @@ pub struct Worker {
     /// The counters were paused for their cost; a sampled window with a
     /// rate well under the limit resumes them.
     pub(super) fsync_paused: bool,
+    /// The fsync counters' estimated cost, % of the target's CPUs (0 while
+    /// they are not attached).
+    pub(super) fsync_cost: f64,
+    /// Bounds the extra samples phase changes ask for.
+    budget: SampleBudget,
 }
 
 fn sleep_unless(stop: &AtomicBool, d: Duration) {
@@ -75,6 +82,7 @@ fn sleep_unless(stop: &AtomicBool, d: Duration) {
 
 impl Worker {
     pub fn new(t: Target, shared: Arc<Shared>, stop: Arc<AtomicBool>) -> Result<Worker> {
+        let budget = SampleBudget::new(t.sampling.span(), Instant::now());
         let profile = Profile::resolve(&t.profile).context("loading the target profile")?;
         let journal_path = journal::path(&shared.state_dir, &t.name);
         let journal = Journal::load(&journal_path, &t.name)?;
@@ -109,12 +117,14 @@ impl Worker {
             started: Instant::now(),
             attached: Duration::ZERO,
             rejected: vec![],
-            last_advice: vec![],
+            last_advice: None,
             shown_settings: vec![],
             shown_advice: vec![],
             warned_unavailable: false,
             fsync: None,
             fsync_paused: false,
+            fsync_cost: 0.0,
+            budget,
         })
     }
 
@@ -190,10 +200,26 @@ impl Worker {
         }
         self.poll()?;
         self.tick_fsyncs();
+        self.budget.refill(self.budget_rate(), Instant::now());
+        self.export_tps_cost();
         if Instant::now() >= self.next_sample && !self.stopping() {
             self.evaluate(pid)?;
         }
         Ok(())
+    }
+
+    /// Seconds of attached probes per second the TPS budget buys.
+    fn budget_rate(&self) -> f64 {
+        SampleBudget::rate(self.shared.config.agent.budget.tps_percent, self.fsync_cost)
+    }
+
+    /// What the observation costs: the duty cycle so far at a loaded
+    /// window's cost, plus the fsync counters' current cost.
+    fn export_tps_cost(&self) {
+        let duty = self.attached.as_secs_f64() / self.started.elapsed().as_secs_f64().max(1e-9);
+        let cost = duty.min(1.0) * ATTACHED_TPS_COST * 100.0 + self.fsync_cost;
+        let m = Metrics::t(&self.t.name);
+        self.shared.metrics.tps_cost.get_or_create(&m).set(cost);
     }
 
     fn attach_to(&mut self, pid: u32) -> Result<()> {
@@ -292,11 +318,29 @@ impl Worker {
         eprintln!("redoctor agent: {}: phase change: {what}", self.t.name);
         self.rejected.clear();
         self.pending = Some(what);
+        let now = Instant::now();
         let soonest = self
             .last_sample
             .map(|l| l + self.t.sampling.min_gap)
-            .unwrap_or_else(Instant::now);
-        self.next_sample = self.next_sample.min(soonest.max(Instant::now()));
+            .unwrap_or(now)
+            .max(now);
+        // An extra sample only as the TPS budget allows.
+        self.budget.refill(self.budget_rate(), now);
+        let Some(wait) = self.budget.wait_for_extra(self.budget_rate()) else {
+            self.audit(
+                "sample_deferred",
+                json!({"why": "the fsync counters take the whole TPS budget", "until": "the next regular sample"}),
+            );
+            return;
+        };
+        let at = soonest.max(now + wait);
+        if at < self.next_sample && at > soonest {
+            self.audit(
+                "sample_deferred",
+                json!({"why": "the TPS budget", "wait_s": (at - now).as_secs_f64()}),
+            );
+        }
+        self.next_sample = self.next_sample.min(at);
     }
 
     /// A sampled observation, the diagnosis, and (apply mode) the trials.
@@ -329,7 +373,8 @@ impl Worker {
         let m = Metrics::t(&self.t.name);
         self.shared.metrics.samples.get_or_create(&m).inc();
         if let Some(r) = &reason {
-            self.audit("evaluated", json!({"why": r, "verdict": d.verdict.text}));
+            let verdict = (self.t.mode != Mode::Observe).then_some(&d.verdict.text);
+            self.audit("evaluated", json!({"why": r, "verdict": verdict}));
         }
         if self.t.mode == Mode::Apply {
             trials::evaluate(self, &d)?;
@@ -371,21 +416,27 @@ impl Worker {
         let mut sampler = Sampler::new(probes, self.profile.clone())?;
         sampler.set_cost_every(1);
         let mut windows = Vec::new();
+        // Both waits give up when the agent is stopping, so SIGTERM is not
+        // held up by a long window (the probes are detached on drop below).
+        let stop = self.stop.clone();
+        let stopping = move || stop.load(Ordering::Relaxed);
         let result = (|| -> Result<()> {
             if !s.warmup.is_zero() {
-                let w = sampler.wait_window(s.warmup)?;
-                if w.target_exited {
-                    return Ok(());
+                match sampler.wait_window_unless(s.warmup, &stopping)? {
+                    Some(w) if !w.target_exited => {}
+                    _ => return Ok(()),
                 }
             }
-            let w = sampler.wait_window(s.window)?;
-            if w.window_ns > 0 {
-                windows.push(w);
+            if let Some(w) = sampler.wait_window_unless(s.window, &stopping)? {
+                if w.window_ns > 0 {
+                    windows.push(w);
+                }
             }
             Ok(())
         })();
         drop(sampler);
         self.attached += began.elapsed();
+        self.budget.spend(began.elapsed());
         self.shared
             .metrics
             .probes_attached
@@ -483,9 +534,13 @@ impl Worker {
     }
 
     /// Metrics, status and (when it changed) an audit line for a diagnosis.
+    /// In observe mode only the signals and settings: no advice is logged,
+    /// exported or shown.
     fn export(&mut self, d: &Diagnosis, summary: &redoctor_advisor::Summary) {
         let name = self.t.name.clone();
         let met = &self.shared.metrics;
+        let advising = self.t.mode != Mode::Observe;
+        let recommendations: &[_] = if advising { &d.recommendations } else { &[] };
         for (k, v) in summary {
             met.signal
                 .get_or_create(&TSignal {
@@ -506,8 +561,7 @@ impl Worker {
                 value: v.clone(),
             })
             .collect();
-        self.shown_advice = d
-            .recommendations
+        self.shown_advice = recommendations
             .iter()
             .map(|r| TAdvice {
                 target: name.clone(),
@@ -523,16 +577,18 @@ impl Worker {
         for a in &self.shown_advice {
             met.advice.get_or_create(a).set(1);
         }
-        met.advice_changes
-            .get_or_create(&Metrics::t(&name))
-            .set(d.recommendations.len() as f64);
-        let advice: Vec<(String, String)> = d
-            .recommendations
+        if advising {
+            met.advice_changes
+                .get_or_create(&Metrics::t(&name))
+                .set(recommendations.len() as f64);
+        } else {
+            met.advice_changes.remove(&Metrics::t(&name));
+        }
+        let advice: Vec<(String, String)> = recommendations
             .iter()
             .map(|r| (r.setting.clone(), r.proposed.clone()))
             .collect();
-        let lines: Vec<AdviceLine> = d
-            .recommendations
+        let lines: Vec<AdviceLine> = recommendations
             .iter()
             .map(|r| AdviceLine {
                 setting: r.setting.clone(),
@@ -549,12 +605,12 @@ impl Worker {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         self.status(|s| {
-            s.verdict = Some(d.verdict.text.clone());
+            s.verdict = advising.then(|| d.verdict.text.clone());
             s.advice = lines;
             s.settings = settings;
             s.last_sample_unix_ms = Some(journal::now_ms());
         });
-        if advice != self.last_advice {
+        if advising && self.last_advice.as_ref() != Some(&advice) {
             self.audit(
                 "advice",
                 json!({
@@ -565,7 +621,7 @@ impl Worker {
                     })).collect::<Vec<_>>(),
                 }),
             );
-            self.last_advice = advice;
+            self.last_advice = Some(advice);
         }
     }
 
