@@ -519,6 +519,11 @@ fn mariadb_gets_only_its_own_levers() {
     let size = status(&d, "mariadb-pool-size-cores").expect("the pool size is proposed");
     assert_eq!(size.status, Status::NotModelled);
     assert_eq!(size.proposed.as_deref(), Some("2"));
+    // With the pool on, every pool rule's whole condition is evaluated:
+    // none may fail to (a rule that errors never fires).
+    for n in &d.not_applied {
+        assert_ne!(n.status, Status::Error, "{n:?}");
+    }
 
     let facts = Facts::infer("redoctor-engine", &summarize(&w), &[]);
     let d = diagnose(1, w, facts, &rules, &confident_model()).unwrap();
@@ -529,6 +534,102 @@ fn mariadb_gets_only_its_own_levers() {
         "{:?}",
         d.not_applied
     );
+}
+
+/// A MariaDB diagnosis of `shape` with `stated` settings.
+fn mariadb_diagnosis(shape: Shape, stated: &[(&str, &str)]) -> Diagnosis {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let w = windows(3, shape);
+    let stated: Vec<(String, String)> = stated
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let facts = Facts::infer("mariadb", &summarize(&w), &stated);
+    diagnose(1, w, facts, &rules, &confident_model()).unwrap()
+}
+
+/// The collapse on 4 CPUs: 512 connection threads (128 per core), 10
+/// runnable per CPU.
+fn collapse_on_4() -> Shape {
+    Shape {
+        cores: 4,
+        ..collapse()
+    }
+}
+
+/// `mariadb-pool-max-threads`: with the pool on, many user threads per
+/// core, the CPUs oversubscribed and a worker bound above 8 per core (the
+/// default is 65536), it proposes 8 workers per core; a dynamic setting the
+/// model does not cover, so only a trial judges it. It stays silent when
+/// any of its conditions fails, at each threshold's edge.
+#[test]
+fn mariadb_pool_max_threads_bounds_the_workers_per_core() {
+    let pool = ("thread_handling", "pool-of-threads");
+    let d = mariadb_diagnosis(collapse_on_4(), &[pool]);
+    assert_eq!(d.facts.settings["thread_pool_max_threads"], "65536");
+    assert_eq!(d.facts.settings["thread_pool_size"], "4");
+    assert_eq!(d.summary["user_threads_per_core"], 128.0);
+    assert!(d.summary["saturation"] >= 1.5, "{:?}", d.summary);
+    let r = status(&d, "mariadb-pool-max-threads").expect("the worker bound is proposed");
+    assert_eq!(r.setting, "thread_pool_max_threads");
+    assert_eq!(
+        r.proposed.as_deref(),
+        Some("32"),
+        "8 per core on 4 cores: {r:?}"
+    );
+    assert_eq!(r.status, Status::NotModelled, "{}", r.reason);
+    // thread_pool_size is already the CPU count: only the bound is proposed.
+    assert!(status(&d, "mariadb-pool-size-cores").is_none(), "{d:?}");
+    assert!(d.recommendations.is_empty(), "{:?}", d.recommendations);
+
+    // The bound just above 8 per core is lowered; at 8 per core it is not.
+    let d = mariadb_diagnosis(collapse_on_4(), &[pool, ("thread_pool_max_threads", "33")]);
+    assert_eq!(
+        status(&d, "mariadb-pool-max-threads").and_then(|n| n.proposed.as_deref()),
+        Some("32")
+    );
+    let d = mariadb_diagnosis(collapse_on_4(), &[pool, ("thread_pool_max_threads", "32")]);
+    assert!(status(&d, "mariadb-pool-max-threads").is_none(), "{d:?}");
+
+    // 8 user threads per core fire it; 31 threads on 4 cores (7.75) do not.
+    let d = mariadb_diagnosis(
+        Shape {
+            users: 32,
+            ..collapse_on_4()
+        },
+        &[pool],
+    );
+    assert!(status(&d, "mariadb-pool-max-threads").is_some(), "{d:?}");
+    let d = mariadb_diagnosis(
+        Shape {
+            users: 31,
+            ..collapse_on_4()
+        },
+        &[pool],
+    );
+    assert_eq!(d.summary["user_threads_per_core"], 7.75);
+    assert!(status(&d, "mariadb-pool-max-threads").is_none(), "{d:?}");
+
+    // CPUs not oversubscribed (5.6 runnable on 4 CPUs: 1.4).
+    let d = mariadb_diagnosis(
+        Shape {
+            runnable: 5.6,
+            ..collapse_on_4()
+        },
+        &[pool],
+    );
+    assert!(d.summary["saturation"] < 1.5, "{:?}", d.summary);
+    assert!(status(&d, "mariadb-pool-max-threads").is_none(), "{d:?}");
+
+    // One thread per connection (the default): no pool to bound; the pool
+    // itself is proposed instead.
+    let d = mariadb_diagnosis(collapse_on_4(), &[]);
+    assert!(status(&d, "mariadb-pool-max-threads").is_none(), "{d:?}");
+    assert!(status(&d, "mariadb-thread-pool").is_some(), "{d:?}");
+
+    // Not MariaDB: the setting does not exist there.
+    let d = run(collapse_on_4(), 3, &[pool], &[]);
+    assert!(status(&d, "mariadb-pool-max-threads").is_none(), "{d:?}");
 }
 
 /// PostgreSQL windows: `small_groups` (2.5 commits per WAL fsync, 4000
@@ -599,4 +700,113 @@ fn pg_wal_writer_delay_compares_times() {
             assert_eq!(p, Some("10ms"));
         }
     }
+}
+
+/// PostgreSQL windows where every commit pays its own WAL fsync:
+/// `commits` commits and `fsyncs` WAL fsyncs per second, each fsync in the
+/// bucket up to `fsync_hi_ns` (its mean is 3/4 of that), 4 backends.
+/// `consent` is `--allow-durability-changes`.
+fn pg_sync_diagnosis(
+    commits: u64,
+    fsyncs: u64,
+    fsync_hi_ns: u64,
+    consent: bool,
+    stated: &[(&str, &str)],
+) -> Diagnosis {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let w = windows(
+        3,
+        Shape {
+            commits,
+            redo_fsyncs: fsyncs,
+            fsync_bucket_hi_ns: fsync_hi_ns,
+            ..small_groups()
+        },
+    );
+    let stated: Vec<(String, String)> = stated
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut facts = Facts::infer("postgresql", &summarize(&w), &stated);
+    assert!(!facts.allow_durability, "consent is never inferred");
+    facts.allow_durability = consent;
+    diagnose(1, w, facts, &rules, &confident_model()).unwrap()
+}
+
+/// Whether any recommendation or filed proposal touches `setting`.
+fn mentions(d: &Diagnosis, setting: &str) -> bool {
+    d.recommendations.iter().any(|r| r.setting == setting)
+        || d.not_applied.iter().any(|n| n.setting == setting)
+}
+
+/// `pg-synchronous-commit-off`: one commit per WAL fsync and fsyncs of
+/// about 200 µs. With consent it is advised on its evidence (the model does
+/// not cover PostgreSQL); without consent nothing about synchronous_commit
+/// is proposed, not even as a filed candidate. Each condition is checked at
+/// its edge: at most 2 commits per fsync, fsyncs of at least 100 µs,
+/// synchronous_commit currently on.
+#[test]
+fn pg_synchronous_commit_off_needs_consent_and_slow_lone_fsyncs() {
+    let slow = 262_144; // mean 196.6 µs
+    let d = pg_sync_diagnosis(5_000, 5_000, slow, true, &[]);
+    assert_eq!(d.summary["commits_per_fsync"], 1.0);
+    assert!(d.summary["redo_fsync_mean_us"] >= 100.0, "{:?}", d.summary);
+    assert!(d.facts.allow_durability);
+    let r = d
+        .recommendations
+        .iter()
+        .find(|r| r.rule == "pg-synchronous-commit-off")
+        .unwrap_or_else(|| panic!("not advised: {d:?}"));
+    assert_eq!(r.setting, "synchronous_commit");
+    assert_eq!(r.current, "on");
+    assert!(r.proposed.eq_ignore_ascii_case("off"), "{}", r.proposed);
+    assert!(
+        r.evidence
+            .iter()
+            .any(|e| e.name == "facts.allow_durability" && e.value == "true"),
+        "{:?}",
+        r.evidence
+    );
+    let apply = r.apply_postgresql.as_deref().unwrap_or_default();
+    assert!(
+        apply.contains("ALTER SYSTEM SET synchronous_commit") && apply.contains("pg_reload_conf"),
+        "{apply}"
+    );
+    assert_eq!(d.verdict.kind, VerdictKind::Change, "{}", d.verdict.text);
+    assert_eq!(d.verdict.basis, Basis::Evidence);
+    assert!(
+        d.verdict.text.contains("synchronous_commit"),
+        "{}",
+        d.verdict.text
+    );
+
+    // The same evidence without consent: nothing about synchronous_commit.
+    let d = pg_sync_diagnosis(5_000, 5_000, slow, false, &[]);
+    assert!(!mentions(&d, "synchronous_commit"), "{d:?}");
+    assert!(status(&d, "pg-synchronous-commit-off").is_none(), "{d:?}");
+    assert!(d.recommendations.is_empty(), "{:?}", d.recommendations);
+    assert_ne!(d.verdict.kind, VerdictKind::Change, "{}", d.verdict.text);
+
+    // Two commits per fsync still fire; 2.5 do not (the flushes already
+    // gather commits: commit_delay is the lever there).
+    let d = pg_sync_diagnosis(10_000, 5_000, slow, true, &[]);
+    assert_eq!(d.summary["commits_per_fsync"], 2.0);
+    assert!(
+        d.recommendations
+            .iter()
+            .any(|r| r.rule == "pg-synchronous-commit-off"),
+        "{d:?}"
+    );
+    let d = pg_sync_diagnosis(10_000, 4_000, slow, true, &[]);
+    assert_eq!(d.summary["commits_per_fsync"], 2.5);
+    assert!(!mentions(&d, "synchronous_commit"), "{d:?}");
+
+    // Fast fsyncs (98 µs): a commit's fsync is not what it waits for.
+    let d = pg_sync_diagnosis(5_000, 5_000, 131_072, true, &[]);
+    assert!(d.summary["redo_fsync_mean_us"] < 100.0, "{:?}", d.summary);
+    assert!(!mentions(&d, "synchronous_commit"), "{d:?}");
+
+    // Already off: not proposed again.
+    let d = pg_sync_diagnosis(5_000, 5_000, slow, true, &[("synchronous_commit", "off")]);
+    assert!(!mentions(&d, "synchronous_commit"), "{d:?}");
 }

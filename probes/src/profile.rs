@@ -425,6 +425,53 @@ mod tests {
         assert_eq!(md.kind_of("/var/lib/mysql/ib_logfile0"), FileKind::Redo);
     }
 
+    /// PostgreSQL's roles come from the process title (`/proc/PID/cmdline`
+    /// as `procfs::title` reads it), with or without a cluster name; every
+    /// process has the comm `postgres`, so the thread rules cannot help.
+    #[test]
+    fn postgresql_roles_come_from_process_titles() {
+        let pg = Profile::builtin("postgresql").unwrap();
+        for (title, role) in [
+            // A physical standby's stream: "walsender USER HOST STATE".
+            (
+                "postgres: walsender replicator 10.0.0.5(41234) streaming 0/3000148",
+                Role::Replication,
+            ),
+            (
+                "postgres: 15/main: walsender replicator [local] streaming 0/3000148",
+                Role::Replication,
+            ),
+            (
+                "postgres: walreceiver streaming 0/3000148",
+                Role::Replication,
+            ),
+            // "autovacuum worker" then the database it vacuums.
+            ("postgres: autovacuum worker sbtest", Role::Maintenance),
+            (
+                "postgres: 15/main: autovacuum worker postgres",
+                Role::Maintenance,
+            ),
+            ("postgres: autovacuum launcher", Role::Maintenance),
+            ("postgres: walwriter", Role::LogWriter),
+            ("postgres: main: walwriter", Role::LogWriter),
+            ("postgres: checkpointer", Role::Checkpointer),
+            ("postgres: background writer", Role::PageWriter),
+            ("postgres: logical replication launcher", Role::Other),
+            // Client backends ("USER DATABASE HOST STATE") and parallel workers.
+            ("postgres: sbtest sbtest [local] idle", Role::User),
+            ("postgres: app shop 10.0.0.7(50312) UPDATE", Role::User),
+            ("postgres: parallel worker for PID 4242", Role::User),
+        ] {
+            assert_eq!(pg.process_role(title), Some(role), "{title}");
+            assert_eq!(pg.role_in(Some(title), "postgres"), role, "{title}");
+        }
+        // The postmaster's title is its command line: no process rule, so
+        // its threads fall back to the (empty) thread rules.
+        let postmaster = "/usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main";
+        assert_eq!(pg.process_role(postmaster), None);
+        assert_eq!(pg.role_in(Some(postmaster), "postgres"), Role::Other);
+    }
+
     #[test]
     fn a_profile_file_is_read() {
         let dir = tempfile::tempdir().unwrap();
