@@ -20,12 +20,15 @@
 #
 # Output (in OUT): runs.csv (every measured run), table.md (median and
 # min–max of TPS and p95 latency per cell, with the engine/peer ratios of the
-# medians). table.md is also printed on stdout; progress goes to stderr.
+# medians). table.md starts with the host facts: the UTC start and end of the
+# runs, the CPU model (lscpu), the CPU count, MemTotal, the kernel, and the
+# filesystem and device the datadirs are on. table.md is also printed on
+# stdout; progress goes to stderr.
 #
 # Usage: engine/bench/vs_peers.sh
 # Environment (default in brackets):
 #   DURATION [5]   measured seconds per run      WARMUP [1]   unmeasured seconds before each run
-#   REPEATS [3]    runs per cell                 THREADS ["1 4 16 64 256"]
+#   REPEATS [3]    runs per cell, at least 3     THREADS ["1 4 16 64 256"]
 #   WORKLOADS ["oltp_read_write oltp_update_index oltp_point_select oltp_insert"]
 #   SERVERS ["engine mariadb postgres"]          TABLES [4]  TABLE_SIZE [10000]
 #                  (also engine_rt0: a second engine, dedicated log threads off;
@@ -38,6 +41,7 @@
 #   PG_BIN [/usr/lib/postgresql/15/bin]
 # Needs: sysbench, mariadb-server, mariadb-client, postgresql-15; run as root.
 # With the defaults the matrix is 4 x 5 x 3 x 3 = 180 runs, about 20 minutes.
+# shellcheck disable=SC2034 # VERSION_<server> is read as ${!v} in the summary
 set -euo pipefail
 
 DURATION=${DURATION:-5}
@@ -57,6 +61,11 @@ OUT=${OUT:-$PWD/vs_peers.$(date +%Y%m%d-%H%M%S)}
 for v in DURATION WARMUP REPEATS; do
     [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "vs_peers.sh: $v=${!v} must be a whole number of at least 1" >&2; exit 1; }
 done
+# A cell's median and spread mean something from 3 runs on.
+if ((REPEATS < 3)); then
+    echo "vs_peers.sh: REPEATS=$REPEATS is too few: each cell reports the median and min–max of its runs, which takes at least 3 (REPEATS=3 or more)" >&2
+    exit 1
+fi
 
 for tool in sysbench mariadbd mariadb-install-db mariadb runuser "$PG_BIN/initdb" "$PG_BIN/pg_ctl" "$PG_BIN/psql"; do
     command -v "$tool" >/dev/null || {
@@ -83,6 +92,24 @@ MARIADB_PID=""
 PG_UP=""
 
 log() { echo "[$(date +%T)] $*" >&2; }
+
+# The host facts table.md starts with (see Output above).
+cpu_model() {
+    local out model=""
+    out=$(lscpu 2>/dev/null || true)
+    model=$(sed -n '/^Model name:/{s/^Model name:[[:space:]]*//p;q}' <<<"$out")
+    [ -n "$model" ] || model=$(sed -n '/^model name/{s/^model name[[:space:]]*:[[:space:]]*//p;q}' /proc/cpuinfo)
+    echo "${model:-unknown CPU model}"
+}
+
+mem_total() {
+    awk '/^MemTotal:/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo
+}
+
+# filesystem type, device and mount point of directory $1
+filesystem_of() {
+    df -PT "$1" | awk 'NR == 2 {print $2 " on " $1 " (mounted at " $7 ")"}'
+}
 
 cleanup() {
     set +e
@@ -212,6 +239,7 @@ prepare() { # SERVER WORKLOAD
     if [ "$1" = postgres ]; then "$PG_BIN/psql" -h "$PG_SOCKDIR" -U postgres -qc "VACUUM ANALYZE" sbtest; fi
 }
 
+STARTED_UTC=$(date -u +%FT%TZ)
 for s in $SERVERS; do log "starting $s"; "start_$s"; done
 
 echo "server,workload,threads,repeat,tps,p95_ms,errors_per_s,started" >"$OUT/runs.csv"
@@ -247,7 +275,10 @@ done
 versions=""
 for s in $SERVERS; do v=VERSION_$s; versions="$versions${versions:+; }${!v}"; done
 {
-    echo "$(uname -sr), $(nproc) CPUs; $TABLES tables x $TABLE_SIZE rows; ${DURATION}s measured after ${WARMUP}s warm-up;"
+    echo "Date (UTC): $STARTED_UTC to $(date -u +%FT%TZ)."
+    echo "Host: $(cpu_model); $(nproc) CPUs; MemTotal $(mem_total); kernel $(uname -srm);"
+    echo "datadirs on $(filesystem_of "$WORK")."
+    echo "$TABLES tables x $TABLE_SIZE rows; ${DURATION}s measured after ${WARMUP}s warm-up;"
     echo "$REPEATS interleaved repeats per cell, median (min–max); every commit fsync'd on all servers; $versions."
     echo
     awk -F, -v servers="$SERVERS" -v workloads="$WORKLOADS" -v threads="$THREADS" '

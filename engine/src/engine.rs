@@ -26,8 +26,8 @@ use crate::counters::{Counters, StatusSnapshot};
 use crate::data::catalog::Catalog;
 use crate::data::lock_sys::LockSys;
 use crate::data::record::{self, RedoRecord};
-use crate::data::table::Row;
 pub use crate::data::table::TableId;
+use crate::data::table::{Row, Shape};
 use crate::data::trx::{EngineHooks, Trx, TrxError};
 use crate::debug_hooks::DebugHooks;
 use crate::error::EngineError;
@@ -287,14 +287,20 @@ impl Engine {
 
     /// CREATE TABLE (sbtest shape), logged and durable on return.
     pub fn create_table(&self, name: &str) -> Result<TableId, EngineError> {
+        self.create_shaped_table(name, Shape::Sbtest)
+    }
+
+    /// CREATE TABLE with the columns of `shape`, logged and durable on return.
+    pub fn create_shaped_table(&self, name: &str, shape: Shape) -> Result<TableId, EngineError> {
         self.check_open()?;
         let _g = self.ddl_lock.lock();
-        let id = self.catalog.create_table(name)?;
+        let id = self.catalog.create_shaped_table(name, shape)?;
         let mut body = Vec::new();
         record::encode(
             &RedoRecord::CreateTable {
                 table: id,
                 name: name.to_string(),
+                shape,
             },
             &mut body,
         );
@@ -325,6 +331,11 @@ impl Engine {
 
     pub fn table_id(&self, name: &str) -> Option<TableId> {
         self.catalog.table_id(name)
+    }
+
+    /// The id and the columns of table `name`, in one lookup.
+    pub fn table_id_shape(&self, name: &str) -> Option<(TableId, Shape)> {
+        self.catalog.table_id_shape(name)
     }
 
     pub fn table_names(&self) -> Vec<String> {

@@ -43,7 +43,7 @@ pub use binlog::BinlogError;
 pub use counters::{CounterValues, StatusSnapshot};
 pub use data::catalog::DataError;
 pub use data::record::{RedoRecord, RowOp};
-pub use data::table::{Row, TableId};
+pub use data::table::{Row, Shape, TableId};
 pub use data::trx::{Trx, TrxError};
 pub use engine::{Engine, EngineOptions};
 pub use error::EngineError;

@@ -94,14 +94,16 @@ impl Drop for Served {
     }
 }
 
-fn sysbench(socket: &Path, script: &str, cmd: &str, threads: u32) -> String {
+/// Runs a stock sysbench script's `cmd` on `tables` tables of 10,000 rows
+/// for 2 s; fails on any error sysbench does not ignore.
+fn sysbench(socket: &Path, script: &str, cmd: &str, threads: u32, tables: u32) -> String {
     let out = Command::new("sysbench")
         .args([
             "--db-driver=mysql",
             &format!("--mysql-socket={}", socket.display()),
             "--mysql-user=root",
             "--mysql-db=sbtest",
-            "--tables=2",
+            &format!("--tables={tables}"),
             "--table-size=10000",
             &format!("--threads={threads}"),
             "--time=2",
@@ -144,24 +146,31 @@ fn sysbench_oltp_scripts_prepare_run_cleanup() {
         return;
     }
     let s = Served::start();
-    for (script, threads) in [
-        ("oltp_read_write", 2),
-        ("oltp_update_index", 4),
-        ("oltp_insert", 4),
-        ("oltp_point_select", 4),
+    // Every stock script on sbtest tables; select_random_* take one table.
+    for (script, threads, tables) in [
+        ("oltp_read_write", 2, 2),
+        ("oltp_read_only", 2, 2),
+        ("oltp_write_only", 4, 2),
+        ("oltp_update_index", 4, 2),
+        ("oltp_update_non_index", 4, 2),
+        ("oltp_delete", 4, 2),
+        ("oltp_insert", 4, 2),
+        ("oltp_point_select", 4, 2),
+        ("select_random_points", 4, 1),
+        ("select_random_ranges", 4, 1),
     ] {
-        sysbench(&s.socket, script, "prepare", 1);
+        sysbench(&s.socket, script, "prepare", 1, tables);
         // The bulk load (multi-row INSERTs of ~512 KiB) arrived whole.
         let mut c = common::connect(&s.socket);
         let rows: i64 = c
-            .query_first("SELECT COUNT(*) FROM sbtest2")
+            .query_first(format!("SELECT COUNT(*) FROM sbtest{tables}"))
             .unwrap()
             .unwrap();
         assert_eq!(rows, 10_000, "{script}: prepare loaded {rows} rows");
         drop(c);
         let commits = s.status("Com_commit");
         let lock_errors = s.status("Innodb_deadlocks") + s.status("Innodb_row_lock_timeouts");
-        let report = sysbench(&s.socket, script, "run", threads);
+        let report = sysbench(&s.socket, script, "run", threads, tables);
         let trx = number(&report, "transactions:");
         let ignored = number(&report, "ignored errors:");
         let tps = report
@@ -187,11 +196,54 @@ fn sysbench_oltp_scripts_prepare_run_cleanup() {
         // The only errors are the retryable ones sysbench retries on MySQL
         // too (deadlock 1213, lock wait timeout 1205), each one counted by the engine.
         assert_eq!(ignored, lock_delta as f64, "{script}: unexplained errors");
-        sysbench(&s.socket, script, "cleanup", 1);
+        sysbench(&s.socket, script, "cleanup", 1, tables);
         let mut c = common::connect(&s.socket);
-        let tables: Vec<String> = c.query("SHOW TABLES").unwrap();
-        assert!(tables.is_empty(), "{script}: cleanup left {tables:?}");
+        let left: Vec<String> = c.query("SHOW TABLES").unwrap();
+        assert!(left.is_empty(), "{script}: cleanup left {left:?}");
     }
+    s.stop();
+}
+
+/// bulk_insert: one `(id, k)` table per thread, filled by multi-row INSERTs
+/// without a column list; each event is one row.
+#[test]
+fn sysbench_bulk_insert_prepare_run_cleanup() {
+    if !installed("sysbench") {
+        return;
+    }
+    let s = Served::start();
+    let threads = 2;
+    sysbench(&s.socket, "bulk_insert", "prepare", threads, 1);
+    let report = sysbench(&s.socket, "bulk_insert", "run", threads, 1);
+    let events = number(&report, "transactions:");
+    assert_eq!(number(&report, "ignored errors:"), 0.0, "{report}");
+    let mut c = common::connect(&s.socket);
+    let mut rows = 0;
+    for t in 1..=threads {
+        let n: i64 = c
+            .query_first(format!("SELECT COUNT(*) FROM sbtest{t}"))
+            .unwrap()
+            .unwrap();
+        let sum: i64 = c
+            .query_first(format!("SELECT SUM(id) FROM sbtest{t}"))
+            .unwrap()
+            .unwrap();
+        // Each thread's ids are 1..=n.
+        assert_eq!(sum, n * (n + 1) / 2, "sbtest{t}: ids are not 1..={n}");
+        let cols: Vec<(i64, i64)> = c
+            .query(format!("SELECT * FROM sbtest{t} WHERE id = 1"))
+            .unwrap();
+        assert_eq!(cols, [(1, 1)], "sbtest{t}: rows are (id, k)");
+        rows += n;
+    }
+    eprintln!("bulk_insert: {events} events, {rows} rows");
+    assert!(rows > 0);
+    assert_eq!(rows as f64, events, "one row per event");
+    drop(c);
+    sysbench(&s.socket, "bulk_insert", "cleanup", threads, 1);
+    let mut c = common::connect(&s.socket);
+    let left: Vec<String> = c.query("SHOW TABLES").unwrap();
+    assert!(left.is_empty(), "cleanup left {left:?}");
     s.stop();
 }
 

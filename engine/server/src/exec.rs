@@ -6,10 +6,12 @@ use msql_srv::{Column, ColumnFlags, ColumnType, ErrorKind};
 use parking_lot::Mutex;
 
 use super::error::{no_such_table, trx_error, SqlError};
-use super::sql::{Col, Filter, Lit, Operand, Projection, Select, SetCol, Stmt};
+use super::sql::{
+    shape_columns, value_count_error, Col, Filter, Lit, Operand, Projection, Select, SetCol, Stmt,
+};
 use redoctor_engine::Row;
 use redoctor_engine::Trx;
-use redoctor_engine::{Engine, TableId};
+use redoctor_engine::{Engine, Shape, TableId};
 
 /// `c CHAR(120)`, `pad CHAR(60)`: longer values are refused (strict mode).
 const C_LEN: usize = 120;
@@ -59,16 +61,22 @@ pub fn column(name: &str, int: bool) -> Column {
     }
 }
 
-/// The columns a SELECT returns (also sent when it is prepared).
-pub fn select_columns(s: &Select) -> Vec<Column> {
+/// The columns a SELECT on a table of `shape` returns (also sent when it
+/// is prepared).
+pub fn select_columns(s: &Select, shape: Shape) -> Vec<Column> {
     match &s.projection {
-        Projection::Count => vec![column("COUNT(*)", true)],
+        Projection::Count(None) => vec![column("COUNT(*)", true)],
+        Projection::Count(Some(c)) => vec![column(&format!("COUNT({})", c.name()), true)],
         Projection::Sum(c) => vec![column(&format!("SUM({})", c.name()), true)],
-        Projection::Cols(cols) => cols
-            .iter()
-            .map(|c| column(c.name(), matches!(c, Col::Id | Col::K)))
-            .collect(),
+        Projection::Cols(cols) => result_columns(cols),
+        Projection::Star => result_columns(shape_columns(shape)),
     }
+}
+
+fn result_columns(cols: &[Col]) -> Vec<Column> {
+    cols.iter()
+        .map(|c| column(c.name(), matches!(c, Col::Id | Col::K)))
+        .collect()
 }
 
 /// AUTO_INCREMENT counters, per table, shared by all connections. A table's
@@ -185,8 +193,33 @@ fn lit_int(l: Lit, what: &str) -> Result<i64, SqlError> {
     }
 }
 
+/// The id of table `name`, after checking that `cols`, the columns the
+/// statement names (in the part of it `clause` names), are columns of the
+/// table; returns the table's shape too.
+fn table_with(
+    engine: &Engine,
+    name: &str,
+    cols: impl IntoIterator<Item = (Col, &'static str)>,
+) -> Result<(TableId, Shape), SqlError> {
+    let (id, shape) = engine
+        .table_id_shape(name)
+        .ok_or_else(|| no_such_table(name))?;
+    if !shape.has_c_pad() {
+        if let Some((c, clause)) = cols
+            .into_iter()
+            .find(|(c, _)| matches!(c, Col::C | Col::Pad))
+        {
+            return Err(SqlError::new(
+                ErrorKind::ER_BAD_FIELD_ERROR,
+                format!("Unknown column '{}' in '{clause}'", c.name()),
+            ));
+        }
+    }
+    Ok((id, shape))
+}
+
 fn table_id(engine: &Engine, name: &str) -> Result<TableId, SqlError> {
-    engine.table_id(name).ok_or_else(|| no_such_table(name))
+    table_with(engine, name, []).map(|(id, _)| id)
 }
 
 fn cell(row_id: i64, row: &Row, c: Col) -> Cell {
@@ -210,8 +243,28 @@ pub fn run(
 ) -> Result<Outcome, SqlError> {
     match stmt {
         Stmt::Select(s) => select(engine, trx, s, args),
-        Stmt::Insert { table, rows } => {
-            let tid = table_id(engine, table)?;
+        Stmt::Insert {
+            table,
+            rows,
+            implicit_cols,
+        } => {
+            let named = rows.first().into_iter().flat_map(|r| {
+                [(Col::C, &r[2]), (Col::Pad, &r[3])]
+                    .into_iter()
+                    .filter(|(_, v)| v.is_some())
+                    .map(|(c, _)| (c, "field list"))
+            });
+            let (tid, _) = match implicit_cols {
+                // The values fill every column of the table, whichever it is.
+                Some(n) => {
+                    let t = table_with(engine, table, [])?;
+                    if shape_columns(t.1).len() != *n {
+                        return Err(value_count_error(1));
+                    }
+                    t
+                }
+                None => table_with(engine, table, named)?,
+            };
             let mut first_auto = 0u64;
             for r in rows {
                 let id = match args.insert_id(r[0].as_ref())? {
@@ -249,7 +302,11 @@ pub fn run(
             })
         }
         Stmt::Update { table, set, id } => {
-            let tid = table_id(engine, table)?;
+            let named = set
+                .iter()
+                .filter(|s| matches!(s, SetCol::C(_)))
+                .map(|_| (Col::C, "field list"));
+            let (tid, _) = table_with(engine, table, named)?;
             let id = args.int(id, "id")?;
             let mut found = true;
             for s in set {
@@ -295,9 +352,18 @@ fn select(
     s: &Select,
     args: &Args<'_>,
 ) -> Result<Outcome, SqlError> {
-    let tid = table_id(engine, &s.table)?;
+    let projected: &[Col] = match &s.projection {
+        Projection::Cols(cols) => cols,
+        Projection::Sum(c) | Projection::Count(Some(c)) => std::slice::from_ref(c),
+        Projection::Star | Projection::Count(None) => &[],
+    };
+    let named = projected
+        .iter()
+        .map(|c| (*c, "field list"))
+        .chain(s.order.map(|(c, _)| (c, "order clause")));
+    let (tid, shape) = table_with(engine, &s.table, named)?;
     let e = |e| trx_error(e, &s.table);
-    let mut acc = Rows::new(s);
+    let mut acc = Rows::new(s, shape);
     match &s.filter {
         Filter::IdEq(o) => {
             let id = args.int(o, "id")?;
@@ -318,6 +384,12 @@ fn select(
                 acc.add(id, &r);
             }
         }
+        Filter::KIn(ranges) => {
+            for (lo, hi) in k_ranges(ranges, args)? {
+                trx.k_range_with(tid, lo, hi, |id, r| acc.add(id, r))
+                    .map_err(e)?;
+            }
+        }
         Filter::All => trx
             .range_with(tid, i64::MIN, i64::MAX, |id, r| acc.add(id, r))
             .map_err(e)?,
@@ -328,9 +400,38 @@ fn select(
         rows.truncate(n);
     }
     Ok(Outcome::Rows {
-        cols: select_columns(s),
+        cols: select_columns(s, shape),
         rows,
     })
+}
+
+/// The ranges of `k` a [`Filter::KIn`] selects, as disjoint ranges in
+/// ascending order, so that a row matching several is read once (`k` IN
+/// and OR are set union) and rows come in `(k, id)` order, as InnoDB's
+/// range scan of the index returns them. Bounds outside `k`'s INTEGER
+/// range match what they can (nothing, if the whole range is outside).
+fn k_ranges(ranges: &[(Operand, Operand)], args: &Args<'_>) -> Result<Vec<(i32, i32)>, SqlError> {
+    let (min, max) = (i64::from(i32::MIN), i64::from(i32::MAX));
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        let (lo, hi) = (args.int(lo, "k")?.max(min), args.int(hi, "k")?.min(max));
+        if lo <= hi {
+            out.push((lo, hi));
+        }
+    }
+    out.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(out.len());
+    for (lo, hi) in out {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    // In range after the clamps above.
+    Ok(merged
+        .into_iter()
+        .map(|(lo, hi)| (lo as i32, hi as i32))
+        .collect())
 }
 
 /// A SELECT's result, built row by row from rows it borrows (no row is
@@ -349,16 +450,18 @@ enum Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    fn new(s: &'a Select) -> Rows<'a> {
-        match &s.projection {
-            Projection::Count => Rows::Count(0),
-            Projection::Sum(c) => Rows::Sum(*c, None),
-            Projection::Cols(cols) => Rows::Cols {
-                cols,
-                rows: Vec::new(),
-                key_outside: s.order.map(|(c, _)| c).filter(|c| !cols.contains(c)),
-                keys: Vec::new(),
-            },
+    fn new(s: &'a Select, shape: Shape) -> Rows<'a> {
+        let cols = match &s.projection {
+            Projection::Count(_) => return Rows::Count(0),
+            Projection::Sum(c) => return Rows::Sum(*c, None),
+            Projection::Cols(cols) => cols,
+            Projection::Star => shape_columns(shape),
+        };
+        Rows::Cols {
+            cols,
+            rows: Vec::new(),
+            key_outside: s.order.map(|(c, _)| c).filter(|c| !cols.contains(c)),
+            keys: Vec::new(),
         }
     }
 

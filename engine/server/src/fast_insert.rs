@@ -15,7 +15,7 @@
 
 use sqlparser::keywords::ALL_KEYWORDS;
 
-use crate::sql::{Col, Lit, Operand, Parsed, Stmt};
+use crate::sql::{implicit_columns, Col, Lit, Operand, Parsed, Stmt};
 
 /// The statement as the general parser would return it, when `sql` is a
 /// plain INSERT this scanner understands; `None` otherwise.
@@ -30,7 +30,8 @@ pub fn parse(sql: &str) -> Option<Parsed> {
     if s.eat(b'.') {
         table = s.name()?; // `db.table`: one schema, the last part names it
     }
-    let cols: Vec<Col> = if s.eat(b'(') {
+    let named = s.eat(b'(');
+    let cols: Vec<Col> = if named {
         let mut cols = Vec::with_capacity(4);
         loop {
             let c = Col::from_name(s.ident()?)?;
@@ -45,9 +46,17 @@ pub fn parse(sql: &str) -> Option<Parsed> {
         s.expect(b')')?;
         cols
     } else {
-        vec![Col::Id, Col::K, Col::C, Col::Pad]
+        Vec::new()
     };
     s.keyword("VALUES")?;
+    // Without a column list, the first row's value count says which
+    // columns the rows fill (all of a table's, for some shape).
+    let (cols, implicit_cols) = if named {
+        (cols, None)
+    } else {
+        let n = s.row_width()?;
+        (implicit_columns(n)?.to_vec(), Some(n))
+    };
     let mut params = 0;
     let mut rows = Vec::with_capacity(1);
     loop {
@@ -73,6 +82,7 @@ pub fn parse(sql: &str) -> Option<Parsed> {
         stmt: Stmt::Insert {
             table: table.to_owned(),
             rows,
+            implicit_cols,
         },
         params,
     })
@@ -146,6 +156,24 @@ impl<'a> Scan<'a> {
                 None
             }
         }
+    }
+
+    /// How many values the row starting here, `(v, v, ..)`, holds; reads
+    /// nothing.
+    fn row_width(&mut self) -> Option<usize> {
+        let save = self.i;
+        let mut params = 0;
+        let mut n = 0;
+        self.expect(b'(')?;
+        let width = loop {
+            self.value(&mut params)?;
+            n += 1;
+            if !self.eat(b',') {
+                break self.expect(b')').map(|_| n);
+            }
+        };
+        self.i = save;
+        width
     }
 
     /// An integer (`-` allowed, no space after it), a single-quoted string
@@ -231,12 +259,25 @@ mod tests {
         let fast = parse(q).expect("fast path");
         assert_eq!(fast.params, 2);
         assert_eq!(Some(fast), general(q));
+        // bulk_insert's rows for an (id, k) table.
+        let q = "INSERT INTO sbtest2 VALUES(1,1),(2,2),(3,3)";
+        let fast = parse(q).expect("fast path");
+        assert!(matches!(
+            fast.stmt,
+            Stmt::Insert {
+                implicit_cols: Some(2),
+                ..
+            }
+        ));
+        assert_eq!(Some(fast), general(q));
     }
 
     #[test]
     fn anything_else_goes_to_the_general_parser() {
         for q in [
             "INSERT INTO t (id, k) VALUES (1)", // count mismatch: its error
+            "INSERT INTO t VALUES (1, 2, 3)",   // no table has 3 columns
+            "INSERT INTO t VALUES (1, 2), (3, 4, 5, 6)",
             "INSERT INTO t (id, nope) VALUES (1, 2)", // unknown column: its error
             "INSERT INTO t (id, id) VALUES (1, 2)",
             "INSERT INTO `t` (id) VALUES (1)",
@@ -280,12 +321,19 @@ mod tests {
     }
 
     /// A column list (possibly none, possibly with an unknown column) and
-    /// rows whose length matches it, or is one off now and then.
+    /// rows whose length matches it, or is one off now and then (for all
+    /// rows alike).
     fn insert() -> impl Strategy<Value = String> {
         let cols = proptest::sample::subsequence(vec!["id", "k", "c", "pad", "K", "nope"], 0..=4)
             .prop_shuffle();
-        (cols, 0usize..10).prop_flat_map(|(cols, skew)| {
-            let want = if cols.is_empty() { 4 } else { cols.len() };
+        (cols, 0usize..10, any::<bool>()).prop_flat_map(|(cols, skew, narrow)| {
+            // No column list: the values of all columns of an sbtest or an
+            // (id, k) table.
+            let want = match (cols.len(), narrow) {
+                (0, false) => 4,
+                (0, true) => 2,
+                (n, _) => n,
+            };
             let len = match skew {
                 0 => want + 1,
                 1 => want.saturating_sub(1),

@@ -11,6 +11,7 @@
 //!   [`exec`]); the surface is what sysbench's OLTP scripts send plus the
 //!   admin statements ([`admin`]). Plain text INSERTs take a scanner that
 //!   gives the same result without building an AST (`fast_insert`).
+//!   [`stmt_timing`] counts and times statements per kind.
 //! - Auth: the Unix socket file is created mode 0600 (owner only) and every
 //!   accepted connection's peer credentials (SO_PEERCRED) must carry the
 //!   server's effective uid; user names and passwords are not checked. TCP is
@@ -33,6 +34,7 @@ pub mod net_spin;
 pub mod peer;
 pub mod session;
 pub mod sql;
+pub mod stmt_timing;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -124,6 +126,8 @@ pub struct Shared {
     pub threads_connected: AtomicU64,
     pub connections: AtomicU64,
     pub questions: AtomicU64,
+    /// Count and time per statement kind (`Redoctor_stmt_*` status).
+    pub stmt_timing: stmt_timing::StmtTiming,
     pub started: Instant,
     /// [`ServerConfig::thread_prefix`] and [`ServerConfig::log_prefix`].
     pub thread_prefix: String,

@@ -128,6 +128,7 @@ impl Server {
             threads_connected: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             questions: AtomicU64::new(0),
+            stmt_timing: Default::default(),
             started: Instant::now(),
             thread_prefix: cfg.thread_prefix.clone(),
             log_prefix: cfg.log_prefix.clone(),

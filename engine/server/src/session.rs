@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use msql_srv::{
     AuthenticationContext, Column, ErrorKind, MysqlShim, ParamParser, QueryResultWriter,
@@ -27,6 +28,7 @@ use super::error::SqlError;
 use super::exec::{self, column, select_columns, Args, Cell, Outcome};
 use super::framing::StmtParams;
 use super::sql::{self, ConstItem, Lit, Parsed, Stmt};
+use super::stmt_timing::Kind;
 use super::{ConnState, Shared};
 use redoctor_engine::Trx;
 
@@ -75,9 +77,17 @@ impl Session {
         &self.shared.engine
     }
 
+    /// Commits `trx`, timing it as [`Kind::EngineCommit`].
+    fn commit(&self, trx: Trx) -> Result<(), SqlError> {
+        let s = &self.shared;
+        s.stmt_timing
+            .time(Kind::EngineCommit, || s.engine.commit(trx))?;
+        Ok(())
+    }
+
     fn commit_open(&mut self) -> Result<(), SqlError> {
         if let Some(t) = self.trx.take() {
-            self.shared.engine.commit(t)?;
+            self.commit(t)?;
         }
         Ok(())
     }
@@ -98,11 +108,33 @@ impl Session {
         Ok(())
     }
 
+    /// Parses a text query or a statement to prepare, timed as [`Kind::Parse`].
+    fn parse(&self, query: &str) -> Result<Parsed, SqlError> {
+        self.shared
+            .stmt_timing
+            .time(Kind::Parse, || sql::parse(query))
+    }
+
+    /// Writes a statement's reply, timed as [`Kind::Reply`].
+    fn reply<W: Read + Write>(
+        &self,
+        results: QueryResultWriter<'_, W>,
+        r: Result<Outcome, SqlError>,
+    ) -> io::Result<()> {
+        self.shared
+            .stmt_timing
+            .time(Kind::Reply, || write_outcome(results, r))
+    }
+
     /// Runs one parsed statement with its parameters.
     fn execute(&mut self, p: &Parsed, params: &[Lit]) -> Result<Outcome, SqlError> {
         self.shared.questions.fetch_add(1, Ordering::Relaxed);
         let args = Args(params);
+        let start = Instant::now();
         let r = self.execute_inner(&p.stmt, &args);
+        self.shared
+            .stmt_timing
+            .record(Kind::of(&p.stmt), start.elapsed());
         self.conn
             .in_trx
             .store(self.trx.is_some(), Ordering::Release);
@@ -149,12 +181,13 @@ impl Session {
             Stmt::CreateTable {
                 table,
                 if_not_exists,
+                shape,
             } => {
                 self.commit_open()?;
                 if *if_not_exists && self.engine().table_id(table).is_some() {
                     return Ok(Outcome::ok());
                 }
-                self.engine().create_table(table)?;
+                self.engine().create_shaped_table(table, *shape)?;
                 Ok(Outcome::ok())
             }
             Stmt::CreateIndexK { table } => {
@@ -250,7 +283,7 @@ impl Session {
         match r {
             Ok(out) => {
                 if single {
-                    self.shared.engine.commit(trx)?;
+                    self.commit(trx)?;
                 } else {
                     self.trx = Some(trx);
                 }
@@ -364,6 +397,7 @@ impl Session {
                 s.net_spin.spun_ns.load(Ordering::Relaxed) / 1000,
             ),
         ]);
+        v.extend(s.stmt_timing.status());
         v.sort();
         v
     }
@@ -401,7 +435,13 @@ impl Session {
     /// Result columns to announce when preparing `stmt`.
     fn prepared_columns(&self, stmt: &Stmt) -> Vec<Column> {
         match stmt {
-            Stmt::Select(s) => select_columns(s),
+            Stmt::Select(s) => {
+                // `SELECT *` announces the columns the table has now (sbtest's
+                // if it does not exist yet); each execution returns the
+                // columns of the table it finds.
+                let shape = self.engine().table_id_shape(&s.table);
+                select_columns(s, shape.map(|(_, shape)| shape).unwrap_or_default())
+            }
             Stmt::ShowVariables(_) | Stmt::ShowStatus(_) => {
                 vec![column("Variable_name", false), column("Value", false)]
             }
@@ -479,7 +519,7 @@ impl<W: Read + Write> MysqlShim<W> for Session {
     type Error = io::Error;
 
     fn on_prepare(&mut self, query: &str, info: StatementMetaWriter<'_, W>) -> io::Result<()> {
-        match sql::parse(query) {
+        match self.parse(query) {
             Err(e) => info.error(e.kind, e.message.as_bytes()),
             Ok(p) => {
                 let id = self.next_stmt;
@@ -527,7 +567,7 @@ impl<W: Read + Write> MysqlShim<W> for Session {
             )),
             None => self.execute(&parsed, &values),
         };
-        write_outcome(results, r)
+        self.reply(results, r)
     }
 
     fn on_close(&mut self, id: u32) {
@@ -536,7 +576,7 @@ impl<W: Read + Write> MysqlShim<W> for Session {
     }
 
     fn on_query(&mut self, query: &str, results: QueryResultWriter<'_, W>) -> io::Result<()> {
-        let r = sql::parse(query).and_then(|p| {
+        let r = self.parse(query).and_then(|p| {
             if p.params > 0 {
                 return Err(SqlError::parse(
                     "'?' placeholders need a prepared statement",
@@ -544,7 +584,7 @@ impl<W: Read + Write> MysqlShim<W> for Session {
             }
             self.execute(&p, &[])
         });
-        write_outcome(results, r)
+        self.reply(results, r)
     }
 
     fn on_init(&mut self, _db: &str, w: msql_srv::InitWriter<'_, W>) -> io::Result<()> {

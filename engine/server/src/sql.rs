@@ -1,8 +1,10 @@
 //! SQL text → [`Stmt`], through `sqlparser`'s MySQL dialect.
 //!
-//! The engine's tables all have sysbench's shape (`id` primary key, `k`
-//! indexed, `c`, `pad`), so a statement is turned into one of a few plans
-//! the engine can run directly. Anything outside that surface is refused
+//! The engine's tables have sysbench's shape (`id` primary key, `k`
+//! indexed, `c`, `pad`), or the `(id, k)` shape of sysbench's bulk_insert
+//! ([`Shape`]), so a statement is turned into one of a few plans the engine
+//! can run directly; the columns a statement names are checked against its
+//! table's shape when it runs (`exec`). Anything outside that surface is refused
 //! with an error naming the unsupported part. `?` placeholders become
 //! [`Operand::Param`] numbered in text order (for server-side prepared
 //! statements).
@@ -19,6 +21,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::error::SqlError;
+use redoctor_engine::Shape;
 
 /// A literal value.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,14 +83,20 @@ pub enum Filter {
     IdEq(Operand),
     IdBetween(Operand, Operand),
     KEq(Operand),
+    /// `k` in any of these closed ranges, through the index on `k`:
+    /// `k IN (a, b)`, `k BETWEEN a AND b`, and ORs of those and `k = v`.
+    KIn(Vec<(Operand, Operand)>),
 }
 
 /// What a SELECT returns.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Projection {
     Cols(Vec<Col>),
+    /// `SELECT *`: every column of the table, whatever its shape.
+    Star,
     Sum(Col),
-    Count,
+    /// `COUNT(*)` (None) or `COUNT(col)`: the same, as no column is NULL.
+    Count(Option<Col>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -132,6 +141,10 @@ pub enum Stmt {
     Insert {
         table: String,
         rows: Vec<[Option<Operand>; 4]>,
+        /// `Some(n)`: the INSERT names no columns and each row gives `n`
+        /// values, for the table's first `n` columns; the count is checked
+        /// against the table's shape when it runs.
+        implicit_cols: Option<usize>,
     },
     Update {
         table: String,
@@ -145,6 +158,7 @@ pub enum Stmt {
     CreateTable {
         table: String,
         if_not_exists: bool,
+        shape: Shape,
     },
     /// `CREATE INDEX .. ON table(k)`: the engine always indexes `k`.
     CreateIndexK {
@@ -321,6 +335,18 @@ impl Params {
         let Some(e) = selection else {
             return Ok(Filter::All);
         };
+        if matches!(
+            e,
+            Expr::BinaryOp {
+                op: BinaryOperator::Or,
+                ..
+            } | Expr::InList { .. }
+        ) || matches!(e, Expr::Between { expr, .. } if self.column(expr).ok() == Some(Col::K))
+        {
+            let mut ranges = Vec::new();
+            self.k_ranges(e, &mut ranges)?;
+            return Ok(Filter::KIn(ranges));
+        }
         match e {
             Expr::Nested(inner) => self.filter(Some(inner)),
             Expr::BinaryOp {
@@ -346,6 +372,57 @@ impl Params {
             }
             other => Err(SqlError::unsupported(format!(
                 "WHERE {other} (supported: id = v, id BETWEEN a AND b, k = v)"
+            ))),
+        }
+    }
+
+    /// Adds the ranges of `k` that `e` selects: `k = v`, `k BETWEEN a AND
+    /// b`, `k IN (..)`, and ORs of those.
+    fn k_ranges(&mut self, e: &Expr, out: &mut Vec<(Operand, Operand)>) -> Result<(), SqlError> {
+        let is_k = |p: &Self, e: &Expr| p.column(e).ok() == Some(Col::K);
+        match e {
+            Expr::Nested(inner) => self.k_ranges(inner, out),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
+                right,
+            } => {
+                self.k_ranges(left, out)?;
+                self.k_ranges(right, out)
+            }
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } if is_k(self, left) => {
+                let v = self.operand(right)?;
+                out.push((v.clone(), v));
+                Ok(())
+            }
+            Expr::Between {
+                expr,
+                negated: false,
+                low,
+                high,
+            } if is_k(self, expr) => {
+                let lo = self.operand(low)?;
+                out.push((lo, self.operand(high)?));
+                Ok(())
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } if is_k(self, expr) => {
+                for item in list {
+                    let v = self.operand(item)?;
+                    out.push((v.clone(), v));
+                }
+                Ok(())
+            }
+            other => Err(SqlError::unsupported(format!(
+                "WHERE {other} (supported: id = v, id BETWEEN a AND b, k = v, \
+                 k IN (..), k BETWEEN a AND b, and ORs of the forms on k)"
             ))),
         }
     }
@@ -585,7 +662,10 @@ impl Params {
             }
             return match (name.as_str(), &list.args[..]) {
                 ("count", [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)]) => {
-                    Ok(Projection::Count)
+                    Ok(Projection::Count(None))
+                }
+                ("count", [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))]) => {
+                    Ok(Projection::Count(Some(self.column(e)?)))
                 }
                 ("sum", [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))]) => {
                     match self.column(e)? {
@@ -594,9 +674,12 @@ impl Params {
                     }
                 }
                 _ => Err(SqlError::unsupported(format!(
-                    "{f} (supported aggregates: SUM(k), SUM(id), COUNT(*))"
+                    "{f} (supported aggregates: SUM(k), SUM(id), COUNT(*), COUNT(column))"
                 ))),
             };
+        }
+        if let [SelectItem::Wildcard(_)] = items {
+            return Ok(Projection::Star);
         }
         let mut cols = Vec::new();
         for item in items {
@@ -658,27 +741,30 @@ impl Params {
             return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
         };
         let table = one_name(name)?;
-        let cols: Vec<Col> = if ins.columns.is_empty() {
-            vec![Col::Id, Col::K, Col::C, Col::Pad]
-        } else {
-            ins.columns
-                .iter()
-                .map(|c| Col::parse(&c.value))
-                .collect::<Result<_, _>>()?
-        };
         let Some(source) = ins.source else {
             return Err(SqlError::unsupported("INSERT .. SET"));
         };
         let SetExpr::Values(values) = *source.body else {
             return Err(SqlError::unsupported("INSERT .. SELECT"));
         };
+        let implicit_cols = ins
+            .columns
+            .is_empty()
+            .then(|| values.rows.first().map_or(0, Vec::len));
+        let cols: Vec<Col> = match implicit_cols {
+            Some(n) => implicit_columns(n)
+                .ok_or_else(|| value_count_error(1))?
+                .to_vec(),
+            None => ins
+                .columns
+                .iter()
+                .map(|c| Col::parse(&c.value))
+                .collect::<Result<_, _>>()?,
+        };
         let mut rows = Vec::with_capacity(values.rows.len());
         for (n, row) in values.rows.iter().enumerate() {
             if row.len() != cols.len() {
-                return Err(SqlError::new(
-                    msql_srv::ErrorKind::ER_WRONG_VALUE_COUNT_ON_ROW,
-                    format!("Column count doesn't match value count at row {}", n + 1),
-                ));
+                return Err(value_count_error(n + 1));
             }
             let mut out: [Option<Operand>; 4] = [None, None, None, None];
             for (col, e) in cols.iter().zip(row) {
@@ -686,8 +772,37 @@ impl Params {
             }
             rows.push(out);
         }
-        Ok(Stmt::Insert { table, rows })
+        Ok(Stmt::Insert {
+            table,
+            rows,
+            implicit_cols,
+        })
     }
+}
+
+/// The columns an INSERT without a column list fills from `n` values per
+/// row: all of a table's columns, so `n` is the width of some [`Shape`].
+pub(crate) fn implicit_columns(n: usize) -> Option<&'static [Col]> {
+    [Shape::Sbtest, Shape::IdK]
+        .into_iter()
+        .map(shape_columns)
+        .find(|cols| cols.len() == n)
+}
+
+/// A table's columns, in order.
+pub fn shape_columns(shape: Shape) -> &'static [Col] {
+    match shape {
+        Shape::Sbtest => &[Col::Id, Col::K, Col::C, Col::Pad],
+        Shape::IdK => &[Col::Id, Col::K],
+    }
+}
+
+/// `ER_WRONG_VALUE_COUNT_ON_ROW` (1136) for row `n` (1-based).
+pub(crate) fn value_count_error(n: usize) -> SqlError {
+    SqlError::new(
+        msql_srv::ErrorKind::ER_WRONG_VALUE_COUNT_ON_ROW,
+        format!("Column count doesn't match value count at row {n}"),
+    )
 }
 
 /// `@@global.x` → (true, x); `x` → (false, x).
@@ -719,14 +834,15 @@ fn first_words(sql: &str) -> String {
     sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-/// Checks `CREATE TABLE` declares sbtest's shape: id, k, c, pad with id the primary key.
+/// Checks `CREATE TABLE` declares one of the [`Shape`]s: id, k, c, pad (or
+/// id, k) with id the primary key.
 fn create_table(ct: &ast::CreateTable) -> Result<Stmt, SqlError> {
     let table = one_name(&ct.name)?;
     let shape_err = || {
         SqlError::unsupported(format!(
             "CREATE TABLE {table} with this shape; tables must be sbtest-shaped: \
              (id INTEGER [AUTO_INCREMENT], k INTEGER, c CHAR(120), pad CHAR(60), PRIMARY KEY (id)) \
-             with optional KEY on (k)"
+             with optional KEY on (k), or (id INTEGER [AUTO_INCREMENT], k INTEGER, PRIMARY KEY (id))"
         ))
     };
     if ct.temporary || ct.query.is_some() || ct.like.is_some() {
@@ -737,17 +853,24 @@ fn create_table(ct: &ast::CreateTable) -> Result<Stmt, SqlError> {
         .iter()
         .map(|c| c.name.value.to_ascii_lowercase())
         .collect();
-    if names != ["id", "k", "c", "pad"] {
+    let Some(shape) = [Shape::Sbtest, Shape::IdK].into_iter().find(|s| {
+        shape_columns(*s)
+            .iter()
+            .map(|c| c.name())
+            .eq(names.iter().map(String::as_str))
+    }) else {
         return Err(shape_err());
-    }
+    };
     let int = |t: &ast::DataType| t.to_string().to_ascii_uppercase().contains("INT");
     let chr = |t: &ast::DataType| t.to_string().to_ascii_uppercase().contains("CHAR");
-    let types = &ct.columns;
-    if !(int(&types[0].data_type)
-        && int(&types[1].data_type)
-        && chr(&types[2].data_type)
-        && chr(&types[3].data_type))
-    {
+    let types_ok = ct.columns.iter().zip(shape_columns(shape)).all(|(c, col)| {
+        if matches!(col, Col::Id | Col::K) {
+            int(&c.data_type)
+        } else {
+            chr(&c.data_type)
+        }
+    });
+    if !types_ok {
         return Err(shape_err());
     }
     let id_pk_inline = ct.columns[0].options.iter().any(|o| {
@@ -778,6 +901,7 @@ fn create_table(ct: &ast::CreateTable) -> Result<Stmt, SqlError> {
     Ok(Stmt::CreateTable {
         table,
         if_not_exists: ct.if_not_exists,
+        shape,
     })
 }
 
@@ -796,7 +920,8 @@ mod tests {
             p(create).stmt,
             Stmt::CreateTable {
                 table: "sbtest1".into(),
-                if_not_exists: false
+                if_not_exists: false,
+                shape: Shape::Sbtest,
             }
         );
         assert_eq!(
@@ -863,6 +988,81 @@ mod tests {
         assert_eq!(p("START TRANSACTION").stmt, Stmt::Begin);
         assert_eq!(p("COMMIT").stmt, Stmt::Commit);
         assert_eq!(p("ROLLBACK").stmt, Stmt::Rollback);
+    }
+
+    #[test]
+    fn other_stock_sysbench_scripts() {
+        // select_random_points
+        let sel = p("SELECT id, k, c, pad FROM sbtest1 WHERE k IN (?, ?, 7)");
+        assert_eq!(sel.params, 2);
+        let Stmt::Select(s) = sel.stmt else { panic!() };
+        let point = |o: Operand| (o.clone(), o);
+        assert_eq!(
+            s.filter,
+            Filter::KIn(vec![
+                point(Operand::Param(0)),
+                point(Operand::Param(1)),
+                point(Operand::Lit(Lit::Int(7))),
+            ])
+        );
+        // select_random_ranges: placeholders numbered in text order.
+        let sel = p(
+            "SELECT count(k) FROM sbtest1 WHERE k BETWEEN ? AND ? OR k BETWEEN ? AND ? OR (k = ?)",
+        );
+        assert_eq!(sel.params, 5);
+        let Stmt::Select(s) = sel.stmt else { panic!() };
+        assert_eq!(s.projection, Projection::Count(Some(Col::K)));
+        assert_eq!(
+            s.filter,
+            Filter::KIn(vec![
+                (Operand::Param(0), Operand::Param(1)),
+                (Operand::Param(2), Operand::Param(3)),
+                point(Operand::Param(4)),
+            ])
+        );
+        let Stmt::Select(s) = p("SELECT * FROM t WHERE k BETWEEN 1 AND 2").stmt else {
+            panic!()
+        };
+        assert_eq!(s.projection, Projection::Star);
+        assert_eq!(
+            s.filter,
+            Filter::KIn(vec![(Operand::Lit(Lit::Int(1)), Operand::Lit(Lit::Int(2)))])
+        );
+        // bulk_insert: an (id, k) table, rows without a column list.
+        let create = "CREATE TABLE IF NOT EXISTS sbtest1 (\n id INTEGER NOT NULL,\n \
+                      k INTEGER DEFAULT '0' NOT NULL,\n PRIMARY KEY (id))";
+        assert_eq!(
+            p(create).stmt,
+            Stmt::CreateTable {
+                table: "sbtest1".into(),
+                if_not_exists: true,
+                shape: Shape::IdK,
+            }
+        );
+        let ins = p("INSERT INTO sbtest1 VALUES(1,1),(2,2)");
+        let Stmt::Insert {
+            rows,
+            implicit_cols,
+            ..
+        } = ins.stmt
+        else {
+            panic!()
+        };
+        assert_eq!(implicit_cols, Some(2));
+        assert_eq!(rows[1][1], Some(Operand::Lit(Lit::Int(2))));
+        assert_eq!(rows[1][2], None);
+        for (sql, code) in [
+            ("INSERT INTO t VALUES (1, 2, 3)", 1136),
+            ("INSERT INTO t VALUES (1, 2), (3)", 1136),
+            ("SELECT c FROM t WHERE k IN (1) OR id = 2", 1235),
+            ("SELECT c FROM t WHERE k NOT IN (1)", 1235),
+            ("SELECT c FROM t WHERE id IN (1)", 1235),
+            ("SELECT COUNT(DISTINCT k) FROM t", 1235),
+            ("CREATE TABLE t (id INT, c CHAR(5), PRIMARY KEY (id))", 1235),
+            ("CREATE TABLE t (id INT, k CHAR(5), PRIMARY KEY (id))", 1235),
+        ] {
+            assert_eq!(parse(sql).unwrap_err().code(), code, "{sql}");
+        }
     }
 
     #[test]

@@ -465,3 +465,112 @@ fn tcp_on_loopback_when_asked() {
     let t2 = TestServer::start();
     assert_eq!(t2.server().tcp_port(), None);
 }
+
+#[test]
+fn k_lists_and_k_ranges_read_each_row_once_in_k_order() {
+    let t = TestServer::start();
+    let mut c = t.conn();
+    load(&mut c, 20);
+    // k = id, then rows 4 and 5 move to k 30 and 31.
+    c.query_drop("UPDATE sbtest1 SET k = k + 26 WHERE id = 4")
+        .unwrap();
+    c.query_drop("UPDATE sbtest1 SET k = k + 26 WHERE id = 5")
+        .unwrap();
+    // select_random_points: IN with repeats and values no row has.
+    let rows: Vec<(i64, i64, String, String)> = c
+        .exec(
+            "SELECT id, k, c, pad FROM sbtest1 WHERE k IN (?, ?, ?, ?, ?)",
+            (31, 7, 4, 7, 99),
+        )
+        .unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    assert_eq!(ids, [7, 5]);
+    assert_eq!(rows[1], (5, 31, "c5".into(), "p".into()));
+    // select_random_ranges: overlapping ranges count a row once.
+    let n: i64 = c
+        .exec_first(
+            "SELECT count(k) FROM sbtest1 WHERE k BETWEEN ? AND ? OR k BETWEEN ? AND ? OR k BETWEEN ? AND ?",
+            (1, 6, 3, 8, 30, 40),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 8, "k 1-3, 6-8, 30, 31");
+    let ids: Vec<i64> = c
+        .query("SELECT id FROM sbtest1 WHERE k BETWEEN 19 AND 40 OR k = 2")
+        .unwrap();
+    assert_eq!(ids, [2, 19, 20, 4, 5]);
+    // Bounds beyond INTEGER match nothing rather than fail.
+    let n: i64 = c
+        .query_first("SELECT COUNT(*) FROM sbtest1 WHERE k BETWEEN 3000000000 AND 4000000000 OR k IN (-3000000000, 1)")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 1);
+    // A transaction sees its own change of k, once.
+    c.query_drop("BEGIN").unwrap();
+    c.query_drop("UPDATE sbtest1 SET k = k + 1 WHERE id = 9")
+        .unwrap();
+    let ids: Vec<i64> = c
+        .query("SELECT id FROM sbtest1 WHERE k IN (9, 10)")
+        .unwrap();
+    assert_eq!(ids, [9, 10]);
+    c.query_drop("ROLLBACK").unwrap();
+    let ids: Vec<i64> = c
+        .query("SELECT id FROM sbtest1 WHERE k IN (9, 10)")
+        .unwrap();
+    assert_eq!(ids, [9, 10]);
+}
+
+#[test]
+fn id_k_tables_have_two_columns_and_keep_them_over_a_restart() {
+    let mut t = TestServer::start();
+    let mut c = t.conn();
+    // sysbench's bulk_insert, as it sends it.
+    c.query_drop(
+        "CREATE TABLE IF NOT EXISTS sbtest1 (\n id INTEGER NOT NULL,\n \
+         k INTEGER DEFAULT '0' NOT NULL,\n PRIMARY KEY (id))",
+    )
+    .unwrap();
+    c.query_drop("INSERT INTO sbtest1 VALUES(1,1),(2,2),(3,3)")
+        .unwrap();
+    assert_eq!(c.affected_rows(), 3);
+    c.exec_drop("INSERT INTO sbtest1 (id, k) VALUES (?, ?)", (4, 40))
+        .unwrap();
+    for (sql, want) in [
+        // c and pad are no columns of this table.
+        ("SELECT c FROM sbtest1 WHERE id = 1", 1054),
+        ("SELECT id FROM sbtest1 WHERE id = 1 ORDER BY pad", 1054),
+        ("SELECT COUNT(c) FROM sbtest1", 1054),
+        ("UPDATE sbtest1 SET c = 'x' WHERE id = 1", 1054),
+        ("INSERT INTO sbtest1 (id, k, c) VALUES (5, 5, 'x')", 1054),
+        // Four values are one sbtest row, not a row of this table.
+        ("INSERT INTO sbtest1 VALUES (5, 5, 'x', 'y')", 1136),
+    ] {
+        assert_eq!(code(c.query_drop(sql)), want, "{sql}");
+    }
+    // ... and two values are no sbtest row.
+    c.query_drop(server_util::CREATE.replace("sbtest1", "sbtest2"))
+        .unwrap();
+    assert_eq!(
+        code(c.query_drop("INSERT INTO sbtest2 VALUES (1, 1)")),
+        1136
+    );
+    drop(c);
+    t.restart();
+    let mut c = t.conn();
+    let rows: Vec<(i64, i64)> = c.query("SELECT * FROM sbtest1").unwrap();
+    assert_eq!(rows, [(1, 1), (2, 2), (3, 3), (4, 40)]);
+    let stmt = c.prep("SELECT * FROM sbtest1 WHERE id = ?").unwrap();
+    assert_eq!(stmt.num_columns(), 2);
+    let row: (i64, i64) = c.exec_first(&stmt, (4,)).unwrap().unwrap();
+    assert_eq!(row, (4, 40));
+    assert_eq!(
+        code(c.query_drop("SELECT c FROM sbtest1 WHERE id = 1")),
+        1054
+    );
+    let n: i64 = c
+        .query_first("SELECT SUM(k) FROM sbtest1 WHERE k IN (1, 2, 3, 40)")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 46);
+    c.query_drop("DROP TABLE IF EXISTS sbtest1").unwrap();
+}

@@ -109,7 +109,7 @@ impl<'a> XaReplay<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::table::Row;
+    use crate::data::table::{Row, Shape};
 
     fn put(id: i64, k: i32) -> Vec<RowOp> {
         vec![RowOp::Put {
@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn decides_by_the_binlog_and_applies_at_the_mark() {
         let cat = Catalog::new();
-        cat.create_table_with_id(1, "t").unwrap();
+        cat.create_table_with_id(1, "t", Shape::Sbtest).unwrap();
         let binlog: HashSet<u64> = [1, 2, 4].into();
         let mut xa = XaReplay::new(&cat, Some(&binlog));
         // 1: prepared + marked + in binlog; 2 then changes the same row.
@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn without_a_binlog_the_mark_decides() {
         let cat = Catalog::new();
-        cat.create_table_with_id(1, "t").unwrap();
+        cat.create_table_with_id(1, "t", Shape::Sbtest).unwrap();
         let mut xa = XaReplay::new(&cat, None);
         xa.record(RedoRecord::Prepare {
             trx_id: 1,

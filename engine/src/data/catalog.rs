@@ -7,13 +7,15 @@
 //!
 //! ```text
 //! magic "RDXIMAGE" | version:u32 | n_tables:u32 | table* | crc32:u32
-//! table: id:u32 name:str n_rows:u64 row*        (tables in id order)
+//! table: id:u32 name:str shape:u8 n_rows:u64 row*   (tables in id order)
 //! row:   id:i64 k:i32 c:str pad:str             (rows in ascending id order)
 //! str:   len:u32 utf8-bytes
 //! ```
 //!
 //! All integers are little-endian; the CRC-32 trailer covers every byte
-//! before it. [`Catalog::read_image`] rejects anything else.
+//! before it. `shape` is [`Shape::code`]; version 1 images, written before
+//! tables had shapes, have no `shape` byte and only sbtest-shaped tables.
+//! [`Catalog::read_image`] rejects anything else.
 //!
 //! # Dropped tables
 //!
@@ -31,7 +33,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::data::record::{self, Reader, RecordError, RedoRecord, RowOp};
-use crate::data::table::{Row, Table, TableId};
+use crate::data::table::{Row, Shape, Table, TableId};
 
 /// Name prefix of dropped-table tombstones; table names starting with it are refused.
 pub const TOMBSTONE_PREFIX: &str = "#dropped-";
@@ -45,7 +47,9 @@ fn is_tombstone(name: &str) -> bool {
 }
 
 const IMAGE_MAGIC: &[u8; 8] = b"RDXIMAGE";
-const IMAGE_VERSION: u32 = 1;
+const IMAGE_VERSION: u32 = 2;
+/// The image version before tables had a shape byte.
+const IMAGE_VERSION_SBTEST_ONLY: u32 = 1;
 /// magic + version + table count + crc.
 const IMAGE_MIN_LEN: usize = 8 + 4 + 4 + 4;
 
@@ -55,14 +59,14 @@ pub(super) fn corrupt(reason: String) -> DataError {
 }
 
 /// Checks a checkpoint image's or delta's length, magic and crc32 trailer
-/// and its format version (`what` names it in errors); returns a reader
-/// positioned after the version.
+/// and that its format version is one of `versions` (`what` names it in
+/// errors); returns the version and a reader positioned after it.
 pub(super) fn checked_body<'a>(
     bytes: &'a [u8],
     magic: &[u8; 8],
-    version: u32,
+    versions: std::ops::RangeInclusive<u32>,
     what: &str,
-) -> Result<Reader<'a>, DataError> {
+) -> Result<(u32, Reader<'a>), DataError> {
     if bytes.len() < IMAGE_MIN_LEN {
         return Err(corrupt(format!(
             "{what} is {} bytes, shorter than the {IMAGE_MIN_LEN}-byte minimum",
@@ -84,12 +88,20 @@ pub(super) fn checked_body<'a>(
     let mut r = Reader::new(body);
     r.bytes(magic.len(), "magic")?;
     let found = r.u32("format version")?;
-    if found != version {
+    if !versions.contains(&found) {
         return Err(corrupt(format!(
-            "unsupported format version {found} (expected {version})"
+            "unsupported format version {found} (expected {} to {})",
+            versions.start(),
+            versions.end()
         )));
     }
-    Ok(r)
+    Ok((found, r))
+}
+
+/// Reads table `name`'s shape byte (of an image or a delta).
+pub(super) fn read_shape(r: &mut Reader<'_>, name: &str) -> Result<Shape, DataError> {
+    let code = r.u8("table shape")?;
+    Shape::from_code(code).ok_or_else(|| corrupt(format!("table {name:?}: unknown shape {code}")))
 }
 
 /// Errors of the catalog and of checkpoint images.
@@ -152,8 +164,8 @@ impl CatalogInner {
         }
     }
 
-    fn insert(&mut self, id: TableId, name: &str) -> Arc<Table> {
-        let table = Arc::new(Table::new(id, name));
+    fn insert(&mut self, id: TableId, name: &str, shape: Shape) -> Arc<Table> {
+        let table = Arc::new(Table::new(id, name, shape));
         self.tables.insert(id, Arc::clone(&table));
         self.names.insert(name.to_owned(), id);
         table
@@ -178,8 +190,14 @@ impl Catalog {
         Catalog::default()
     }
 
-    /// Creates an empty table with the next id (ids are sequential from 1).
+    /// Creates an empty sbtest-shaped table with the next id (ids are
+    /// sequential from 1).
     pub fn create_table(&self, name: &str) -> Result<TableId, DataError> {
+        self.create_shaped_table(name, Shape::Sbtest)
+    }
+
+    /// Creates an empty table of `shape` with the next id.
+    pub fn create_shaped_table(&self, name: &str, shape: Shape) -> Result<TableId, DataError> {
         if is_tombstone(name) {
             return Err(DataError::ReservedTableName(name.to_owned()));
         }
@@ -188,15 +206,21 @@ impl Catalog {
             return Err(DataError::TableExists(name.to_owned()));
         }
         let id = inner.next_id().ok_or(DataError::TableIdsExhausted)?;
-        inner.insert(id, name);
+        inner.insert(id, name, shape);
         Ok(id)
     }
 
-    /// Creates table `name` with id `id` (recovery replay). Succeeds without
-    /// change if exactly that table exists; fails if the id or the name is
-    /// taken otherwise. Later [`create_table`](Self::create_table) calls use
-    /// ids above the highest one.
-    pub fn create_table_with_id(&self, id: TableId, name: &str) -> Result<(), DataError> {
+    /// Creates table `name` of `shape` with id `id` (recovery replay).
+    /// Succeeds without change if exactly that table exists; fails if the
+    /// id or the name is taken otherwise. Later
+    /// [`create_table`](Self::create_table) calls use ids above the highest
+    /// one.
+    pub fn create_table_with_id(
+        &self,
+        id: TableId,
+        name: &str,
+        shape: Shape,
+    ) -> Result<(), DataError> {
         if id == 0 {
             return Err(DataError::ReservedTableId);
         }
@@ -221,7 +245,7 @@ impl Catalog {
                 existing,
             });
         }
-        inner.insert(id, name);
+        inner.insert(id, name, shape);
         Ok(())
     }
 
@@ -237,7 +261,7 @@ impl Catalog {
             .remove(name)
             .ok_or_else(|| DataError::UnknownTable(name.to_owned()))?;
         inner.tables.remove(&id);
-        inner.insert(id, &tombstone_name(id));
+        inner.insert(id, &tombstone_name(id), Shape::Sbtest);
         Ok(id)
     }
 
@@ -253,12 +277,17 @@ impl Catalog {
             inner.names.remove(&name);
             inner.tables.remove(&id);
         }
-        inner.insert(id, &tombstone_name(id));
+        inner.insert(id, &tombstone_name(id), Shape::Sbtest);
     }
 
     /// Puts a new, empty table `name` under id `id` in place of whatever
     /// held the id (a checkpoint delta that rewrites a whole table).
-    pub(super) fn replace_table(&self, id: TableId, name: &str) -> Result<Arc<Table>, DataError> {
+    pub(super) fn replace_table(
+        &self,
+        id: TableId,
+        name: &str,
+        shape: Shape,
+    ) -> Result<Arc<Table>, DataError> {
         if id == 0 {
             return Err(DataError::ReservedTableId);
         }
@@ -275,7 +304,7 @@ impl Catalog {
         if let Some(old) = inner.tables.remove(&id) {
             inner.names.remove(old.name());
         }
-        Ok(inner.insert(id, name))
+        Ok(inner.insert(id, name, shape))
     }
 
     /// The table with id `id`.
@@ -286,6 +315,13 @@ impl Catalog {
     /// The id of table `name`.
     pub fn table_id(&self, name: &str) -> Option<TableId> {
         self.inner.read().names.get(name).copied()
+    }
+
+    /// The id and the shape of table `name`, in one lookup.
+    pub fn table_id_shape(&self, name: &str) -> Option<(TableId, Shape)> {
+        let inner = self.inner.read();
+        let id = *inner.names.get(name)?;
+        Some((id, inner.tables.get(&id)?.shape()))
     }
 
     /// Table names in id order (dropped tables excluded).
@@ -323,7 +359,9 @@ impl Catalog {
     /// removes it, `CreateTable` creates the table. Idempotent.
     pub fn apply(&self, rec: &RedoRecord) -> Result<(), DataError> {
         match rec {
-            RedoRecord::CreateTable { table, name } => self.create_table_with_id(*table, name),
+            RedoRecord::CreateTable { table, name, shape } => {
+                self.create_table_with_id(*table, name, *shape)
+            }
             RedoRecord::DropTable { table } => {
                 self.drop_table_id(*table);
                 Ok(())
@@ -381,6 +419,7 @@ impl Catalog {
         for table in &tables {
             out.extend_from_slice(&table.id().to_le_bytes());
             record::put_str(table.name(), out);
+            out.push(table.shape().code());
             let count_at = out.len();
             out.extend_from_slice(&0u64.to_le_bytes());
             let mut n_rows = 0u64;
@@ -399,7 +438,12 @@ impl Catalog {
     /// [`write_image`](Self::write_image). Any corruption or truncation is
     /// reported as [`DataError::CorruptImage`] with the reason.
     pub fn read_image(image: &[u8]) -> Result<Catalog, DataError> {
-        let mut r = checked_body(image, IMAGE_MAGIC, IMAGE_VERSION, "image")?;
+        let (version, mut r) = checked_body(
+            image,
+            IMAGE_MAGIC,
+            IMAGE_VERSION_SBTEST_ONLY..=IMAGE_VERSION,
+            "image",
+        )?;
         let catalog = Catalog::new();
         let n_tables = r.u32("table count")?;
         let mut last_table = 0;
@@ -413,8 +457,12 @@ impl Catalog {
             }
             last_table = id;
             let name = r.string("table name")?;
+            let shape = match version {
+                IMAGE_VERSION_SBTEST_ONLY => Shape::Sbtest,
+                _ => read_shape(&mut r, &name)?,
+            };
             catalog
-                .create_table_with_id(id, &name)
+                .create_table_with_id(id, &name, shape)
                 .map_err(|e| corrupt(format!("table section {name:?}: {e}")))?;
             let table = catalog.table(id).expect("just created");
             let n_rows = r.u64("row count")?;
@@ -488,6 +536,7 @@ mod tests {
         let create = RedoRecord::CreateTable {
             table: id,
             name: "t".into(),
+            shape: Shape::Sbtest,
         };
         let put = RedoRecord::Commit {
             trx_id: 9,
@@ -537,20 +586,20 @@ mod tests {
         assert_eq!(cat.table(2).unwrap().name(), "b");
         assert!(cat.table(3).is_none());
 
-        assert_eq!(cat.create_table_with_id(2, "b"), Ok(()));
+        assert_eq!(cat.create_table_with_id(2, "b", Shape::Sbtest), Ok(()));
         assert!(matches!(
-            cat.create_table_with_id(2, "x"),
+            cat.create_table_with_id(2, "x", Shape::Sbtest),
             Err(DataError::TableIdConflict { .. })
         ));
         assert!(matches!(
-            cat.create_table_with_id(9, "a"),
+            cat.create_table_with_id(9, "a", Shape::Sbtest),
             Err(DataError::TableNameConflict { .. })
         ));
         assert_eq!(
-            cat.create_table_with_id(0, "z"),
+            cat.create_table_with_id(0, "z", Shape::Sbtest),
             Err(DataError::ReservedTableId)
         );
-        assert_eq!(cat.create_table_with_id(7, "g"), Ok(()));
+        assert_eq!(cat.create_table_with_id(7, "g", Shape::Sbtest), Ok(()));
         assert_eq!(cat.create_table("h"), Ok(8));
         assert_eq!(cat.table_names(), ["a", "b", "g", "h"]);
         assert_eq!(cat.bulk_insert(99, []), Err(DataError::NoSuchTable(99)));
@@ -563,6 +612,7 @@ mod tests {
             RedoRecord::CreateTable {
                 table: 1,
                 name: "t".into(),
+                shape: Shape::Sbtest,
             },
             RedoRecord::Commit {
                 trx_id: 5,
@@ -630,6 +680,54 @@ mod tests {
     }
 
     #[test]
+    fn shapes_survive_images_and_replay() {
+        let cat = sample();
+        let narrow = cat.create_shaped_table("bulk", Shape::IdK).unwrap();
+        assert_eq!(cat.table_id_shape("bulk"), Some((narrow, Shape::IdK)));
+        assert_eq!(cat.table_id_shape("sbtest1"), Some((1, Shape::Sbtest)));
+        assert_eq!(cat.table_id_shape("nope"), None);
+        let mut image = Vec::new();
+        cat.write_image(&mut image);
+        let restored = Catalog::read_image(&image).unwrap();
+        assert_eq!(restored.table_id_shape("bulk"), Some((narrow, Shape::IdK)));
+        assert_eq!(restored.table_id_shape("empty"), Some((3, Shape::Sbtest)));
+        let replayed = Catalog::new();
+        replayed
+            .apply(&RedoRecord::CreateTable {
+                table: 5,
+                name: "bulk".into(),
+                shape: Shape::IdK,
+            })
+            .unwrap();
+        assert_eq!(replayed.table_id_shape("bulk"), Some((5, Shape::IdK)));
+        // An unknown shape byte is refused.
+        // The last table, "bulk", holds no rows: its shape byte is followed
+        // by its row count and the image's crc.
+        let at = image.len() - 4 - 8 - 1;
+        assert_eq!(image[at], Shape::IdK.code(), "shape byte of the last table");
+        let mut body = image[..image.len() - 4].to_vec();
+        body[at] = 7;
+        let err = Catalog::read_image(&seal(body)).unwrap_err().to_string();
+        assert!(err.contains("unknown shape 7"), "{err}");
+    }
+
+    #[test]
+    fn version_1_images_hold_sbtest_tables() {
+        let mut body = Vec::new();
+        body.extend_from_slice(IMAGE_MAGIC);
+        body.extend_from_slice(&IMAGE_VERSION_SBTEST_ONLY.to_le_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.extend_from_slice(&4u32.to_le_bytes());
+        record::put_str("old", &mut body);
+        body.extend_from_slice(&1u64.to_le_bytes());
+        body.extend_from_slice(&7i64.to_le_bytes());
+        record::put_row(&row(3), &mut body);
+        let cat = Catalog::read_image(&seal(body)).unwrap();
+        assert_eq!(cat.table_id_shape("old"), Some((4, Shape::Sbtest)));
+        assert_eq!(cat.dump()["old"], BTreeMap::from([(7, row(3))]));
+    }
+
+    #[test]
     fn image_excludes_pending_changes() {
         let cat = sample();
         let t = cat.table(1).unwrap();
@@ -682,10 +780,10 @@ mod tests {
         sample().write_image(&mut image);
         let body = image[..image.len() - 4].to_vec();
 
-        let mut v2 = body.clone();
-        v2[8] = 2;
-        let err = Catalog::read_image(&seal(v2)).unwrap_err().to_string();
-        assert!(err.contains("unsupported format version 2"), "{err}");
+        let mut v3 = body.clone();
+        v3[8] = 3;
+        let err = Catalog::read_image(&seal(v3)).unwrap_err().to_string();
+        assert!(err.contains("unsupported format version 3"), "{err}");
 
         let mut extra = body.clone();
         extra.push(0);

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! magic "RDXDELTA" | version:u32 | n_tables:u32 | table* | crc32:u32
-//! table: id:u32 name:str whole:u8 n:u64 entry*     (tables in id order)
+//! table: id:u32 name:str shape:u8 whole:u8 n:u64 entry*   (tables in id order)
 //! entry: id:i64 present:u8 [k:i32 c:str pad:str]   (ids ascending)
 //! ```
 //!
@@ -15,14 +15,18 @@
 //! are all of the table's rows and replace it (a table created, or dropped
 //! and turned into a tombstone, since the last checkpoint); otherwise each
 //! entry is a row's committed version (`present = 1`) or its removal.
+//! `shape` is the table's `Shape::code`; version 1 deltas, written before
+//! tables had shapes, have no `shape` byte and only sbtest-shaped tables.
 //! Integers are little-endian; the CRC-32 trailer covers every byte before it.
 
-use crate::data::catalog::{checked_body, corrupt, Catalog, DataError};
+use crate::data::catalog::{checked_body, corrupt, read_shape, Catalog, DataError};
 use crate::data::record;
-use crate::data::table::{Dirty, Row};
+use crate::data::table::{Dirty, Row, Shape};
 
 const DELTA_MAGIC: &[u8; 8] = b"RDXDELTA";
-const DELTA_VERSION: u32 = 1;
+const DELTA_VERSION: u32 = 2;
+/// The delta version before tables had a shape byte.
+const DELTA_VERSION_SBTEST_ONLY: u32 = 1;
 /// Changed rows copied per hold of a table's read lock.
 const COPY_CHUNK: usize = 8192;
 
@@ -73,6 +77,7 @@ impl Catalog {
         for table in &tables {
             out.extend_from_slice(&table.id().to_le_bytes());
             record::put_str(table.name(), out);
+            out.push(table.shape().code());
             let dirty = table.take_dirty();
             out.push(u8::from(dirty == Dirty::All));
             let count_at = out.len();
@@ -125,18 +130,20 @@ impl Catalog {
         for t in tables {
             let table = if t.whole {
                 stats.whole_tables += 1;
-                self.replace_table(t.id, &t.name)
+                self.replace_table(t.id, &t.name, t.shape)
                     .map_err(|e| corrupt(format!("table section {:?}: {e}", t.name)))?
             } else {
                 match self.table(t.id) {
-                    Some(table) if table.name() == t.name => table,
+                    Some(table) if table.name() == t.name && table.shape() == t.shape => table,
                     Some(table) => {
                         return Err(corrupt(format!(
-                            "table {} is {:?} in the delta but {:?} in the checkpoint \
-                             it applies to",
+                            "table {} is {:?} ({:?}) in the delta but {:?} ({:?}) in the \
+                             checkpoint it applies to",
                             t.id,
                             t.name,
-                            table.name()
+                            t.shape,
+                            table.name(),
+                            table.shape()
                         )))
                     }
                     None => {
@@ -171,6 +178,7 @@ pub struct ParsedDelta(Vec<TableDelta>);
 struct TableDelta {
     id: u32,
     name: String,
+    shape: Shape,
     whole: bool,
     entries: Vec<(i64, Option<Row>)>,
 }
@@ -178,7 +186,12 @@ struct TableDelta {
 /// Checks a delta's format and checksum and decodes it, changing nothing:
 /// a damaged or truncated delta is [`DataError::CorruptImage`].
 pub fn parse(delta: &[u8]) -> Result<ParsedDelta, DataError> {
-    let mut r = checked_body(delta, DELTA_MAGIC, DELTA_VERSION, "delta")?;
+    let (version, mut r) = checked_body(
+        delta,
+        DELTA_MAGIC,
+        DELTA_VERSION_SBTEST_ONLY..=DELTA_VERSION,
+        "delta",
+    )?;
     let n_tables = r.u32("table count")?;
     let mut out = Vec::new();
     let mut last_table = 0;
@@ -192,6 +205,10 @@ pub fn parse(delta: &[u8]) -> Result<ParsedDelta, DataError> {
         }
         last_table = id;
         let name = r.string("table name")?;
+        let shape = match version {
+            DELTA_VERSION_SBTEST_ONLY => Shape::Sbtest,
+            _ => read_shape(&mut r, &name)?,
+        };
         let whole = match r.u8("whole-table flag")? {
             0 => false,
             1 => true,
@@ -223,6 +240,7 @@ pub fn parse(delta: &[u8]) -> Result<ParsedDelta, DataError> {
         out.push(TableDelta {
             id,
             name,
+            shape,
             whole,
             entries,
         });
@@ -287,14 +305,17 @@ mod tests {
         }
     }
 
-    /// A table's id, name and committed rows.
-    type TableShape = (u32, String, Vec<(i64, Row)>);
+    /// A table's id, name, shape and committed rows.
+    type TableState = (u32, String, Shape, Vec<(i64, Row)>);
 
-    /// Every table with its id and name, tombstones included.
-    fn shape(cat: &Catalog) -> Vec<TableShape> {
+    /// Every table with its id, name and shape, tombstones included.
+    fn tables(cat: &Catalog) -> Vec<TableState> {
         cat.tables()
             .iter()
-            .map(|t| (t.id(), t.name().to_owned(), t.committed_rows()))
+            .map(|t| {
+                let rows = t.committed_rows();
+                (t.id(), t.name().to_owned(), t.shape(), rows)
+            })
             .collect()
     }
 
@@ -340,7 +361,9 @@ mod tests {
             let table = |t: u8| cat.table_id(&format!("t{t}")).and_then(|id| cat.table(id));
             match op.clone() {
                 Op::Create(t) => {
-                    let _ = cat.create_table(&format!("t{t}"));
+                    // Table t2 is (id, k): shapes must survive the chain too.
+                    let shape = if t == 2 { Shape::IdK } else { Shape::Sbtest };
+                    let _ = cat.create_shaped_table(&format!("t{t}"), shape);
                 }
                 Op::Drop(t) => {
                     let _ = cat.drop_table(&format!("t{t}"));
@@ -393,12 +416,12 @@ mod tests {
             Chain::take(&cat, false, &mut chain);
             let chain_now = chain.as_ref().unwrap();
             let loaded = chain_now.load();
-            prop_assert_eq!(shape(&loaded), shape(&cat));
+            prop_assert_eq!(tables(&loaded), tables(&cat));
             // A restart: the loaded catalog goes on, and its deltas extend
             // the same chain.
             run(&loaded, &after, &mut chain);
             Chain::take(&loaded, false, &mut chain);
-            prop_assert_eq!(shape(&chain.as_ref().unwrap().load()), shape(&loaded));
+            prop_assert_eq!(tables(&chain.as_ref().unwrap().load()), tables(&loaded));
         }
     }
 
@@ -459,6 +482,36 @@ mod tests {
         assert_eq!(base.dump(), before);
         base.apply_delta(&d).unwrap();
         assert_eq!(base.dump(), cat.dump());
+    }
+
+    #[test]
+    fn version_1_deltas_hold_sbtest_tables() {
+        let cat = Catalog::new();
+        cat.create_table("t").unwrap();
+        let mut body = Vec::new();
+        body.extend_from_slice(DELTA_MAGIC);
+        body.extend_from_slice(&DELTA_VERSION_SBTEST_ONLY.to_le_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        record::put_str("t", &mut body);
+        body.push(0); // not whole
+        body.extend_from_slice(&1u64.to_le_bytes());
+        body.extend_from_slice(&4i64.to_le_bytes());
+        body.push(1);
+        record::put_row(&row(9), &mut body);
+        let crc = crc32fast::hash(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        cat.apply_delta(&body).unwrap();
+        assert_eq!(cat.dump()["t"][&4], row(9));
+        // The same table as (id, k) in a later delta: another chain's.
+        let narrow = Catalog::new();
+        narrow.create_shaped_table("t", Shape::IdK).unwrap();
+        narrow.take_all_dirty();
+        narrow.bulk_insert(1, [(5, row(1))]).unwrap();
+        let mut d = Vec::new();
+        narrow.write_delta(&mut d);
+        let e = cat.apply_delta(&d).unwrap_err().to_string();
+        assert!(e.contains("IdK"), "{e}");
     }
 
     #[test]

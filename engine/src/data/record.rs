@@ -7,7 +7,8 @@
 //! Commit:      0x01 trx_id:u64 n_ops:u32 op*
 //!   Put:       0x01 table:u32 id:i64 k:i32 c:str pad:str
 //!   Delete:    0x02 table:u32 id:i64
-//! CreateTable: 0x02 table:u32 name:str
+//! CreateTable: 0x02 table:u32 name:str            (an sbtest-shaped table)
+//!              0x06 table:u32 name:str shape:u8   (any other shape)
 //! Prepare:     0x03 trx_id:u64 n_ops:u32 op*     (log_bin=ON: phase one of two)
 //! CommitMark:  0x04 trx_id:u64                   (log_bin=ON: phase two, the xid)
 //! DropTable:   0x05 table:u32
@@ -22,13 +23,14 @@
 //! Row operations carry after-images, so replaying a record twice leaves the
 //! same state as replaying it once.
 
-use crate::data::table::{Row, TableId};
+use crate::data::table::{Row, Shape, TableId};
 
 const TYPE_COMMIT: u8 = 0x01;
 const TYPE_CREATE_TABLE: u8 = 0x02;
 const TYPE_PREPARE: u8 = 0x03;
 const TYPE_COMMIT_MARK: u8 = 0x04;
 const TYPE_DROP_TABLE: u8 = 0x05;
+const TYPE_CREATE_SHAPED_TABLE: u8 = 0x06;
 const OP_PUT: u8 = 0x01;
 const OP_DELETE: u8 = 0x02;
 
@@ -50,7 +52,11 @@ pub enum RedoRecord {
     /// A committed transaction's row changes.
     Commit { trx_id: u64, ops: Vec<RowOp> },
     /// `CREATE TABLE name` with the id it was given.
-    CreateTable { table: TableId, name: String },
+    CreateTable {
+        table: TableId,
+        name: String,
+        shape: Shape,
+    },
     /// Phase one of a two-phase commit (log_bin=ON): the transaction's row
     /// changes, not yet decided. `trx_id` is the xid in the binary log.
     Prepare { trx_id: u64, ops: Vec<RowOp> },
@@ -85,6 +91,9 @@ pub enum RecordError {
     /// A string field is not valid UTF-8.
     #[error("redo record field {what} at byte {offset} is not valid UTF-8")]
     InvalidUtf8 { what: &'static str, offset: usize },
+    /// A table shape code no version of the engine wrote.
+    #[error("unknown table shape {0} in a CREATE TABLE record")]
+    UnknownShape(u8),
     /// Bytes follow the end of the record.
     #[error("{0} unexpected bytes after the end of the redo record")]
     TrailingBytes(usize),
@@ -159,10 +168,19 @@ pub fn encode(rec: &RedoRecord, out: &mut Vec<u8>) {
                 }
             }
         }
-        RedoRecord::CreateTable { table, name } => {
-            out.push(TYPE_CREATE_TABLE);
+        RedoRecord::CreateTable { table, name, shape } => {
+            // sbtest-shaped tables keep the record older engines wrote.
+            let sbtest = *shape == Shape::Sbtest;
+            out.push(if sbtest {
+                TYPE_CREATE_TABLE
+            } else {
+                TYPE_CREATE_SHAPED_TABLE
+            });
             out.extend_from_slice(&table.to_le_bytes());
             put_str(name, out);
+            if !sbtest {
+                out.push(shape.code());
+            }
         }
         RedoRecord::Prepare { trx_id, ops } => {
             let at = out.len();
@@ -313,7 +331,15 @@ pub fn decode(body: &[u8]) -> Result<RedoRecord, RecordError> {
         TYPE_CREATE_TABLE => RedoRecord::CreateTable {
             table: r.u32("table id")?,
             name: r.string("table name")?,
+            shape: Shape::Sbtest,
         },
+        TYPE_CREATE_SHAPED_TABLE => {
+            let table = r.u32("table id")?;
+            let name = r.string("table name")?;
+            let code = r.u8("table shape")?;
+            let shape = Shape::from_code(code).ok_or(RecordError::UnknownShape(code))?;
+            RedoRecord::CreateTable { table, name, shape }
+        }
         TYPE_DROP_TABLE => RedoRecord::DropTable {
             table: r.u32("table id")?,
         },
@@ -347,8 +373,16 @@ mod tests {
         prop_oneof![
             (any::<u64>(), prop::collection::vec(op_strategy(), 0..8))
                 .prop_map(|(trx_id, ops)| RedoRecord::Commit { trx_id, ops }),
-            (any::<u32>(), "\\PC{0,16}")
-                .prop_map(|(table, name)| RedoRecord::CreateTable { table, name }),
+            (
+                any::<u32>(),
+                "\\PC{0,16}",
+                prop_oneof![Just(Shape::Sbtest), Just(Shape::IdK)]
+            )
+                .prop_map(|(table, name, shape)| RedoRecord::CreateTable {
+                    table,
+                    name,
+                    shape
+                }),
             (any::<u64>(), prop::collection::vec(op_strategy(), 0..8))
                 .prop_map(|(trx_id, ops)| RedoRecord::Prepare { trx_id, ops }),
             any::<u64>().prop_map(|trx_id| RedoRecord::CommitMark { trx_id }),
@@ -414,6 +448,7 @@ mod tests {
             &RedoRecord::CreateTable {
                 table: 1,
                 name: "ab".into(),
+                shape: Shape::Sbtest,
             },
             &mut buf,
         );
@@ -427,6 +462,31 @@ mod tests {
         let mut buf = Vec::new();
         encode_commit_header(1, u32::MAX, &mut buf);
         assert!(matches!(decode(&buf), Err(RecordError::Truncated { .. })));
+    }
+
+    #[test]
+    fn create_table_keeps_the_old_record_for_sbtest_tables() {
+        let enc = |shape| {
+            let mut buf = Vec::new();
+            let name = "t".to_string();
+            encode(
+                &RedoRecord::CreateTable {
+                    table: 3,
+                    name,
+                    shape,
+                },
+                &mut buf,
+            );
+            buf
+        };
+        let old = enc(Shape::Sbtest);
+        assert_eq!(old, [0x02, 3, 0, 0, 0, 1, 0, 0, 0, b't']);
+        let mut narrow = enc(Shape::IdK);
+        assert_eq!(narrow[0], 0x06);
+        assert_eq!(narrow[1..old.len()], old[1..]);
+        assert_eq!(narrow[old.len()..], [1]);
+        *narrow.last_mut().unwrap() = 9;
+        assert_eq!(decode(&narrow), Err(RecordError::UnknownShape(9)));
     }
 
     #[test]

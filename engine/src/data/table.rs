@@ -49,6 +49,42 @@ pub struct Row {
     pub pad: String,
 }
 
+/// The columns a table has. Every table has `id` (the primary key) and `k`
+/// (indexed); the rows of an [`Shape::IdK`] table keep `c` and `pad` empty.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// `(id, k, c, pad)`: sysbench's `sbtest` table.
+    #[default]
+    Sbtest,
+    /// `(id, k)`: the table of sysbench's `bulk_insert`.
+    IdK,
+}
+
+impl Shape {
+    /// The byte that stands for the shape in redo records, checkpoint
+    /// images and deltas.
+    pub fn code(self) -> u8 {
+        match self {
+            Shape::Sbtest => 0,
+            Shape::IdK => 1,
+        }
+    }
+
+    /// The shape written as `code`, if any.
+    pub fn from_code(code: u8) -> Option<Shape> {
+        match code {
+            0 => Some(Shape::Sbtest),
+            1 => Some(Shape::IdK),
+            _ => None,
+        }
+    }
+
+    /// Whether the table has the columns `c` and `pad`.
+    pub fn has_c_pad(self) -> bool {
+        self == Shape::Sbtest
+    }
+}
+
 /// An uncommitted change to a row, owned by the transaction holding its X lock.
 #[derive(Clone, Debug)]
 struct Pending {
@@ -273,6 +309,7 @@ impl TableInner {
 pub struct Table {
     id: TableId,
     name: String,
+    shape: Shape,
     inner: RwLock<TableInner>,
 }
 
@@ -281,6 +318,7 @@ impl std::fmt::Debug for Table {
         f.debug_struct("Table")
             .field("id", &self.id)
             .field("name", &self.name)
+            .field("shape", &self.shape)
             .field("committed_rows", &self.len_committed())
             .finish()
     }
@@ -288,12 +326,18 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     /// An empty table.
-    pub fn new(id: TableId, name: impl Into<String>) -> Table {
+    pub fn new(id: TableId, name: impl Into<String>, shape: Shape) -> Table {
         Table {
             id,
             name: name.into(),
+            shape,
             inner: RwLock::new(TableInner::default()),
         }
+    }
+
+    /// The table's columns.
+    pub fn shape(&self) -> Shape {
+        self.shape
     }
 
     /// The table's id.
@@ -348,6 +392,26 @@ impl Table {
                 (row.k == k).then(|| (id, row.clone()))
             })
             .collect()
+    }
+
+    /// Calls `f` for every row whose `k` is in `lo..=hi` and visible to
+    /// `trx_id`, in `(k, id)` order through index `k_1`, under the table's
+    /// read lock (so `f` must be quick and must not touch this table). Rows
+    /// are not cloned.
+    pub fn scan_k_range(&self, trx_id: u64, lo: i32, hi: i32, mut f: impl FnMut(i64, &Row)) {
+        if lo > hi {
+            return;
+        }
+        let inner = self.inner.read();
+        for &(k, id) in inner.by_k.range((lo, i64::MIN)..=(hi, i64::MAX)) {
+            // The index holds the committed and the pending k of a row: it
+            // is reported at the k of the version `trx_id` sees, once.
+            if let Some(row) = inner.rows.get(&id).and_then(|s| s.visible(trx_id)) {
+                if row.k == k {
+                    f(id, row);
+                }
+            }
+        }
     }
 
     // ---- write path (caller holds the row's X lock) -------------------------
@@ -569,7 +633,7 @@ mod tests {
 
     #[test]
     fn pending_changes_are_visible_only_to_their_owner() {
-        let t = Table::new(1, "t");
+        let t = Table::new(1, "t", Shape::Sbtest);
         t.upsert_committed([(1, row(10)), (2, row(20))]);
 
         assert_eq!(
@@ -626,7 +690,7 @@ mod tests {
 
     #[test]
     fn rollback_restores_committed_view_and_index() {
-        let t = Table::new(1, "t");
+        let t = Table::new(1, "t", Shape::Sbtest);
         t.upsert_committed([(1, row(10))]);
         t.update_k(A, 1, 1);
         t.insert(A, 2, row(20));
@@ -647,7 +711,7 @@ mod tests {
 
     #[test]
     fn missing_rows_are_reported() {
-        let t = Table::new(1, "t");
+        let t = Table::new(1, "t", Shape::Sbtest);
         assert_eq!(t.update_k(A, 1, 1), WriteResult::NotFound);
         assert_eq!(t.update_c(A, 1, "x".into()), WriteResult::NotFound);
         assert_eq!(t.delete(A, 1), WriteResult::NotFound);
@@ -661,7 +725,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "without its X lock")]
     fn writing_a_row_pending_for_another_trx_panics() {
-        let t = Table::new(1, "t");
+        let t = Table::new(1, "t", Shape::Sbtest);
         t.upsert_committed([(1, row(1))]);
         t.update_k(A, 1, 1);
         t.update_k(B, 1, 1);
@@ -669,7 +733,7 @@ mod tests {
 
     #[test]
     fn committed_maintenance_keeps_index_in_step() {
-        let t = Table::new(1, "t");
+        let t = Table::new(1, "t", Shape::Sbtest);
         t.upsert_committed([(1, row(1)), (2, row(2))]);
         t.upsert_committed([(1, row(3))]);
         t.remove_committed(2);
@@ -681,8 +745,29 @@ mod tests {
     }
 
     #[test]
+    fn k_ranges_report_each_visible_row_once_in_k_order() {
+        let t = Table::new(1, "t", Shape::Sbtest);
+        t.upsert_committed([(1, row(5)), (2, row(3)), (3, row(5)), (4, row(9))]);
+        // A moves row 1 from k 5 to 7 and row 4 from 9 to 4: the index
+        // holds both ks of each until A ends.
+        t.update_k(A, 1, 2);
+        t.update_k(A, 4, -5);
+        let scan = |trx, lo, hi| {
+            let mut seen = Vec::new();
+            t.scan_k_range(trx, lo, hi, |id, r| seen.push((r.k, id)));
+            seen
+        };
+        assert_eq!(scan(A, 0, 10), [(3, 2), (4, 4), (5, 3), (7, 1)]);
+        assert_eq!(scan(B, 0, 10), [(3, 2), (5, 1), (5, 3), (9, 4)]);
+        assert_eq!(scan(A, 5, 5), [(5, 3)]);
+        assert_eq!(scan(B, 6, 8), []);
+        assert_eq!(scan(B, 9, 3), []);
+        assert_eq!(scan(B, i32::MIN, i32::MAX).len(), 4);
+    }
+
+    #[test]
     fn pending_versions_are_reported_in_order() {
-        let t = Table::new(1, "t");
+        let t = Table::new(1, "t", Shape::Sbtest);
         t.upsert_committed([(1, row(1))]);
         t.insert(A, 2, row(2));
         t.delete(A, 1);

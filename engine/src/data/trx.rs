@@ -333,6 +333,23 @@ impl Trx {
         })
     }
 
+    /// `SELECT * FROM table WHERE k BETWEEN lo AND hi` through index `k_1`,
+    /// calling `f` for each row in `(k, id)` order instead of cloning it
+    /// (under the table's read lock: keep `f` short).
+    pub fn k_range_with(
+        &mut self,
+        table: TableId,
+        lo: i32,
+        hi: i32,
+        f: impl FnMut(i64, &Row),
+    ) -> Result<(), TrxError> {
+        self.statement(|t| {
+            let trx_id = t.id;
+            t.readable(table)?.scan_k_range(trx_id, lo, hi, f);
+            Ok(())
+        })
+    }
+
     // ---- writes ------------------------------------------------------------
 
     /// Takes the X lock on `(table, id)` unless already held. A lock error
@@ -866,7 +883,7 @@ mod tests {
             let t = f.table;
             // The redo records of committed transactions, replayed on a replica.
             let replica = Catalog::new();
-            replica.create_table_with_id(t, "sbtest1").unwrap();
+            replica.create_table_with_id(t, "sbtest1", crate::data::table::Shape::Sbtest).unwrap();
             let mut model = Model::new();
             for (ops, end) in trxs {
                 let mut trx = f.begin();
