@@ -211,7 +211,10 @@ fn sysbench(socket: &std::path::Path, cmd: &str, threads: u32, secs: u32) -> std
 }
 
 /// `diagnose --trial` against `serve` under stock sysbench (oltp_update_index,
-/// 64 threads): whatever the trial measures, the verdict follows it.
+/// 64 threads), with the redo mode's change forced by `ALWAYS_OFF` (the
+/// shipped rules may add a cap or a throttle, and then the trial is a
+/// search): a trial runs and tries RT0, and whatever it measures, the
+/// verdict and the server's settings follow it.
 #[test]
 fn trial_under_sysbench_verdict_follows_the_measurement() {
     if common::skip() {
@@ -236,7 +239,11 @@ fn trial_under_sysbench_verdict_follows_the_measurement() {
         "{}",
         String::from_utf8_lossy(&prep.stderr)
     );
-    let mut load = sysbench(&s.socket(), "run", 64, 60);
+    let rules = tempfile::tempdir().unwrap();
+    std::fs::write(rules.path().join("t.toml"), ALWAYS_OFF).unwrap();
+    // Outlasts the diagnosis: 3 s observed, then at most 40 s of trial
+    // (up to four candidates of at least 3 pairs of 3 s each).
+    let mut load = sysbench(&s.socket(), "run", 64, 90);
     let out = s.dir.path().join("report.json");
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_redoctor"))
         .args(["diagnose", "--pid", &s.child.id().to_string()])
@@ -245,7 +252,7 @@ fn trial_under_sysbench_verdict_follows_the_measurement() {
             "--trial-window",
             "1s",
             "--trial-max",
-            "30s",
+            "40s",
             "--format",
             "json",
         ])
@@ -253,6 +260,8 @@ fn trial_under_sysbench_verdict_follows_the_measurement() {
         .arg(s.socket())
         .arg("--state")
         .arg(s.state())
+        .arg("--rules")
+        .arg(rules.path())
         .arg("--out")
         .arg(&out)
         .output()
@@ -263,30 +272,73 @@ fn trial_under_sysbench_verdict_follows_the_measurement() {
     assert!(o.status.success(), "{err}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    if v["trial"].is_null() {
-        // No candidate worth a trial: the verdict rests on the model.
-        assert_eq!(v["verdict"]["basis"], "model", "{}", v["verdict"]);
-        assert_eq!(v["verdict"]["kind"], "no_change", "{}", v["verdict"]);
-        return;
-    }
-    let trials: Vec<&serde_json::Value> = match v["trial"]["kind"].as_str().unwrap() {
-        "trial" => vec![&v["trial"]],
-        _ => v["trial"]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|s| s["result"].get("tried"))
-            .collect(),
+    // The rule always proposes RT0 and the priors' interval is too wide to
+    // rule it out, so a trial must have run.
+    let t = &v["trial"];
+    let (trials, before, after): (Vec<&serde_json::Value>, _, _) = match t["kind"].as_str() {
+        Some("trial") => {
+            let after = if t["outcome"] == "kept" {
+                &t["candidate_settings"]
+            } else {
+                &t["baseline_settings"]
+            };
+            (vec![t], &t["baseline_settings"], after)
+        }
+        Some("search") => (
+            t["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|s| s["result"].get("tried"))
+                .collect(),
+            &t["start_settings"],
+            &t["final_settings"],
+        ),
+        _ => panic!(
+            "no trial ran; model: {}; verdict: {}; {err}",
+            v["model"], v["verdict"]
+        ),
     };
-    assert!(!trials.is_empty(), "{}", v["trial"]);
+    assert!(
+        trials
+            .iter()
+            .any(|t| t["candidate_settings"]["innodb_log_writer_threads"] == "OFF"),
+        "RT0 was not tried: {t}"
+    );
+    for t in &trials {
+        assert_ne!(t["outcome"], "failed", "{}", t["reason"]);
+        eprintln!(
+            "trial under sysbench: {}: {}: {}",
+            t["candidate_settings"], t["outcome"], t["reason"]
+        );
+    }
     let kept = trials.iter().any(|t| t["outcome"] == "kept");
     verdict_follows_trial(&v, kept);
-    // The server is left as the trial decided.
-    let redo = s.var("innodb_log_writer_threads");
-    let kept_redo = trials
+    // The server is left as the trial decided, and each kept change is
+    // recorded for `redoctor revert`.
+    let rt0_kept = trials.iter().any(|t| {
+        t["outcome"] == "kept" && t["candidate_settings"]["innodb_log_writer_threads"] == "OFF"
+    });
+    assert_eq!(
+        after["innodb_log_writer_threads"],
+        if rt0_kept { "OFF" } else { "ON" },
+        "{t}"
+    );
+    assert_eq!(
+        s.var("innodb_log_writer_threads"),
+        after["innodb_log_writer_threads"].as_str().unwrap(),
+        "{t}"
+    );
+    let changed = after
+        .as_object()
+        .unwrap()
         .iter()
-        .filter(|t| t["outcome"] == "kept")
-        .filter_map(|t| t["candidate_settings"]["innodb_log_writer_threads"].as_str())
-        .next_back();
-    assert_eq!(redo, kept_redo.unwrap_or("ON"), "{}", v["trial"]);
+        .filter(|(k, x)| before[k.as_str()] != **x)
+        .count();
+    assert_eq!(changed > 0, kept, "{t}");
+    if kept {
+        assert_eq!(s.state_entries(), changed, "{t}");
+    } else {
+        assert!(!s.state().exists() || s.state_entries() == 0);
+    }
 }

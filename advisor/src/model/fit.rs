@@ -238,3 +238,210 @@ pub fn fit(points: &[CalibrationPoint]) -> Result<Fitted, ModelError> {
         domain: Domain::of(points),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::mechanics::estimate_observed;
+
+    fn config(redo_threads: bool, cap: u32, throttle: u32) -> Config {
+        Config {
+            redo_threads,
+            cap,
+            throttle,
+        }
+    }
+
+    /// An update load observed in RT1 (`on`) or RT0 on 2 CPUs, `work_us` of
+    /// CPU per commit beside the commit path, as the model's world under
+    /// `truth` shows it: the commit path's CPU (RT1's log threads'
+    /// included), the rate and the group size (Little's law on the cycle:
+    /// the fsync, plus RT1's two hand-offs) iterated together.
+    fn observed(truth: &Params, on: bool, users: f64, work_us: f64, fsync_us: f64) -> Inputs {
+        let mut i = Inputs {
+            config: config(on, 0, 0),
+            cores: 2.0,
+            users,
+            commits_per_s: 1.0,
+            window_rates: vec![],
+            binlog: false,
+            flush: 1,
+            cpu_us: work_us,
+            log_cpu_us: 0.0,
+            group: 1.0,
+            fsync_us,
+            binlog_fsync_us: 0.0,
+            lock_wait_us: 0.0,
+            lock_waits: 0.0,
+            commit_wait_us: 0.0,
+            cpu_share: 0.0,
+        };
+        let cycle = fsync_us + if on { 2.0 * truth.hop_us } else { 0.0 };
+        for _ in 0..60 {
+            if on {
+                i.log_cpu_us = truth.rt1_group_cpu_us / i.group;
+            }
+            i.cpu_us = work_us + estimate_observed(truth, &i).commit_path_cpu_us;
+            i.commits_per_s = estimate_observed(truth, &i).commits_per_s;
+            let g = (i.commits_per_s * cycle / 1e6).clamp(1.0, users);
+            i.group = (i.group * g).sqrt();
+        }
+        i
+    }
+
+    /// Observed in one mode, "measured" in the other mode and with a cap
+    /// of 4 and a throttle of 16 where they hold anyone back: each
+    /// outcome is the mechanics' own ratio under `truth`.
+    fn point(
+        truth: &Params,
+        on: bool,
+        users: f64,
+        work_us: f64,
+        fsync_us: f64,
+    ) -> CalibrationPoint {
+        let inputs = observed(truth, on, users, work_us, fsync_us);
+        let outcomes = [config(!on, 0, 0), config(on, 4, 0), config(on, 0, 16)]
+            .into_iter()
+            .filter(|c| c.redo_threads != on || c.inside(users) < users)
+            .map(|c| Outcome {
+                config: c,
+                ratio: ratio(truth, &inputs, &c),
+                noise: None,
+            })
+            .collect();
+        CalibrationPoint {
+            label: format!("RT{}/{users}u/{fsync_us}us", u8::from(on)),
+            inputs,
+            outcomes,
+        }
+    }
+
+    /// A host unlike the priors: slower hand-offs (45 us, prior 20), costlier
+    /// sleeps (8, prior 5), RT1 rounds of 150 us (prior 80) and gate
+    /// hand-offs of 100 us (prior 40).
+    fn truth() -> Params {
+        let mut p = Params::prior();
+        p.hop_us = 45.0;
+        p.switch_cpu_us = 8.0;
+        p.rt1_group_cpu_us = 150.0;
+        p.gate_handoff_us = 100.0;
+        p
+    }
+
+    /// Both modes observed at 1 to 256 users, a fast and a slow fsync: what
+    /// `redoctor calibrate` measures, here from known constants.
+    fn calibration(truth: &Params) -> Vec<CalibrationPoint> {
+        let mut points = vec![];
+        for on in [true, false] {
+            for users in [1.0, 4.0, 16.0, 64.0, 256.0] {
+                for f in [100.0, 1000.0] {
+                    points.push(point(truth, on, users, 20.0, f));
+                }
+            }
+        }
+        points
+    }
+
+    #[test]
+    fn fit_recovers_known_constants_and_ratios() {
+        let t = truth();
+        let points = calibration(&t);
+        let f = fit(&points).unwrap();
+        let rel = |a: f64, b: f64| (a / b - 1.0).abs();
+        // The constants the points pin down, each far from its prior:
+        // the hand-off (the latency-bound points' RT0/RT1 gap), RT1's
+        // rounds (RT0 observed, RT1 predicted) and the gate's hand-off
+        // (the capped and throttled outcomes).
+        for (name, got, want) in [
+            ("hop_us", f.params.hop_us, t.hop_us),
+            (
+                "rt1_group_cpu_us",
+                f.params.rt1_group_cpu_us,
+                t.rt1_group_cpu_us,
+            ),
+            (
+                "gate_handoff_us",
+                f.params.gate_handoff_us,
+                t.gate_handoff_us,
+            ),
+        ] {
+            assert!(rel(got, want) < 0.03, "{name}: fitted {got}, truth {want}");
+        }
+        // A sleep's CPU shows in the ratios only divided by a group size,
+        // so the prior keeps a pull on it (the fit lands near 7): it must
+        // still move most of the way from the prior (5) to the truth (8).
+        let (got, prior) = (f.params.switch_cpu_us, Params::prior().switch_cpu_us);
+        assert!(
+            (got - t.switch_cpu_us).abs() < 0.5 * (prior - t.switch_cpu_us).abs(),
+            "switch_cpu_us: fitted {got}, truth {}, prior {prior}",
+            t.switch_cpu_us
+        );
+        // The ratios: fitted, held out, and on loads no point had.
+        assert!(f.in_sample_rms < 0.01, "in-sample RMS {}", f.in_sample_rms);
+        assert_eq!(f.sigma, MIN_SIGMA, "held-out error below the floor");
+        let outcomes: usize = points.iter().map(|p| p.outcomes.len()).sum();
+        assert_eq!(f.residuals.len(), outcomes);
+        for r in &f.residuals {
+            let held = r.held_out.expect("every point is held out once");
+            assert!(
+                rel(r.fitted, r.measured) < 0.03 && rel(held, r.measured) < 0.03,
+                "{} {} -> {}: measured {}, fitted {}, held out {held}",
+                r.label,
+                r.from,
+                r.to,
+                r.measured,
+                r.fitted
+            );
+        }
+        for on in [true, false] {
+            for users in [2.0, 8.0, 32.0, 128.0] {
+                for fsync in [50.0, 300.0, 2000.0] {
+                    let pt = point(&t, on, users, 35.0, fsync);
+                    for o in &pt.outcomes {
+                        let r = ratio(&f.params, &pt.inputs, &o.config);
+                        assert!(
+                            rel(r, o.ratio) < 0.03,
+                            "{} -> {}: truth {}, fitted {r}",
+                            pt.label,
+                            o.config,
+                            o.ratio
+                        );
+                    }
+                }
+            }
+        }
+        assert!(f.domain.is_some());
+    }
+
+    #[test]
+    fn fewer_than_three_points_get_no_held_out_error() {
+        let t = truth();
+        let points = vec![
+            point(&t, true, 16.0, 20.0, 100.0),
+            point(&t, false, 16.0, 20.0, 100.0),
+        ];
+        let f = fit(&points).unwrap();
+        assert_eq!(f.sigma, UNCALIBRATED_SIGMA);
+        assert!(f.residuals.iter().all(|r| r.held_out.is_none()));
+        assert_eq!(f.points, 2);
+    }
+
+    #[test]
+    fn points_without_outcomes_are_rejected() {
+        let no_points = fit(&[]);
+        let mut bare = point(&truth(), true, 16.0, 20.0, 100.0);
+        bare.outcomes.clear();
+        let no_outcomes = fit(&[bare.clone(), bare]);
+        for r in [no_points, no_outcomes] {
+            match r {
+                Err(ModelError::Fit(m)) => {
+                    assert!(
+                        m.contains("no calibration point has a measured outcome"),
+                        "{m}"
+                    )
+                }
+                other => panic!("expected a fit error, got {other:?}"),
+            }
+        }
+    }
+}

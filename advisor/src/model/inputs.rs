@@ -41,9 +41,14 @@ pub struct Inputs {
     pub lock_wait_us: f64,
     /// Such waits per commit (each a sleep and a wakeup).
     pub lock_waits: f64,
-    /// User threads' wait for the redo log (the commit wait).
+    /// User threads' wait for the redo log (the commit wait). Not read by
+    /// the mechanics (the commit latency is what they predict); kept for
+    /// the report and the calibration file (`advisor/MODEL.md`, "What the
+    /// model reads").
     pub commit_wait_us: f64,
-    /// Busy CPUs / cores.
+    /// Busy CPUs / cores. Not read by the mechanics (the CPU bound comes
+    /// from CPU per commit and the cores); kept for the report and the
+    /// calibration file.
     pub cpu_share: f64,
 }
 

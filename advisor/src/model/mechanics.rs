@@ -97,15 +97,15 @@ pub const PARAMS: &[(&str, f64, f64, f64, &str, &str)] = &[
         0.0,
         100.0,
         "us",
-        "RT0 convoy CPU per commit per doubling of the group",
+        "RT0 convoy CPU per commit per doubling of the users per CPU above the knee",
     ),
     (
         "rt0_convoy_knee",
         32.0,
         2.0,
         4096.0,
-        "commits/fsync",
-        "group size where RT0's convoy starts",
+        "users/CPU",
+        "users per CPU where RT0's convoy starts",
     ),
     (
         "gate_handoff_us",
