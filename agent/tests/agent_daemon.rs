@@ -551,6 +551,15 @@ fn a_bad_candidate_is_rolled_back_within_one_window() {
         .as_str()
         .unwrap()
         .contains("from the config"));
+    // Its evidence: the verdict and the load the trial started under.
+    let ev = &started[0]["evidence"];
+    assert!(ev["verdict"].is_string(), "{ev}");
+    assert!(ev["load"]["commits_per_s"].as_f64() > Some(0.0), "{ev}");
+    assert!(ev["rules"].is_array(), "{ev}");
+    // The outcome is in `agent status --json` too.
+    wait("the trial in the status file", 10, || {
+        status_json(&state)["targets"][0]["trials"][0]["outcome"] == "aborted_floor"
+    });
     // The audit line is written before the journal closes the trial: wait
     // for the journal to be saved, then check what it holds.
     let journal = || -> Value {
@@ -965,4 +974,54 @@ fn sigterm_in_a_long_window_exits_within_5s_and_detaches() {
         "probe programs {ids:?} left in the kernel"
     );
     assert_eq!(events(&state, "agent_stopped").len(), 1);
+}
+
+/// A setting the agent kept (in its journal) that the server no longer
+/// has was changed by someone else: the first sample says so, once, in
+/// the audit log, naming the kept and the current value.
+#[test]
+fn a_kept_setting_changed_outside_the_agent_is_logged_once() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    assert_eq!(e.var("innodb_log_writer_threads"), "ON");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("targets")).unwrap();
+    let kept_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        - 60_000;
+    let journal = serde_json::json!({
+        "schema": "redoctor.agent.journal", "version": 1, "target": "engine",
+        "open_trial": null,
+        "changes": [{"at_unix_ms": kept_at,
+                     "before": {"innodb_log_writer_threads": "ON"},
+                     "after": {"innodb_log_writer_threads": "OFF"}}],
+    });
+    std::fs::write(state.join("targets/engine.json"), journal.to_string()).unwrap();
+    let cfg = hourly_observe_config(dir.path(), &state, &e, 1.0, true);
+    let mut a = Agent::start(&cfg);
+    wait("the drift logged", 30, || {
+        !events(&state, "setting_changed_externally").is_empty()
+    });
+    let d = &events(&state, "setting_changed_externally")[0];
+    assert_eq!(d["setting"], "innodb_log_writer_threads", "{d}");
+    assert_eq!(
+        (d["kept"].as_str(), d["now"].as_str()),
+        (Some("OFF"), Some("ON"))
+    );
+    assert_eq!(d["kept_unix_ms"], kept_at);
+    assert!(
+        a.stderr().contains("changed outside the agent"),
+        "{}",
+        a.stderr()
+    );
+    // The agent does not change it back.
+    assert_eq!(e.var("innodb_log_writer_threads"), "ON");
+    let s = a.term(5);
+    assert!(s.success(), "{}", a.stderr());
+    assert_eq!(events(&state, "setting_changed_externally").len(), 1);
 }

@@ -11,6 +11,7 @@
 
 mod audit;
 mod config;
+mod external;
 mod fsyncs;
 mod guardrails;
 mod journal;

@@ -5,6 +5,7 @@
 //! first kept candidate ends the evaluation (one change per stabilization
 //! window). Each trial is in the journal while it runs.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -99,6 +100,38 @@ fn outcome_name(o: Outcome) -> String {
 }
 
 /// The closed loop's step after a diagnosis.
+/// Why a candidate is tried: the diagnosis' verdict, the load it saw,
+/// and each rule that proposed one of its settings with the values that
+/// rule read.
+fn evidence(d: &Diagnosis, settings: &Settings) -> serde_json::Value {
+    let load: serde_json::Map<String, serde_json::Value> = LOAD_SIGNALS
+        .iter()
+        .filter_map(|k| Some((k.to_string(), json!(d.summary.get(*k)?))))
+        .collect();
+    let rules: Vec<serde_json::Value> = d
+        .recommendations
+        .iter()
+        .filter(|r| settings.contains_key(&r.setting))
+        .map(|r| {
+            json!({"rule": r.rule, "setting": r.setting, "proposed": r.proposed,
+                   "supporting_rules": r.supporting_rules,
+                   "read": r.evidence.iter().map(|e| (e.name.clone(), e.value.clone()))
+                       .collect::<BTreeMap<_, _>>()})
+        })
+        .collect();
+    json!({"verdict": d.verdict.text, "load": load, "rules": rules})
+}
+
+/// The summary signals that describe the load a trial starts under.
+const LOAD_SIGNALS: &[&str] = &[
+    "commits_per_s",
+    "user_threads",
+    "saturation",
+    "cpu_us_per_commit",
+    "commits_per_fsync",
+    "redo_fsync_mean_us",
+];
+
 pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
     if w.admin.is_none() {
         return Ok(());
@@ -171,7 +204,8 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
         w.audit(
             "trial_started",
             json!({"candidate": c.label, "settings": c.settings, "baseline": baseline,
-                   "predicted_gain": c.predicted_gain, "plan": plan.describe()}),
+                   "predicted_gain": c.predicted_gain, "plan": plan.describe(),
+                   "evidence": evidence(d, &c.settings)}),
         );
         w.status(|s| s.state = format!("trial: {}", show(&c.settings)));
         w.phase.pause();

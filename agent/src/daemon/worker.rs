@@ -16,6 +16,7 @@ use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
 use serde_json::json;
 
 use super::config::{Mode, Target, ATTACHED_TPS_COST};
+use super::external::ExternalWatch;
 use super::fsyncs::FsyncWatch;
 use super::journal::{self, Journal};
 use super::metrics::{Metrics, TAdvice, TMode, TSetting, TSignal};
@@ -67,6 +68,8 @@ pub struct Worker {
     pub(super) fsync_cost: f64,
     /// Bounds the extra samples phase changes ask for.
     budget: SampleBudget,
+    /// Kept settings changed by someone else, reported once each.
+    external: ExternalWatch,
 }
 
 fn sleep_unless(stop: &AtomicBool, d: Duration) {
@@ -125,6 +128,7 @@ impl Worker {
             fsync_paused: false,
             fsync_cost: 0.0,
             budget,
+            external: ExternalWatch::default(),
         })
     }
 
@@ -492,6 +496,17 @@ impl Worker {
         Ok(Some(windows))
     }
 
+    /// Logs, once each, kept settings the server no longer has.
+    fn note_external_changes(&mut self, stated: &[(String, String)]) {
+        for d in self.external.check(&self.journal, stated) {
+            eprintln!(
+                "redoctor agent: {}: {} was changed outside the agent: kept {}, now {}",
+                self.t.name, d.setting, d.kept, d.now
+            );
+            self.audit("setting_changed_externally", json!(d));
+        }
+    }
+
     /// The current settings the diagnosis states (from the server when connected).
     pub(super) fn stated_settings(&mut self) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
@@ -510,6 +525,7 @@ impl Worker {
         summary: &redoctor_advisor::Summary,
     ) -> Result<Diagnosis> {
         let stated = self.stated_settings()?;
+        self.note_external_changes(&stated);
         let facts = Facts::infer(&self.profile.name, summary, &stated);
         let cores = summary.get("cores").copied().unwrap_or(1.0).max(1.0) as u32;
         if self.model.as_ref().map(|(c, _)| *c) != Some(cores) {
