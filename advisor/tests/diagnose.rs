@@ -74,6 +74,15 @@ fn binlog_proposal_is_advised_with_its_prediction_and_supporting_rules() {
     let m = d.model.as_ref().unwrap();
     assert_eq!(m.chosen.as_deref(), Some("RT0"));
     assert!(m.inputs.is_some() && m.current.is_some());
+    // The report shows the model's inputs, and says which it does not read.
+    let text = redoctor_advisor::report::text(&d);
+    for k in redoctor_advisor::model::inputs::NOT_READ_BY_THE_MODEL {
+        assert!(
+            text.contains(&format!("{k} (observed, not read by the model)")),
+            "{text}"
+        );
+    }
+    assert!(text.contains("fsync_us"), "{text}");
 }
 
 #[test]

@@ -146,8 +146,27 @@ pub struct FileRules {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessRule {
-    pub title: String,
+    pub title: Patterns,
     pub role: Role,
+}
+
+/// One wildcard pattern, or a list of them (any may match), as a profile
+/// writes it: `title = "a*"` or `title = ["a", "*: a"]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Patterns {
+    One(String),
+    Any(Vec<String>),
+}
+
+impl Patterns {
+    /// Whether `text` matches one of the patterns as a whole.
+    pub fn matches(&self, text: &str) -> bool {
+        match self {
+            Patterns::One(p) => glob::matches(p, text),
+            Patterns::Any(ps) => ps.iter().any(|p| glob::matches(p, text)),
+        }
+    }
 }
 
 /// What the target process must be, and whether its descendants are part of it.
@@ -363,7 +382,7 @@ impl Profile {
     pub fn process_role(&self, title: &str) -> Option<Role> {
         self.processes
             .iter()
-            .find(|r| glob::matches(&r.title, title))
+            .find(|r| r.title.matches(title))
             .map(|r| r.role)
     }
 
@@ -461,6 +480,31 @@ mod tests {
             ("postgres: sbtest sbtest [local] idle", Role::User),
             ("postgres: app shop 10.0.0.7(50312) UPDATE", Role::User),
             ("postgres: parallel worker for PID 4242", Role::User),
+            // A user or database named after a process is still a client
+            // backend: the process names match whole, not as substrings.
+            ("postgres: app startup [local] idle", Role::User),
+            (
+                "postgres: bob checkpointer_db 10.0.0.7(50312) UPDATE",
+                Role::User,
+            ),
+            (
+                "postgres: 15/main: bob walwriter [local] COMMIT",
+                Role::User,
+            ),
+            ("postgres: logger shop [local] idle", Role::User),
+            (
+                "postgres: archiver_app shop [local] idle in transaction",
+                Role::User,
+            ),
+            (
+                "postgres: startup recovering 000000010000000000000003",
+                Role::Other,
+            ),
+            (
+                "postgres: 15/main: archiver last was 000000010000000000000002",
+                Role::Other,
+            ),
+            ("postgres: logger", Role::Other),
         ] {
             assert_eq!(pg.process_role(title), Some(role), "{title}");
             assert_eq!(pg.role_in(Some(title), "postgres"), role, "{title}");

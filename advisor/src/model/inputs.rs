@@ -52,6 +52,10 @@ pub struct Inputs {
     pub cpu_share: f64,
 }
 
+/// Inputs observed and kept (report, calibration file) that no equation
+/// of the mechanics reads (`advisor/MODEL.md`, "What the model reads").
+pub const NOT_READ_BY_THE_MODEL: &[&str] = &["commit_wait_us", "cpu_share"];
+
 impl Inputs {
     /// From a diagnosis' summary and facts; `window_rates` are the windows'
     /// commits/s. Errors when no commit was counted (nothing to scale).

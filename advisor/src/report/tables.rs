@@ -4,6 +4,7 @@ use redoctor_probes::Role;
 
 use crate::advice::Diagnosis;
 use crate::evaluate::fmt_num;
+use crate::model::inputs::NOT_READ_BY_THE_MODEL;
 use crate::summary::{ratio, SIGNALS};
 
 /// A table: title, header, rows.
@@ -117,7 +118,12 @@ pub fn model_tables(d: &Diagnosis) -> Vec<Table> {
                     serde_json::Value::Object(_) if k == "config" => i.config.to_string(),
                     other => other.to_string(),
                 };
-                inputs.push(vec![k.clone(), val]);
+                let name = if NOT_READ_BY_THE_MODEL.contains(&k.as_str()) {
+                    format!("{k} (observed, not read by the model)")
+                } else {
+                    k.clone()
+                };
+                inputs.push(vec![name, val]);
             }
         }
     }
