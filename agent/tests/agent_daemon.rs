@@ -1025,3 +1025,69 @@ fn a_kept_setting_changed_outside_the_agent_is_logged_once() {
     assert!(s.success(), "{}", a.stderr());
     assert_eq!(events(&state, "setting_changed_externally").len(), 1);
 }
+
+/// The agent's own budget: over `agent.budget.cpu_percent` for a minute,
+/// it stretches its sampling (doubles `sampling.every`) and says so in the
+/// audit log, on stderr and in its metrics; over `rss_mib` it says so.
+/// (Budgets far below what any agent uses, so both are crossed at the
+/// first minute's check.)
+#[test]
+fn over_its_cpu_budget_the_agent_stretches_its_sampling_and_says_so() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let port = free_port();
+    let cfg = write_config(
+        dir.path(),
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "127.0.0.1:{port}"
+[agent.budget]
+tps_percent = 50
+cpu_percent = 0.0001
+rss_mib = 1
+
+[[target]]
+name = "engine"
+pid = {}
+mode = "observe"
+[target.sampling]
+every = "4s"
+warmup = "0s"
+window = "1s"
+"#,
+            state.display(),
+            e.pid(),
+        ),
+    );
+    let mut a = Agent::start(&cfg);
+    wait("the first minute's budget check", 90, || {
+        events(&state, "over_budget").len() >= 2
+    });
+    let over = events(&state, "over_budget");
+    for resource in ["cpu", "rss"] {
+        let ev = over
+            .iter()
+            .find(|v| v["resource"] == resource)
+            .unwrap_or_else(|| panic!("no over_budget for {resource}: {over:?}"));
+        assert!(ev["used"].as_f64() > ev["budget"].as_f64(), "{ev}");
+        assert_eq!(ev["sampling_backoff"], 2, "{ev}");
+    }
+    let text = http_get(port, "/metrics");
+    assert!(text.contains("redoctor_agent_sampling_backoff 2"), "{text}");
+    assert!(
+        text.contains("redoctor_agent_over_budget{resource=\"cpu\"} 1"),
+        "{text}"
+    );
+    assert!(
+        a.stderr().contains("is over agent.budget"),
+        "{}",
+        a.stderr()
+    );
+    let s = a.term(5);
+    assert!(s.success(), "{}", a.stderr());
+}
