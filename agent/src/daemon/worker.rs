@@ -202,9 +202,11 @@ impl Worker {
         if self.t.socket.is_some() && self.admin.is_none() {
             self.connect()?;
         }
+        // Before the reads that may report a phase change and ask the
+        // bucket for an extra sample.
+        self.budget.refill(self.budget_rate(), Instant::now());
         self.poll()?;
         self.tick_fsyncs();
-        self.budget.refill(self.budget_rate(), Instant::now());
         self.export_tps_cost();
         if Instant::now() >= self.next_sample && !self.stopping() {
             self.evaluate(pid)?;
@@ -217,11 +219,15 @@ impl Worker {
         SampleBudget::rate(self.shared.config.agent.budget.tps_percent, self.fsync_cost)
     }
 
+    /// Fraction of the time the probes were attached since the worker started.
+    fn duty_cycle(&self) -> f64 {
+        self.attached.as_secs_f64() / self.started.elapsed().as_secs_f64().max(1e-9)
+    }
+
     /// What the observation costs: the duty cycle so far at a loaded
     /// window's cost, plus the fsync counters' current cost.
     fn export_tps_cost(&self) {
-        let duty = self.attached.as_secs_f64() / self.started.elapsed().as_secs_f64().max(1e-9);
-        let cost = duty.min(1.0) * ATTACHED_TPS_COST * 100.0 + self.fsync_cost;
+        let cost = self.duty_cycle().min(1.0) * ATTACHED_TPS_COST * 100.0 + self.fsync_cost;
         let m = Metrics::t(&self.t.name);
         self.shared.metrics.tps_cost.get_or_create(&m).set(cost);
     }
@@ -328,8 +334,8 @@ impl Worker {
             .map(|l| l + self.t.sampling.min_gap)
             .unwrap_or(now)
             .max(now);
-        // An extra sample only as the TPS budget allows.
-        self.budget.refill(self.budget_rate(), now);
+        // An extra sample only as the TPS budget allows (the bucket was
+        // refilled at the start of this step).
         let Some(wait) = self.budget.wait_for_extra(self.budget_rate()) else {
             self.audit(
                 "sample_deferred",
@@ -450,7 +456,7 @@ impl Worker {
             .metrics
             .duty_cycle
             .get_or_create(&m)
-            .set(self.attached.as_secs_f64() / self.started.elapsed().as_secs_f64().max(1e-9));
+            .set(self.duty_cycle());
         self.status(|st| {
             st.state = "observing".into();
             st.probe_program_ids.clear();

@@ -125,7 +125,11 @@ impl Kind {
     }
 }
 
+/// One kind's figures, on a cache line of its own: every connection adds
+/// to them once or more per statement, and kinds recorded together (a
+/// point select and its reply) should not share a line.
 #[derive(Default)]
+#[repr(align(64))]
 struct Slot {
     count: AtomicU64,
     ns: AtomicU64,
