@@ -150,6 +150,7 @@ fn observe(
     let w = DemoWorkload {
         workload: run.workload.into(),
         users: run.users,
+        warehouses: None,
         cpus: Some(cpus),
         settings: settings.clone(),
         workdir: workdir.map(PathBuf::from),

@@ -20,6 +20,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct DemoWorkload {
     pub workload: String,
     pub users: u32,
+    /// TPCC-lite warehouses (the engine's default when None).
+    pub warehouses: Option<u32>,
     pub cpus: Option<u32>,
     /// `--set name=value` passed to the engine at start.
     pub settings: Vec<(String, String)>,
@@ -89,6 +91,9 @@ impl DemoEngine {
             .stderr(Stdio::piped());
         if let Some(c) = w.cpus {
             cmd.args(["--cpus", &c.to_string()]);
+        }
+        if let Some(n) = w.warehouses {
+            cmd.args(["--warehouses", &n.to_string()]);
         }
         for (k, v) in &w.settings {
             cmd.arg("--set").arg(format!("{k}={v}"));

@@ -101,6 +101,9 @@ pub struct DiagnoseArgs {
     /// --demo: concurrent users.
     #[arg(long, default_value_t = 64)]
     users: u32,
+    /// --demo: TPCC-lite warehouses (with `--workload tpcc`; the engine's default: 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    warehouses: Option<u32>,
     /// --demo: bind the engine to this many CPUs.
     #[arg(long)]
     cpus: Option<u32>,
@@ -162,6 +165,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         let w = DemoWorkload {
             workload: args.workload.clone(),
             users: args.users,
+            warehouses: args.warehouses,
             cpus: args.cpus,
             settings: args.engine_set.clone(),
             workdir: args.workdir.clone(),
@@ -174,10 +178,13 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         };
         let e = DemoEngine::start(&bin, &w, duration + trial + Duration::from_secs(60))?;
         eprintln!(
-            "redoctor: demo: {} run --workload {} --users {}{} (pid {}) in {}",
+            "redoctor: demo: {} run --workload {} --users {}{}{} (pid {}) in {}",
             bin.display(),
             w.workload,
             w.users,
+            w.warehouses
+                .map(|n| format!(" --warehouses {n}"))
+                .unwrap_or_default(),
             w.cpus.map(|c| format!(" --cpus {c}")).unwrap_or_default(),
             e.pid(),
             e.dir().display()

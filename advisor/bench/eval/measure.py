@@ -40,24 +40,40 @@ def scenarios(plan):
                 for c in sl["cores"]:
                     for b in sl["binlog"]:
                         for f in sl["flush"]:
-                            out.append(
-                                {
-                                    "slice": sl["name"],
-                                    "workload": w,
-                                    "users": u,
-                                    "cores": c,
-                                    "binlog": b,
-                                    "flush": f,
-                                    "storage": sl["storage"],
-                                }
-                            )
+                            s = {
+                                "slice": sl["name"],
+                                "workload": w,
+                                "users": u,
+                                "cores": c,
+                                "binlog": b,
+                                "flush": f,
+                                "storage": sl["storage"],
+                            }
+                            if "warehouses" in sl:
+                                s["warehouses"] = sl["warehouses"]
+                            out.append(s)
     return out
 
 
 def key(s):
-    return "{workload}/{users}u/{cores}c/{b}/flush{flush}/{storage}".format(
-        b="binlog" if s["binlog"] else "nobinlog", **s
+    """The scenario's name. TPCC-lite with several warehouses is its own
+    scenario (`tpcc-4w/...`) but stays in the tpcc workload family."""
+    w = s["workload"]
+    if s.get("warehouses", 1) != 1:
+        w += f"-{s['warehouses']}w"
+    return "{w}/{users}u/{cores}c/{b}/flush{flush}/{storage}".format(
+        w=w, b="binlog" if s["binlog"] else "nobinlog", **s
     )
+
+
+def workload_args(plan, s):
+    """The engine's (and `diagnose --demo`'s) workload arguments for
+    scenario `s`: a name in the plan's [mixes] runs its statement mix."""
+    w = plan.get("mixes", {}).get(s["workload"], s["workload"])
+    args = ["--workload", w]
+    if s.get("warehouses", 1) != 1:
+        args += ["--warehouses", str(s["warehouses"])]
+    return args
 
 
 def axis_settings(s):
@@ -85,8 +101,7 @@ def run_cell(args, plan, s, settings, workdir):
             "run",
             "--datadir",
             os.path.join(d, "data"),
-            "--workload",
-            s["workload"],
+            *workload_args(plan, s),
             "--users",
             str(s["users"]),
             "--cpus",
@@ -125,8 +140,7 @@ def observe(args, plan, s, settings, workdir):
         "json",
         "--workdir",
         workdir,
-        "--workload",
-        s["workload"],
+        *workload_args(plan, s),
         "--users",
         str(s["users"]),
         "--cpus",
@@ -174,7 +188,7 @@ def main():
             old = [json.loads(l) for l in f if l.strip()]
         old = [r for r in old if r["key"] not in done and (not args.only or any(o in r["key"] for o in args.only))]
         for n, rec in enumerate(old, 1):
-            s = {k: rec[k] for k in ["slice", "workload", "users", "cores", "binlog", "flush", "storage"]}
+            s = {k: rec[k] for k in ["slice", "workload", "users", "cores", "binlog", "flush", "storage", "warehouses"] if k in rec}
             workdir = plan["storage"][s["storage"]]
             rec["observations"] = {
                 name: observe(args, plan, s, configs[name], workdir) for name in ["RT1", "RT0"]

@@ -25,7 +25,7 @@ import time
 import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import axis_settings, done_keys, key, scenarios  # noqa: E402
+from measure import axis_settings, done_keys, key, scenarios, workload_args  # noqa: E402
 
 
 def label(settings):
@@ -97,8 +97,7 @@ def main():
             "json",
             "--workdir",
             plan["storage"][s["storage"]],
-            "--workload",
-            s["workload"],
+            *workload_args(plan, s),
             "--users",
             str(s["users"]),
             "--cpus",
