@@ -3,15 +3,20 @@
 
 use std::path::Path;
 
+/// The fields of `/proc/PID/stat` after the process name, which may hold
+/// any bytes (a name cut inside a character is not UTF-8).
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|b| *b == b')')?;
+    let rest = String::from_utf8_lossy(&stat[close + 1..]);
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
 /// Whether `pid` is a live process (not a zombie).
 pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
+    stat_fields(pid)
+        .and_then(|f| f.first().cloned())
+        .is_some_and(|state| state != "Z" && state != "X")
 }
 
 /// The live pid a pidfile names.
@@ -20,26 +25,39 @@ pub fn read_pidfile(p: &Path) -> Option<u32> {
     alive(pid).then_some(pid)
 }
 
+/// The first 15 bytes of `name`: what the kernel keeps of a process name.
+fn comm_of(name: &str) -> &[u8] {
+    &name.as_bytes()[..name.len().min(15)]
+}
+
+/// Whether process `pid`'s `comm` is `want` (already cut to 15 bytes).
+fn comm_is(pid: u32, want: &[u8]) -> bool {
+    let comm = std::fs::read(format!("/proc/{pid}/comm")).unwrap_or_default();
+    comm.strip_suffix(b"\n").unwrap_or(&comm) == want
+}
+
+/// Whether `pid` is alive and named `name` (its first 15 bytes).
+pub fn is_named(pid: u32, name: &str) -> bool {
+    comm_is(pid, comm_of(name)) && alive(pid)
+}
+
 /// The newest live process whose `comm` is `name` (the kernel keeps 15
-/// bytes of it, so a longer name matches on its first 15).
+/// bytes of it, so a longer name matches on its first 15 bytes, even where
+/// they end inside a character).
 pub fn newest_process(name: &str) -> Option<u32> {
-    let want: String = name.chars().take(15).collect();
+    let want = comm_of(name);
     let me = std::process::id();
     let mut best: Option<(u64, u32)> = None;
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        if comm.trim_end_matches('\n') != want || pid == me || !alive(pid) {
+        if pid == me || !comm_is(pid, want) || !alive(pid) {
             continue;
         }
         // Field 22 of /proc/PID/stat: start time in clock ticks.
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let start = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(19))
-            .and_then(|s| s.parse::<u64>().ok())
+        let start = stat_fields(pid)
+            .and_then(|f| f.get(19).and_then(|s| s.parse::<u64>().ok()))
             .unwrap_or(0);
         if best.is_none_or(|(s, _)| start > s) {
             best = Some((start, pid));
@@ -69,5 +87,33 @@ mod tests {
         c.wait().unwrap();
         assert!(!alive(pid));
         assert_eq!(read_pidfile(&pf), None);
+    }
+
+    /// A name longer than the kernel's 15 bytes, cut inside a character.
+    #[test]
+    fn finds_a_process_whose_name_is_cut_inside_a_character() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "redoctor-xééé-sleep"; // "redoctor-xéé" and one byte of "é"
+        assert!(name.len() > 15 && !name.is_char_boundary(15));
+        let bin = dir.path().join(name);
+        std::fs::copy("/bin/sleep", &bin).unwrap();
+        // A fork in another test while the copy was open holds it for
+        // writing until that child execs (ETXTBSY).
+        let mut c = (0..50)
+            .find_map(
+                |_| match std::process::Command::new(&bin).arg("30").spawn() {
+                    Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        None
+                    }
+                    r => Some(r.unwrap()),
+                },
+            )
+            .expect("the copied binary stayed busy");
+        let comm = std::fs::read(format!("/proc/{}/comm", c.id())).unwrap();
+        assert_eq!(comm.len(), 16, "{comm:?}");
+        assert_eq!(newest_process(name), Some(c.id()));
+        c.kill().unwrap();
+        c.wait().unwrap();
     }
 }

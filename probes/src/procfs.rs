@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use crate::error::ProbeError;
 use crate::maps::FileId;
 
-/// `tid -> comm` for every live thread of `pid`.
+/// `tid -> comm` for every live thread of `pid` (a name cut inside a
+/// character ends in U+FFFD).
 pub fn threads(pid: u32) -> Result<HashMap<u32, String>, ProbeError> {
     numbered_entries(format!("/proc/{pid}/task"), |task| {
-        Ok(fs::read_to_string(task.join("comm"))?
+        Ok(String::from_utf8_lossy(&fs::read(task.join("comm"))?)
             .trim_end_matches('\n')
             .to_string())
     })
@@ -83,9 +84,10 @@ fn numbered_entries<T>(
 
 /// The parent of process `pid` (`/proc/PID/stat`, field 4).
 pub fn parent(pid: u32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The comm (field 2) is in parentheses and may hold spaces.
-    let after = &stat[stat.rfind(')')? + 1..];
+    let stat = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    // The comm (field 2) is in parentheses and may hold spaces, or any
+    // bytes (a long name cut inside a character is not UTF-8).
+    let after = String::from_utf8_lossy(&stat[stat.iter().rposition(|b| *b == b')')? + 1..]);
     after.split_whitespace().nth(1)?.parse().ok()
 }
 

@@ -168,10 +168,16 @@ impl Worker {
         self.status(|s| s.state = "stopped".into());
     }
 
+    /// The target's pid now. By name: the process watched while it lives
+    /// under that name (another process of the name started meanwhile is
+    /// not a restart), else the newest of the name.
     fn resolve(&self) -> Option<u32> {
         match (&self.t.pid, &self.t.process, &self.t.pidfile) {
             (Some(p), _, _) => crate::find::alive(*p).then_some(*p),
-            (_, Some(n), _) => crate::find::newest_process(n),
+            (_, Some(n), _) => self
+                .pid
+                .filter(|p| crate::find::is_named(*p, n))
+                .or_else(|| crate::find::newest_process(n)),
             (_, _, Some(f)) => crate::find::read_pidfile(f),
             _ => None,
         }
