@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::bpf::{bpf_objects_of, bpf_prog, bpf_still_held, BpfProg};
 use common::{audit, bpf_prog_exists, events, program_ids, status_json, wait, write_config};
 
 use std::io::Read;
@@ -27,10 +28,15 @@ struct Engine {
 
 impl Engine {
     fn start(users: u32) -> Engine {
+        Engine::start_bin(&common::engine(), users)
+    }
+
+    /// The engine run from `bin` (see `common::engine_named`).
+    fn start_bin(bin: &Path, users: u32) -> Engine {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("admin.sock");
-        let child = Command::new(common::engine())
-            .args(["run", "--workload", "update_index", "--tables", "1"])
+        let mut cmd = Command::new(bin);
+        cmd.args(["run", "--workload", "update_index", "--tables", "1"])
             .args(["--table-size", "2000", "--duration", "600", "--warmup", "0"])
             .arg("--users")
             .arg(users.to_string())
@@ -39,9 +45,19 @@ impl Engine {
             .arg("--datadir")
             .arg(dir.path().join("data"))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        // A just-copied binary may still be open for writing in a child
+        // another thread forked meanwhile (ETXTBSY until it execs).
+        let mut tries = 0;
+        let child = loop {
+            match cmd.spawn() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                r => break r.unwrap_or_else(|e| panic!("starting {}: {e}", bin.display())),
+            }
+        };
         let e = Engine {
             child,
             socket,
@@ -620,8 +636,9 @@ fn another_servers_socket_is_refused_and_nothing_is_applied() {
 
 /// `kill -9` in the middle of a trial: the next start restores the
 /// baseline before anything else. `kill -9` while the probes are attached:
-/// the kernel holds none of their programs (so no link either: a link
-/// holds its program) and nothing is pinned.
+/// within 10 s the kernel's lists hold none of their programs, none of the
+/// links attaching them and none of the maps they used, and nothing is
+/// pinned.
 #[test]
 fn kill9_mid_trial_is_undone_at_the_next_start_and_leaves_no_bpf_objects() {
     if common::skip() {
@@ -719,14 +736,37 @@ max_total = "120s"
     let fsync_ids = program_ids(&state, "fsync_program_ids");
     assert_eq!(fsync_ids.len(), 2, "{fsync_ids:?}");
     ids.extend(fsync_ids);
+    // What the kernel holds for them: the programs (by id and name), the
+    // links attaching them and the maps they use. The window lasts 20 s,
+    // so they are all attached now.
+    let progs: Vec<BpfProg> = ids.iter().filter_map(|id| bpf_prog(*id)).collect();
+    let (links, maps) = bpf_objects_of(&ids);
     assert!(
-        ids.iter().any(|id| bpf_prog_exists(*id)),
-        "{ids:?} not in the kernel's list"
+        !progs.is_empty() && !links.is_empty() && !maps.is_empty(),
+        "the agent's programs {ids:?}: the kernel lists programs {progs:?}, links {links:?}, maps {maps:?}"
     );
+    // The check below sees them while the agent lives.
+    assert_eq!(bpf_still_held(&links, &maps), (links.clone(), maps.clone()));
     b.kill9();
-    wait("the kernel to free the programs", 10, || {
-        !ids.iter().any(|id| bpf_prog_exists(*id))
-    });
+    let held_progs = || -> Vec<&BpfProg> {
+        progs
+            .iter()
+            .filter(|p| bpf_prog(p.id).is_some_and(|q| q.name == p.name && q.kind == p.kind))
+            .collect()
+    };
+    let t = Instant::now();
+    loop {
+        let left_progs = held_progs();
+        let (left_links, left_maps) = bpf_still_held(&links, &maps);
+        if left_progs.is_empty() && left_links.is_empty() && left_maps.is_empty() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "10 s after kill -9 the kernel still holds programs {left_progs:?}, links {left_links:?}, maps {left_maps:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let pinned: Vec<_> = std::fs::read_dir("/sys/fs/bpf")
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
@@ -805,6 +845,135 @@ window = "1s"
         status_json(&state)["targets"][0]["verdict"].is_string()
     });
     assert!(a.term(5).success());
+}
+
+/// A target named by its process name (`/proc/PID/comm`): found, kept
+/// while another process of that name starts, its death reported while
+/// the agent keeps running and waits, and the next process of that name
+/// re-attached as a restart. (The engine runs under a
+/// name of its own: other tests run engines named `redoctor-engine`.)
+#[test]
+fn follows_a_restarted_target_by_process_name() {
+    if common::skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    // At most 15 bytes: "rdx", this pid (at most 7 digits), 5 more.
+    let mut name = format!("rdx{}{:05}", std::process::id(), nanos % 100_000);
+    name.truncate(15);
+    let bin = common::engine_named(dir.path(), &name);
+    let comm = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .unwrap_or_default()
+            .trim_end()
+            .to_string()
+    };
+    let first = Engine::start_bin(&bin, 2);
+    assert_eq!(comm(first.pid()), name);
+    let cfg = write_config(
+        dir.path(),
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "off"
+[agent.budget]
+tps_percent = 5.0
+
+[[target]]
+name = "engine"
+process = "{name}"
+mode = "recommend"
+[target.sampling]
+every = "30s"
+warmup = "500ms"
+window = "1s"
+"#,
+            state.display(),
+        ),
+    );
+    let mut a = Agent::start(&cfg);
+    wait("attached", 30, || !events(&state, "attached").is_empty());
+    let old = first.pid();
+    assert_eq!(events(&state, "attached")[0]["pid"], old);
+    wait("the status to show the pid", 10, || {
+        status_json(&state)["targets"][0]["pid"] == old
+    });
+    // Another process of the same name, started while the target runs,
+    // is not a restart: the agent stays with the process it watches.
+    let other_dir = tempfile::tempdir().unwrap();
+    let sleeper = other_dir.path().join(&name);
+    std::fs::copy("/bin/sleep", &sleeper).unwrap();
+    let mut namesake = (0..50)
+        .find_map(|_| match Command::new(&sleeper).arg("60").spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(Duration::from_millis(100));
+                None
+            }
+            r => Some(r.unwrap()),
+        })
+        .expect("the copied sleep stayed busy");
+    assert_eq!(comm(namesake.id()), name);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        events(&state, "target_restarted").is_empty(),
+        "a namesake was taken for a restart: {:?}",
+        audit(&state)
+    );
+    assert_eq!(status_json(&state)["targets"][0]["pid"], old);
+    namesake.kill().unwrap();
+    namesake.wait().unwrap();
+    drop(first);
+    wait("the target reported gone", 30, || {
+        !events(&state, "target_gone").is_empty()
+    });
+    assert_eq!(events(&state, "target_gone")[0]["pid"], old);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        a.child.try_wait().unwrap().is_none(),
+        "the agent exited: {}",
+        a.stderr()
+    );
+    let st = status_json(&state);
+    assert_eq!(
+        st["targets"][0]["state"], "waiting for the target process",
+        "{st}"
+    );
+    assert!(st["targets"][0]["pid"].is_null(), "{st}");
+    assert!(
+        events(&state, "target_restarted").is_empty(),
+        "{:?}",
+        audit(&state)
+    );
+    let second = Engine::start_bin(&bin, 2);
+    assert_eq!(comm(second.pid()), name);
+    wait("re-attached", 30, || {
+        !events(&state, "target_restarted").is_empty()
+    });
+    let restarted = events(&state, "target_restarted");
+    assert_eq!(restarted.len(), 1, "{restarted:?}");
+    let r = &restarted[0];
+    assert_eq!(r["old_pid"], old, "{r}");
+    assert_eq!(r["pid"], second.pid(), "{r}");
+    let at = r["ts_unix_ms"].as_u64().unwrap();
+    wait("the restart said on stderr", 10, || {
+        a.stderr()
+            .contains(&format!("target restarted (pid {old} -> {})", second.pid()))
+    });
+    // A sample of the new process: taken after the restart, with it as
+    // the target.
+    wait("a sample of the new process", 30, || {
+        let t = &status_json(&state)["targets"][0];
+        t["last_sample_unix_ms"].as_u64() >= Some(at)
+            && t["verdict"].is_string()
+            && t["pid"] == second.pid()
+    });
+    assert_eq!(events(&state, "attached").len(), 1);
+    assert!(a.term(5).success(), "{}", a.stderr());
 }
 
 /// An observe-mode config for engine `e`, sampled once an hour (1 s

@@ -2,6 +2,8 @@
 //! skip check, and a bundled engine served over the MySQL protocol.
 #![allow(dead_code)]
 
+pub mod bpf;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -68,6 +70,24 @@ pub fn engine() -> PathBuf {
             b.status().unwrap().success(),
             "building redoctor-engine failed"
         );
+    }
+    p
+}
+
+/// The engine's binary under another file name, `dir/name` (a hard link,
+/// or a copy across file systems), so that its processes can be told from
+/// other tests' by their name (`/proc/PID/comm`: the kernel keeps the
+/// first 15 bytes of the file name, so `name` must fit in them).
+pub fn engine_named(dir: &Path, name: &str) -> PathBuf {
+    assert!(
+        !name.is_empty() && name.len() <= 15 && !name.contains('/'),
+        "{name:?}: a process name is at most 15 bytes"
+    );
+    let src = engine();
+    let p = dir.join(name);
+    if std::fs::hard_link(&src, &p).is_err() {
+        std::fs::copy(&src, &p)
+            .unwrap_or_else(|e| panic!("copying {} to {}: {e}", src.display(), p.display()));
     }
     p
 }
