@@ -167,10 +167,16 @@ fn fifo_cap_holds_inside_the_engine_with_lock_waits() {
                     let mut t = e.begin();
                     // Hot rows 1..=4 make lock waits; ordered ids avoid deadlocks.
                     let hot = (u as i64 + i as i64) % 4 + 1;
-                    let r = t
-                        .get(table, 50)
-                        .and_then(|_| t.update_k(table, hot, 1))
-                        .and_then(|_| t.update_k(table, 10 + u as i64, 1));
+                    // Between its first two statements a transaction keeps
+                    // its slot (a ticket left) while it sleeps, so the gate
+                    // fills and others queue however the threads are
+                    // scheduled (a busy machine may otherwise run them one
+                    // after another, and nobody ever waits).
+                    let r = t.get(table, 50).and_then(|_| {
+                        std::thread::sleep(std::time::Duration::from_micros(500));
+                        t.update_k(table, hot, 1)
+                    });
+                    let r = r.and_then(|_| t.update_k(table, 10 + u as i64, 1));
                     r.unwrap();
                     e.commit(t).unwrap();
                     acked.fetch_add(1, Ordering::Relaxed);
