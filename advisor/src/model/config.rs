@@ -82,7 +82,10 @@ impl Config {
         Config::from_settings(&s)
     }
 
-    /// The three settings that define it.
+    /// The settings that define it: the three knobs, and with a cap the
+    /// FIFO policy, which holds it (the model's cap is a hard one; the
+    /// engine's default policy lets a waiter in regardless after two
+    /// sleeps, which at hundreds of users holds almost nobody back).
     pub fn to_settings(&self) -> Settings {
         let mut s = Settings::new();
         s.insert(
@@ -90,6 +93,9 @@ impl Config {
             if self.redo_threads { "ON" } else { "OFF" }.into(),
         );
         s.insert(CAP.into(), self.cap.to_string());
+        if self.cap > 0 {
+            s.insert(POLICY.into(), "fifo".into());
+        }
         s.insert(THROTTLE.into(), self.throttle.to_string());
         s
     }
@@ -154,5 +160,28 @@ mod tests {
             s(&[(REDO_THREADS, "OFF"), (CAP, "4"), (POLICY, "fifo")])
         );
         assert!(Config::from_settings(&cur).changes_from(&cur).is_empty());
+    }
+
+    /// What `redoctor calibrate` starts the engine with: a cap is measured
+    /// as the model means it, with the FIFO policy.
+    #[test]
+    fn a_cap_comes_with_the_fifo_policy() {
+        let cap = Config {
+            redo_threads: false,
+            cap: 4,
+            throttle: 0,
+        };
+        assert_eq!(
+            cap.to_settings(),
+            s(&[
+                (REDO_THREADS, "OFF"),
+                (CAP, "4"),
+                (POLICY, "fifo"),
+                (THROTTLE, "0")
+            ])
+        );
+        assert_eq!(Config::from_settings(&cap.to_settings()), cap);
+        let rt1 = Config::from_settings(&Settings::new());
+        assert!(!rt1.to_settings().contains_key(POLICY));
     }
 }
