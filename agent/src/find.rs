@@ -3,20 +3,19 @@
 
 use std::path::Path;
 
-/// The fields of `/proc/PID/stat` after the process name, which may hold
-/// any bytes (a name cut inside a character is not UTF-8).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let close = stat.iter().rposition(|b| *b == b')')?;
-    let rest = String::from_utf8_lossy(&stat[close + 1..]);
-    Some(rest.split_whitespace().map(str::to_string).collect())
+use redoctor_probes::procfs::stat_fields;
+
+/// Whether `stat_fields` describe a live process (not a zombie).
+fn live(fields: &str) -> bool {
+    fields
+        .split_whitespace()
+        .next()
+        .is_some_and(|state| state != "Z" && state != "X")
 }
 
 /// Whether `pid` is a live process (not a zombie).
 pub fn alive(pid: u32) -> bool {
-    stat_fields(pid)
-        .and_then(|f| f.first().cloned())
-        .is_some_and(|state| state != "Z" && state != "X")
+    stat_fields(pid).is_some_and(|f| live(&f))
 }
 
 /// The live pid a pidfile names.
@@ -52,12 +51,17 @@ pub fn newest_process(name: &str) -> Option<u32> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        if pid == me || !comm_is(pid, want) || !alive(pid) {
+        if pid == me || !comm_is(pid, want) {
             continue;
         }
+        let Some(fields) = stat_fields(pid).filter(|f| live(f)) else {
+            continue;
+        };
         // Field 22 of /proc/PID/stat: start time in clock ticks.
-        let start = stat_fields(pid)
-            .and_then(|f| f.get(19).and_then(|s| s.parse::<u64>().ok()))
+        let start = fields
+            .split_whitespace()
+            .nth(19)
+            .and_then(|s| s.parse::<u64>().ok())
             .unwrap_or(0);
         if best.is_none_or(|(s, _)| start > s) {
             best = Some((start, pid));

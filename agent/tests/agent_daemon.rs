@@ -46,18 +46,7 @@ impl Engine {
             .arg(dir.path().join("data"))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        // A just-copied binary may still be open for writing in a child
-        // another thread forked meanwhile (ETXTBSY until it execs).
-        let mut tries = 0;
-        let child = loop {
-            match cmd.spawn() {
-                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
-                    tries += 1;
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                r => break r.unwrap_or_else(|e| panic!("starting {}: {e}", bin.display())),
-            }
-        };
+        let child = common::spawn_copied(&mut cmd);
         let e = Engine {
             child,
             socket,
@@ -790,27 +779,10 @@ fn follows_a_restarted_target_and_survives_its_death() {
     let pidfile = dir.path().join("engine.pid");
     let first = Engine::start(2);
     std::fs::write(&pidfile, first.pid().to_string()).unwrap();
-    let cfg = write_config(
+    let cfg = restart_config(
         dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 5.0
-
-[[target]]
-name = "engine"
-pidfile = "{}"
-mode = "recommend"
-[target.sampling]
-every = "30s"
-warmup = "500ms"
-window = "1s"
-"#,
-            state.display(),
-            pidfile.display()
-        ),
+        &state,
+        &format!("pidfile = \"{}\"", pidfile.display()),
     );
     let mut a = Agent::start(&cfg);
     wait("attached", 30, || !events(&state, "attached").is_empty());
@@ -875,27 +847,7 @@ fn follows_a_restarted_target_by_process_name() {
     };
     let first = Engine::start_bin(&bin, 2);
     assert_eq!(comm(first.pid()), name);
-    let cfg = write_config(
-        dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 5.0
-
-[[target]]
-name = "engine"
-process = "{name}"
-mode = "recommend"
-[target.sampling]
-every = "30s"
-warmup = "500ms"
-window = "1s"
-"#,
-            state.display(),
-        ),
-    );
+    let cfg = restart_config(dir.path(), &state, &format!("process = \"{name}\""));
     let mut a = Agent::start(&cfg);
     wait("attached", 30, || !events(&state, "attached").is_empty());
     let old = first.pid();
@@ -908,15 +860,7 @@ window = "1s"
     let other_dir = tempfile::tempdir().unwrap();
     let sleeper = other_dir.path().join(&name);
     std::fs::copy("/bin/sleep", &sleeper).unwrap();
-    let mut namesake = (0..50)
-        .find_map(|_| match Command::new(&sleeper).arg("60").spawn() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                std::thread::sleep(Duration::from_millis(100));
-                None
-            }
-            r => Some(r.unwrap()),
-        })
-        .expect("the copied sleep stayed busy");
+    let mut namesake = common::spawn_copied(Command::new(&sleeper).arg("60"));
     assert_eq!(comm(namesake.id()), name);
     std::thread::sleep(Duration::from_secs(3));
     assert!(
@@ -974,6 +918,32 @@ window = "1s"
     });
     assert_eq!(events(&state, "attached").len(), 1);
     assert!(a.term(5).success(), "{}", a.stderr());
+}
+
+/// The restart tests' config: one target in recommend mode, found by
+/// `find` (a `pidfile = ...` or `process = ...` line), sampled every 30 s.
+fn restart_config(dir: &Path, state: &Path, find: &str) -> PathBuf {
+    write_config(
+        dir,
+        &format!(
+            r#"[agent]
+state_dir = "{}"
+metrics = "off"
+[agent.budget]
+tps_percent = 5.0
+
+[[target]]
+name = "engine"
+{find}
+mode = "recommend"
+[target.sampling]
+every = "30s"
+warmup = "500ms"
+window = "1s"
+"#,
+            state.display(),
+        ),
+    )
 }
 
 /// An observe-mode config for engine `e`, sampled once an hour (1 s

@@ -82,13 +82,19 @@ fn numbered_entries<T>(
         .collect())
 }
 
+/// `/proc/PID/stat` after the process name: field 3 (the state) on. The
+/// name is in parentheses and may hold spaces, `)` or any bytes (a long
+/// name cut inside a character is not UTF-8), so this starts after the
+/// last `)`.
+pub fn stat_fields(pid: u32) -> Option<String> {
+    let stat = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|b| *b == b')')?;
+    Some(String::from_utf8_lossy(&stat[close + 1..]).into_owned())
+}
+
 /// The parent of process `pid` (`/proc/PID/stat`, field 4).
 pub fn parent(pid: u32) -> Option<u32> {
-    let stat = fs::read(format!("/proc/{pid}/stat")).ok()?;
-    // The comm (field 2) is in parentheses and may hold spaces, or any
-    // bytes (a long name cut inside a character is not UTF-8).
-    let after = String::from_utf8_lossy(&stat[stat.iter().rposition(|b| *b == b')')? + 1..]);
-    after.split_whitespace().nth(1)?.parse().ok()
+    stat_fields(pid)?.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// `pid`'s descendants (children, their children...) as `(pid, parent)`,

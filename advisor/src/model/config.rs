@@ -49,16 +49,7 @@ impl Config {
     /// The settings that turn `current` into this configuration (only the
     /// ones that differ; a cap comes with the FIFO policy, which holds it).
     pub fn changes_from(&self, current: &Settings) -> Settings {
-        let mut want = Settings::new();
-        want.insert(
-            REDO_THREADS.into(),
-            if self.redo_threads { "ON" } else { "OFF" }.into(),
-        );
-        want.insert(CAP.into(), self.cap.to_string());
-        if self.cap > 0 {
-            want.insert(POLICY.into(), "fifo".into());
-        }
-        want.insert(THROTTLE.into(), self.throttle.to_string());
+        let want = self.to_settings();
         let now = Config::from_settings(current);
         want.into_iter()
             .filter(|(k, v)| {

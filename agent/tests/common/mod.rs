@@ -92,6 +92,21 @@ pub fn engine_named(dir: &Path, name: &str) -> PathBuf {
     p
 }
 
+/// `cmd` started; a binary just copied (`engine_named`) may still be open
+/// for writing in a child another thread forked meanwhile (ETXTBSY until
+/// it execs), so that is tried again for up to 5 s.
+pub fn spawn_copied(cmd: &mut Command) -> Child {
+    for _ in 0..50 {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => return r.unwrap_or_else(|e| panic!("starting {cmd:?}: {e}")),
+        }
+    }
+    panic!("{cmd:?}: its binary stayed busy (ETXTBSY) for 5 s")
+}
+
 /// A served engine in a temporary directory, killed on drop.
 pub struct Served {
     pub child: Child,
