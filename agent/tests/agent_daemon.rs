@@ -861,7 +861,8 @@ fn follows_a_restarted_target_by_process_name() {
     let sleeper = other_dir.path().join(&name);
     std::fs::copy("/bin/sleep", &sleeper).unwrap();
     let mut namesake = common::spawn_copied(Command::new(&sleeper).arg("60"));
-    assert_eq!(comm(namesake.id()), name);
+    // Renamed by exec a moment after spawn returns.
+    wait("the namesake's name", 5, || comm(namesake.id()) == name);
     std::thread::sleep(Duration::from_secs(3));
     assert!(
         events(&state, "target_restarted").is_empty(),
