@@ -748,6 +748,41 @@ fn residuals(records: &[Record]) {
     }
 }
 
+/// The model fitted on every scenario, taken apart for one: the inputs it
+/// reads from each observation and, for every measured configuration, its
+/// estimate (bounds, CPU and latency per commit) against the measured ratio.
+fn explain(records: &[Record], key: &str) {
+    use redoctor_advisor::model::mechanics;
+    let all: Vec<&Record> = records.iter().collect();
+    let f = fit(&points(&all)).expect("fitting");
+    println!("params: {:?}", f.params);
+    let Some(r) = records.iter().find(|r| r.key == key) else {
+        eprintln!("no scenario {key}");
+        std::process::exit(2);
+    };
+    for obs in ["RT1", "RT0"] {
+        let (Some((inputs, _)), Some(base)) = (r.inputs(obs), r.median(obs)) else {
+            continue;
+        };
+        println!("\n@{obs} (measured {base:.0}/s): {inputs:#?}");
+        println!(
+            "observed: {:#?}",
+            mechanics::estimate_observed(&f.params, &inputs)
+        );
+        for k in r.cells.keys().filter(|k| k.as_str() != obs) {
+            let (Some(c), Some(m)) = (parse_config(k), r.median(k)) else {
+                continue;
+            };
+            let e = mechanics::estimate(&f.params, &inputs, &c);
+            println!(
+                "{k:<16} measured {:.3} predicted {:.3}: {e:?}",
+                m / base,
+                mechanics::ratio(&f.params, &inputs, &c)
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args
@@ -765,8 +800,9 @@ fn main() {
         ["score", data, "--calibration", c] => score_calibration(&load_all(data), Path::new(c)),
         ["folds", data, dir] => folds(&load_all(data), Path::new(dir)),
         ["residuals", data] => residuals(&load_all(data)),
+        ["explain", data, key] => explain(&load_all(data), key),
         _ => {
-            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl");
+            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl | explain DATA.jsonl KEY");
             std::process::exit(2);
         }
     }

@@ -779,13 +779,22 @@ fn follows_a_restarted_target_and_survives_its_death() {
     let pidfile = dir.path().join("engine.pid");
     let first = Engine::start(2);
     std::fs::write(&pidfile, first.pid().to_string()).unwrap();
+    let port = free_port();
     let cfg = restart_config(
         dir.path(),
         &state,
         &format!("pidfile = \"{}\"", pidfile.display()),
+        &format!("127.0.0.1:{port}"),
     );
     let mut a = Agent::start(&cfg);
     wait("attached", 30, || !events(&state, "attached").is_empty());
+    wait("a sample of the first process", 30, || {
+        status_json(&state)["targets"][0]["verdict"].is_string()
+    });
+    let live = r#"redoctor_target_fsyncs_per_second{target="engine","#;
+    let signal = r#"redoctor_signal{target="engine","#;
+    let m = http_get(port, "/metrics");
+    assert!(m.contains(live) && m.contains(signal), "{m}");
     let old = first.pid();
     drop(first);
     wait("the target reported gone", 30, || {
@@ -797,10 +806,38 @@ fn follows_a_restarted_target_and_survives_its_death() {
         "the agent exited: {}",
         a.stderr()
     );
-    assert_eq!(
-        status_json(&state)["targets"][0]["state"],
-        "waiting for the target process"
+    // A dead process's rate, signals, settings and advice are not shown as
+    // current, in the status or the metrics; its trials and when it was
+    // last sampled stay.
+    let st = &status_json(&state)["targets"][0];
+    assert_eq!(st["state"], "waiting for the target process", "{st}");
+    assert_eq!(st["last_pid"], old, "{st}");
+    assert!(st["gone_unix_ms"].is_u64(), "{st}");
+    assert!(st["last_sample_unix_ms"].is_u64(), "{st}");
+    for key in ["verdict", "commits_per_s", "users", "pid"] {
+        assert!(st[key].is_null(), "{key} kept: {st}");
+    }
+    for key in ["advice", "settings", "fsyncs"] {
+        assert!(
+            st[key].as_array().map(|a| a.is_empty()).unwrap_or(false)
+                || st[key].as_object().map(|o| o.is_empty()).unwrap_or(false),
+            "{key} kept: {st}"
+        );
+    }
+    let m = http_get(port, "/metrics");
+    assert!(!m.contains(live) && !m.contains(signal), "{m}");
+    assert!(
+        m.contains(r#"redoctor_target_up{target="engine"} 0"#),
+        "{m}"
     );
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_redoctor"))
+        .args(["agent", "status", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains(&format!("(pid {old} gone")), "{text}");
+    assert!(!text.contains("advice:"), "{text}");
     let second = Engine::start(2);
     std::fs::write(&pidfile, second.pid().to_string()).unwrap();
     wait("re-attached", 30, || {
@@ -847,7 +884,7 @@ fn follows_a_restarted_target_by_process_name() {
     };
     let first = Engine::start_bin(&bin, 2);
     assert_eq!(comm(first.pid()), name);
-    let cfg = restart_config(dir.path(), &state, &format!("process = \"{name}\""));
+    let cfg = restart_config(dir.path(), &state, &format!("process = \"{name}\""), "off");
     let mut a = Agent::start(&cfg);
     wait("attached", 30, || !events(&state, "attached").is_empty());
     let old = first.pid();
@@ -923,13 +960,13 @@ fn follows_a_restarted_target_by_process_name() {
 
 /// The restart tests' config: one target in recommend mode, found by
 /// `find` (a `pidfile = ...` or `process = ...` line), sampled every 30 s.
-fn restart_config(dir: &Path, state: &Path, find: &str) -> PathBuf {
+fn restart_config(dir: &Path, state: &Path, find: &str, metrics: &str) -> PathBuf {
     write_config(
         dir,
         &format!(
             r#"[agent]
 state_dir = "{}"
-metrics = "off"
+metrics = "{metrics}"
 [agent.budget]
 tps_percent = 5.0
 

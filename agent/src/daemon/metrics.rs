@@ -287,6 +287,23 @@ impl Metrics {
         }
     }
 
+    /// Removes a target's fsync rate gauges (their counters and latency
+    /// histograms stay: they only ever grow).
+    pub fn forget_fsync_rates(&self, target: &str) {
+        use redoctor_probes::FileKind;
+        for kind in [
+            FileKind::Redo,
+            FileKind::Binlog,
+            FileKind::Data,
+            FileKind::Other,
+        ] {
+            self.fsyncs_per_second.remove(&TFile {
+                target: target.to_string(),
+                file: kind.to_string(),
+            });
+        }
+    }
+
     /// Reads the agent's CPU time and RSS from /proc/self.
     pub fn update_self(&self) {
         if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {

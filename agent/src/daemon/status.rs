@@ -57,6 +57,11 @@ pub struct TargetStatus {
     #[serde(default)]
     pub fsyncs: BTreeMap<String, super::fsyncs::Rate>,
     pub last_error: Option<String>,
+    /// While the target is gone: the pid it last had, and since when.
+    #[serde(default)]
+    pub last_pid: Option<u32>,
+    #[serde(default)]
+    pub gone_unix_ms: Option<u64>,
 }
 
 impl TargetStatus {
@@ -77,6 +82,8 @@ impl TargetStatus {
             fsync_program_ids: vec![],
             fsyncs: BTreeMap::new(),
             last_error: None,
+            last_pid: None,
+            gone_unix_ms: None,
         }
     }
 }
@@ -140,13 +147,18 @@ pub fn print(out: &mut impl Write, s: &Status, running: bool) -> Result<()> {
             .users
             .map(|u| format!(", {u:.0} users"))
             .unwrap_or_default();
+        let pid = match (t.pid, t.last_pid, t.gone_unix_ms) {
+            (Some(p), _, _) => p.to_string(),
+            (None, Some(last), Some(at)) => {
+                let ago = super::journal::now_ms().saturating_sub(at) / 1000;
+                format!("- (pid {last} gone {ago} s ago)")
+            }
+            _ => "-".into(),
+        };
         writeln!(
             out,
-            "{} [{:?}] pid {}: {}; {rate}{users}",
-            t.name,
-            t.mode,
-            t.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
-            t.state
+            "{} [{:?}] pid {pid}: {}; {rate}{users}",
+            t.name, t.mode, t.state
         )?;
         if !t.fsyncs.is_empty() {
             let kinds: Vec<String> = t

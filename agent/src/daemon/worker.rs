@@ -57,6 +57,8 @@ pub struct Worker {
     last_advice: Option<Vec<(String, String)>>,
     shown_settings: Vec<TSetting>,
     shown_advice: Vec<TAdvice>,
+    /// The signal series exported at the last sample.
+    shown_signals: Vec<TSignal>,
     warned_unavailable: bool,
     /// The fsync counters kept attached (`sampling.fsync_counters`).
     pub(super) fsync: Option<FsyncWatch>,
@@ -123,6 +125,7 @@ impl Worker {
             last_advice: None,
             shown_settings: vec![],
             shown_advice: vec![],
+            shown_signals: vec![],
             warned_unavailable: false,
             fsync: None,
             fsync_paused: false,
@@ -189,6 +192,7 @@ impl Worker {
             if let Some(old) = self.pid.take() {
                 self.admin = None;
                 self.detach_fsyncs();
+                self.forget_process(old);
                 self.shared.metrics.up.get_or_create(&m).set(0.0);
                 self.audit("target_gone", json!({"pid": old}));
                 eprintln!(
@@ -218,6 +222,41 @@ impl Worker {
             self.evaluate(pid)?;
         }
         Ok(())
+    }
+
+    /// The target is gone: what described its process (rate, users,
+    /// signals, settings, advice) is dropped from the metrics and the
+    /// status, so neither shows a dead process's values as current. The
+    /// trials, the counters and the last sample's time stay: they are
+    /// history. The next process is sampled afresh.
+    fn forget_process(&mut self, pid: u32) {
+        let name = self.t.name.clone();
+        let m = Metrics::t(&name);
+        let met = &self.shared.metrics;
+        met.clear_values(&self.shown_settings, &self.shown_advice);
+        for s in self.shown_signals.drain(..) {
+            met.signal.remove(&s);
+        }
+        self.shown_settings.clear();
+        self.shown_advice.clear();
+        met.commits_per_second.remove(&m);
+        met.users.remove(&m);
+        met.pid.remove(&m);
+        met.advice_changes.remove(&m);
+        met.commits_per_fsync.remove(&m);
+        met.forget_fsync_rates(&name);
+        self.rate = None;
+        self.users = 0.0;
+        self.last_advice = None;
+        self.status(|s| {
+            s.last_pid = Some(pid);
+            s.gone_unix_ms = Some(journal::now_ms());
+            s.commits_per_s = None;
+            s.users = None;
+            s.verdict = None;
+            s.advice.clear();
+            s.settings.clear();
+        });
     }
 
     /// Seconds of attached probes per second the TPS budget buys.
@@ -269,6 +308,8 @@ impl Worker {
             s.pid = Some(pid);
             s.state = "observing".into();
             s.last_error = None;
+            s.last_pid = None;
+            s.gone_unix_ms = None;
         });
         Ok(())
     }
@@ -569,13 +610,16 @@ impl Worker {
         let met = &self.shared.metrics;
         let advising = self.t.mode != Mode::Observe;
         let recommendations: &[_] = if advising { &d.recommendations } else { &[] };
+        for s in self.shown_signals.drain(..) {
+            met.signal.remove(&s);
+        }
         for (k, v) in summary {
-            met.signal
-                .get_or_create(&TSignal {
-                    target: name.clone(),
-                    signal: k.clone(),
-                })
-                .set(*v);
+            let label = TSignal {
+                target: name.clone(),
+                signal: k.clone(),
+            };
+            met.signal.get_or_create(&label).set(*v);
+            self.shown_signals.push(label);
         }
         met.clear_values(&self.shown_settings, &self.shown_advice);
         self.shown_settings = d
