@@ -231,7 +231,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         }
     }
     let opts = AttachOptions::for_profile(pid, &profile);
-    let mut sampler = crate::probe::attach(&opts, profile)
+    let mut sampler = crate::probe::attach_to(&opts, profile, true)
         .with_context(|| format!("probing pid {pid} with profile `{engine}`"))?;
     for u in sampler.probes().unavailable() {
         if u.what == "usdt" {

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, SyscallHooks};
 
@@ -72,12 +72,72 @@ pub struct ProbeArgs {
 /// Attaches the probes as `opts` asks (warning about any that are
 /// unavailable) and starts sampling them.
 pub fn attach(opts: &AttachOptions, profile: Profile) -> Result<Sampler> {
+    attach_to(opts, profile, false)
+}
+
+/// [`attach`]; with `strict`, a target that should be the bundled engine
+/// but has none of its probe points is refused (the probes detached).
+/// Without it, that is one warning rather than one per point.
+pub fn attach_to(opts: &AttachOptions, profile: Profile, strict: bool) -> Result<Sampler> {
     let probes = Probes::attach(opts)
         .with_context(|| format!("attaching the probes to pid {}", opts.pid))?;
-    for u in probes.unavailable() {
-        eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
+    if let Some(why) = not_the_engine(opts, &probes) {
+        if strict {
+            drop(probes);
+            bail!("{why}");
+        }
+        eprintln!("redoctor: warning: {why}; observing the scheduler and syscalls only");
+        for u in probes.unavailable() {
+            if !u.what.starts_with("probe point ") {
+                eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
+            }
+        }
+    } else {
+        for u in probes.unavailable() {
+            eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
+        }
     }
     Sampler::new(probes, profile).context("reading the probes' maps")
+}
+
+/// Why the target is not the bundled engine, when its profile's probe
+/// points (`redoctor_*`, the engine's only source of commits) were tried
+/// and none attached: another program, or an engine build stripped of
+/// its symbols.
+fn not_the_engine(opts: &AttachOptions, probes: &Probes) -> Option<String> {
+    if !opts.uprobes
+        || !opts.commit_points.is_empty()
+        || !opts.usdt.is_empty()
+        || !probes.attached_probe_points().is_empty()
+    {
+        return None;
+    }
+    let first = probes
+        .unavailable()
+        .iter()
+        .find(|u| u.what.starts_with("probe point "))?;
+    let pid = opts.pid;
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+        .map(|p| p.display().to_string())
+        .or_else(|_| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).map(|c| c.trim().to_string())
+        })
+        .unwrap_or_else(|_| "?".into());
+    let base = exe.rsplit('/').next().unwrap_or(&exe);
+    let hint = if base.starts_with("mariadbd") || base.starts_with("mysqld") {
+        "--profile mariadb for MariaDB, --profile mysql8 for MySQL 8"
+    } else if base.starts_with("postgres") {
+        "--profile postgresql, with the postmaster's pid"
+    } else {
+        "--profile mariadb, postgresql or mysql8"
+    };
+    let cause = first.why.split(" (in ").next().unwrap_or(&first.why);
+    Some(format!(
+        "pid {pid} ({exe}) has none of the bundled engine's probe points (`redoctor_*` symbols; \
+         the first, {}: {cause}), so it is not the bundled engine, or a build stripped of them: \
+         pass the pid of `redoctor-engine`, or the profile of this server ({hint})",
+        first.what.trim_start_matches("probe point ")
+    ))
 }
 
 pub fn run(args: ProbeArgs) -> Result<ExitCode> {

@@ -138,19 +138,76 @@ fn demo_with_binlog_in_html_shows_the_models_predictions() {
     );
 }
 
+/// The bundled engine with no client: nothing to advise on.
 #[test]
 fn idle_target_is_insufficient_evidence() {
     if skip() {
         return;
     }
-    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let idle = common::Served::start();
     let o = redoctor()
         .args([
             "diagnose",
             "--pid",
-            &sleeper.id().to_string(),
+            &idle.child.id().to_string(),
             "--duration",
             "1.5s",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.starts_with("VERDICT: insufficient evidence: the process was idle"),
+        "{out}"
+    );
+}
+
+/// A process that is not the bundled engine, diagnosed with the engine's
+/// profile (the default): refused, naming the process and the profiles to
+/// pass, with no probe left attached; `probe` says it once and goes on.
+#[test]
+fn a_process_that_is_not_the_engine_is_refused() {
+    if skip() {
+        return;
+    }
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    // exec has replaced the forked test binary once the name reads `sleep`.
+    let t = std::time::Instant::now();
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "sleep\n" {
+        assert!(t.elapsed().as_secs() < 5, "sleep did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let o = redoctor()
+        .args(["diagnose", "--pid", &pid, "--duration", "1s"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(out.is_empty(), "{out}");
+    for says in [
+        &format!("pid {pid} ("),
+        "sleep)",
+        "none of the bundled engine's probe points",
+        "--profile mariadb, postgresql or mysql8",
+    ] {
+        assert!(err.contains(says), "expected {says:?} in: {err}");
+    }
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "one line, not a warning per point: {err}"
+    );
+    let o = redoctor()
+        .args([
+            "probe",
+            "--pid",
+            &pid,
+            "--interval",
+            "300ms",
+            "--duration",
+            "400ms",
         ])
         .output()
         .unwrap();
@@ -158,10 +215,14 @@ fn idle_target_is_insufficient_evidence() {
     let _ = sleeper.wait();
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(
-        out.starts_with("VERDICT: insufficient evidence: the process was idle"),
-        "{out}"
+    assert_eq!(
+        err.matches("none of the bundled engine's probe points")
+            .count(),
+        1,
+        "{err}"
     );
+    assert!(!err.contains("probe point redoctor_"), "{err}");
+    assert!(out.contains(&format!("pid {pid}")), "{out}");
 }
 
 #[test]
