@@ -316,7 +316,8 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     let out = render(&d, args.format)?;
     match &args.out {
         Some(p) => {
-            std::fs::write(p, out)
+            // Whole or not at all: an interrupted write leaves the old file.
+            redoctor_advisor::gate::write_atomic(p, out.as_bytes())
                 .with_context(|| format!("writing the report to {}", p.display()))?;
             eprintln!(
                 "redoctor: {}; report written to {}",
@@ -324,9 +325,23 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
                 p.display()
             );
         }
-        None => print!("{out}"),
+        None => print_report(&out)?,
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Writes the report to stdout. A reader that stops early (`| head`) is
+/// not an error: what it asked for was written.
+fn print_report(out: &str) -> Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the report to stdout"),
+    }
 }
 
 /// Refuses a server whose kind is not the profile's: MariaDB says so in

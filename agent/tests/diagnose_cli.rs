@@ -161,6 +161,24 @@ fn idle_target_is_insufficient_evidence() {
         out.starts_with("VERDICT: insufficient evidence: the process was idle"),
         "{out}"
     );
+    // A reader that closed its end (`| head -0`) ends the report quietly.
+    let mut c = redoctor()
+        .args([
+            "diagnose",
+            "--pid",
+            &idle.child.id().to_string(),
+            "--duration",
+            "1s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(c.stdout.take());
+    let o = c.wait_with_output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 /// A process that is not the bundled engine, diagnosed with the engine's
