@@ -231,3 +231,61 @@ fn runq_stamps_time_the_wakeups_of_a_sleeping_loop() {
         "{waits} run-queue waits for {switches} switches:\n{out}"
     );
 }
+
+/// The engine's commit counter reaches the probes every 100 ms from its own
+/// thread, so a slow checkpoint does not hold it back: with each checkpoint's
+/// fdatasync made 1.2 s slower (a failpoint) while users keep committing,
+/// every 400-ms window still counts commits (before, a window inside a
+/// checkpoint read 0 and the next one twice as many).
+#[test]
+fn a_slow_checkpoint_does_not_stop_the_commit_count() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = Command::new(common::engine())
+        .args(["run", "--workload", "update_index", "--users", "4"])
+        .args(["--duration", "30", "--log-file-mb", "128"])
+        .args(["--checkpoint-fill-pct", "2"])
+        .args(["--failpoint", "checkpoint::fsync::eio=sleep(1200)"])
+        .arg("--datadir")
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let o = redoctor()
+        .args(["probe", "--pid", &engine.id().to_string(), "--json"])
+        .args(["--interval", "400ms", "--duration", "6s"])
+        .output()
+        .unwrap();
+    let _ = engine.kill();
+    let _ = engine.wait();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let windows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let checkpoints: u64 = windows
+        .iter()
+        .map(|w| w["engine"]["checkpoints"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        checkpoints >= 2,
+        "the test needs checkpoints: {checkpoints}"
+    );
+    let commits: Vec<u64> = windows
+        .iter()
+        .map(|w| w["engine"]["commits"].as_u64().unwrap_or(0))
+        .collect();
+    // From the first window of the load on (the engine formats its redo
+    // file and loads its tables first).
+    let start = commits.iter().position(|&c| c > 0).expect("no commits");
+    assert!(start <= 4, "the load started late: {commits:?}");
+    assert!(
+        commits[start..].iter().all(|&c| c > 0),
+        "a window without commits: {commits:?}"
+    );
+}

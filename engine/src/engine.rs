@@ -98,7 +98,9 @@ pub struct Engine {
     /// Serialises checkpoints; holds the chain of checkpoint files.
     checkpoint_lock: Mutex<checkpoint::Chain>,
     ddl_lock: Mutex<()>,
-    background: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    /// The background threads (`log_checkpoint`, `counters_tick`) and
+    /// their stop flag.
+    background: Mutex<Option<(Arc<AtomicBool>, Vec<JoinHandle<()>>)>>,
     checkpoint_fill_pct: u32,
     shut: AtomicBool,
     /// The binlog and ordered group commit, when log_bin=ON.
@@ -186,19 +188,22 @@ impl Engine {
         Ok(engine)
     }
 
-    /// The `log_checkpoint` thread: checkpoints when the log fills, and (RT0
-    /// with flush_at_commit 0/2) writes and flushes the log once a second.
-    /// Every pass (at most 100 ms apart) it publishes the cumulative commit
-    /// and redo-byte counters through the `redoctor_counters_tick` probe point,
-    /// the process's idle-poll time through `redoctor_idle_poll`,
-    /// and the table of named locks through `redoctor_named_locks`.
+    /// The background threads. `log_checkpoint` checkpoints when the log
+    /// fills, and (RT0 with flush_at_commit 0/2) writes and flushes the log
+    /// once a second. `counters_tick` publishes, every 100 ms, the
+    /// cumulative commit and redo-byte counters through the
+    /// `redoctor_counters_tick` probe point, the process's idle-poll time
+    /// through `redoctor_idle_poll`, and the table of named locks through
+    /// `redoctor_named_locks`. They are two threads so that a checkpoint
+    /// (seconds, under a heavy insert load) does not stop the counters: a
+    /// window of the probes would read no commits, the next twice as many.
     fn start_background(self: &Arc<Self>) {
         let stop = Arc::new(AtomicBool::new(false));
         let weak: Weak<Engine> = Arc::downgrade(self);
         let redo = self.redo.clone();
         let pct = self.checkpoint_fill_pct;
         let s = stop.clone();
-        let h = std::thread::Builder::new()
+        let checkpoints = std::thread::Builder::new()
             .name("log_checkpoint".into())
             .spawn(move || {
                 while !s.load(Ordering::Acquire) {
@@ -210,12 +215,6 @@ impl Engine {
                     if engine.fail_stop().is_some() {
                         break;
                     }
-                    crate::probe_points::redoctor_counters_tick(
-                        engine.counters.commits.load(Ordering::Relaxed),
-                        engine.counters.redo_bytes.load(Ordering::Relaxed),
-                    );
-                    crate::probe_points::redoctor_idle_poll(crate::idle_poll::total_ns());
-                    crate::named_locks::publish();
                     if wanted {
                         if let Err(e) = engine.checkpoint() {
                             eprintln!("redoctor-engine: background {e}");
@@ -227,7 +226,44 @@ impl Engine {
                 }
             })
             .expect("spawning log_checkpoint");
-        *self.background.lock() = Some((stop, h));
+        let weak: Weak<Engine> = Arc::downgrade(self);
+        let s = stop.clone();
+        let ticks = std::thread::Builder::new()
+            .name("counters_tick".into())
+            .spawn(move || {
+                while !s.load(Ordering::Acquire) {
+                    {
+                        let Some(engine) = weak.upgrade() else { break };
+                        if engine.fail_stop().is_some() {
+                            break;
+                        }
+                        crate::probe_points::redoctor_counters_tick(
+                            engine.counters.commits.load(Ordering::Relaxed),
+                            engine.counters.redo_bytes.load(Ordering::Relaxed),
+                        );
+                    }
+                    crate::probe_points::redoctor_idle_poll(crate::idle_poll::total_ns());
+                    crate::named_locks::publish();
+                    // Woken early by the stop (`stop_background`).
+                    std::thread::park_timeout(Duration::from_millis(100));
+                }
+            })
+            .expect("spawning counters_tick");
+        *self.background.lock() = Some((stop, vec![checkpoints, ticks]));
+    }
+
+    /// Stops the background threads; joins those that are not the caller
+    /// (the last reference to the engine may be dropped on one of them).
+    fn stop_background(&self) {
+        if let Some((stop, threads)) = self.background.lock().take() {
+            stop.store(true, Ordering::Release);
+            for h in threads {
+                h.thread().unpark();
+                if h.thread().id() != std::thread::current().id() {
+                    let _ = h.join();
+                }
+            }
+        }
     }
 
     /// The named locks of this process (every engine in it, and the
@@ -665,10 +701,7 @@ impl Engine {
         if self.shut.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        if let Some((stop, h)) = self.background.lock().take() {
-            stop.store(true, Ordering::Release);
-            let _ = h.join();
-        }
+        self.stop_background();
         // In fail-stop there is no final checkpoint (it would sync files
         // whose fdatasync failed): the stop's cause is the result.
         let cp = self
@@ -684,13 +717,7 @@ impl Drop for Engine {
     fn drop(&mut self) {
         // Log threads hold the redo log, not the engine: stop them.
         if !self.shut.load(Ordering::Acquire) {
-            if let Some((stop, h)) = self.background.lock().take() {
-                stop.store(true, Ordering::Release);
-                // The background thread may itself drop the last reference.
-                if h.thread().id() != std::thread::current().id() {
-                    let _ = h.join();
-                }
-            }
+            self.stop_background();
             self.redo.set_mode(RedoMode::Off);
         }
     }

@@ -4,7 +4,7 @@
 //! That time is on a CPU but is not work: a profiler counts it as the
 //! threads' CPU, and a diagnosis that did the same would read a lightly
 //! loaded, polling server as CPU-bound. So pollers add their time here, and
-//! the `log_checkpoint` thread publishes the total with the engine's other
+//! the `counters_tick` thread publishes the total with the engine's other
 //! cumulative counters through `redoctor_counters_tick` (`engine/PROBES.md`),
 //! for the probes to take out of the on-CPU time.
 //!

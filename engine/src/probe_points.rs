@@ -86,7 +86,7 @@ pub extern "C" fn redoctor_setting_change(setting: u32, old: u64, new: u64) {
     black_box((0x20u8, setting, old, new));
 }
 
-/// Periodic tick (thread `log_checkpoint`, at most 100 ms apart): the
+/// Periodic tick (thread `counters_tick`, every 100 ms): the
 /// cumulative `commits` and `redo_bytes` counters, so probes count commits
 /// exactly without a probe on the per-commit path.
 #[no_mangle]
@@ -95,7 +95,7 @@ pub extern "C" fn redoctor_counters_tick(commits: u64, redo_bytes: u64) {
     black_box((0x0au8, commits, redo_bytes));
 }
 
-/// Periodic tick (thread `log_checkpoint`, right after
+/// Periodic tick (thread `counters_tick`, right after
 /// `redoctor_counters_tick`): `total_ns`, the time this process's threads
 /// have spent polling for work instead of sleeping (`crate::idle_poll`), so
 /// probes can take it out of the on-CPU time.
@@ -105,7 +105,7 @@ pub extern "C" fn redoctor_idle_poll(total_ns: u64) {
     black_box((0x0cu8, total_ns));
 }
 
-/// The table of named locks (thread `log_checkpoint`, with
+/// The table of named locks (thread `counters_tick`, with
 /// `redoctor_counters_tick`): `count` entries of
 /// `{start: u64, len: u64, name: [u8; 32]}` (NUL-padded UTF-8) at `table`,
 /// sorted by start, describing registry `generation`. A futex word inside

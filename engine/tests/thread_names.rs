@@ -55,16 +55,15 @@ fn log_threads_are_named_and_follow_the_mode() {
     let names = names_once(|names| {
         NAMES
             .iter()
-            .chain(std::iter::once(&"log_checkpoint"))
+            .chain(["log_checkpoint", "counters_tick"].iter())
             .all(|n| names.iter().any(|x| x == n))
     });
     for n in NAMES {
         assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
     }
-    assert!(
-        names.iter().any(|x| x == "log_checkpoint"),
-        "log_checkpoint missing from {names:?}"
-    );
+    for n in ["log_checkpoint", "counters_tick"] {
+        assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
+    }
     e.set_redo_mode(RedoMode::Off).unwrap();
     // `set_redo_mode` has joined the threads, so none of them runs engine
     // code any more; but join returns when the kernel clears the thread's

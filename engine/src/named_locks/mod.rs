@@ -33,7 +33,7 @@ pub fn named_locks() -> Vec<NamedLockEntry> {
 }
 
 /// Hands the current table to the probes (`redoctor_named_locks`). Called
-/// from the `log_checkpoint` loop, at most every 100 ms.
+/// from the `counters_tick` thread, every 100 ms.
 pub fn publish() {
     let t = REGISTRY.publish();
     crate::probe_points::redoctor_named_locks(t.table, t.count, t.generation);
