@@ -84,6 +84,9 @@ impl EngineOptions {
     }
 }
 
+/// The background threads' stop flag and handles.
+type Background = (Arc<AtomicBool>, Vec<JoinHandle<()>>);
+
 pub struct Engine {
     vfs: Arc<dyn Vfs>,
     redo: Arc<RedoLog>,
@@ -100,7 +103,7 @@ pub struct Engine {
     ddl_lock: Mutex<()>,
     /// The background threads (`log_checkpoint`, `counters_tick`) and
     /// their stop flag.
-    background: Mutex<Option<(Arc<AtomicBool>, Vec<JoinHandle<()>>)>>,
+    background: Mutex<Option<Background>>,
     checkpoint_fill_pct: u32,
     shut: AtomicBool,
     /// The binlog and ordered group commit, when log_bin=ON.
