@@ -370,6 +370,18 @@ fn needs_restart(name: &str, value: &str, socket: &str) -> String {
     )
 }
 
+/// Of the processes holding a listening socket, the server: the one whose
+/// parent does not hold it. A child forked a moment ago holds it too until
+/// it closes it (a PostgreSQL backend, the postmaster's listening sockets),
+/// and once pids wrap it can come first in `/proc`.
+fn listening_server(holders: &[u32], parent: impl Fn(u32) -> Option<u32>) -> Option<u32> {
+    holders
+        .iter()
+        .copied()
+        .find(|&p| parent(p).is_none_or(|pp| !holders.contains(&pp)))
+        .or_else(|| holders.first().copied())
+}
+
 /// Checks that the server listening on the Unix socket `socket` is the
 /// process `pid` (the socket's inode among `pid`'s descriptors), so a
 /// diagnosis does not read one server's settings and another's signals.
@@ -414,12 +426,14 @@ pub fn check_served_by(socket: &Path, pid: u32, admin: Option<&mut Admin>) -> Re
             .map(|c| c.trim().to_string())
             .unwrap_or_else(|_| "?".into())
     };
-    let owner = std::fs::read_dir("/proc")
+    let holders: Vec<u32> = std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .find(|&p| p != pid && holds(p));
+        .filter(|&p| p != pid && holds(p))
+        .collect();
+    let owner = listening_server(&holders, redoctor_probes::procfs::parent);
     let mut served = match owner {
         Some(o) => format!("is served by pid {o} ({})", comm(o)),
         None => "is not served by it".to_string(),
@@ -486,4 +500,25 @@ fn sql_value(v: &str) -> Result<String> {
         return Ok(format!("'{v}'"));
     }
     bail!("`{v}` is not a setting value (letters, digits, _, . and - only)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listening_server;
+
+    /// Pids wrapped: the postmaster (32760) and a backend it just forked
+    /// (300), which still holds the listening socket, are both holders.
+    #[test]
+    fn the_server_is_the_holder_whose_parent_does_not_hold_the_socket() {
+        let parent = |p: u32| match p {
+            300 => Some(32760),
+            32760 => Some(1),
+            _ => None,
+        };
+        assert_eq!(listening_server(&[300, 32760], parent), Some(32760));
+        assert_eq!(listening_server(&[32760], parent), Some(32760));
+        assert_eq!(listening_server(&[], parent), None);
+        // A parent we cannot read: the holder itself.
+        assert_eq!(listening_server(&[7], |_| None), Some(7));
+    }
 }
