@@ -240,12 +240,17 @@ pub fn runqlat_and_syscount_agree() -> Result<(), String> {
         ("stamps", &stamped_by),
         ("schedstat", &schedstat_by),
     ]);
-    // runqlat's method: the total and every edge from 2 µs up.
+    // runqlat's method: the total and every edge from 8 µs up. The two
+    // tools stamp each wait in programs of their own, a fraction of a µs
+    // apart, and a third of the waits lie in [2, 8) µs: one CI run moved
+    // 2.3% of all events across the 4-µs edge (runqlat [2, 4) 43978,
+    // [4, 8) 28865; stamps 48467, 25507) while every edge from 8 µs up
+    // agreed within 1%.
     check_runq(
         "probes with runq_stamps",
         &stamped_by,
         &theirs_by,
-        1,
+        3,
         &table,
     )?;
     // The kernel's schedstat: the total and the tails from 32 µs up (a
