@@ -81,21 +81,18 @@ pub fn attach(opts: &AttachOptions, profile: Profile) -> Result<Sampler> {
 pub fn attach_to(opts: &AttachOptions, profile: Profile, strict: bool) -> Result<Sampler> {
     let probes = Probes::attach(opts)
         .with_context(|| format!("attaching the probes to pid {}", opts.pid))?;
-    if let Some(why) = not_the_engine(opts, &probes) {
+    let not_engine = not_the_engine(opts, &probes);
+    if let Some(why) = &not_engine {
         if strict {
             drop(probes);
             bail!("{why}");
         }
         eprintln!("redoctor: warning: {why}; observing the scheduler and syscalls only");
-        for u in probes.unavailable() {
-            if !u.what.starts_with("probe point ") {
-                eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
-            }
-        }
-    } else {
-        for u in probes.unavailable() {
-            eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
-        }
+    }
+    // Said once above rather than point by point.
+    let said = |what: &str| not_engine.is_some() && what.starts_with("probe point ");
+    for u in probes.unavailable().iter().filter(|u| !said(&u.what)) {
+        eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
     }
     Sampler::new(probes, profile).context("reading the probes' maps")
 }

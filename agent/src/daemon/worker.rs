@@ -232,13 +232,8 @@ impl Worker {
     fn forget_process(&mut self, pid: u32) {
         let name = self.t.name.clone();
         let m = Metrics::t(&name);
+        self.unshow();
         let met = &self.shared.metrics;
-        met.clear_values(&self.shown_settings, &self.shown_advice);
-        for s in self.shown_signals.drain(..) {
-            met.signal.remove(&s);
-        }
-        self.shown_settings.clear();
-        self.shown_advice.clear();
         met.commits_per_second.remove(&m);
         met.users.remove(&m);
         met.pid.remove(&m);
@@ -257,6 +252,18 @@ impl Worker {
             s.advice.clear();
             s.settings.clear();
         });
+    }
+
+    /// Removes the signal, setting and advice series the last sample
+    /// exported, so a stale value does not linger.
+    fn unshow(&mut self) {
+        let met = &self.shared.metrics;
+        for s in self.shown_signals.drain(..) {
+            met.signal.remove(&s);
+        }
+        met.clear_values(&self.shown_settings, &self.shown_advice);
+        self.shown_settings.clear();
+        self.shown_advice.clear();
     }
 
     /// Seconds of attached probes per second the TPS budget buys.
@@ -607,12 +614,10 @@ impl Worker {
     /// exported or shown.
     fn export(&mut self, d: &Diagnosis, summary: &redoctor_advisor::Summary) {
         let name = self.t.name.clone();
+        self.unshow();
         let met = &self.shared.metrics;
         let advising = self.t.mode != Mode::Observe;
         let recommendations: &[_] = if advising { &d.recommendations } else { &[] };
-        for s in self.shown_signals.drain(..) {
-            met.signal.remove(&s);
-        }
         for (k, v) in summary {
             let label = TSignal {
                 target: name.clone(),
@@ -621,7 +626,6 @@ impl Worker {
             met.signal.get_or_create(&label).set(*v);
             self.shown_signals.push(label);
         }
-        met.clear_values(&self.shown_settings, &self.shown_advice);
         self.shown_settings = d
             .facts
             .settings
