@@ -93,7 +93,7 @@ pub fn run(args: ApplyArgs) -> Result<ExitCode> {
         let now = admin.get(k)?;
         println!("{k}: {old} -> {now}");
     }
-    eprintln!(
+    say!(
         "redoctor: previous values recorded in {}; `redoctor revert --socket {}` restores them",
         state_path.display(),
         args.socket.display()

@@ -225,7 +225,7 @@ pub fn calibrate(o: &Options) -> Result<Calibration> {
     }
     let loads = plan(o.cpus, o.quick);
     let total: usize = loads.iter().map(Vec::len).sum::<usize>() * REPEATS;
-    eprintln!(
+    say!(
         "redoctor: calibrating on {} CPUs: {total} runs of {:.1} s (+1 s warm-up each)",
         o.cpus,
         o.duration.as_secs_f64()
@@ -240,7 +240,7 @@ pub fn calibrate(o: &Options) -> Result<Calibration> {
             for (k, r) in load.iter().enumerate() {
                 done += 1;
                 let i = observe(&o.engine_bin, r, o.cpus, o.workdir.as_deref(), o.duration)?;
-                eprintln!(
+                say!(
                     "  [{done}/{total}] {:<12} {:>4} users {:<16} {:>9.0} commits/s  cpu {:>6.1} us/commit  group {:>5.1}  fsync {:>6.0} us",
                     r.workload, r.users, r.config.to_string(), i.commits_per_s, i.cpu_us, i.group, i.fsync_us
                 );
@@ -262,7 +262,7 @@ pub fn calibrate(o: &Options) -> Result<Calibration> {
             .collect();
         all.extend(points(&observed));
     }
-    eprintln!(
+    say!(
         "redoctor: fitting the model's constants ({} points)",
         all.len()
     );
@@ -330,7 +330,7 @@ pub fn run(args: CalibrateArgs) -> Result<std::process::ExitCode> {
     c.save(&out)
         .with_context(|| format!("writing the calibration to {}", out.display()))?;
     print_summary(&c);
-    eprintln!("redoctor: calibration written to {}", out.display());
+    say!("redoctor: calibration written to {}", out.display());
     Ok(std::process::ExitCode::SUCCESS)
 }
 
@@ -389,7 +389,7 @@ pub fn model(src: ModelSource) -> Result<redoctor_advisor::model::Model> {
         }
         ModelSource::Default { cores, auto } => {
             let Some(p) = default_path(cores) else {
-                eprintln!("redoctor: warning: no state directory ($REDOCTOR_STATE_DIR, $HOME): predicting with the model's uncalibrated priors");
+                say!("redoctor: warning: no state directory ($REDOCTOR_STATE_DIR, $HOME): predicting with the model's uncalibrated priors");
                 return Ok(Model::uncalibrated());
             };
             if p.exists() {
@@ -403,14 +403,14 @@ pub fn model(src: ModelSource) -> Result<redoctor_advisor::model::Model> {
             }
             match auto {
                 Some(o) => {
-                    eprintln!(
+                    say!(
                         "redoctor: no calibration for {cores} CPUs at {}: calibrating this host first",
                         p.display()
                     );
                     let c = calibrate(&o)?;
                     c.save(&p)
                         .with_context(|| format!("writing the calibration to {}", p.display()))?;
-                    eprintln!(
+                    say!(
                         "redoctor: calibration written to {} (held-out error {:.1}%)",
                         p.display(),
                         (c.fitted.sigma.exp() - 1.0) * 100.0
@@ -418,7 +418,7 @@ pub fn model(src: ModelSource) -> Result<redoctor_advisor::model::Model> {
                     Ok(Model::from_calibration(&c, &p))
                 }
                 None => {
-                    eprintln!(
+                    say!(
                         "redoctor: warning: no calibration for {cores} CPUs at {}: run `redoctor calibrate --cpus {cores} --workdir DIR` (DIR on the database's storage); predicting with the model's uncalibrated priors (wide intervals)",
                         p.display()
                     );

@@ -177,7 +177,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             Duration::ZERO
         };
         let e = DemoEngine::start(&bin, &w, duration + trial + Duration::from_secs(60))?;
-        eprintln!(
+        say!(
             "redoctor: demo: {} run --workload {} --users {}{}{} (pid {}) in {}",
             bin.display(),
             w.workload,
@@ -235,7 +235,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         .with_context(|| format!("probing pid {pid} with profile `{engine}`"))?;
     for u in sampler.probes().unavailable() {
         if u.what == "usdt" {
-            eprintln!("redoctor: DEGRADED MODE: {}", u.why);
+            say!("redoctor: DEGRADED MODE: {}", u.why);
         }
     }
     let warmup = args.warmup.unwrap_or(if args.demo {
@@ -278,7 +278,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             .first()
             .map(|w| w.unavailable.iter().map(|u| u.why.as_str()).collect())
             .unwrap_or_default();
-        eprintln!(
+        say!(
             "redoctor: trial not run: the probes see no commit counter on pid {pid} ({}), \
              and a trial is judged on commits/s; nothing was changed",
             if why.is_empty() {
@@ -290,7 +290,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     } else if let (true, Some(a)) = (args.trial, admin.as_mut()) {
         let candidates = crate::trial_run::candidates(&d);
         if candidates.is_empty() {
-            eprintln!("redoctor: no candidate worth a trial");
+            say!("redoctor: no candidate worth a trial");
         } else {
             let state = crate::state::path_or_default(args.state.as_deref())?;
             let plan = crate::trial_run::plan(
@@ -307,7 +307,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
                 args.allow_durability_changes,
                 &state,
             )?;
-            eprintln!("redoctor: trial: {}", t.reason());
+            say!("redoctor: trial: {}", t.reason());
             redoctor_advisor::follow_trial(&mut d, t, &rules);
         }
     }
@@ -319,7 +319,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             // Whole or not at all: an interrupted write leaves the old file.
             redoctor_advisor::gate::write_atomic(p, out.as_bytes())
                 .with_context(|| format!("writing the report to {}", p.display()))?;
-            eprintln!(
+            say!(
                 "redoctor: {}; report written to {}",
                 d.verdict.text,
                 p.display()
@@ -422,7 +422,7 @@ pub fn observe(
         let exited = w.target_exited;
         windows.push(w);
         if exited {
-            eprintln!("redoctor: warning: pid {pid} exited during the observation; diagnosing what was seen");
+            say!("redoctor: warning: pid {pid} exited during the observation; diagnosing what was seen");
             break;
         }
     }

@@ -6,6 +6,9 @@
 //! exited during `probe` (its last window was still printed). `gate run`:
 //! 0 pass, 1 regression, 2 error.
 
+#[macro_use]
+extern crate redoctor_args;
+
 mod admin;
 mod apply;
 mod calibrate;
@@ -67,7 +70,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("redoctor: error: {e:#}");
+            say!("redoctor: error: {e:#}");
             ExitCode::from(1)
         }
     }

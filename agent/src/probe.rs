@@ -87,12 +87,12 @@ pub fn attach_to(opts: &AttachOptions, profile: Profile, strict: bool) -> Result
             drop(probes);
             bail!("{why}");
         }
-        eprintln!("redoctor: warning: {why}; observing the scheduler and syscalls only");
+        say!("redoctor: warning: {why}; observing the scheduler and syscalls only");
     }
     // Said once above rather than point by point.
     let said = |what: &str| not_engine.is_some() && what.starts_with("probe point ");
     for u in probes.unavailable().iter().filter(|u| !said(&u.what)) {
-        eprintln!("redoctor: warning: {} unavailable: {}", u.what, u.why);
+        say!("redoctor: warning: {} unavailable: {}", u.what, u.why);
     }
     Sampler::new(probes, profile).context("reading the probes' maps")
 }
@@ -173,13 +173,13 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
         }
         out.flush()?;
         if args.json && signals.events_lost > 0 {
-            eprintln!(
+            say!(
                 "redoctor: warning: {}",
                 crate::table::lost_events_line(signals.events_lost)
             );
         }
         if signals.target_exited {
-            eprintln!(
+            say!(
                 "redoctor: target pid {} exited during the last window; it was printed up to the exit",
                 args.pid
             );

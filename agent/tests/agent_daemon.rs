@@ -963,6 +963,53 @@ fn follows_a_restarted_target_by_process_name() {
     assert!(a.term(5).success(), "{}", a.stderr());
 }
 
+/// stderr a pipe whose reader has gone (`| tee` stopped, a log shipper
+/// restarted): the agent's log lines are dropped, and it still finds,
+/// attaches and samples a target that starts afterwards, and stops cleanly.
+/// (`eprintln!` panicked there: the worker died at its first line, and the
+/// status said "waiting for the target process" for ever.)
+#[test]
+fn a_closed_stderr_pipe_does_not_stop_the_agent() {
+    if common::skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let mut name = format!("rdp{}{:05}", std::process::id(), nanos % 100_000);
+    name.truncate(15);
+    let bin = common::engine_named(dir.path(), &name);
+    let cfg = restart_config(dir.path(), &state, &format!("process = \"{name}\""), "off");
+    let mut child = Command::new(BIN)
+        .arg("agent")
+        .arg("--config")
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let mut a = Agent {
+        child,
+        log: PathBuf::new(),
+    };
+    wait("the agent's status", 30, || {
+        status_json(&state)["targets"][0]["state"] == "waiting for the target process"
+    });
+    let e = Engine::start_bin(&bin, 2);
+    wait("attached", 30, || !events(&state, "attached").is_empty());
+    wait("a sample of the target", 30, || {
+        let t = &status_json(&state)["targets"][0];
+        t["pid"] == e.pid() && t["verdict"].is_string()
+    });
+    assert!(a.child.try_wait().unwrap().is_none(), "the agent exited");
+    let st = a.term(5);
+    assert!(st.success(), "the agent's exit on SIGTERM: {st}");
+}
+
 /// The restart tests' config: one target in recommend mode, found by
 /// `find` (a `pidfile = ...` or `process = ...` line), sampled every 30 s.
 fn restart_config(dir: &Path, state: &Path, find: &str, metrics: &str) -> PathBuf {

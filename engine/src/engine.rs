@@ -9,6 +9,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -220,11 +221,15 @@ impl Engine {
                     }
                     if wanted {
                         if let Err(e) = engine.checkpoint() {
-                            eprintln!("redoctor-engine: background {e}");
+                            // Never a panic over a log line (stderr may be a closed pipe).
+                            let _ = writeln!(std::io::stderr(), "redoctor-engine: background {e}");
                         }
                     }
                     if let Err(e) = redo.background_tick() {
-                        eprintln!("redoctor-engine: background log flush failed: {e}");
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "redoctor-engine: background log flush failed: {e}"
+                        );
                     }
                 }
             })

@@ -109,6 +109,16 @@ pub enum FileKind {
     Other,
 }
 
+impl FileKind {
+    /// Every kind, in order (kept beside the enum: a new kind goes in both).
+    pub const ALL: [FileKind; 4] = [
+        FileKind::Redo,
+        FileKind::Binlog,
+        FileKind::Data,
+        FileKind::Other,
+    ];
+}
+
 impl fmt::Display for FileKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -8,6 +8,10 @@
 //! - sizes in MiB: fractions allowed (`16`, `0.5`);
 //! - on/off values: `on`/`off` (also `true`/`false`, `1`/`0`);
 //! - settings: `NAME=VALUE`.
+//!
+//! And their one way to write a line to stderr: [`say!`] (see [`say`]).
+
+pub mod say;
 
 use std::fmt;
 use std::time::Duration;

@@ -52,7 +52,7 @@ impl Audit {
         text.push('\n');
         let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(e) = self.write(&mut f, text.as_bytes()) {
-            eprintln!(
+            say!(
                 "redoctor agent: error: writing the audit log {}: {e:#}",
                 self.path.display()
             );

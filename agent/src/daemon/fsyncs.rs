@@ -237,7 +237,7 @@ impl Worker {
             }
             Err(e) => {
                 let why = e.to_string();
-                eprintln!(
+                say!(
                     "redoctor agent: {}: warning: fsync counters not attached: {why}",
                     self.t.name
                 );
@@ -306,7 +306,7 @@ impl Worker {
             Ok(r) => r,
             Err(e) => {
                 let why = e.to_string();
-                eprintln!(
+                say!(
                     "redoctor agent: {}: fsync counters detached: {why}",
                     self.t.name
                 );
@@ -325,7 +325,7 @@ impl Worker {
             .get_or_create(&m)
             .set(cost);
         if w.over_budget(total, limit) {
-            eprintln!(
+            say!(
                 "redoctor agent: {}: fsync counters paused: {total:.0} fsyncs/s cost ~{cost:.2}% \
                  of the target's CPUs, over their share of the budget ({limit:.2}%); \
                  a sampled window with fewer resumes them",

@@ -290,13 +290,7 @@ impl Metrics {
     /// Removes a target's fsync rate gauges (their counters and latency
     /// histograms stay: they only ever grow).
     pub fn forget_fsync_rates(&self, target: &str) {
-        use redoctor_probes::FileKind;
-        for kind in [
-            FileKind::Redo,
-            FileKind::Binlog,
-            FileKind::Data,
-            FileKind::Other,
-        ] {
+        for kind in redoctor_probes::FileKind::ALL {
             self.fsyncs_per_second.remove(&TFile {
                 target: target.to_string(),
                 file: kind.to_string(),

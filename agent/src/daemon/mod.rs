@@ -213,7 +213,7 @@ fn run_agent(path: &Path) -> Result<ExitCode> {
         json!({"pid": std::process::id(), "config": path.display().to_string(),
                "version": env!("CARGO_PKG_VERSION")}),
     );
-    eprintln!(
+    say!(
         "redoctor agent: audit log {}, status in {}",
         shared.audit.path().display(),
         shared.state_dir.display()
@@ -250,7 +250,7 @@ fn start(shared: &Arc<Shared>) -> Result<Running> {
             .spawn(move || match worker::Worker::new(t, shared.clone(), stop) {
                 Ok(w) => w.run(),
                 Err(e) => {
-                    eprintln!("redoctor agent: {name}: not started: {e:#}");
+                    say!("redoctor agent: {name}: not started: {e:#}");
                     shared
                         .audit
                         .log(&name, "error", json!({"error": format!("{e:#}")}));
@@ -271,7 +271,7 @@ async fn halt(r: Running, limit: Duration) {
         }
     });
     if tokio::time::timeout(limit, join).await.is_err() {
-        eprintln!("redoctor agent: warning: a target thread did not stop in time");
+        say!("redoctor agent: warning: a target thread did not stop in time");
     }
 }
 
@@ -295,7 +295,7 @@ fn write_status(shared: &Shared, config: &Path) {
         targets,
     };
     if let Err(e) = status::write(&shared.state_dir, &s) {
-        eprintln!("redoctor agent: warning: {e:#}");
+        say!("redoctor agent: warning: {e:#}");
     }
 }
 
@@ -354,7 +354,7 @@ impl BudgetWatch {
                     json!({"resource": name, "used": used, "budget": limit, "sampling_backoff": next}),
                 );
                 if over {
-                    eprintln!("redoctor agent: warning: {name} {used:.2} is over agent.budget ({limit}); sampling stretched {next}x");
+                    say!("redoctor agent: warning: {name} {used:.2} is over agent.budget ({limit}); sampling stretched {next}x");
                 }
             }
         }
@@ -383,7 +383,7 @@ async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
             .parse()
             .expect("checked by the config");
         metrics::serve(addr, registry.clone()).await?;
-        eprintln!("redoctor agent: metrics at http://{addr}/metrics");
+        say!("redoctor agent: metrics at http://{addr}/metrics");
     }
     let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
@@ -412,11 +412,11 @@ async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
                         shared.status.lock().unwrap_or_else(|p| p.into_inner()).clear();
                         running = start(&shared)?;
                         shared.audit.log("-", "config_reloaded", json!({"config": path.display().to_string()}));
-                        eprintln!("redoctor agent: configuration reloaded");
+                        say!("redoctor agent: configuration reloaded");
                     }
                     Err(e) => {
                         shared.audit.log("-", "config_rejected", json!({"error": format!("{e:#}")}));
-                        eprintln!("redoctor agent: error: reload refused, the running configuration stays: {e:#}");
+                        say!("redoctor agent: error: reload refused, the running configuration stays: {e:#}");
                     }
                 }
             }
@@ -429,7 +429,7 @@ async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
     shared
         .audit
         .log("-", "agent_stopped", json!({"pid": std::process::id()}));
-    eprintln!("redoctor agent: stopped; every probe detached");
+    say!("redoctor agent: stopped; every probe detached");
     Ok(ExitCode::SUCCESS)
 }
 

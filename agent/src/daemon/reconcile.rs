@@ -42,7 +42,7 @@ pub fn restore(a: &mut Admin, open: &OpenTrial, target: &str, shared: &Shared) -
         .restores
         .get_or_create(&Metrics::t(target))
         .inc_by(restored.len() as f64);
-    eprintln!(
+    say!(
         "redoctor agent: {target}: a trial of {} was interrupted; restored {} setting(s) to the baseline{}",
         show(&open.candidate),
         restored.len(),
@@ -75,7 +75,7 @@ pub fn at_start(state_dir: &Path, shared: &Shared) {
         let mut j = match Journal::load(&p, &name) {
             Ok(j) => j,
             Err(err) => {
-                eprintln!("redoctor agent: warning: {err:#}");
+                say!("redoctor agent: warning: {err:#}");
                 continue;
             }
         };
@@ -88,7 +88,7 @@ pub fn at_start(state_dir: &Path, shared: &Shared) {
             Ok(()) => {
                 j.open_trial = None;
                 if let Err(err) = j.save(&p) {
-                    eprintln!("redoctor agent: warning: {err:#}");
+                    say!("redoctor agent: warning: {err:#}");
                 }
             }
             Err(err) => {
@@ -97,7 +97,7 @@ pub fn at_start(state_dir: &Path, shared: &Shared) {
                     "restore_pending",
                     json!({"interrupted_trial": show(&open.candidate), "why": format!("{err:#}")}),
                 );
-                eprintln!(
+                say!(
                     "redoctor agent: {name}: a trial of {} was interrupted and its server is not reachable ({err:#}); it is restored when the agent next connects",
                     show(&open.candidate)
                 );

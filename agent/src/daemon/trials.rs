@@ -290,14 +290,14 @@ fn settle(w: &mut Worker, cand: &Settings, baseline: &Settings, rec: &TrialRecor
             before: baseline.clone(),
             after: cand.clone(),
         });
-        eprintln!(
+        say!(
             "redoctor agent: {}: kept {} ({})",
             w.t.name,
             show(cand),
             rec.reason
         );
     } else {
-        eprintln!(
+        say!(
             "redoctor agent: {}: rolled back {} ({})",
             w.t.name,
             show(cand),

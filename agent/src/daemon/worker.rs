@@ -158,7 +158,7 @@ impl Worker {
             let tick = Instant::now();
             if let Err(e) = self.step() {
                 let msg = format!("{e:#}");
-                eprintln!("redoctor agent: {}: {msg}", self.t.name);
+                say!("redoctor agent: {}: {msg}", self.t.name);
                 self.status(|s| s.last_error = Some(msg.clone()));
                 self.admin = None;
                 self.last_poll = None;
@@ -195,7 +195,7 @@ impl Worker {
                 self.forget_process(old);
                 self.shared.metrics.up.get_or_create(&m).set(0.0);
                 self.audit("target_gone", json!({"pid": old}));
-                eprintln!(
+                say!(
                     "redoctor agent: {}: target pid {old} is gone; waiting for it to come back",
                     self.t.name
                 );
@@ -290,14 +290,14 @@ impl Worker {
         match self.last_pid.replace(pid) {
             Some(old) => {
                 self.audit("target_restarted", json!({"old_pid": old, "pid": pid}));
-                eprintln!(
+                say!(
                     "redoctor agent: {}: target restarted (pid {old} -> {pid}); re-attaching",
                     self.t.name
                 );
             }
             None => {
                 self.audit("attached", json!({"pid": pid}));
-                eprintln!("redoctor agent: {}: found pid {pid}", self.t.name);
+                say!("redoctor agent: {}: found pid {pid}", self.t.name);
             }
         }
         self.shared.metrics.attaches.get_or_create(&m).inc();
@@ -379,7 +379,7 @@ impl Worker {
         let m = Metrics::t(&self.t.name);
         self.shared.metrics.phase_changes.get_or_create(&m).inc();
         self.audit("phase_change", json!({"change": what}));
-        eprintln!("redoctor agent: {}: phase change: {what}", self.t.name);
+        say!("redoctor agent: {}: phase change: {what}", self.t.name);
         self.rejected.clear();
         self.pending = Some(what);
         let now = Instant::now();
@@ -460,9 +460,11 @@ impl Worker {
             Probes::attach(&opts).with_context(|| format!("attaching the probes to pid {pid}"))?;
         if !self.warned_unavailable {
             for u in probes.unavailable() {
-                eprintln!(
+                say!(
                     "redoctor agent: {}: warning: {} unavailable: {}",
-                    self.t.name, u.what, u.why
+                    self.t.name,
+                    u.what,
+                    u.why
                 );
             }
             self.warned_unavailable = true;
@@ -559,9 +561,12 @@ impl Worker {
     /// Logs, once each, kept settings the server no longer has.
     fn note_external_changes(&mut self, stated: &[(String, String)]) {
         for d in self.external.check(&self.journal, stated) {
-            eprintln!(
+            say!(
                 "redoctor agent: {}: {} was changed outside the agent: kept {}, now {}",
-                self.t.name, d.setting, d.kept, d.now
+                self.t.name,
+                d.setting,
+                d.kept,
+                d.now
             );
             self.audit("setting_changed_externally", json!(d));
         }

@@ -77,7 +77,7 @@ pub fn run(args: GateArgs) -> ExitCode {
     match run_gate(a) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("redoctor gate: error: {e:#}");
+            say!("redoctor gate: error: {e:#}");
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -111,9 +111,10 @@ fn run_gate(a: RunArgs) -> Result<ExitCode> {
     };
     if let Some(b) = &baseline {
         if b.scenario != s.name {
-            eprintln!(
+            say!(
                 "redoctor gate: warning: the baseline was recorded for scenario `{}`, this is `{}`",
-                b.scenario, s.name
+                b.scenario,
+                s.name
             );
         }
     }
@@ -131,7 +132,7 @@ fn run_gate(a: RunArgs) -> Result<ExitCode> {
             order.reverse();
         }
         for (side, b) in order {
-            eprintln!(
+            say!(
                 "redoctor gate: run {}/{} ({side}: {})",
                 i + 1,
                 s.repeats,
@@ -144,7 +145,7 @@ fn run_gate(a: RunArgs) -> Result<ExitCode> {
             runs.entry(side).or_default().push(r.metrics);
         }
     }
-    eprintln!(
+    say!(
         "redoctor gate: {} runs in {:.0} s",
         runs.values().map(Vec::len).sum::<usize>(),
         started.elapsed().as_secs_f64()
@@ -153,7 +154,7 @@ fn run_gate(a: RunArgs) -> Result<ExitCode> {
     if a.update_baseline {
         let path = a.baseline.as_ref().expect("clap requires --baseline");
         Baseline::new(&s.name, commands, new).save(path)?;
-        eprintln!("redoctor gate: baseline written to {}", path.display());
+        say!("redoctor gate: baseline written to {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     let (old, baseline_from) = match (baseline, &a.against) {

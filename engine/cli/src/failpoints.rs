@@ -49,7 +49,7 @@ pub fn setup(flags: &[String]) -> Result<()> {
         fail::cfg(name, actions).map_err(|e| {
             anyhow!("{source}: `{spec}`: {e} (actions as in the fail crate: return, 1*return, 200*off->return, ...)")
         })?;
-        eprintln!("failpoint on: {name}={actions}");
+        say!("failpoint on: {name}={actions}");
     }
     Ok(())
 }

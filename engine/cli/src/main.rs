@@ -19,6 +19,9 @@
 //! The sweep harness (grids, oracle, plots) is `redoctor-sweep`. Reports go
 //! to stdout, progress and errors to stderr.
 
+#[macro_use]
+extern crate redoctor_args;
+
 mod failpoints;
 mod open;
 mod recover;
@@ -66,7 +69,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = failpoints::setup(&cli.failpoints) {
-        eprintln!("error: {e:#}");
+        say!("error: {e:#}");
         return ExitCode::FAILURE;
     }
     let result = match cli.command {
@@ -78,7 +81,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            say!("error: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -142,7 +142,7 @@ fn start_admin_server(engine: &Arc<Engine>, path: &Path) -> Result<server::Serve
     cfg.net_spin = Duration::ZERO;
     let s = server::Server::start(engine.clone(), cfg)
         .with_context(|| format!("starting the --admin-socket server on {}", path.display()))?;
-    eprintln!("admin socket listening on {}", path.display());
+    say!("admin socket listening on {}", path.display());
     Ok(s)
 }
 
@@ -211,7 +211,7 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         let chosen = procstat::pin_to_first_cpus(k).with_context(|| {
             format!("--cpus {k} is not possible; pass a count from 1 to the number of CPUs this process may use")
         })?;
-        eprintln!("pinned to CPUs {}", procstat::cpu_list(&chosen));
+        say!("pinned to CPUs {}", procstat::cpu_list(&chosen));
     }
     if let Some(p) = &a.admin_socket {
         check_admin_socket(p)?;
@@ -238,7 +238,7 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
                 .collect();
             println!("{}", serde_json::json!({ "settings_ok": settings }));
         } else {
-            eprintln!("settings ok");
+            say!("settings ok");
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -264,7 +264,7 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
 
     let opened = Instant::now();
     let engine = open_engine(&a.engine, redo, a.lock_wait_timeout, startup)?;
-    eprintln!(
+    say!(
         "opened {} in {:.2} s; recovery: {}",
         a.engine.datadir.display(),
         opened.elapsed().as_secs_f64(),
@@ -272,7 +272,7 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
             .context("serialising the recovery report")?
     );
     if engine.recovery_report().dropped_bytes() > 0 {
-        eprintln!("{}", engine.recovery_report().tail_summary());
+        say!("{}", engine.recovery_report().tail_summary());
     }
 
     let outcome = prepare_and_run(&engine, cfg, &a.set, a.json, a.admin_socket.as_deref()).map(
@@ -317,10 +317,10 @@ fn prepare_and_run(
 ) -> Result<workload::RunReport> {
     let started = Instant::now();
     workload::prepare(engine, &cfg).context("preparing the workload's tables")?;
-    eprintln!("prepared in {:.2} s", started.elapsed().as_secs_f64());
+    say!("prepared in {:.2} s", started.elapsed().as_secs_f64());
     apply_settings(engine, settings).context("--set")?;
     let status = engine.status();
-    eprintln!(
+    say!(
         "running {} with {} users: {:.1} s warm-up + {:.1} s measured, redo log threads {}, flush_at_commit {}{}",
         cfg.spec(),
         cfg.users,
@@ -333,8 +333,8 @@ fn prepare_and_run(
             .unwrap_or_default()
     );
     let mut report = |r: &workload::IntervalReport| match serde_json::to_string(r) {
-        Ok(line) if json => eprintln!("{line}"),
-        _ => eprintln!("{r}"),
+        Ok(line) if json => say!("{line}"),
+        _ => say!("{r}"),
     };
     let admin = admin_socket
         .map(|p| start_admin_server(engine, p))
@@ -343,7 +343,7 @@ fn prepare_and_run(
         workload::run_with_reports(engine, cfg, &mut report).context("running the workload");
     if let Some(s) = admin {
         s.stop_serving();
-        eprintln!("admin socket closed");
+        say!("admin socket closed");
     }
     outcome
 }

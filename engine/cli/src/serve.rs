@@ -71,7 +71,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         None => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             let mode = RedoMode::host_default(cpus);
-            eprintln!(
+            say!(
                 "redoctor-engine serve: innodb_log_writer_threads={} (MySQL 8.4's default: on \
                  from {} logical CPUs; this process may run on {cpus}; --redo-threads sets it)",
                 mode.to_string().to_uppercase(),
@@ -103,15 +103,15 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     cfg.net_spin = a.net_spin;
     let server = Server::start(engine, cfg).context("starting the server")?;
     match server.tcp_port() {
-        Some(p) => eprintln!(
+        Some(p) => say!(
             "redoctor-engine serve: listening on {} and 127.0.0.1:{p}",
             a.socket.display()
         ),
-        None => eprintln!("redoctor-engine serve: listening on {}", a.socket.display()),
+        None => say!("redoctor-engine serve: listening on {}", a.socket.display()),
     }
     wait_for_signal();
-    eprintln!("redoctor-engine serve: shutting down");
+    say!("redoctor-engine serve: shutting down");
     server.shutdown().context("shutting down")?;
-    eprintln!("redoctor-engine serve: stopped cleanly");
+    say!("redoctor-engine serve: stopped cleanly");
     Ok(ExitCode::SUCCESS)
 }

@@ -76,17 +76,17 @@ pub fn cmd_verify_acks(a: VerifyArgs) -> Result<ExitCode> {
         println!("  {name:<12} {} rows", rows.len());
     }
     if check.lines == 0 {
-        eprintln!("warning: no acknowledgement lines: nothing was checked");
+        say!("warning: no acknowledgement lines: nothing was checked");
     }
     if !check.ok() {
         const SHOWN: usize = 20;
-        eprintln!(
+        say!(
             "{} acknowledged inserts are missing after recovery; the first ones:",
             check.missing.len()
         );
         for (table, id) in check.missing.iter().take(SHOWN) {
             let name = names.get(table).map_or("(unknown table)", String::as_str);
-            eprintln!("  table {table} {name} id {id}");
+            say!("  table {table} {name} id {id}");
         }
     }
     if a.no_shutdown {

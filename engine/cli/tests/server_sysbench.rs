@@ -378,3 +378,53 @@ fn serve_defaults_to_mysql84_log_threads_for_the_host() {
         s.stop();
     }
 }
+
+/// stderr a pipe whose reader has gone (`| tee` stopped, a log shipper
+/// restarted): `serve` starts, serves, refuses a stranger (a line its
+/// accept loop logs), serves again and stops cleanly; its log lines are
+/// dropped. (`eprintln!` panicked there: at startup, or in the accept loop
+/// at its first logged refusal.)
+#[test]
+fn a_closed_stderr_pipe_does_not_stop_serve() {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::CommandExt;
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills the two descriptors, which the Files then own.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (read, write) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read);
+    let s = Served::start_with(&[], Stdio::from(write));
+    let select_one = || -> u64 {
+        let mut c = common::connect(&s.socket);
+        c.query_first("SELECT 1").unwrap().unwrap()
+    };
+    assert_eq!(select_one(), 1);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && installed("mariadb") {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = s.socket.parent().unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&s.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let out = Command::new("mariadb")
+            .arg(format!("--socket={}", s.socket.display()))
+            .args(["--user=root", "-e", "SELECT 1"])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("1045"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        eprintln!("the refusal part skipped: needs root and the mariadb client");
+    }
+    assert_eq!(select_one(), 1);
+    s.stop();
+}

@@ -260,15 +260,15 @@ fn accept_loop(
                 accepted = true;
                 let peer = peer::check_same_user(&s);
                 if let Err(why) = &peer {
-                    eprintln!("{}: refusing a socket connection: {why}", shared.log_prefix);
+                    say!("{}: refusing a socket connection: {why}", shared.log_prefix);
                 }
                 match s.try_clone() {
                     Ok(c) => spawn_conn(&shared, &conns, &next_id, s, Sock::Unix(c), peer),
-                    Err(e) => eprintln!("{}: dropping a connection: {e}", shared.log_prefix),
+                    Err(e) => say!("{}: dropping a connection: {e}", shared.log_prefix),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => eprintln!("{}: accept failed: {e}", shared.log_prefix),
+            Err(e) => say!("{}: accept failed: {e}", shared.log_prefix),
         }
         if let Some(t) = &tcp {
             match t.accept() {
@@ -277,11 +277,11 @@ fn accept_loop(
                     let _ = s.set_nodelay(true);
                     match s.try_clone() {
                         Ok(c) => spawn_conn(&shared, &conns, &next_id, s, Sock::Tcp(c), Ok(())),
-                        Err(e) => eprintln!("{}: dropping a connection: {e}", shared.log_prefix),
+                        Err(e) => say!("{}: dropping a connection: {e}", shared.log_prefix),
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => eprintln!("{}: accept failed: {e}", shared.log_prefix),
+                Err(e) => say!("{}: accept failed: {e}", shared.log_prefix),
             }
         }
         if !accepted {
@@ -371,13 +371,13 @@ fn spawn_conn<S: Stream>(
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    eprintln!(
+                    say!(
                         "{}: connection {id} closed: no login within connect_timeout",
                         sh.log_prefix
                     )
                 }
-                Ok(Err(e)) => eprintln!("{}: connection {id} closed: {e}", sh.log_prefix),
-                Err(_) => eprintln!(
+                Ok(Err(e)) => say!("{}: connection {id} closed: {e}", sh.log_prefix),
+                Err(_) => say!(
                     "{}: connection {id} closed: the protocol library \
                      rejected a malformed packet",
                     sh.log_prefix
@@ -400,7 +400,7 @@ fn spawn_conn<S: Stream>(
         }
         Err(e) => {
             shared.threads_connected.fetch_sub(1, Ordering::Relaxed);
-            eprintln!(
+            say!(
                 "{}: cannot start a connection thread: {e}",
                 shared.log_prefix
             );
