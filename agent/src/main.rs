@@ -4,7 +4,8 @@
 //!
 //! Exit codes: 0 success; 1 error (message on stderr); 3 the target process
 //! exited during `probe` (its last window was still printed). `gate run`:
-//! 0 pass, 1 regression, 2 error.
+//! 0 pass, 1 regression, 2 error. A reader that stops early (`| head`)
+//! ends `probe` and `diagnose` with 0: it has what it asked for.
 
 #[macro_use]
 extern crate redoctor_args;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, SyscallHooks};
+use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals, SyscallHooks};
 
 /// Exit code when the target exits during the run (the last window is printed).
 pub const EXIT_TARGET_EXITED: u8 = 3;
@@ -164,14 +164,11 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
         let signals = sampler
             .wait_window(interval)
             .context("reading the probes' maps")?;
-        let mut out = stdout.lock();
-        if args.json {
-            serde_json::to_writer(&mut out, &signals)?;
-            writeln!(out)?;
-        } else {
-            crate::table::print(&mut out, &signals)?;
+        match print_window(&mut stdout.lock(), &signals, args.json) {
+            // A reader that stopped (`| head`) has what it asked for: detach and end.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+            r => r.context("writing a window to stdout")?,
         }
-        out.flush()?;
         if args.json && signals.events_lost > 0 {
             say!(
                 "redoctor: warning: {}",
@@ -186,4 +183,15 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_TARGET_EXITED));
         }
     }
+}
+
+/// One window on `out`: a JSON line, or the table; flushed.
+fn print_window(out: &mut impl Write, signals: &Signals, json: bool) -> std::io::Result<()> {
+    if json {
+        serde_json::to_writer(&mut *out, signals)?;
+        writeln!(out)?;
+    } else {
+        crate::table::print(out, signals)?;
+    }
+    out.flush()
 }

@@ -183,6 +183,50 @@ fn target_exit_ends_the_run_with_its_last_window() {
         .all(|l| l["target_exited"] == false));
 }
 
+/// A reader that stops early (`redoctor probe ... | head -1`): probe
+/// detaches and exits 0 at its next window, with no error (it exited 1
+/// with "Broken pipe" before).
+#[test]
+fn a_reader_that_stops_early_ends_the_run_quietly() {
+    use std::io::{BufRead, BufReader};
+    if skip() {
+        return;
+    }
+    let mut target = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = target.id().to_string();
+    let mut probe = redoctor()
+        .args(["probe", "--pid", &pid, "--interval", "300ms", "--json"])
+        .args(["--duration", "30s", "--no-uprobes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(probe.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is dropped here: the next window's write finds no reader.
+    let v: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(v["schema_version"], 1, "{first}");
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = probe.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "probe still running 10 s after its reader went"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut probe.stderr.take().unwrap(), &mut err).unwrap();
+    target.kill().unwrap();
+    target.wait().unwrap();
+    assert!(status.success(), "{status}: {err}");
+    assert!(!err.contains("error"), "{err}");
+}
+
 /// `--runq-stamps` attaches the wakeup hooks and fills the run-queue
 /// histogram from them: a process that sleeps 0.5 ms in a loop is woken
 /// hundreds of times a second, and each wakeup ends in one timed wait.
