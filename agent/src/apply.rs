@@ -91,7 +91,7 @@ pub fn run(args: ApplyArgs) -> Result<ExitCode> {
     }
     for (k, old, _) in &before {
         let now = admin.get(k)?;
-        println!("{k}: {old} -> {now}");
+        tell!("{k}: {old} -> {now}");
     }
     say!(
         "redoctor: previous values recorded in {}; `redoctor revert --socket {}` restores them",

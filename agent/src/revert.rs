@@ -37,7 +37,7 @@ pub fn run(args: RevertArgs) -> Result<ExitCode> {
         .cloned()
         .collect();
     if mine.is_empty() {
-        println!(
+        tell!(
             "nothing to revert for {socket} (state file {})",
             state_path.display()
         );
@@ -50,7 +50,7 @@ pub fn run(args: RevertArgs) -> Result<ExitCode> {
             .retain(|x| !(x.socket == socket && x.setting == e.setting));
         state.save(&state_path)?;
         let now = admin.get(&e.setting)?;
-        println!("{}: {} -> {now}", e.setting, e.applied);
+        tell!("{}: {} -> {now}", e.setting, e.applied);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -120,3 +120,43 @@ fn no_server_is_named() {
     assert_eq!(o.status.code(), Some(1));
     assert!(err(&o).contains("no server socket"), "{}", err(&o));
 }
+
+/// stdout a pipe whose reader has gone (`redoctor revert | head -0`):
+/// every recorded setting is still restored and the state file emptied
+/// (a panic at the first printed line left the others changed).
+#[test]
+fn a_closed_stdout_does_not_stop_a_revert_half_way() {
+    use std::os::fd::FromRawFd;
+    let s = Served::start();
+    let o = s.redoctor(&[
+        "apply",
+        "--set",
+        "innodb_log_writer_threads=OFF",
+        "--set",
+        "innodb_thread_concurrency=4",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(s.state_entries(), 2);
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills the two descriptors, which the Files then own.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (read, write) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read);
+    let o = Command::new(env!("CARGO_BIN_EXE_redoctor"))
+        .args(["revert", "--socket"])
+        .arg(s.socket())
+        .arg("--state")
+        .arg(s.state())
+        .stdout(write)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}: {}", o.status, err(&o));
+    assert_eq!(s.var("innodb_log_writer_threads"), "ON");
+    assert_eq!(s.var("innodb_thread_concurrency"), "0");
+    assert_eq!(s.state_entries(), 0);
+}

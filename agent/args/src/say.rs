@@ -1,4 +1,5 @@
-//! One way for every redoctor binary to write a line to stderr.
+//! One way for every redoctor binary to write a line to stderr (and a
+//! result line to stdout).
 //!
 //! `eprintln!` panics when the write fails (stderr a pipe whose reader has
 //! gone: `| tee` stopped, a log shipper restarted). In a daemon's worker
@@ -13,6 +14,18 @@ macro_rules! say {
     ($($arg:tt)*) => {{
         use ::std::io::Write as _;
         let _ = ::std::writeln!(::std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// `println!` that never panics: for a command's short result lines
+/// printed between actions (`apply`, `revert`), where a panic at the first
+/// line would leave the rest undone. A reader that has gone (`| head -1`)
+/// misses the line; the actions go on.
+#[macro_export]
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stdout().lock(), $($arg)*);
     }};
 }
 

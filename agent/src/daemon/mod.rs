@@ -101,7 +101,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         let c = Config::load(&p)?;
         let rules = RuleSet::shipped_and(&c.agent.rules).context("loading the rules")?;
         drop(rules);
-        println!(
+        tell!(
             "{}: valid; {} target(s): {}",
             p.display(),
             c.targets.len(),
@@ -129,9 +129,17 @@ fn status_cmd(s: StatusArgs) -> Result<ExitCode> {
     if s.json {
         let mut v = serde_json::to_value(&st)?;
         v["running"] = json!(running);
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        tell!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        status::print(&mut std::io::stdout().lock(), &st, running)?;
+        match status::print(&mut std::io::stdout().lock(), &st, running) {
+            // A reader that stopped (`| head`) has what it asked for.
+            Err(e)
+                if e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                }) => {}
+            r => r.context("printing the status")?,
+        }
     }
     Ok(if running {
         ExitCode::SUCCESS
