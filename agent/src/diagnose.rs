@@ -335,13 +335,13 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
 fn print_report(out: &str) -> Result<()> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing the report to stdout"),
-    }
+    crate::reached_reader(
+        stdout
+            .write_all(out.as_bytes())
+            .and_then(|()| stdout.flush()),
+    )
+    .context("writing the report to stdout")?;
+    Ok(())
 }
 
 /// Refuses a server whose kind is not the profile's: MariaDB says so in

@@ -57,6 +57,16 @@ enum Command {
     Gate(gate::GateArgs),
 }
 
+/// Whether a write to stdout reached its reader. A reader that stopped
+/// early (`| head`) has what it asked for: that is not an error, and the
+/// command ends (`Ok(false)`).
+fn reached_reader(r: std::io::Result<()>) -> std::io::Result<bool> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        r => r.map(|()| true),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

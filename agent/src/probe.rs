@@ -164,10 +164,10 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
         let signals = sampler
             .wait_window(interval)
             .context("reading the probes' maps")?;
-        match print_window(&mut stdout.lock(), &signals, args.json) {
-            // A reader that stopped (`| head`) has what it asked for: detach and end.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
-            r => r.context("writing a window to stdout")?,
+        if !crate::reached_reader(print_window(&mut stdout.lock(), &signals, args.json))
+            .context("writing a window to stdout")?
+        {
+            return Ok(ExitCode::SUCCESS); // the probes detach on drop
         }
         if args.json && signals.events_lost > 0 {
             say!(

@@ -873,13 +873,7 @@ fn follows_a_restarted_target_by_process_name() {
     }
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    // At most 15 bytes: "rdx", this pid (at most 7 digits), 5 more.
-    let mut name = format!("rdx{}{:05}", std::process::id(), nanos % 100_000);
-    name.truncate(15);
+    let name = unique_comm("rdx");
     let bin = common::engine_named(dir.path(), &name);
     let comm = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -975,12 +969,7 @@ fn a_closed_stderr_pipe_does_not_stop_the_agent() {
     }
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let mut name = format!("rdp{}{:05}", std::process::id(), nanos % 100_000);
-    name.truncate(15);
+    let name = unique_comm("rdp");
     let bin = common::engine_named(dir.path(), &name);
     let cfg = restart_config(dir.path(), &state, &format!("process = \"{name}\""), "off");
     let mut child = Command::new(BIN)
@@ -1008,6 +997,18 @@ fn a_closed_stderr_pipe_does_not_stop_the_agent() {
     assert!(a.child.try_wait().unwrap().is_none(), "the agent exited");
     let st = a.term(5);
     assert!(st.success(), "the agent's exit on SIGTERM: {st}");
+}
+
+/// A process name no other process has (a comm, at most 15 bytes):
+/// `prefix`, this pid (at most 7 digits), then clock digits.
+fn unique_comm(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let mut name = format!("{prefix}{}{:05}", std::process::id(), nanos % 100_000);
+    name.truncate(15);
+    name
 }
 
 /// The restart tests' config: one target in recommend mode, found by

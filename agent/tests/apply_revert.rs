@@ -13,17 +13,22 @@ fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-#[test]
-fn apply_then_revert_restores_the_old_values() {
-    let s = Served::start();
-    assert_eq!(s.var("innodb_log_writer_threads"), "ON");
-    let o = s.redoctor(&[
+/// `apply` of two settings: redo log threads off, a cap of 4.
+fn apply_two(s: &Served) -> Output {
+    s.redoctor(&[
         "apply",
         "--set",
         "innodb_log_writer_threads=OFF",
         "--set",
         "innodb_thread_concurrency=4",
-    ]);
+    ])
+}
+
+#[test]
+fn apply_then_revert_restores_the_old_values() {
+    let s = Served::start();
+    assert_eq!(s.var("innodb_log_writer_threads"), "ON");
+    let o = apply_two(&s);
     assert!(o.status.success(), "{}", err(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -126,26 +131,12 @@ fn no_server_is_named() {
 /// (a panic at the first printed line left the others changed).
 #[test]
 fn a_closed_stdout_does_not_stop_a_revert_half_way() {
-    use std::os::fd::FromRawFd;
     let s = Served::start();
-    let o = s.redoctor(&[
-        "apply",
-        "--set",
-        "innodb_log_writer_threads=OFF",
-        "--set",
-        "innodb_thread_concurrency=4",
-    ]);
+    let o = apply_two(&s);
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(s.state_entries(), 2);
-    let mut fds = [0; 2];
-    // SAFETY: pipe(2) fills the two descriptors, which the Files then own.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    let (read, write) = unsafe {
-        (
-            std::fs::File::from_raw_fd(fds[0]),
-            std::fs::File::from_raw_fd(fds[1]),
-        )
-    };
+    // A pipe whose reader has gone.
+    let (read, write) = std::io::pipe().unwrap();
     drop(read);
     let o = Command::new(env!("CARGO_BIN_EXE_redoctor"))
         .args(["revert", "--socket"])

@@ -31,8 +31,6 @@ macro_rules! tell {
 
 #[cfg(test)]
 mod tests {
-    use std::os::fd::FromRawFd;
-
     /// With stderr a pipe whose reader is closed, `say!` returns and
     /// `eprintln!` would panic (checked in a child process so this test's
     /// own stderr stays intact).
@@ -42,14 +40,8 @@ mod tests {
             crate::say!("dropped {}", 1);
             std::process::exit(7);
         }
-        let mut fds = [0; 2];
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        let (read, write) = unsafe {
-            (
-                std::fs::File::from_raw_fd(fds[0]),
-                std::fs::File::from_raw_fd(fds[1]),
-            )
-        };
+        // A pipe whose reader has gone.
+        let (read, write) = std::io::pipe().unwrap();
         drop(read);
         let exe = std::env::current_exe().unwrap();
         let status = std::process::Command::new(exe)

@@ -131,15 +131,8 @@ fn status_cmd(s: StatusArgs) -> Result<ExitCode> {
         v["running"] = json!(running);
         tell!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        match status::print(&mut std::io::stdout().lock(), &st, running) {
-            // A reader that stopped (`| head`) has what it asked for.
-            Err(e)
-                if e.chain().any(|c| {
-                    c.downcast_ref::<std::io::Error>()
-                        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-                }) => {}
-            r => r.context("printing the status")?,
-        }
+        crate::reached_reader(status::print(&mut std::io::stdout().lock(), &st, running))
+            .context("printing the status")?;
     }
     Ok(if running {
         ExitCode::SUCCESS

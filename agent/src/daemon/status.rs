@@ -127,7 +127,7 @@ pub fn read(dir: &Path) -> Result<Status> {
 }
 
 /// Prints the status for humans.
-pub fn print(out: &mut impl Write, s: &Status, running: bool) -> Result<()> {
+pub fn print(out: &mut impl Write, s: &Status, running: bool) -> std::io::Result<()> {
     let age = super::journal::now_ms().saturating_sub(s.updated_unix_ms) / 1000;
     writeln!(
         out,

@@ -386,17 +386,9 @@ fn serve_defaults_to_mysql84_log_threads_for_the_host() {
 /// at its first logged refusal.)
 #[test]
 fn a_closed_stderr_pipe_does_not_stop_serve() {
-    use std::os::fd::FromRawFd;
     use std::os::unix::process::CommandExt;
-    let mut fds = [0; 2];
-    // SAFETY: pipe(2) fills the two descriptors, which the Files then own.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    let (read, write) = unsafe {
-        (
-            std::fs::File::from_raw_fd(fds[0]),
-            std::fs::File::from_raw_fd(fds[1]),
-        )
-    };
+    // A pipe whose reader has gone.
+    let (read, write) = std::io::pipe().unwrap();
     drop(read);
     let s = Served::start_with(&[], Stdio::from(write));
     let select_one = || -> u64 {
