@@ -8,8 +8,8 @@ mod sim;
 use std::time::Duration;
 
 use redoctor_advisor::experiment::{
-    clipped, look, run_trial, search, Candidate, Decision, Outcome, Plan, Settings, Side,
-    StepResult, Testbed, TrialRecord, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL,
+    clipped, look, run_trial, search, Candidate, Decision, Outcome, Plan, SearchReport, Settings,
+    Side, StepResult, Testbed, TrialRecord, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL,
 };
 use sim::{s, Sim};
 
@@ -540,6 +540,7 @@ fn knob_x(v: &str, gain: f64) -> Candidate {
         label: format!("x={v}"),
         settings: s(&[("x", v)]),
         predicted_gain: gain,
+        requires: Default::default(),
     }
 }
 
@@ -571,6 +572,40 @@ fn search_keeps_the_better_of_two_candidates() {
     assert!(tb.clock <= plan.max_total + plan.window);
 }
 
+/// x=3 is tried only after x=2 is kept (a head-to-head with it).
+fn after_x2(first: f64, second: f64) -> (Sim, SearchReport) {
+    let rates = [
+        (s(&[("x", "1")]), 1000.0),
+        (s(&[("x", "2")]), first),
+        (s(&[("x", "3")]), second),
+    ];
+    let mut tb = Sim::new(&rates, 0.02, 5);
+    let mut third = knob_x("3", 0.1);
+    third.requires = s(&[("x", "2")]);
+    let r = search(&mut tb, vec![knob_x("2", 0.2), third], &Plan::default());
+    (tb, r)
+}
+
+#[test]
+fn a_candidate_that_requires_a_kept_one_waits_for_it() {
+    // x=2 kept, then x=3 against it: kept, and judged against x=2.
+    let (tb, r) = after_x2(1300.0, 1700.0);
+    assert_eq!(r.kept, vec!["x=2", "x=3"], "{}", r.summary());
+    let StepResult::Tried(t) = &r.steps[1].result else {
+        panic!("x=3 not tried: {}", r.summary());
+    };
+    assert_eq!(t.baseline_settings, s(&[("x", "2")]));
+    assert_eq!(tb.current, s(&[("x", "3")]));
+    // x=2 rolled back: x=3 is not tried, though it would win from x=1.
+    let (tb, r) = after_x2(800.0, 1700.0);
+    assert!(r.kept.is_empty(), "{}", r.summary());
+    match &r.steps[1].result {
+        StepResult::Skipped(why) => assert!(why.contains("only after x=2 is kept"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(tb.windows_in(&s(&[("x", "3")])), 0);
+}
+
 #[test]
 fn search_rolls_back_a_worse_knob_and_keeps_a_better_one() {
     let st = |a: &str, b: &str| s(&[("a", a), ("b", b)]);
@@ -585,6 +620,7 @@ fn search_rolls_back_a_worse_knob_and_keeps_a_better_one() {
         label: k.into(),
         settings: s(&[(k, "1")]),
         predicted_gain: gain,
+        requires: Default::default(),
     };
     let r = search(
         &mut tb,
@@ -633,11 +669,13 @@ fn search_skips_a_candidate_that_does_not_fit_the_budget() {
             label: "b".into(),
             settings: s(&[("b", "1")]),
             predicted_gain: 0.1,
+            requires: Default::default(),
         },
         Candidate {
             label: "a".into(),
             settings: s(&[("a", "1")]),
             predicted_gain: 0.3,
+            requires: Default::default(),
         },
     ];
     let r = search(&mut tb, cands, &plan);
@@ -767,6 +805,7 @@ fn two_candidates_with_no_effect_leave_time_for_a_better_third() {
         label: k.into(),
         settings: s(&[(k, "1")]),
         predicted_gain: gain,
+        requires: Default::default(),
     };
     let plan = Plan::default();
     let min = plan.min_time().as_secs_f64();

@@ -126,6 +126,7 @@ fn with_trials() -> [Diagnosis; 2] {
         label: "x <off>".into(),
         settings: c,
         predicted_gain: 0.3,
+        requires: Default::default(),
     }];
     let mut two = diagnosis();
     two.trial = Some(Experiment::Search(search(&mut tb, cands, &plan)));

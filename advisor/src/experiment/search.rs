@@ -17,6 +17,12 @@ pub struct Candidate {
     /// Expected relative gain (e.g. 0.1 for +10%), or any score; only
     /// orders the candidates, highest first.
     pub predicted_gain: f64,
+    /// Settings the search must be at for this candidate to be tried
+    /// (empty: always). A candidate meant to be judged against an earlier
+    /// one that was kept names that one's settings here; until they are
+    /// in effect it is neither tried nor given a share of the time.
+    #[serde(default, skip_serializing_if = "Settings::is_empty")]
+    pub requires: Settings,
 }
 
 /// What became of one candidate.
@@ -104,7 +110,7 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
     }
     let mut names: Vec<String> = candidates
         .iter()
-        .flat_map(|c| c.settings.keys().cloned())
+        .flat_map(|c| c.settings.keys().chain(c.requires.keys()).cloned())
         .collect();
     names.sort();
     names.dedup();
@@ -129,6 +135,8 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
         let left = plan.max_total.saturating_sub(secs(rep.elapsed_s));
         let skip = if failed {
             Some("an earlier trial failed: the testbed's state is uncertain".to_string())
+        } else if !c.requires.iter().all(|(k, v)| current.get(k) == Some(v)) {
+            Some(format!("tried only after {} is kept", show(&c.requires)))
         } else if baseline == c.settings {
             Some("already in effect".to_string())
         } else if !plan.fits(plan.min_time(), left) {
@@ -147,7 +155,7 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
             None => {
                 let to_try = candidates[i..]
                     .iter()
-                    .filter(|c| values_of(&c.settings, &current) != c.settings)
+                    .filter(|c| applicable(c, &current))
                     .count();
                 let t = run_trial(tb, &baseline, &c.settings, plan, share(left, to_try, plan));
                 rep.elapsed_s += t.elapsed_s;
@@ -182,6 +190,13 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
 pub fn share(left: Duration, to_try: usize, plan: &Plan) -> Duration {
     let reserved = plan.min_time() * u32::try_from(to_try.saturating_sub(1)).unwrap_or(u32::MAX);
     left.saturating_sub(reserved).max(plan.min_time()).min(left)
+}
+
+/// Whether `c` would be tried from `current`: its requirement holds and
+/// it changes something.
+fn applicable(c: &Candidate, current: &Settings) -> bool {
+    c.requires.iter().all(|(k, v)| current.get(k) == Some(v))
+        && values_of(&c.settings, current) != c.settings
 }
 
 /// `current`'s values of the knobs `settings` names.

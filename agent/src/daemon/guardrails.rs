@@ -57,11 +57,22 @@ pub fn window(t: &Target, j: &Journal, now: u64) -> Result<(), Closed> {
     Ok(())
 }
 
+/// What `settings` would change from `current`: a setting at its current
+/// value (a candidate that resets what an earlier one in its search
+/// changed) is no change, so no guardrail applies to it.
+pub fn changes_only(current: &Settings, settings: &Settings) -> Settings {
+    settings
+        .iter()
+        .filter(|(k, v)| current.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// The part of `c` the guardrails allow, or why none of it: every setting
-/// must be a configured knob (durability ones need consent, checked when
-/// the config is loaded), none changed within `min_dwell`, and caps and
-/// the throttle move by at most `max_step` (0, unlimited, counts as the
-/// connected `users`).
+/// it changes must be a configured knob (durability ones need consent,
+/// checked when the config is loaded), none changed within `min_dwell`,
+/// and caps and the throttle move by at most `max_step` (0, unlimited,
+/// counts as the connected `users`).
 pub fn admit(
     t: &Target,
     j: &Journal,
@@ -71,6 +82,7 @@ pub fn admit(
     now: u64,
 ) -> Result<Candidate, String> {
     let g = &t.guardrails;
+    c.settings = changes_only(current, &c.settings);
     let asked = c.settings.clone();
     for (k, v) in c.settings.iter_mut() {
         if !t.allows(k) {
@@ -196,6 +208,7 @@ mod tests {
             label: format!("{k}={v}"),
             settings: Settings::from([(k.into(), v.into())]),
             predicted_gain: 0.1,
+            requires: Default::default(),
         }
     }
 
@@ -308,6 +321,39 @@ mod tests {
             now
         )
         .is_err());
+        // A setting at its current value is no change: a knob outside the
+        // list, or one within its dwell, does not refuse the candidate.
+        let mut reset = cand("innodb_log_writer_threads", "OFF");
+        reset
+            .settings
+            .insert("innodb_max_active_transactions".into(), "0".into());
+        reset
+            .settings
+            .insert("innodb_thread_concurrency".into(), "32".into());
+        let with_throttle = {
+            let mut c = cur.clone();
+            c.insert("innodb_max_active_transactions".into(), "0".into());
+            c
+        };
+        j.changes
+            .push(kept(now + 500_000, "innodb_thread_concurrency"));
+        let c = admit(&t, &j, &with_throttle, 64.0, reset, now).unwrap_err();
+        assert!(c.contains("innodb_log_writer_threads changed"), "{c}");
+        let mut reset = cand("innodb_log_writer_threads", "OFF");
+        reset
+            .settings
+            .insert("innodb_max_active_transactions".into(), "0".into());
+        reset
+            .settings
+            .insert("innodb_thread_concurrency".into(), "32".into());
+        let c = admit(&t, &j, &with_throttle, 64.0, reset, now + 600_000).unwrap();
+        assert_eq!(
+            show(&c.settings),
+            "innodb_log_writer_threads=OFF",
+            "{}",
+            c.label
+        );
+        assert!(!c.label.contains("max_step"), "{}", c.label);
     }
 
     fn diagnosis() -> Diagnosis {
@@ -347,6 +393,7 @@ mod tests {
             label: "asked".into(),
             settings: p.changes.clone(),
             predicted_gain: p.ratio - 1.0,
+            requires: Default::default(),
         };
         let c = admit(&t, &j, &cur, 128.0, c, 0).unwrap();
         assert_eq!(c.settings[CAP], "32");
@@ -382,6 +429,7 @@ mod tests {
             label: "asked".into(),
             settings: asked.clone(),
             predicted_gain: 0.3,
+            requires: Default::default(),
         };
         let c = admit(&t, &j, &cur, 128.0, c, 0).unwrap();
         assert_eq!(c.settings[THROTTLE], "4");

@@ -152,8 +152,14 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
     let current: Settings = w.stated_settings()?.into_iter().collect();
     let mut admitted = Vec::new();
     for c in candidates {
+        // A candidate meant to follow a kept one within a search: the
+        // daemon keeps at most one change per evaluation, and the next
+        // evaluation predicts from what was kept.
+        if !c.requires.iter().all(|(k, v)| current.get(k) == Some(v)) {
+            continue;
+        }
         let label = c.label.clone();
-        let asked = c.settings.clone();
+        let asked = guardrails::changes_only(&current, &c.settings);
         let admitted_c =
             guardrails::admit(&w.t, &w.journal, &current, w.users, c, now).and_then(|c| {
                 match w.model() {

@@ -721,6 +721,7 @@ impl Worker {
                 ),
                 settings: c.clone(),
                 predicted_gain: 0.0,
+                requires: Default::default(),
             });
         }
         out
