@@ -336,7 +336,7 @@ pub fn run(args: CalibrateArgs) -> Result<std::process::ExitCode> {
 
 fn print_summary(c: &Calibration) {
     let f = &c.fitted;
-    println!(
+    tell!(
         "calibration: {} points, held-out error {:.1}% (in-sample {:.1}%)",
         f.points,
         (f.sigma.exp() - 1.0) * 100.0,
@@ -346,11 +346,11 @@ fn print_summary(c: &Calibration) {
     for ((name, _, _, _, unit, meaning), x) in
         redoctor_advisor::model::mechanics::PARAMS.iter().zip(v)
     {
-        println!("  {name:<20} {x:>10.3} {unit:<10} {meaning}");
+        tell!("  {name:<20} {x:>10.3} {unit:<10} {meaning}");
     }
-    println!("  measured vs predicted (held out):");
+    tell!("  measured vs predicted (held out):");
     for r in &f.residuals {
-        println!(
+        tell!(
             "    {:<32} -> {:<16} measured {:>6.3}  fitted {:>6.3}  held-out {}",
             r.label,
             r.to.to_string(),
