@@ -112,10 +112,8 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
             if let Some(second) = second {
                 let mut c = from_prediction(second, "the model's second combination");
                 for k in best.changes.keys() {
-                    if let (false, Some(now)) =
-                        (c.settings.contains_key(k), d.facts.settings.get(k))
-                    {
-                        c.settings.insert(k.clone(), now.clone());
+                    if let Some(now) = d.facts.settings.get(k) {
+                        c.settings.entry(k.clone()).or_insert_with(|| now.clone());
                     }
                 }
                 c.label = format!(
@@ -273,7 +271,7 @@ pub fn run(
 mod tests {
     use super::{candidates, plan};
     use redoctor_advisor::experiment::{
-        search, ExperimentError, Sample, Settings, StepResult, Testbed,
+        search, ExperimentError, Sample, SearchReport, Settings, StepResult, Testbed,
     };
     use redoctor_advisor::model::config::Config;
     use redoctor_advisor::Diagnosis;
@@ -363,17 +361,7 @@ mod tests {
 
     #[test]
     fn where_the_first_combination_is_not_kept_the_second_is_not_tried() {
-        let d = diagnosis();
-        let mut tb = Scripted {
-            now: d.facts.settings.clone(),
-            seed: 11,
-            rt0_throttle: 6000.0,
-        };
-        let rep = search(
-            &mut tb,
-            candidates(&d),
-            &plan(10, Duration::from_secs(1), Duration::from_secs(60), 0.7),
-        );
+        let (_, rep) = search_scripted(6000.0, 11);
         let second = &rep.steps[1];
         assert!(
             second.label.contains("second combination"),
@@ -402,6 +390,23 @@ mod tests {
         seed: u64,
         /// RT0 with the throttle (7900 in the host's shape).
         rt0_throttle: f64,
+    }
+
+    /// The default `--trial` search of the diagnosis's candidates on a
+    /// [`Scripted`] server with RT0 and the throttle at `rt0_throttle`.
+    fn search_scripted(rt0_throttle: f64, seed: u64) -> (Scripted, SearchReport) {
+        let d = diagnosis();
+        let mut tb = Scripted {
+            now: d.facts.settings.clone(),
+            seed,
+            rt0_throttle,
+        };
+        let rep = search(
+            &mut tb,
+            candidates(&d),
+            &plan(10, Duration::from_secs(1), Duration::from_secs(60), 0.7),
+        );
+        (tb, rep)
     }
 
     impl Testbed for Scripted {
@@ -440,17 +445,7 @@ mod tests {
 
     #[test]
     fn after_a_kept_combination_the_second_is_tried_head_to_head() {
-        let d = diagnosis();
-        let mut tb = Scripted {
-            now: d.facts.settings.clone(),
-            seed: 7,
-            rt0_throttle: 7900.0,
-        };
-        let rep = search(
-            &mut tb,
-            candidates(&d),
-            &plan(10, Duration::from_secs(1), Duration::from_secs(60), 0.7),
-        );
+        let (tb, rep) = search_scripted(7900.0, 7);
         assert_eq!(rep.kept.len(), 2, "{}", rep.summary());
         let end = Config::from_settings(&rep.final_settings);
         assert_eq!(end.to_string(), "RT0+cap4", "{}", rep.summary());

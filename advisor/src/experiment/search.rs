@@ -25,6 +25,13 @@ pub struct Candidate {
     pub requires: Settings,
 }
 
+impl Candidate {
+    /// Whether the settings it `requires` are in effect in `current`.
+    pub fn ready(&self, current: &Settings) -> bool {
+        self.requires.iter().all(|(k, v)| current.get(k) == Some(v))
+    }
+}
+
 /// What became of one candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -135,7 +142,7 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
         let left = plan.max_total.saturating_sub(secs(rep.elapsed_s));
         let skip = if failed {
             Some("an earlier trial failed: the testbed's state is uncertain".to_string())
-        } else if !c.requires.iter().all(|(k, v)| current.get(k) == Some(v)) {
+        } else if !c.ready(&current) {
             Some(format!("tried only after {} is kept", show(&c.requires)))
         } else if baseline == c.settings {
             Some("already in effect".to_string())
@@ -195,8 +202,7 @@ pub fn share(left: Duration, to_try: usize, plan: &Plan) -> Duration {
 /// Whether `c` would be tried from `current`: its requirement holds and
 /// it changes something.
 fn applicable(c: &Candidate, current: &Settings) -> bool {
-    c.requires.iter().all(|(k, v)| current.get(k) == Some(v))
-        && values_of(&c.settings, current) != c.settings
+    c.ready(current) && values_of(&c.settings, current) != c.settings
 }
 
 /// `current`'s values of the knobs `settings` names.

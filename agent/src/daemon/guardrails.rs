@@ -323,13 +323,14 @@ mod tests {
         .is_err());
         // A setting at its current value is no change: a knob outside the
         // list, or one within its dwell, does not refuse the candidate.
-        let mut reset = cand("innodb_log_writer_threads", "OFF");
-        reset
-            .settings
-            .insert("innodb_max_active_transactions".into(), "0".into());
-        reset
-            .settings
-            .insert("innodb_thread_concurrency".into(), "32".into());
+        let reset = || {
+            let mut c = cand("innodb_log_writer_threads", "OFF");
+            c.settings
+                .insert("innodb_max_active_transactions".into(), "0".into());
+            c.settings
+                .insert("innodb_thread_concurrency".into(), "32".into());
+            c
+        };
         let with_throttle = {
             let mut c = cur.clone();
             c.insert("innodb_max_active_transactions".into(), "0".into());
@@ -337,16 +338,9 @@ mod tests {
         };
         j.changes
             .push(kept(now + 500_000, "innodb_thread_concurrency"));
-        let c = admit(&t, &j, &with_throttle, 64.0, reset, now).unwrap_err();
+        let c = admit(&t, &j, &with_throttle, 64.0, reset(), now).unwrap_err();
         assert!(c.contains("innodb_log_writer_threads changed"), "{c}");
-        let mut reset = cand("innodb_log_writer_threads", "OFF");
-        reset
-            .settings
-            .insert("innodb_max_active_transactions".into(), "0".into());
-        reset
-            .settings
-            .insert("innodb_thread_concurrency".into(), "32".into());
-        let c = admit(&t, &j, &with_throttle, 64.0, reset, now + 600_000).unwrap();
+        let c = admit(&t, &j, &with_throttle, 64.0, reset(), now + 600_000).unwrap();
         assert_eq!(
             show(&c.settings),
             "innodb_log_writer_threads=OFF",

@@ -155,7 +155,7 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
         // A candidate meant to follow a kept one within a search: the
         // daemon keeps at most one change per evaluation, and the next
         // evaluation predicts from what was kept.
-        if !c.requires.iter().all(|(k, v)| current.get(k) == Some(v)) {
+        if !c.ready(&current) {
             continue;
         }
         let label = c.label.clone();
