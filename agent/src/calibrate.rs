@@ -301,6 +301,7 @@ fn merge(is: Vec<Inputs>) -> Inputs {
     m.binlog_fsync_us = avg(&|i| i.binlog_fsync_us);
     m.lock_wait_us = avg(&|i| i.lock_wait_us);
     m.lock_waits = avg(&|i| i.lock_waits);
+    m.futex_waits = avg(&|i| i.futex_waits);
     m.commit_wait_us = avg(&|i| i.commit_wait_us);
     m.cpu_share = avg(&|i| i.cpu_share);
     m.users = avg(&|i| i.users);

@@ -198,6 +198,7 @@ mod tests_support {
             binlog_fsync_us: 0.0,
             lock_wait_us: 0.0,
             lock_waits: 0.0,
+            futex_waits: 0.0,
             commit_wait_us: 100.0,
             cpu_share: 0.5,
         }

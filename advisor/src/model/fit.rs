@@ -273,6 +273,7 @@ mod tests {
             binlog_fsync_us: 0.0,
             lock_wait_us: 0.0,
             lock_waits: 0.0,
+            futex_waits: 0.0,
             commit_wait_us: 0.0,
             cpu_share: 0.0,
         };

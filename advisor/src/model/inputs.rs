@@ -41,6 +41,12 @@ pub struct Inputs {
     pub lock_wait_us: f64,
     /// Such waits per commit (each a sleep and a wakeup).
     pub lock_waits: f64,
+    /// Every futex wait of the server's threads per commit: the commit
+    /// path's and the ones above. In RT0 the waits beyond one per follower
+    /// and the lock waits are its election convoy (waiters woken to find
+    /// their data not yet durable, waiting again).
+    #[serde(default)]
+    pub futex_waits: f64,
     /// User threads' wait for the redo log (the commit wait). Not read by
     /// the mechanics (the commit latency is what they predict); kept for
     /// the report and the calibration file (`advisor/MODEL.md`, "What the
@@ -98,6 +104,7 @@ impl Inputs {
             binlog_fsync_us: g("binlog_fsync_mean_us"),
             lock_wait_us: g("lock_wait_us_per_commit"),
             lock_waits: g("lock_waits_per_commit"),
+            futex_waits: g("futex_waits_per_commit"),
             commit_wait_us: g("commit_wait_us_per_commit"),
             cpu_share: g("cpu_share"),
         })
