@@ -164,7 +164,10 @@ fn an_observed_rt0_convoy_is_the_commit_paths_not_the_work() {
     i.futex_waits = 13.9;
     let seen = ratio(&p, &i, &rt(true));
     assert!(unseen < 1.3, "without the waits RT1 over RT0: {unseen}");
-    assert!(seen > 2.0 * unseen, "with them RT1 over RT0: {seen} (without {unseen})");
+    assert!(
+        seen > 2.0 * unseen,
+        "with them RT1 over RT0: {seen} (without {unseen})"
+    );
     // Waits no more than a follower's and the lock waits change nothing.
     i.futex_waits = 1.0 - 1.0 / 52.0 + 0.6;
     assert!((ratio(&p, &i, &rt(true)) - unseen).abs() < 1e-9);
