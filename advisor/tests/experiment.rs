@@ -536,12 +536,7 @@ fn the_harm_stop_costs_a_better_candidate_little() {
 }
 
 fn knob_x(v: &str, gain: f64) -> Candidate {
-    Candidate {
-        label: format!("x={v}"),
-        settings: s(&[("x", v)]),
-        predicted_gain: gain,
-        requires: Default::default(),
-    }
+    Candidate::new(format!("x={v}"), s(&[("x", v)]), gain)
 }
 
 #[test]
@@ -616,12 +611,7 @@ fn search_rolls_back_a_worse_knob_and_keeps_a_better_one() {
         (st("1", "1"), 1060.0),
     ];
     let mut tb = Sim::new(&rates, 0.02, 10);
-    let one = |k: &str, gain| Candidate {
-        label: k.into(),
-        settings: s(&[(k, "1")]),
-        predicted_gain: gain,
-        requires: Default::default(),
-    };
+    let one = |k: &str, gain| Candidate::new(k, s(&[(k, "1")]), gain);
     let r = search(
         &mut tb,
         vec![one("b", 0.3), one("a", 0.2)],
@@ -665,18 +655,8 @@ fn search_skips_a_candidate_that_does_not_fit_the_budget() {
         ..Plan::default()
     };
     let cands = vec![
-        Candidate {
-            label: "b".into(),
-            settings: s(&[("b", "1")]),
-            predicted_gain: 0.1,
-            requires: Default::default(),
-        },
-        Candidate {
-            label: "a".into(),
-            settings: s(&[("a", "1")]),
-            predicted_gain: 0.3,
-            requires: Default::default(),
-        },
+        Candidate::new("b", s(&[("b", "1")]), 0.1),
+        Candidate::new("a", s(&[("a", "1")]), 0.3),
     ];
     let r = search(&mut tb, cands, &plan);
     let StepResult::Tried(first) = &r.steps[0].result else {
@@ -801,12 +781,7 @@ fn two_candidates_with_no_effect_leave_time_for_a_better_third() {
             }
         }
     }
-    let one = |k: &str, gain| Candidate {
-        label: k.into(),
-        settings: s(&[(k, "1")]),
-        predicted_gain: gain,
-        requires: Default::default(),
-    };
+    let one = |k: &str, gain| Candidate::new(k, s(&[(k, "1")]), gain);
     let plan = Plan::default();
     let min = plan.min_time().as_secs_f64();
     let mut kept_c = 0;

@@ -122,12 +122,7 @@ fn with_trials() -> [Diagnosis; 2] {
     let mut one = diagnosis();
     one.trial = Some(Experiment::Trial(t));
     let mut tb = sim::Sim::new(&[(b, 1000.0), (c.clone(), 1300.0)], 0.02, 2);
-    let cands = vec![Candidate {
-        label: "x <off>".into(),
-        settings: c,
-        predicted_gain: 0.3,
-        requires: Default::default(),
-    }];
+    let cands = vec![Candidate::new("x <off>", c, 0.3)];
     let mut two = diagnosis();
     two.trial = Some(Experiment::Search(search(&mut tb, cands, &plan)));
     [one, two]

@@ -155,12 +155,11 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
             continue;
         }
         let settings = Settings::from([(setting.clone(), value.clone())]);
-        out.push(Candidate {
-            label: format!("{} ({rule}, {why})", show(&settings)),
+        out.push(Candidate::new(
+            format!("{} ({rule}, {why})", show(&settings)),
             settings,
-            predicted_gain: 0.0,
-            requires: Default::default(),
-        });
+            0.0,
+        ));
     }
     out
 }
@@ -169,17 +168,16 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
 /// it on top of what was kept, which may not be the configuration the
 /// model predicted it from.
 pub(crate) fn from_prediction(p: &Prediction, what: &str) -> Candidate {
-    Candidate {
-        label: format!(
+    Candidate::new(
+        format!(
             "{} ({what}: {} at {})",
             show(&p.changes),
             p.config,
             pct(p.ratio)
         ),
-        settings: p.changes.clone(),
-        predicted_gain: p.ratio - 1.0,
-        requires: Default::default(),
-    }
+        p.changes.clone(),
+        p.ratio - 1.0,
+    )
 }
 
 /// The knobs a change touches (a cap and its admission policy are one knob).
@@ -328,32 +326,29 @@ mod tests {
         assert!(gains.windows(2).all(|w| w[0] >= w[1]), "{gains:?}");
     }
 
-    #[test]
-    fn no_combination_where_a_single_knob_is_predicted_as_good() {
+    /// The diagnosis with RT0 alone predicted as its `rank`-th prediction is.
+    fn redo_alone_as(rank: usize) -> Diagnosis {
         let mut d = diagnosis();
         let m = d.model.as_mut().unwrap();
-        let top = m.predictions[0].ratio;
+        let ratio = m.predictions[rank].ratio;
         for p in &mut m.predictions {
             if p.changes.len() == 1 && p.changes.contains_key("innodb_log_writer_threads") {
-                p.ratio = top;
+                p.ratio = ratio;
             }
         }
-        let c = candidates(&d);
+        d
+    }
+
+    #[test]
+    fn no_combination_where_a_single_knob_is_predicted_as_good() {
+        let c = candidates(&redo_alone_as(0));
         assert_eq!(c.len(), 3, "{c:?}");
         assert!(c.iter().all(|c| !c.label.contains("combination")), "{c:?}");
     }
 
     #[test]
     fn a_second_combination_that_a_single_knob_matches_is_not_tried() {
-        let mut d = diagnosis();
-        let m = d.model.as_mut().unwrap();
-        let second = m.predictions[1].ratio;
-        for p in &mut m.predictions {
-            if p.changes.len() == 1 && p.changes.contains_key("innodb_log_writer_threads") {
-                p.ratio = second;
-            }
-        }
-        let c = candidates(&d);
+        let c = candidates(&redo_alone_as(1));
         assert!(c[0].label.contains("the model's best combination"), "{c:?}");
         assert!(c.iter().all(|c| !c.label.contains("second")), "{c:?}");
         assert_eq!(c.len(), 4, "one combination and three single knobs: {c:?}");

@@ -244,11 +244,14 @@ def search(oracle, cands, sd, rng, shares, reserve=False):
     return cur
 
 
-# name: (the combination first, shares, the reserve, the second combination)
-STRATEGIES = {"first-come": (False, False, False, False), "shares": (False, True, False, False),
-              "reserve": (False, True, True, False), "combo": (True, False, False, False),
-              "combo+shares": (True, True, False, False), "combo+reserve": (True, True, True, False),
-              "combo2+reserve": (True, True, True, True),
+# name: (the combination first, shares, the reserve, the second combination, subsets)
+STRATEGIES = {"first-come": (False, False, False, False, False),
+              "shares": (False, True, False, False, False),
+              "reserve": (False, True, True, False, False),
+              "combo": (True, False, False, False, False),
+              "combo+shares": (True, True, False, False, False),
+              "combo+reserve": (True, True, True, False, False),
+              "combo2+reserve": (True, True, True, True, False),
               "+subsets": (True, True, True, True, True)}
 
 
@@ -263,10 +266,10 @@ def simulate(args):
     for sd in map(float, args.sd.split(",")):
         print(f"per-pair log sd {sd}, {len(keys)} scenarios, {args.reps} searches each")
         per = {}
-        for name, (combo, shares, reserve, second, *sub) in STRATEGIES.items():
+        for name, (combo, shares, reserve, second, subsets) in STRATEGIES.items():
             for k in keys:
                 rng = random.Random(f"{k}/{sd}")  # the same draws for every strategy
-                cands = candidates(preds[k], combo, second, bool(sub))
+                cands = candidates(preds[k], combo, second, subsets)
                 best = max(oracle[k].values())
                 got = [rate(oracle[k], search(oracle[k], cands, sd, rng, shares, reserve)) / best
                        for _ in range(args.reps)]

@@ -26,6 +26,16 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// A candidate tried whenever its turn comes (nothing it `requires`).
+    pub fn new(label: impl Into<String>, settings: Settings, predicted_gain: f64) -> Candidate {
+        Candidate {
+            label: label.into(),
+            settings,
+            predicted_gain,
+            requires: Settings::new(),
+        }
+    }
+
     /// Whether the settings it `requires` are in effect in `current`.
     pub fn ready(&self, current: &Settings) -> bool {
         self.requires.iter().all(|(k, v)| current.get(k) == Some(v))

@@ -214,11 +214,15 @@ fn convoy_waits(i: &Inputs) -> f64 {
     (i.futex_waits - follower - i.lock_waits).max(0.0)
 }
 
+/// How real the fsync is: ~0 on tmpfs, ~1 on a device.
+fn device(i: &Inputs) -> f64 {
+    i.fsync_us / (i.fsync_us + FSYNC_CPU_HALF_US)
+}
+
 /// RT0's convoy CPU per commit at `users` committers, as modelled.
 fn convoy_cpu(p: &Params, i: &Inputs, users: f64) -> f64 {
     let doublings = (users / i.cores / p.rt0_convoy_knee).log2().max(0.0);
-    let device = i.fsync_us / (i.fsync_us + FSYNC_CPU_HALF_US);
-    p.rt0_convoy_cpu_us * doublings * device
+    p.rt0_convoy_cpu_us * doublings * device(i)
 }
 
 fn commit_path_cpu(p: &Params, i: &Inputs, redo_threads: bool, group: f64, users: f64) -> f64 {
@@ -226,10 +230,8 @@ fn commit_path_cpu(p: &Params, i: &Inputs, redo_threads: bool, group: f64, users
     if redo_threads {
         p.switch_cpu_us + p.rt1_group_cpu_us / g
     } else {
-        // How real the fsync is: ~0 on tmpfs, ~1 on a device.
-        let device = i.fsync_us / (i.fsync_us + FSYNC_CPU_HALF_US);
         p.switch_cpu_us * (1.0 - 1.0 / g)
-            + p.rt0_group_cpu_us * device / g
+            + p.rt0_group_cpu_us * device(i) / g
             + convoy_cpu(p, i, users)
     }
 }
@@ -323,12 +325,14 @@ fn load(p: &Params, i: &Inputs) -> Load {
     // convoy as observed where it shows.
     let path = if c.redo_threads && i.log_cpu_us > 0.0 {
         i.log_cpu_us + p.switch_cpu_us
-    } else if !c.redo_threads {
-        let modelled = commit_path_cpu(p, i, false, i.group, i.users);
-        let convoy = convoy_cpu(p, i, i.users);
-        modelled - convoy + convoy.max(p.switch_cpu_us * convoy_waits(i))
     } else {
-        commit_path_cpu(p, i, c.redo_threads, i.group, i.users)
+        // RT0's observed convoy where it exceeds the modelled one.
+        let seen_convoy = if c.redo_threads {
+            0.0
+        } else {
+            (p.switch_cpu_us * convoy_waits(i) - convoy_cpu(p, i, i.users)).max(0.0)
+        };
+        commit_path_cpu(p, i, c.redo_threads, i.group, i.users) + seen_convoy
     };
     let (lock_waits, lock_wait_us) = contention_waits(i);
     let contention = p.switch_cpu_us * lock_waits;

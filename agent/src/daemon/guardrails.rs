@@ -204,12 +204,11 @@ mod tests {
     }
 
     fn cand(k: &str, v: &str) -> Candidate {
-        Candidate {
-            label: format!("{k}={v}"),
-            settings: Settings::from([(k.into(), v.into())]),
-            predicted_gain: 0.1,
-            requires: Default::default(),
-        }
+        Candidate::new(
+            format!("{k}={v}"),
+            Settings::from([(k.into(), v.into())]),
+            0.1,
+        )
     }
 
     fn kept(at: u64, k: &str) -> KeptChange {
@@ -383,12 +382,7 @@ mod tests {
         // unlimited, stepped to a cap of 32.
         let p = d.model.as_ref().unwrap().predictions[1].clone();
         assert_eq!(p.config.to_string(), "RT0+cap4");
-        let c = Candidate {
-            label: "asked".into(),
-            settings: p.changes.clone(),
-            predicted_gain: p.ratio - 1.0,
-            requires: Default::default(),
-        };
+        let c = Candidate::new("asked", p.changes.clone(), p.ratio - 1.0);
         let c = admit(&t, &j, &cur, 128.0, c, 0).unwrap();
         assert_eq!(c.settings[CAP], "32");
         let c = repredict(&m, &d, &p.changes, c).unwrap();
@@ -419,12 +413,7 @@ mod tests {
         let mut p = d.model.as_ref().unwrap().predictions[0].clone();
         p.changes = asked.clone();
         d.model.as_mut().unwrap().predictions.push(p);
-        let c = Candidate {
-            label: "asked".into(),
-            settings: asked.clone(),
-            predicted_gain: 0.3,
-            requires: Default::default(),
-        };
+        let c = Candidate::new("asked", asked.clone(), 0.3);
         let c = admit(&t, &j, &cur, 128.0, c, 0).unwrap();
         assert_eq!(c.settings[THROTTLE], "4");
         assert!(predicted(&d, &m, &c.settings) < 0.9);

@@ -714,15 +714,14 @@ impl Worker {
     pub(super) fn candidates(&self, d: &Diagnosis) -> Vec<Candidate> {
         let mut out = crate::trial_run::candidates(d);
         for c in &self.t.candidates {
-            out.push(Candidate {
-                label: format!(
+            out.push(Candidate::new(
+                format!(
                     "{} (from the config)",
                     redoctor_advisor::experiment::show(c)
                 ),
-                settings: c.clone(),
-                predicted_gain: 0.0,
-                requires: Default::default(),
-            });
+                c.clone(),
+                0.0,
+            ));
         }
         out
     }
