@@ -264,6 +264,8 @@ struct Row {
     below_baseline_beyond_noise: bool,
     statics: [Option<f64>; 3],
     from_rt0: Option<f64>,
+    /// Advised from the RT0 observation, and measured below RT0 beyond noise.
+    from_rt0_below_beyond_noise: bool,
 }
 
 fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
@@ -284,7 +286,13 @@ fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
         "RT1"
     };
     let m84 = if r.cores < 32 { "RT0" } else { "RT1" };
-    let from_rt0 = advised(r, "RT0", rules, model).and_then(|c| pct(&c));
+    let adv0 = advised(r, "RT0", rules, model).map(|a| r.canonical(&a));
+    let from_rt0 = adv0.as_deref().and_then(pct);
+    let from_rt0_below = adv0.as_deref().is_some_and(|a| {
+        a != "RT0"
+            && r.median(a) < r.median("RT0")
+            && welch(&r.samples("RT0"), &r.samples(a)).is_some_and(|p| p < 0.05)
+    });
     Row {
         key: r.key.clone(),
         best: best.clone(),
@@ -295,6 +303,7 @@ fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
         below_baseline_beyond_noise: below,
         statics: [pct("RT1"), pct(m84), pct(seed000)],
         from_rt0,
+        from_rt0_below_beyond_noise: from_rt0_below,
     }
 }
 
@@ -430,8 +439,8 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
     let mut by_workload: BTreeMap<String, Model> = BTreeMap::new();
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
     println!("## Held-out score per family\n");
-    println!("| family left out | scenarios | advised geomean | min | < 95% | below RT1 beyond noise | in-sample geomean | 8.0 ON | 8.4 OFF<32 | seed 000 | from RT0: geomean |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| family left out | scenarios | advised geomean | min | < 95% | below RT1 beyond noise | in-sample geomean | 8.0 ON | 8.4 OFF<32 | seed 000 | from RT0: geomean | from RT0: below RT0 beyond noise |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_held = Vec::new();
     for fam in &families {
         let model = model_without(records, Some(fam));
@@ -458,7 +467,7 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
         };
         let rt0: Vec<f64> = scored.iter().filter_map(|r| r.from_rt0).collect();
         println!(
-            "| {fam} | {} | {:.1}% | {:.0}% | {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.1}% |",
+            "| {fam} | {} | {:.1}% | {:.0}% | {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {} |",
             test.len(),
             geomean(&adv) * 100.0,
             adv.iter().cloned().fold(f64::INFINITY, f64::min) * 100.0,
@@ -469,6 +478,7 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
             st(1) * 100.0,
             st(2) * 100.0,
             geomean(&rt0) * 100.0,
+            scored.iter().filter(|r| r.from_rt0_below_beyond_noise).count(),
         );
         if fam.starts_with("workload:") {
             for r in scored {
@@ -495,6 +505,22 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
         all_held.iter().filter(|x| **x < 0.95).count(),
         rows.values().filter(|r| r.pct.is_some_and(|p| p < 0.95) && r.gap_beyond_noise == Some(true)).count(),
         rows.values().filter(|r| r.below_baseline_beyond_noise).count(),
+    );
+    let from_rt0: Vec<f64> = rows.values().filter_map(|r| r.from_rt0).collect();
+    let below_rt0: Vec<&str> = rows
+        .values()
+        .filter(|r| r.from_rt0_below_beyond_noise)
+        .map(|r| r.key.as_str())
+        .collect();
+    println!(
+        "From the RT0 observations: advised geomean {:.1}%; advised below the RT0 baseline beyond noise: {}{}.",
+        geomean(&from_rt0) * 100.0,
+        below_rt0.len(),
+        if below_rt0.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", below_rt0.join(", "))
+        }
     );
     coverage(records, &by_workload);
     let trial_runs: BTreeMap<String, TrialRun> = trials

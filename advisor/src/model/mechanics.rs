@@ -214,8 +214,14 @@ fn convoy_waits(i: &Inputs) -> f64 {
     (i.futex_waits - follower - i.lock_waits).max(0.0)
 }
 
-/// How real the fsync is: ~0 on tmpfs, ~1 on a device.
+/// How real the commit's fsync is: ~0 on tmpfs, ~1 on a device, and 0 when
+/// commits do not wait for one (`innodb_flush_log_at_trx_commit` 0 or 2:
+/// an RT0 leader only writes, the fsync runs once a second in the
+/// background, and its latency says nothing about the commit path).
 fn device(i: &Inputs) -> f64 {
+    if i.flush != 1 {
+        return 0.0;
+    }
     i.fsync_us / (i.fsync_us + FSYNC_CPU_HALF_US)
 }
 
