@@ -29,6 +29,12 @@ pub const SIGMA_PER_UNIT: f64 = 0.5;
 struct Feature {
     name: &'static str,
     read: fn(&Inputs) -> f64,
+    /// Whether the mechanics use it for these inputs at all.
+    applies: fn(&Inputs) -> bool,
+}
+
+fn always(_: &Inputs) -> bool {
+    true
 }
 
 /// Floors keep the logs finite (an fsync on tmpfs takes ~0.3 µs).
@@ -36,18 +42,24 @@ const FEATURES: &[Feature] = &[
     Feature {
         name: "users per CPU",
         read: |i| (i.users / i.cores.max(1.0)).max(0.01),
+        applies: always,
     },
     Feature {
         name: "commits per round of the log path",
         read: |i| i.group.max(1.0),
+        applies: always,
     },
+    // Only where commits wait for the fsync: at flush 0 or 2 the fsync runs
+    // in the background and the mechanics do not read its latency.
     Feature {
         name: "redo fsync latency, us",
         read: |i| i.fsync_us.max(0.1),
+        applies: |i| i.flush == 1,
     },
     Feature {
         name: "CPU per commit, us",
         read: |i| i.cpu_us.max(0.1),
+        applies: always,
     },
 ];
 
@@ -106,13 +118,17 @@ impl Domain {
         }
         let ranges = FEATURES
             .iter()
-            .map(|f| {
-                let v = points.iter().map(|p| (f.read)(&p.inputs));
-                Range {
+            .filter_map(|f| {
+                let v: Vec<f64> = points
+                    .iter()
+                    .filter(|p| (f.applies)(&p.inputs))
+                    .map(|p| (f.read)(&p.inputs))
+                    .collect();
+                (!v.is_empty()).then(|| Range {
                     name: f.name.to_string(),
-                    lo: v.clone().fold(f64::INFINITY, f64::min),
-                    hi: v.fold(f64::NEG_INFINITY, f64::max),
-                }
+                    lo: v.iter().copied().fold(f64::INFINITY, f64::min),
+                    hi: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                })
             })
             .collect();
         let mut binlog: Vec<bool> = points.iter().map(|p| p.inputs.binlog).collect();
@@ -131,7 +147,12 @@ impl Domain {
     /// Where `i` lies outside the range, each with its distance.
     pub fn outside(&self, i: &Inputs) -> Vec<Outside> {
         let mut out = Vec::new();
-        for (f, r) in FEATURES.iter().zip(&self.ranges) {
+        for f in FEATURES.iter().filter(|f| (f.applies)(i)) {
+            // No calibration point used it: the setting's own unit below
+            // counts the extrapolation.
+            let Some(r) = self.ranges.iter().find(|r| r.name == f.name) else {
+                continue;
+            };
             let x = (f.read)(i);
             let d = if x < r.lo {
                 (r.lo / x).ln()
@@ -260,6 +281,31 @@ mod tests {
         assert_eq!(o.len(), 1);
         assert_eq!(o[0].distance, 1.0);
         assert!(o[0].describe().contains("never calibrated"));
+    }
+
+    #[test]
+    fn the_background_fsync_is_no_distance() {
+        // At flush 2 the mechanics do not read the fsync latency (the
+        // background flush's, 8 ms on a disk): only the setting counts.
+        let d = domain();
+        let o = d.outside(&inputs(16.0, 6.0, 8000.0, 2));
+        assert_eq!(o.len(), 1, "{o:?}");
+        assert_eq!(o[0].name, "innodb_flush_log_at_trx_commit");
+        // Nor do flush-2 points widen the range a flush-1 load is read in.
+        let d = Domain::of(&[
+            point(inputs(1.0, 1.0, 100.0, 1)),
+            point(inputs(512.0, 400.0, 200.0, 1)),
+            point(inputs(16.0, 6.0, 8000.0, 2)),
+        ])
+        .unwrap();
+        let o = d.outside(&inputs(16.0, 6.0, 4000.0, 1));
+        assert_eq!(o.len(), 1, "{o:?}");
+        assert!((o[0].distance - 20f64.ln()).abs() < 1e-9);
+        // Calibrated at flush 2 only: no fsync range, the setting counts.
+        let d = Domain::of(&[point(inputs(16.0, 6.0, 8000.0, 2))]).unwrap();
+        let o = d.outside(&inputs(16.0, 6.0, 100.0, 1));
+        assert_eq!(o.len(), 1, "{o:?}");
+        assert_eq!(o[0].distance, 1.0);
     }
 
     #[test]
