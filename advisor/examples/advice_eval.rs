@@ -268,6 +268,14 @@ struct Row {
     from_rt0_below_beyond_noise: bool,
 }
 
+/// Whether `advised`, a change from `start`, measured below `start` beyond
+/// noise (Welch's t-test on the logs of the repeats, alpha 0.05).
+fn below_beyond_noise(r: &Record, start: &str, advised: &str) -> bool {
+    advised != start
+        && r.median(advised) < r.median(start)
+        && welch(&r.samples(start), &r.samples(advised)).is_some_and(|p| p < 0.05)
+}
+
 fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
     let (best, best_tps) = r.best();
     let pct = |c: &str| r.median(c).map(|m| m / best_tps);
@@ -277,9 +285,7 @@ fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
     } else {
         welch(&r.samples(&best), &r.samples(&adv)).map(|p| p < 0.05)
     };
-    let below = adv != "RT1"
-        && r.median(&adv) < r.median("RT1")
-        && welch(&r.samples("RT1"), &r.samples(&adv)).is_some_and(|p| p < 0.05);
+    let below = below_beyond_noise(r, "RT1", &adv);
     let seed000 = if r.binlog && r.cores <= 16 {
         "RT0"
     } else {
@@ -288,11 +294,9 @@ fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
     let m84 = if r.cores < 32 { "RT0" } else { "RT1" };
     let adv0 = advised(r, "RT0", rules, model).map(|a| r.canonical(&a));
     let from_rt0 = adv0.as_deref().and_then(pct);
-    let from_rt0_below = adv0.as_deref().is_some_and(|a| {
-        a != "RT0"
-            && r.median(a) < r.median("RT0")
-            && welch(&r.samples("RT0"), &r.samples(a)).is_some_and(|p| p < 0.05)
-    });
+    let from_rt0_below = adv0
+        .as_deref()
+        .is_some_and(|a| below_beyond_noise(r, "RT0", a));
     Row {
         key: r.key.clone(),
         best: best.clone(),

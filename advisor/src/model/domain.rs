@@ -49,12 +49,11 @@ const FEATURES: &[Feature] = &[
         read: |i| i.group.max(1.0),
         applies: always,
     },
-    // Only where commits wait for the fsync: at flush 0 or 2 the fsync runs
-    // in the background and the mechanics do not read its latency.
+    // The mechanics read it only where commits wait for the fsync.
     Feature {
         name: "redo fsync latency, us",
         read: |i| i.fsync_us.max(0.1),
-        applies: |i| i.flush == 1,
+        applies: Inputs::waits_for_fsync,
     },
     Feature {
         name: "CPU per commit, us",

@@ -63,6 +63,13 @@ pub struct Inputs {
 pub const NOT_READ_BY_THE_MODEL: &[&str] = &["commit_wait_us", "cpu_share"];
 
 impl Inputs {
+    /// Whether a commit waits for the redo fsync (`innodb_flush_log_at_trx_commit`
+    /// = 1). At 0 or 2 the fsync runs once a second in the background: its
+    /// latency is no part of the commit path.
+    pub fn waits_for_fsync(&self) -> bool {
+        self.flush == 1
+    }
+
     /// From a diagnosis' summary and facts; `window_rates` are the windows'
     /// commits/s. Errors when no commit was counted (nothing to scale).
     pub fn from_summary(

@@ -215,11 +215,9 @@ fn convoy_waits(i: &Inputs) -> f64 {
 }
 
 /// How real the commit's fsync is: ~0 on tmpfs, ~1 on a device, and 0 when
-/// commits do not wait for one (`innodb_flush_log_at_trx_commit` 0 or 2:
-/// an RT0 leader only writes, the fsync runs once a second in the
-/// background, and its latency says nothing about the commit path).
+/// commits do not wait for one (an RT0 leader then only writes).
 fn device(i: &Inputs) -> f64 {
-    if i.flush != 1 {
+    if !i.waits_for_fsync() {
         return 0.0;
     }
     i.fsync_us / (i.fsync_us + FSYNC_CPU_HALF_US)
@@ -258,7 +256,7 @@ fn slot_cpu(p: &Params, c: &Config, users: f64) -> f64 {
 /// notifier inside the serial FLUSH stage). An RT0 leader writes and
 /// flushes itself.
 fn cycle_us(p: &Params, i: &Inputs, redo_threads: bool) -> f64 {
-    let redo = if i.flush == 1 { i.fsync_us } else { 0.0 };
+    let redo = if i.waits_for_fsync() { i.fsync_us } else { 0.0 };
     let binlog = if i.binlog { i.binlog_fsync_us } else { 0.0 };
     let chain = match (redo_threads, i.binlog) {
         (false, _) => 0.0,
@@ -279,7 +277,7 @@ fn hops(i: &Inputs, redo_threads: bool, group: f64) -> f64 {
     } else if i.binlog {
         1.0
     } else if redo_threads {
-        if i.flush == 1 {
+        if i.waits_for_fsync() {
             2.0
         } else {
             1.0
