@@ -373,8 +373,8 @@ fn select(
         }
         Filter::IdBetween(lo, hi) => {
             let (lo, hi) = (args.int(lo, "id")?, args.int(hi, "id")?);
-            // Rows are read in place under the table's read latch: only the
-            // projected columns are copied out.
+            // Rows are not cloned: the scan shares the versions it saw and
+            // only the projected columns are copied out, latch released.
             trx.range_with(tid, lo, hi, |id, r| acc.add(id, r))
                 .map_err(e)?;
         }

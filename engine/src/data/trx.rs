@@ -310,7 +310,8 @@ impl Trx {
     }
 
     /// Like [`range`](Self::range), but calls `f` for each row instead of
-    /// cloning it (under the table's read lock: keep `f` short).
+    /// cloning it (the rows visible at one instant; `f` runs with no latch
+    /// held).
     pub fn range_with(
         &mut self,
         table: TableId,
@@ -335,7 +336,7 @@ impl Trx {
 
     /// `SELECT * FROM table WHERE k BETWEEN lo AND hi` through index `k_1`,
     /// calling `f` for each row in `(k, id)` order instead of cloning it
-    /// (under the table's read lock: keep `f` short).
+    /// (as for [`range_with`](Self::range_with)).
     pub fn k_range_with(
         &mut self,
         table: TableId,
