@@ -441,6 +441,7 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
     let in_sample = model_without(records, None);
     // Each scenario is scored with the model fitted without its workload.
     let mut by_workload: BTreeMap<String, Model> = BTreeMap::new();
+    let mut by_other_family: BTreeMap<String, Model> = BTreeMap::new();
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
     println!("## Held-out score per family\n");
     println!("| family left out | scenarios | advised geomean | min | < 95% | below RT1 beyond noise | in-sample geomean | 8.0 ON | 8.4 OFF<32 | seed 000 | from RT0: geomean | from RT0: below RT0 beyond noise |");
@@ -489,6 +490,8 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
                 rows.insert(r.key.clone(), r);
             }
             by_workload.insert(fam.clone(), model);
+        } else {
+            by_other_family.insert(fam.clone(), model);
         }
     }
     for r in rows.values() {
@@ -526,7 +529,8 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
             format!(" ({})", below_rt0.join(", "))
         }
     );
-    coverage(records, &by_workload);
+    coverage(records, &by_workload, "held out by workload");
+    coverage(records, &by_other_family, "held out by the other families");
     let trial_runs: BTreeMap<String, TrialRun> = trials
         .map(|p| {
             std::fs::read_to_string(p)
@@ -635,14 +639,18 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
 /// How the held-out RT1 -> RT0 predictions fare inside and outside the
 /// range of inputs their model was fitted on: RMS log error and how often
 /// the 95% interval (widened outside the range) holds the measured ratio.
-fn coverage(records: &[Record], by_workload: &BTreeMap<String, Model>) {
+/// `models` maps a family to the model fitted without it; each scenario is
+/// predicted by the model of every family of it that `models` has.
+fn coverage(records: &[Record], models: &BTreeMap<String, Model>, how: &str) {
     let rt0 = parse_config("RT0").expect("a configuration");
     // (inside?, log error, covered?)
     let mut seen: Vec<(bool, f64, bool)> = Vec::new();
-    for r in records {
-        let Some(model) = by_workload.get(&format!("workload:{}", r.workload)) else {
-            continue;
-        };
+    for (r, model) in records.iter().flat_map(|r| {
+        r.families()
+            .into_iter()
+            .filter_map(|f| models.get(&f))
+            .map(move |m| (r, m))
+    }) {
         let (Some((inputs, o)), Some(a), Some(b)) =
             (r.inputs("RT1"), r.median("RT0"), r.median("RT1"))
         else {
@@ -670,7 +678,7 @@ fn coverage(records: &[Record], by_workload: &BTreeMap<String, Model>) {
         }
         let rms = (v.iter().map(|x| x.1 * x.1).sum::<f64>() / v.len() as f64).sqrt();
         println!(
-            "Held-out RT1 -> RT0 predictions {name}: {} scenarios, RMS log error {:.2}, the 95% interval holds the measured ratio in {} of {}.",
+            "RT1 -> RT0 predictions {how}, {name}: {} scenarios, RMS log error {:.2}, the 95% interval holds the measured ratio in {} of {}.",
             v.len(),
             rms,
             v.iter().filter(|x| x.2).count(),

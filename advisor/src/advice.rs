@@ -190,9 +190,9 @@ pub struct ModelReport {
     pub calibrated: bool,
     /// Its error on held-out points (log scale).
     pub sigma: f64,
-    /// The error the intervals were drawn with (log scale): `sigma`, the
-    /// observed rate's noise and the extrapolation beyond the calibrated
-    /// range.
+    /// The widest error an interval was drawn with (log scale): `sigma`,
+    /// the observed rate's noise and the extrapolation beyond the
+    /// calibrated range (each prediction carries its own).
     #[serde(default)]
     pub sigma_used: f64,
     /// Where the observation lies outside the calibrated range (each

@@ -459,7 +459,10 @@ fn rank_with_model(
         };
         file_knob(d, k, status, reason);
     }
-    report.sigma_used = model.sigma_for(&inputs);
+    report.sigma_used = predictions
+        .iter()
+        .map(|p| p.sigma)
+        .fold(model.sigma, f64::max);
     report.outside = model.outside(&inputs);
     report.inputs = Some(inputs.clone());
     report.current = Some(model.current(&inputs));

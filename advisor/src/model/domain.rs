@@ -4,15 +4,25 @@
 //! extrapolation, and nothing measured its error there: its interval widens
 //! with the distance from the range (`advisor/MODEL.md`, "Out of range").
 //!
-//! The distance is summed over the inputs the mechanics turn on, each in
-//! natural-log units (one unit: a factor of e beyond the nearest calibrated
-//! value), plus one unit for a setting the calibration never ran (binlog on
-//! or off, `innodb_flush_log_at_trx_commit`).
+//! The distance is summed over the inputs the mechanics turn on, plus one
+//! unit for a setting the calibration never ran (binlog on or off,
+//! `innodb_flush_log_at_trx_commit`). Above its range an input counts in
+//! natural-log units (one unit: a factor of e beyond the highest calibrated
+//! value): more load is where regimes the mechanics do not hold appear
+//! (convoys, collapse), so nothing bounds the error there but the distance.
+//! Below its range an input counts by how far the prediction moves when it
+//! is put back at the lowest calibrated value: every cost the mechanics
+//! read adds to a cycle or a demand, so a smaller cost takes its term
+//! towards zero and the prediction converges instead of diverging (an fsync
+//! of 0.3 µs on tmpfs, where the calibration saw ~45 µs and more, leaves the
+//! commit path's other terms; `advisor/MODEL.md`, "Out of range").
 
 use serde::{Deserialize, Serialize};
 
+use super::config::Config;
 use super::fit::CalibrationPoint;
 use super::inputs::Inputs;
+use super::mechanics::{ratio, Params};
 
 /// Model error added per unit of distance outside the calibrated range
 /// (log scale): half a log unit per factor of e extrapolated. With it,
@@ -23,12 +33,17 @@ use super::inputs::Inputs;
 /// (`advisor/bench/RESULTS.md`): with a quarter unit the 95% intervals of
 /// held-out predictions outside the range held the measured ratio in 6 of
 /// 11 scenarios, with half a unit in 8 of 11 (inside the range: 41 of 45).
+/// Below the range a unit is one log unit of the predicted ratio's move:
+/// the 95% interval then spans from about no effect of the input beyond the
+/// range to twice the effect predicted.
 pub const SIGMA_PER_UNIT: f64 = 0.5;
 
 /// A numeric input the mechanics depend on, read on a log scale.
 struct Feature {
     name: &'static str,
     read: fn(&Inputs) -> f64,
+    /// Sets the input to a value on the same scale as `read`'s.
+    write: fn(&mut Inputs, f64),
     /// Whether the mechanics use it for these inputs at all.
     applies: fn(&Inputs) -> bool,
 }
@@ -42,22 +57,31 @@ const FEATURES: &[Feature] = &[
     Feature {
         name: "users per CPU",
         read: |i| (i.users / i.cores.max(1.0)).max(0.01),
+        write: |i, v| i.users = v * i.cores.max(1.0),
         applies: always,
     },
     Feature {
         name: "commits per round of the log path",
         read: |i| i.group.max(1.0),
+        write: |i, v| i.group = v,
         applies: always,
     },
     // The mechanics read it only where commits wait for the fsync.
     Feature {
         name: "redo fsync latency, us",
         read: |i| i.fsync_us.max(0.1),
+        write: |i, v| i.fsync_us = v,
         applies: Inputs::waits_for_fsync,
     },
     Feature {
         name: "CPU per commit, us",
         read: |i| i.cpu_us.max(0.1),
+        // The log threads' share of it scales along.
+        write: |i, v| {
+            let f = v / i.cpu_us.max(0.1);
+            i.cpu_us = v;
+            i.log_cpu_us *= f;
+        },
         applies: always,
     },
 ];
@@ -186,10 +210,44 @@ impl Domain {
         out
     }
 
-    /// The model error to add for `i` (log scale): [`SIGMA_PER_UNIT`] per
-    /// unit of distance.
-    pub fn extra_sigma(&self, i: &Inputs) -> f64 {
-        SIGMA_PER_UNIT * self.outside(i).iter().map(|o| o.distance).sum::<f64>()
+    /// Units for settings the calibration never ran.
+    pub fn settings_units(&self, i: &Inputs) -> f64 {
+        f64::from(u8::from(!self.binlog.contains(&i.binlog)))
+            + f64::from(u8::from(!self.flush.contains(&i.flush)))
+    }
+
+    /// How far predicting configuration `c` from `i` extrapolates: each
+    /// input above its range by its log distance, each below it by how
+    /// much the log of the predicted ratio moves when that input is put at
+    /// the range's lowest value, plus one unit per setting never
+    /// calibrated.
+    pub fn distance(&self, i: &Inputs, params: &Params, c: &Config) -> f64 {
+        let mut d = self.settings_units(i);
+        let mut predicted = None;
+        for f in FEATURES.iter().filter(|f| (f.applies)(i)) {
+            let Some(r) = self.ranges.iter().find(|r| r.name == f.name) else {
+                continue;
+            };
+            let x = (f.read)(i);
+            if x > r.hi {
+                d += (x / r.hi).ln();
+            } else if x < r.lo {
+                let at = *predicted.get_or_insert_with(|| ratio(params, i, c).ln());
+                let mut edge = i.clone();
+                (f.write)(&mut edge, r.lo);
+                let moved = (at - ratio(params, &edge, c).ln()).abs();
+                if moved.is_finite() {
+                    d += moved;
+                }
+            }
+        }
+        d
+    }
+
+    /// The model error to add for predicting `c` from `i` (log scale):
+    /// [`SIGMA_PER_UNIT`] per unit of [`distance`](Self::distance).
+    pub fn extra_sigma(&self, i: &Inputs, params: &Params, c: &Config) -> f64 {
+        SIGMA_PER_UNIT * self.distance(i, params, c)
     }
 }
 
@@ -246,30 +304,80 @@ mod tests {
         .unwrap()
     }
 
+    const RT0: Config = Config {
+        redo_threads: false,
+        cap: 0,
+        throttle: 0,
+    };
+
+    fn extra(d: &Domain, i: &Inputs) -> f64 {
+        d.extra_sigma(i, &Params::prior(), &RT0)
+    }
+
     #[test]
     fn inside_the_range_adds_nothing() {
         let d = domain();
         assert!(d.outside(&inputs(16.0, 6.0, 150.0, 1)).is_empty());
-        assert_eq!(d.extra_sigma(&inputs(16.0, 6.0, 150.0, 1)), 0.0);
+        assert_eq!(extra(&d, &inputs(16.0, 6.0, 150.0, 1)), 0.0);
         // The range's own ends are inside.
-        assert_eq!(d.extra_sigma(&inputs(512.0, 400.0, 200.0, 1)), 0.0);
+        assert_eq!(extra(&d, &inputs(512.0, 400.0, 200.0, 1)), 0.0);
     }
 
     #[test]
-    fn the_interval_widens_with_the_distance() {
+    fn above_the_range_the_interval_widens_with_the_distance() {
         let d = domain();
-        let near = d.extra_sigma(&inputs(16.0, 800.0, 150.0, 1));
-        let far = d.extra_sigma(&inputs(16.0, 97_000.0, 150.0, 1));
+        let near = extra(&d, &inputs(16.0, 800.0, 150.0, 1));
+        let far = extra(&d, &inputs(16.0, 97_000.0, 150.0, 1));
         assert!((near - SIGMA_PER_UNIT * 2f64.ln()).abs() < 1e-9, "{near}");
         assert!(far > 5.0 * SIGMA_PER_UNIT && far > near, "{far}");
-        // tmpfs: an fsync of 0.3 µs where the calibration saw 100-200 µs.
-        let o = d.outside(&inputs(16.0, 6.0, 0.3, 1));
+        // Whatever the mechanics predict there: a convoy or a collapse
+        // beyond the range is nothing they hold. Predicting the observed
+        // configuration itself (ratio 1 everywhere) still counts it.
+        let slow = inputs(16.0, 6.0, 20_000.0, 1);
+        let same = slow.config;
+        let d_same = d.distance(&slow, &Params::prior(), &same);
+        assert!((d_same - 100f64.ln()).abs() < 1e-9, "{d_same}");
+    }
+
+    /// tmpfs: an fsync of 0.3 µs where the calibration saw 100-200 µs. The
+    /// report names it with its raw distance, but the interval widens by
+    /// how far the prediction moves between 0.3 and 100 µs, which is less:
+    /// the fsync's term shrinks towards zero, it does not diverge.
+    #[test]
+    fn below_the_range_the_interval_widens_by_what_the_input_moves() {
+        let d = domain();
+        let tmpfs = inputs(16.0, 6.0, 0.3, 1);
+        let o = d.outside(&tmpfs);
         assert_eq!(o.len(), 1);
         assert!((o[0].distance - (100.0f64 / 0.3).ln()).abs() < 1e-9);
         assert!(
             o[0].describe().contains("calibrated 100-200"),
             "{}",
             o[0].describe()
+        );
+        let p = Params::prior();
+        let mut edge = tmpfs.clone();
+        edge.fsync_us = 100.0;
+        let moved = (ratio(&p, &tmpfs, &RT0) / ratio(&p, &edge, &RT0))
+            .ln()
+            .abs();
+        assert!(moved > 0.01, "the fsync moves RT0's prediction: {moved}");
+        let dist = d.distance(&tmpfs, &p, &RT0);
+        assert!((dist - moved).abs() < 1e-9, "{dist} vs {moved}");
+        assert!(dist < o[0].distance / 2.0, "{dist}");
+        // A prediction the fsync does not move gets no extrapolation.
+        assert_eq!(d.distance(&tmpfs, &p, &tmpfs.config), 0.0);
+        // Below and above at once: each counts its own way.
+        let mixed = inputs(16.0, 97_000.0, 0.3, 1);
+        let mut mixed_edge = mixed.clone();
+        mixed_edge.fsync_us = 100.0;
+        let moved = (ratio(&p, &mixed, &RT0) / ratio(&p, &mixed_edge, &RT0))
+            .ln()
+            .abs();
+        let dist = d.distance(&mixed, &p, &RT0);
+        assert!(
+            (dist - moved - (97_000.0f64 / 400.0).ln()).abs() < 1e-9,
+            "{dist}"
         );
     }
 
@@ -323,6 +431,7 @@ mod model_tests {
 
     #[test]
     fn predictions_outside_the_range_get_wider_intervals() {
+        use crate::model::mechanics::ratio;
         let points = [
             point(inputs(1.0, 1.0, 100.0, 1)),
             point(inputs(512.0, 400.0, 200.0, 1)),
@@ -337,16 +446,30 @@ mod model_tests {
             throttle: 0,
         };
         let inside = inputs(16.0, 6.0, 150.0, 1);
+        let slow = inputs(16.0, 6.0, 20_000.0, 1);
         let tmpfs = inputs(16.0, 6.0, 0.3, 1);
-        assert!((m.sigma_for(&inside) - 0.1).abs() < 1e-12);
-        assert!(m.sigma_for(&tmpfs) > 2.0, "{}", m.sigma_for(&tmpfs));
+        assert!((m.sigma_for(&inside, &rt0) - 0.1).abs() < 1e-12);
+        assert!(
+            m.sigma_for(&slow, &rt0) > 2.0,
+            "{}",
+            m.sigma_for(&slow, &rt0)
+        );
+        let predict = |i| m.predict(i, &[rt0], &Settings::new()).remove(0);
         let width = |i| {
-            let p = m.predict(i, &[rt0], &Settings::new()).remove(0);
+            let p = predict(i);
             (p.ratio_high / p.ratio_low).ln()
         };
-        assert!(width(&tmpfs) > 10.0 * width(&inside));
+        assert!(width(&slow) > 10.0 * width(&inside));
+        // Below the range: half the prediction's move is one σ more.
+        let mut edge = tmpfs.clone();
+        edge.fsync_us = 100.0;
+        let moved = (ratio(&m.params, &tmpfs, &rt0) / ratio(&m.params, &edge, &rt0)).ln();
+        let want = (0.1f64.powi(2) + (0.5 * moved).powi(2)).sqrt();
+        let p = predict(&tmpfs);
+        assert!((p.sigma - want).abs() < 1e-12, "{} vs {want}", p.sigma);
+        assert!(width(&tmpfs) > width(&inside) && width(&tmpfs) < width(&slow));
         // Without a domain (an old calibration file and no points) nothing widens.
         m.domain = None;
-        assert!((m.sigma_for(&tmpfs) - 0.1).abs() < 1e-12);
+        assert!((m.sigma_for(&slow, &rt0) - 0.1).abs() < 1e-12);
     }
 }

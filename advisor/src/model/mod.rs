@@ -84,6 +84,10 @@ pub struct Prediction {
     pub ratio: f64,
     pub ratio_low: f64,
     pub ratio_high: f64,
+    /// The error the interval was drawn with (log scale): the model's,
+    /// the observed rate's noise and this prediction's extrapolation.
+    #[serde(default)]
+    pub sigma: f64,
     /// Predicted commits/s and its interval.
     pub commits_per_s: f64,
     pub low: f64,
@@ -157,11 +161,14 @@ impl Model {
             .unwrap_or_default()
     }
 
-    /// The error of a prediction from `inputs` (log scale): the held-out
-    /// error, the observed rate's noise and the extrapolation beyond the
-    /// calibrated range, added in quadrature.
-    pub fn sigma_for(&self, inputs: &Inputs) -> f64 {
-        let extra = self.domain.as_ref().map_or(0.0, |d| d.extra_sigma(inputs));
+    /// The error of predicting `c` from `inputs` (log scale): the
+    /// held-out error, the observed rate's noise and the extrapolation
+    /// beyond the calibrated range, added in quadrature.
+    pub fn sigma_for(&self, inputs: &Inputs, c: &Config) -> f64 {
+        let extra = self
+            .domain
+            .as_ref()
+            .map_or(0.0, |d| d.extra_sigma(inputs, &self.params, c));
         (self.sigma.powi(2) + inputs.rate_noise().powi(2) + extra.powi(2)).sqrt()
     }
 
@@ -173,7 +180,6 @@ impl Model {
         candidates: &[Config],
         current: &Settings,
     ) -> Vec<Prediction> {
-        let sigma = self.sigma_for(inputs);
         let base = mechanics::estimate_observed(&self.params, inputs).commits_per_s;
         let mut out: Vec<Prediction> = candidates
             .iter()
@@ -181,6 +187,7 @@ impl Model {
             .map(|c| {
                 let e = mechanics::estimate(&self.params, inputs, c);
                 let ratio = e.commits_per_s / base;
+                let sigma = self.sigma_for(inputs, c);
                 let (lo, hi) = (ratio * (-Z95 * sigma).exp(), ratio * (Z95 * sigma).exp());
                 Prediction {
                     config: *c,
@@ -188,6 +195,7 @@ impl Model {
                     ratio,
                     ratio_low: lo,
                     ratio_high: hi,
+                    sigma,
                     commits_per_s: inputs.commits_per_s * ratio,
                     low: inputs.commits_per_s * lo,
                     high: inputs.commits_per_s * hi,
