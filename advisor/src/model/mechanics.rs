@@ -249,11 +249,30 @@ fn slot_cpu(p: &Params, c: &Config, users: f64) -> f64 {
     }
 }
 
+/// The share of RT1's rounds whose hand-offs lie on the cycle: a round
+/// that finds the flusher idle starts with the writer waking it, and its
+/// notification precedes the next round; a flusher with a backlog starts
+/// the next fsync at once and notifies while it runs. The flusher is busy
+/// about as often as the device is (`fsyncs/s × fsync latency` observed),
+/// so an arrival finds it idle `1 - ρ` of the time. Observed on a disk: at
+/// 16-256 users with the device ≥ 88% busy, RT1's cycle (commits per fsync
+/// / commits/s) exceeded the fsync by 7-14 µs, not by two hand-offs; at one
+/// user by 43-142 µs against RT0's 8-78 (`advisor/bench/RESULTS.md`,
+/// "ninth").
+fn chain_on_cycle(i: &Inputs) -> f64 {
+    if !i.waits_for_fsync() || i.commits_per_s <= 0.0 {
+        return 1.0;
+    }
+    let rho = i.commits_per_s / i.group.max(1.0) * i.fsync_us / 1e6;
+    (1.0 - rho).clamp(0.0, 1.0)
+}
+
 /// The cycle a commit group waits for, µs: the redo fsync (when commits
 /// wait for it), the binlog fsync, and in RT1 the hand-offs that start each
 /// round (the writer waking the flusher, the flusher the notifier; with the
 /// binlog the group's leader asks for the flush through writer, flusher and
-/// notifier inside the serial FLUSH stage). An RT0 leader writes and
+/// notifier inside the serial FLUSH stage), where they are not overlapped
+/// by a busy flusher ([`chain_on_cycle`]). An RT0 leader writes and
 /// flushes itself.
 fn cycle_us(p: &Params, i: &Inputs, redo_threads: bool) -> f64 {
     let redo = if i.waits_for_fsync() { i.fsync_us } else { 0.0 };
@@ -261,7 +280,7 @@ fn cycle_us(p: &Params, i: &Inputs, redo_threads: bool) -> f64 {
     let chain = match (redo_threads, i.binlog) {
         (false, _) => 0.0,
         (true, true) => 3.0 * p.hop_us,
-        (true, false) => 2.0 * p.hop_us,
+        (true, false) => 2.0 * p.hop_us * chain_on_cycle(i),
     };
     redo + binlog + chain
 }
