@@ -374,18 +374,38 @@ pub enum ModelSource<'a> {
     Default { cores: u32, auto: Option<Options> },
 }
 
+/// Refits `c` when its constants were fitted under another revision of the
+/// mechanics (the measured points are kept for this); the revision they
+/// were fitted under when it did.
+fn refit_if_stale(c: &mut Calibration, path: &std::path::Path) -> Result<Option<u32>> {
+    c.refit_if_stale().with_context(|| {
+        format!(
+            "refitting the calibration {}, fitted under an older model, from its points (run `redoctor calibrate` again to replace it)",
+            path.display()
+        )
+    })
+}
+
 /// The model a diagnosis predicts with.
 pub fn model(src: ModelSource) -> Result<redoctor_advisor::model::Model> {
     use redoctor_advisor::model::Model;
     match src {
         ModelSource::Priors => Ok(Model::uncalibrated()),
         ModelSource::File(p) => {
-            let c = Calibration::load(p).with_context(|| {
+            let mut c = Calibration::load(p).with_context(|| {
                 format!(
                     "reading the calibration {} (make one with `redoctor calibrate --out FILE`)",
                     p.display()
                 )
             })?;
+            if let Some(was) = refit_if_stale(&mut c, p)? {
+                say!(
+                    "redoctor: the calibration {} was fitted under the model's mechanics revision {was}: refitted from its {} points under revision {} for this run (the file is left as it is; `redoctor calibrate --out FILE` measures again)",
+                    p.display(),
+                    c.points.len(),
+                    c.fitted.mechanics
+                );
+            }
             Ok(Model::from_calibration(&c, p))
         }
         ModelSource::Default { cores, auto } => {
@@ -394,12 +414,23 @@ pub fn model(src: ModelSource) -> Result<redoctor_advisor::model::Model> {
                 return Ok(Model::uncalibrated());
             };
             if p.exists() {
-                let c = Calibration::load(&p).with_context(|| {
+                let mut c = Calibration::load(&p).with_context(|| {
                     format!(
                         "reading the host's calibration {} (run `redoctor calibrate --cpus {cores}` again to replace it)",
                         p.display()
                     )
                 })?;
+                if let Some(was) = refit_if_stale(&mut c, &p)? {
+                    c.save(&p).with_context(|| {
+                        format!("writing the refitted calibration to {}", p.display())
+                    })?;
+                    say!(
+                        "redoctor: the host's calibration {} was fitted under the model's mechanics revision {was}: refitted from its {} points under revision {} and saved",
+                        p.display(),
+                        c.points.len(),
+                        c.fitted.mechanics
+                    );
+                }
                 return Ok(Model::from_calibration(&c, &p));
             }
             match auto {

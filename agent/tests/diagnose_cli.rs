@@ -372,6 +372,30 @@ fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
         );
     }
 
+    // Fitted under an older revision of the model's mechanics: refitted
+    // from its points, saved, and said so.
+    let mut stale = c.clone();
+    stale["fitted"]["mechanics"] = serde_json::json!(1);
+    stale["fitted"]["params"]["hop_us"] = serde_json::json!(999.0);
+    std::fs::write(&file, serde_json::to_string(&stale).unwrap()).unwrap();
+    let o = redoctor()
+        .env("REDOCTOR_STATE_DIR", state.path())
+        .args(["diagnose", "--demo", "--duration", "2s"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("mechanics revision 1") && err.contains("refitted"),
+        "{err}"
+    );
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        again["fitted"], c["fitted"],
+        "the refit is the fit of the same points"
+    );
+
     // A damaged calibration is refused with its path and the fix.
     std::fs::write(&file, "{ not json").unwrap();
     let o = redoctor()

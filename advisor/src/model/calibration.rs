@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::fit::{CalibrationPoint, Fitted};
+use super::fit::{fit, CalibrationPoint, Fitted};
+use super::mechanics::REVISION;
 use super::ModelError;
 
 pub const SCHEMA: &str = "redoctor.calibration";
@@ -87,6 +88,19 @@ impl Calibration {
             )));
         }
         serde_json::from_value(v).map_err(|e| bad(format!("malformed: {e}")))
+    }
+
+    /// Refits the constants from the measured points when they were fitted
+    /// under another revision of the mechanics; returns the revision they
+    /// were fitted under when it did. Errors (and leaves `self` as it was)
+    /// when the points cannot be fitted.
+    pub fn refit_if_stale(&mut self) -> Result<Option<u32>, ModelError> {
+        let was = self.fitted.mechanics;
+        if was == REVISION {
+            return Ok(None);
+        }
+        self.fitted = fit(&self.points)?;
+        Ok(Some(was))
     }
 
     /// Writes atomically: a temporary file beside `path`, fsync'd, renamed over it.

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::config::Config;
 use super::domain::Domain;
 use super::inputs::Inputs;
-use super::mechanics::{ratio, Params, PARAMS};
+use super::mechanics::{ratio, Params, PARAMS, REVISION};
 use super::ModelError;
 
 /// Measurement noise assumed for one measured ratio when none is given (log scale).
@@ -75,6 +75,10 @@ pub struct Fitted {
     /// before it was kept: the calibration's points give it then).
     #[serde(default)]
     pub domain: Option<Domain>,
+    /// The mechanics' [`REVISION`] the constants were fitted under (0:
+    /// not recorded, a file older than the field).
+    #[serde(default)]
+    pub mechanics: u32,
 }
 
 struct Objective<'a> {
@@ -236,6 +240,7 @@ pub fn fit(points: &[CalibrationPoint]) -> Result<Fitted, ModelError> {
         points: points.len(),
         residuals,
         domain: Domain::of(points),
+        mechanics: REVISION,
     })
 }
 
@@ -341,6 +346,42 @@ mod tests {
             }
         }
         points
+    }
+
+    /// A calibration file fitted under an older revision of the mechanics
+    /// is refitted from its points, once; one that cannot be refitted is
+    /// left as it was.
+    #[test]
+    fn stale_calibrations_are_refitted_from_their_points() {
+        use crate::model::calibration::{Calibration, HostFacts};
+        let points = calibration(&truth());
+        let host = HostFacts {
+            hostname: "h".into(),
+            kernel: "k".into(),
+            cpu_model: "c".into(),
+            cpus_online: 2,
+            cores: 2,
+            storage: "/d".into(),
+            fsync_us: 100.0,
+        };
+        let mut stale = fit(&points).unwrap();
+        stale.mechanics = 0;
+        stale.params = Params::prior();
+        let mut c = Calibration::new(host.clone(), points.clone(), stale);
+        assert_eq!(c.refit_if_stale().unwrap(), Some(0));
+        assert_eq!(c.fitted.mechanics, REVISION);
+        assert_eq!(c.fitted, fit(&points).unwrap());
+        assert_eq!(c.refit_if_stale().unwrap(), None, "refitted once");
+        // No measured outcome to refit from: an error, nothing changed.
+        let mut bare: Vec<CalibrationPoint> = points.clone();
+        for p in &mut bare {
+            p.outcomes.clear();
+        }
+        let mut old = fit(&points).unwrap();
+        old.mechanics = 1;
+        let mut c = Calibration::new(host, bare, old.clone());
+        assert!(c.refit_if_stale().is_err());
+        assert_eq!(c.fitted, old);
     }
 
     #[test]

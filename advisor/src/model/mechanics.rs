@@ -24,6 +24,15 @@ use serde::{Deserialize, Serialize};
 use super::config::Config;
 use super::inputs::Inputs;
 
+/// The mechanics' revision. Constants fitted under another revision
+/// describe equations that no longer hold, so a calibration file fitted
+/// under one is refitted from its points ([`crate::model::Calibration::refit_if_stale`]).
+/// Bump on any change of what the equations predict for given constants.
+/// - 1: before the revision was recorded (files without it read as 0);
+/// - 2: no fsync on RT0's commit path at flush 0 or 2;
+/// - 3: RT1's hand-offs leave the cycle when the flusher is busy.
+pub const REVISION: u32 = 3;
+
 /// Host constants (calibrated by `redoctor calibrate`; priors in [`PARAMS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Params {
