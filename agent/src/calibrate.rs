@@ -374,16 +374,24 @@ pub enum ModelSource<'a> {
     Default { cores: u32, auto: Option<Options> },
 }
 
-/// Refits `c` when its constants were fitted under another revision of the
-/// mechanics (the measured points are kept for this); the revision they
-/// were fitted under when it did.
-fn refit_if_stale(c: &mut Calibration, path: &std::path::Path) -> Result<Option<u32>> {
-    c.refit_if_stale().with_context(|| {
+/// Reads the calibration at `path` (`what` names it in errors, `fix` says
+/// what to do when it cannot be read) and refits it when its constants were fitted under another
+/// revision of the mechanics (its measured points are kept for this); with
+/// the revision they were fitted under when it did.
+fn load_current(
+    path: &std::path::Path,
+    what: &str,
+    fix: &str,
+) -> Result<(Calibration, Option<u32>)> {
+    let mut c = Calibration::load(path)
+        .with_context(|| format!("reading {what} {} ({fix})", path.display()))?;
+    let was = c.refit_if_stale().with_context(|| {
         format!(
-            "refitting the calibration {}, fitted under an older model, from its points (run `redoctor calibrate` again to replace it)",
+            "refitting {what} {}, fitted under an older model, from its points ({fix})",
             path.display()
         )
-    })
+    })?;
+    Ok((c, was))
 }
 
 /// The model a diagnosis predicts with.
@@ -392,13 +400,12 @@ pub fn model(src: ModelSource) -> Result<redoctor_advisor::model::Model> {
     match src {
         ModelSource::Priors => Ok(Model::uncalibrated()),
         ModelSource::File(p) => {
-            let mut c = Calibration::load(p).with_context(|| {
-                format!(
-                    "reading the calibration {} (make one with `redoctor calibrate --out FILE`)",
-                    p.display()
-                )
-            })?;
-            if let Some(was) = refit_if_stale(&mut c, p)? {
+            let (c, refitted) = load_current(
+                p,
+                "the calibration",
+                "make one with `redoctor calibrate --out FILE`",
+            )?;
+            if let Some(was) = refitted {
                 say!(
                     "redoctor: the calibration {} was fitted under the model's mechanics revision {was}: refitted from its {} points under revision {} for this run (the file is left as it is; `redoctor calibrate --out FILE` measures again)",
                     p.display(),
@@ -414,13 +421,12 @@ pub fn model(src: ModelSource) -> Result<redoctor_advisor::model::Model> {
                 return Ok(Model::uncalibrated());
             };
             if p.exists() {
-                let mut c = Calibration::load(&p).with_context(|| {
-                    format!(
-                        "reading the host's calibration {} (run `redoctor calibrate --cpus {cores}` again to replace it)",
-                        p.display()
-                    )
-                })?;
-                if let Some(was) = refit_if_stale(&mut c, &p)? {
+                let (c, refitted) = load_current(
+                    &p,
+                    "the host's calibration",
+                    &format!("run `redoctor calibrate --cpus {cores}` again to replace it"),
+                )?;
+                if let Some(was) = refitted {
                     c.save(&p).with_context(|| {
                         format!("writing the refitted calibration to {}", p.display())
                     })?;

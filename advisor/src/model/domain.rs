@@ -167,16 +167,36 @@ impl Domain {
         })
     }
 
-    /// Where `i` lies outside the range, each with its distance.
+    /// The numeric inputs of `i` the mechanics read, each with its value and
+    /// the calibrated range it was read in. An input no calibration point
+    /// used has no range and is left out: the setting's own unit counts the
+    /// extrapolation.
+    fn read_in_range<'a>(
+        &'a self,
+        i: &'a Inputs,
+    ) -> impl Iterator<Item = (&'a Feature, &'a Range, f64)> + 'a {
+        FEATURES.iter().filter(|f| (f.applies)(i)).filter_map(|f| {
+            let r = self.ranges.iter().find(|r| r.name == f.name)?;
+            Some((f, r, (f.read)(i)))
+        })
+    }
+
+    /// The settings of `i` the calibration never ran, by name and value.
+    fn unseen_settings(&self, i: &Inputs) -> Vec<(&'static str, f64)> {
+        let mut out = Vec::new();
+        if !self.binlog.contains(&i.binlog) {
+            out.push(("log_bin", f64::from(u8::from(i.binlog))));
+        }
+        if !self.flush.contains(&i.flush) {
+            out.push(("innodb_flush_log_at_trx_commit", f64::from(i.flush)));
+        }
+        out
+    }
+
+    /// Where `i` lies outside the range, each with its log distance.
     pub fn outside(&self, i: &Inputs) -> Vec<Outside> {
         let mut out = Vec::new();
-        for f in FEATURES.iter().filter(|f| (f.applies)(i)) {
-            // No calibration point used it: the setting's own unit below
-            // counts the extrapolation.
-            let Some(r) = self.ranges.iter().find(|r| r.name == f.name) else {
-                continue;
-            };
-            let x = (f.read)(i);
+        for (_, r, x) in self.read_in_range(i) {
             let d = if x < r.lo {
                 (r.lo / x).ln()
             } else if x > r.hi {
@@ -194,26 +214,18 @@ impl Domain {
                 });
             }
         }
-        let unseen = |name: &str, v: f64| Outside {
-            name: name.to_string(),
-            value: v,
-            lo: v,
-            hi: v,
-            distance: 1.0,
-        };
-        if !self.binlog.contains(&i.binlog) {
-            out.push(unseen("log_bin", f64::from(u8::from(i.binlog))));
-        }
-        if !self.flush.contains(&i.flush) {
-            out.push(unseen("innodb_flush_log_at_trx_commit", f64::from(i.flush)));
-        }
+        out.extend(
+            self.unseen_settings(i)
+                .into_iter()
+                .map(|(name, v)| Outside {
+                    name: name.to_string(),
+                    value: v,
+                    lo: v,
+                    hi: v,
+                    distance: 1.0,
+                }),
+        );
         out
-    }
-
-    /// Units for settings the calibration never ran.
-    pub fn settings_units(&self, i: &Inputs) -> f64 {
-        f64::from(u8::from(!self.binlog.contains(&i.binlog)))
-            + f64::from(u8::from(!self.flush.contains(&i.flush)))
     }
 
     /// How far predicting configuration `c` from `i` extrapolates: each
@@ -222,13 +234,9 @@ impl Domain {
     /// the range's lowest value, plus one unit per setting never
     /// calibrated.
     pub fn distance(&self, i: &Inputs, params: &Params, c: &Config) -> f64 {
-        let mut d = self.settings_units(i);
+        let mut d = self.unseen_settings(i).len() as f64;
         let mut predicted = None;
-        for f in FEATURES.iter().filter(|f| (f.applies)(i)) {
-            let Some(r) = self.ranges.iter().find(|r| r.name == f.name) else {
-                continue;
-            };
-            let x = (f.read)(i);
+        for (f, r, x) in self.read_in_range(i) {
             if x > r.hi {
                 d += (x / r.hi).ln();
             } else if x < r.lo {
