@@ -266,6 +266,26 @@ struct Row {
     from_rt0: Option<f64>,
     /// Advised from the RT0 observation, and measured below RT0 beyond noise.
     from_rt0_below_beyond_noise: bool,
+    /// The model's point pick from RT1 (its best predicted configuration,
+    /// no interval asked), as a share of the oracle's best, and whether it
+    /// measured below RT1 beyond noise: what the advice could reach with
+    /// the model's point accuracy if its error were no obstacle.
+    point_pick: Option<f64>,
+    point_pick_below_beyond_noise: bool,
+}
+
+/// The configuration the model predicts best from `obs` among those the
+/// scenario measured (`obs` itself when none is predicted above it).
+fn point_pick(r: &Record, obs: &str, model: &Model) -> Option<String> {
+    let (inputs, _) = r.inputs(obs)?;
+    let configs: Vec<Config> = r.cells.keys().filter_map(|k| parse_config(k)).collect();
+    let best = model
+        .predict(&inputs, &configs, &Default::default())
+        .into_iter()
+        .next()
+        .filter(|p| p.ratio > 1.0)
+        .map_or_else(|| obs.to_string(), |p| p.config.to_string());
+    Some(r.canonical(&best))
 }
 
 /// Whether `advised`, a change from `start`, measured below `start` beyond
@@ -297,6 +317,7 @@ fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
     let from_rt0_below = adv0
         .as_deref()
         .is_some_and(|a| below_beyond_noise(r, "RT0", a));
+    let pick = point_pick(r, "RT1", model);
     Row {
         key: r.key.clone(),
         best: best.clone(),
@@ -308,6 +329,10 @@ fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
         statics: [pct("RT1"), pct(m84), pct(seed000)],
         from_rt0,
         from_rt0_below_beyond_noise: from_rt0_below,
+        point_pick: pick.as_deref().and_then(pct),
+        point_pick_below_beyond_noise: pick
+            .as_deref()
+            .is_some_and(|p| below_beyond_noise(r, "RT1", p)),
     }
 }
 
@@ -512,6 +537,13 @@ fn score(records: &[Record], trials: Option<&Path>, svg: Option<&Path>) {
         all_held.iter().filter(|x| **x < 0.95).count(),
         rows.values().filter(|r| r.pct.is_some_and(|p| p < 0.95) && r.gap_beyond_noise == Some(true)).count(),
         rows.values().filter(|r| r.below_baseline_beyond_noise).count(),
+    );
+    let picks: Vec<f64> = rows.values().filter_map(|r| r.point_pick).collect();
+    println!(
+        "The same models' point pick (the best predicted configuration, no interval asked): geomean {:.1}%; below 95% of the oracle: {}; measured below the RT1 baseline beyond noise: {}.",
+        geomean(&picks) * 100.0,
+        picks.iter().filter(|x| **x < 0.95).count(),
+        rows.values().filter(|r| r.point_pick_below_beyond_noise).count(),
     );
     let from_rt0: Vec<f64> = rows.values().filter_map(|r| r.from_rt0).collect();
     let below_rt0: Vec<&str> = rows
