@@ -372,17 +372,22 @@ fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
         );
     }
 
+    // A 2-s demo diagnosis with this state directory's calibration.
+    let short_demo = || {
+        redoctor()
+            .env("REDOCTOR_STATE_DIR", state.path())
+            .args(["diagnose", "--demo", "--duration", "2s"])
+            .output()
+            .unwrap()
+    };
+
     // Fitted under an older revision of the model's mechanics: refitted
     // from its points, saved, and said so.
     let mut stale = c.clone();
     stale["fitted"]["mechanics"] = serde_json::json!(1);
     stale["fitted"]["params"]["hop_us"] = serde_json::json!(999.0);
     std::fs::write(&file, serde_json::to_string(&stale).unwrap()).unwrap();
-    let o = redoctor()
-        .env("REDOCTOR_STATE_DIR", state.path())
-        .args(["diagnose", "--demo", "--duration", "2s"])
-        .output()
-        .unwrap();
+    let o = short_demo();
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
@@ -398,11 +403,7 @@ fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
 
     // A damaged calibration is refused with its path and the fix.
     std::fs::write(&file, "{ not json").unwrap();
-    let o = redoctor()
-        .env("REDOCTOR_STATE_DIR", state.path())
-        .args(["diagnose", "--demo", "--duration", "2s"])
-        .output()
-        .unwrap();
+    let o = short_demo();
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
