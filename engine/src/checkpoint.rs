@@ -17,6 +17,18 @@
 //! order. A new base removes every delta (they belong to older bases); the
 //! two newest bases are kept.
 //!
+//! A base can also be written in the background ([`write_pending_base`]):
+//! from a snapshot of the tables taken right after delta `s` took its
+//! changes, to `checkpoint-base.tmp`, in synced pieces, while deltas
+//! `s+1..` go on freeing log space on the current base and record what they
+//! take. It is published by the first delta written after it is durable
+//! ([`publish_pending_base`]): that delta holds every change since the
+//! snapshot and is written as delta 1 of the new base (named after the
+//! lsn of delta `s`), then the base is renamed into place. A crash before
+//! the rename leaves the old chain whole (the new delta names a base that
+//! does not exist and is removed as stale); after it, the new chain is
+//! whole and the old deltas are stale.
+//!
 //! Each file is fuzzy: rows are copied table by table while commits go on.
 //! Its lsn is the `recent_closed` tail taken *before* copying, so every
 //! commit below it is in the file; commits above it may or may not be, and
@@ -25,8 +37,11 @@
 //! it may contain, so a checkpoint never holds a commit the log lost.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::data::catalog::Catalog;
+use crate::data::snapshot::Snapshot;
 use crate::error::{path_in, FileError};
 use crate::failpoints::{self, Target};
 use crate::redo::Lsn;
@@ -40,6 +55,8 @@ const DELTA_SUFFIX: &str = ".delta";
 /// Delta header: magic, base lsn, base crc, seq, lsn, max trx id.
 const DELTA_HEADER: usize = 8 + 8 + 4 + 4 + 8 + 8;
 const TMP: &str = "checkpoint.tmp";
+/// Where a base written in the background waits to be published.
+pub const PENDING: &str = "checkpoint-base.tmp";
 const KEEP: usize = 2;
 
 pub fn file_name(lsn: Lsn) -> String {
@@ -146,6 +163,13 @@ pub fn write(
     let crc = crc32fast::hash(&buf);
     buf.extend_from_slice(&crc.to_le_bytes());
     publish(vfs, &file_name(lsn), &buf)?;
+    prune(vfs, None)?;
+    Ok(Chain::on_base(lsn, crc, buf.len() as u64))
+}
+
+/// Removes every delta except those of the base at `keep_deltas_of` (the
+/// others belong to older bases) and the bases older than the newest `KEEP`.
+fn prune(vfs: &dyn Vfs, keep_deltas_of: Option<Lsn>) -> Result<(), FileError> {
     let dir = vfs.describe();
     let names = vfs
         .list()
@@ -154,7 +178,7 @@ pub fn write(
     images.sort_unstable_by_key(|l| std::cmp::Reverse(*l));
     let mut old: Vec<String> = names
         .into_iter()
-        .filter(|n| delta_of(n).is_some())
+        .filter(|n| delta_of(n).is_some_and(|(base, _)| Some(base) != keep_deltas_of))
         .collect();
     old.extend(images.iter().skip(KEEP).map(|l| file_name(*l)));
     if !old.is_empty() {
@@ -164,7 +188,156 @@ pub fn write(
         }
         vfs.sync_dir().map_err(err("fsync of the directory", dir))?;
     }
-    Ok(Chain::on_base(lsn, crc, buf.len() as u64))
+    Ok(())
+}
+
+/// How a base written in the background shares the device with the redo
+/// log: one fdatasync of hundreds of MB held the redo's fdatasyncs for
+/// 20-150 ms (engine/bench/RESULTS.md, "Checkpoints under the insert load").
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    /// Bytes written between two fdatasyncs.
+    pub sync_every: usize,
+    /// After each synced piece, stay idle for this multiple of the time the
+    /// piece took (1.0: at most half the device's speed).
+    pub idle_ratio: f64,
+}
+
+impl Default for Pace {
+    fn default() -> Pace {
+        Pace {
+            sync_every: 4 << 20,
+            idle_ratio: 1.0,
+        }
+    }
+}
+
+/// A base written and synced under [`PENDING`], waiting for the delta that
+/// publishes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingBase {
+    pub lsn: Lsn,
+    pub crc: u32,
+    pub bytes: u64,
+}
+
+/// A file written in synced pieces, keeping the crc32 of what it wrote.
+struct PacedFile<'a> {
+    f: std::sync::Arc<dyn crate::vfs::VfsFile>,
+    path: String,
+    pace: Pace,
+    hurry: &'a AtomicBool,
+    abort: &'a AtomicBool,
+    crc: crc32fast::Hasher,
+    at: u64,
+    unsynced: usize,
+    piece_start: Instant,
+}
+
+impl PacedFile<'_> {
+    fn put(&mut self, buf: &[u8]) -> Result<(), FileError> {
+        if self.abort.load(Ordering::Acquire) {
+            return Err(FileError::new(
+                "write to",
+                self.path.clone(),
+                io::Error::other("stopped: the engine is closing"),
+            ));
+        }
+        self.crc.update(buf);
+        failpoints::write_at(Target::Checkpoint, self.f.as_ref(), buf, self.at)
+            .map_err(err("write to", self.path.clone()))?;
+        self.at += buf.len() as u64;
+        self.unsynced += buf.len();
+        if self.unsynced >= self.pace.sync_every {
+            self.sync()?;
+            if !self.hurry.load(Ordering::Acquire) {
+                let idle = self.piece_start.elapsed().mul_f64(self.pace.idle_ratio);
+                std::thread::sleep(idle.min(Duration::from_millis(200)));
+            }
+            self.piece_start = Instant::now();
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), FileError> {
+        self.unsynced = 0;
+        failpoints::sync_data(Target::Checkpoint, self.f.as_ref())
+            .map_err(err("fdatasync of", self.path.clone()))
+    }
+}
+
+/// Writes a base of `snapshot` at `lsn` to [`PENDING`] and syncs it,
+/// `pace.sync_every` bytes at a time. `hurry` (checked between pieces)
+/// drops the idle time; `abort` stops the write with an error. Nothing is
+/// published: see [`publish_pending_base`].
+pub fn write_pending_base(
+    vfs: &dyn Vfs,
+    lsn: Lsn,
+    max_trx_id: u64,
+    snapshot: &Snapshot,
+    pace: Pace,
+    hurry: &AtomicBool,
+    abort: &AtomicBool,
+) -> Result<PendingBase, FileError> {
+    let path = path_in(vfs, PENDING);
+    if vfs.exists(PENDING) {
+        vfs.remove(PENDING)
+            .map_err(err("removal of", path.clone()))?;
+    }
+    let f = vfs
+        .open(PENDING, true)
+        .map_err(err("creation of", path.clone()))?;
+    let mut file = PacedFile {
+        f,
+        path,
+        pace,
+        hurry,
+        abort,
+        crc: crc32fast::Hasher::new(),
+        at: 0,
+        unsynced: 0,
+        piece_start: Instant::now(),
+    };
+    let mut header = Vec::with_capacity(24);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&lsn.to_le_bytes());
+    header.extend_from_slice(&max_trx_id.to_le_bytes());
+    file.put(&header)?;
+    snapshot.write_image(pace.sync_every.clamp(4096, 1 << 20), |b| file.put(b))?;
+    let crc = file.crc.clone().finalize();
+    file.put(&crc.to_le_bytes())?;
+    file.sync()?;
+    Ok(PendingBase {
+        lsn,
+        crc,
+        bytes: file.at,
+    })
+}
+
+/// Publishes a base written by [`write_pending_base`] with its first delta
+/// (`catch_up`: every change since the base's snapshot): the delta as delta
+/// 1 of the new base, then the base renamed into place, then the old
+/// chain's files removed. On success `chain` is the new chain; on an error
+/// it is unchanged, and recovery finds either the old chain or the new one
+/// whole (module docs).
+pub fn publish_pending_base(
+    vfs: &dyn Vfs,
+    chain: &mut Chain,
+    pending: &PendingBase,
+    lsn: Lsn,
+    max_trx_id: u64,
+    catch_up: &[u8],
+) -> Result<u64, FileError> {
+    let mut next = Chain::on_base(pending.lsn, pending.crc, pending.bytes);
+    let bytes = write_delta(vfs, &mut next, lsn, max_trx_id, catch_up)?;
+    let name = file_name(pending.lsn);
+    vfs.rename(PENDING, &name)
+        .map_err(err("rename into place of", path_in(vfs, PENDING)))?;
+    vfs.sync_dir()
+        .map_err(err("fsync of the directory", vfs.describe()))?;
+    prune(vfs, Some(pending.lsn))?;
+    *chain = next;
+    Ok(bytes)
 }
 
 /// Writes and publishes the next delta of `chain` durably and advances the
@@ -204,7 +377,8 @@ pub struct Image {
     pub catalog: Catalog,
     pub chain: Chain,
     /// Delta files that are not part of the chain loaded (of an older base,
-    /// or after a gap or a damaged delta): never to be applied again.
+    /// or after a gap or a damaged delta): never to be applied again; and a
+    /// base written in the background that was never published.
     pub stale: Vec<String>,
 }
 
@@ -360,7 +534,7 @@ pub fn load_newest(vfs: &dyn Vfs) -> io::Result<(Option<Image>, Skipped)> {
         let chain: Vec<&String> = deltas.iter().take(applied as usize).map(|d| &d.1).collect();
         image.stale = all
             .iter()
-            .filter(|n| delta_of(n).is_some() && !chain.contains(n))
+            .filter(|n| (delta_of(n).is_some() && !chain.contains(n)) || *n == PENDING)
             .cloned()
             .collect();
         image.catalog.mark_clean();
@@ -424,6 +598,117 @@ mod tests {
         // The chain continues where it stopped: the loaded catalog is clean.
         let mut d = Vec::new();
         assert_eq!(img.catalog.write_delta(&mut d).rows, 0);
+    }
+
+    /// A base written aside from a snapshot taken after delta 1: two more
+    /// deltas record what they take; returns the chain, the pending base
+    /// and the changes carried.
+    fn aside_with_two_deltas(
+        vfs: &SimVfs,
+        cat: &Catalog,
+        t: crate::data::table::TableId,
+    ) -> (Chain, PendingBase, crate::data::delta::Carried) {
+        let mut chain = base(vfs, cat, 10);
+        cat.bulk_insert(t, (0..50).map(|i| (i, row(1)))).unwrap();
+        delta(vfs, cat, &mut chain, 20);
+        let snap = cat.snapshot();
+        let mut carried = crate::data::delta::Carried::default();
+        cat.bulk_insert(t, (40..60).map(|i| (i, row(2)))).unwrap();
+        let no = AtomicBool::new(false);
+        let pace = Pace {
+            sync_every: 64,
+            idle_ratio: 0.0,
+        };
+        let pending = write_pending_base(vfs, 20, 20, &snap, pace, &no, &no).unwrap();
+        for (lsn, id) in [(30, 0), (40, 1)] {
+            cat.table(t).unwrap().remove_committed(id);
+            let mut d = Vec::new();
+            cat.write_delta_recording(&mut d, &mut carried);
+            write_delta(vfs, &mut chain, lsn, lsn, &d).unwrap();
+        }
+        assert_eq!(carried.len(), 22);
+        (chain, pending, carried)
+    }
+
+    #[test]
+    fn a_base_written_aside_is_published_by_a_delta_of_everything_since() {
+        let vfs = SimVfs::new();
+        let cat = Catalog::new();
+        let t = cat.create_table("t").unwrap();
+        let (mut chain, pending, carried) = aside_with_two_deltas(&vfs, &cat, t);
+        // Written, not published: the old chain is what loads.
+        let (img, _) = load_newest(&vfs).unwrap();
+        let img = img.unwrap();
+        assert_eq!((img.chain.base_lsn, img.chain.deltas), (10, 3));
+        assert_eq!(img.catalog.dump(), cat.dump());
+        assert_eq!(img.stale, [PENDING.to_string()]);
+
+        cat.bulk_insert(t, [(99, row(3))]).unwrap();
+        let mut d = Vec::new();
+        cat.write_delta_with_carried(&mut d, carried);
+        publish_pending_base(&vfs, &mut chain, &pending, 50, 50, &d).unwrap();
+        assert_eq!(
+            names(&vfs),
+            [file_name(10), delta_file_name(20, 1), file_name(20)]
+        );
+        assert_eq!((chain.base_lsn, chain.deltas, chain.lsn), (20, 1, 50));
+        let (img, skipped) = load_newest(&vfs).unwrap();
+        let img = img.unwrap();
+        assert!(skipped.is_empty() && img.stale.is_empty(), "{skipped:?}");
+        assert_eq!(img.catalog.dump(), cat.dump());
+        assert_eq!(img.chain, chain);
+    }
+
+    #[test]
+    fn a_crash_while_publishing_leaves_one_whole_chain() {
+        let cat = Catalog::new();
+        let vfs = SimVfs::new();
+        let t = cat.create_table("t").unwrap();
+        let (_, pending, carried) = aside_with_two_deltas(&vfs, &cat, t);
+        let want = cat.dump();
+        let mut d = Vec::new();
+        cat.write_delta_with_carried(&mut d, carried);
+        // The new chain's first delta is durable, the rename is not done:
+        // the delta names a base that does not exist, so the old chain loads
+        // and the new delta is stale.
+        let mut next = Chain::on_base(pending.lsn, pending.crc, pending.bytes);
+        write_delta(&vfs, &mut next, 50, 50, &d).unwrap();
+        let (img, _) = load_newest(&vfs).unwrap();
+        let img = img.unwrap();
+        assert_eq!((img.chain.base_lsn, img.chain.deltas), (10, 3));
+        assert_eq!(img.catalog.dump(), want);
+        let mut stale = img.stale.clone();
+        stale.sort();
+        assert_eq!(stale, [delta_file_name(20, 1), PENDING.to_string()]);
+        // Renamed, the old deltas not yet removed: the new chain loads and
+        // the old deltas are stale.
+        vfs.rename(PENDING, &file_name(20)).unwrap();
+        let (img, _) = load_newest(&vfs).unwrap();
+        let img = img.unwrap();
+        assert_eq!((img.chain.base_lsn, img.chain.deltas), (20, 1));
+        assert_eq!(img.catalog.dump(), want);
+        let mut stale = img.stale.clone();
+        stale.sort();
+        assert_eq!(
+            stale,
+            [
+                delta_file_name(10, 1),
+                delta_file_name(10, 2),
+                delta_file_name(10, 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_base_written_aside_stops_when_told() {
+        let vfs = SimVfs::new();
+        let cat = Catalog::new();
+        let t = cat.create_table("t").unwrap();
+        cat.bulk_insert(t, (0..100).map(|i| (i, row(1)))).unwrap();
+        let (no, yes) = (AtomicBool::new(false), AtomicBool::new(true));
+        let e = write_pending_base(&vfs, 1, 1, &cat.snapshot(), Pace::default(), &no, &yes)
+            .unwrap_err();
+        assert!(e.to_string().contains("closing"), "{e}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::admission::{ConcurrencyGate, GateSession};
+use crate::base_writer::BaseWriter;
 use crate::binlog::group_commit::{BinlogSettings, GroupCommit};
 use crate::checkpoint;
 use crate::counters::{Counters, StatusSnapshot};
@@ -88,6 +89,27 @@ impl EngineOptions {
 /// The background threads' stop flag and handles.
 type Background = (Arc<AtomicBool>, Vec<JoinHandle<()>>);
 
+/// The chain of checkpoint files, and the base being written in the
+/// background (`crate::base_writer`).
+struct Checkpoints {
+    chain: checkpoint::Chain,
+    writer: Option<BaseWriter>,
+}
+
+/// What one checkpoint writes.
+enum CheckpointKind {
+    /// A new base, written inline.
+    Base,
+    /// The next delta.
+    Delta,
+    /// The next delta, then a base in the background from a snapshot taken
+    /// after the delta took its changes.
+    DeltaThenBase(crate::data::snapshot::Snapshot),
+    /// The base written in the background, with every change since its
+    /// snapshot as its first delta.
+    Publish(checkpoint::PendingBase),
+}
+
 pub struct Engine {
     vfs: Arc<dyn Vfs>,
     redo: Arc<RedoLog>,
@@ -99,8 +121,9 @@ pub struct Engine {
     throttle: Arc<Throttle>,
     settings: Registry,
     report: RecoveryReport,
-    /// Serialises checkpoints; holds the chain of checkpoint files.
-    checkpoint_lock: Mutex<checkpoint::Chain>,
+    /// Serialises checkpoints; holds the chain of checkpoint files and the
+    /// base being written in the background, if any.
+    checkpoint_lock: Mutex<Checkpoints>,
     ddl_lock: Mutex<()>,
     /// The background threads (`log_checkpoint`, `counters_tick`) and
     /// their stop flag.
@@ -165,7 +188,10 @@ impl Engine {
             throttle: Arc::new(Throttle::new(0, Duration::from_secs(50))),
             settings: Registry::default(),
             report: rec.report,
-            checkpoint_lock: Mutex::new(rec.chain),
+            checkpoint_lock: Mutex::new(Checkpoints {
+                chain: rec.chain,
+                writer: None,
+            }),
             ddl_lock: Mutex::new(()),
             background: Mutex::new(None),
             checkpoint_fill_pct: opts.checkpoint_fill_pct,
@@ -220,7 +246,7 @@ impl Engine {
                         break;
                     }
                     if wanted {
-                        if let Err(e) = engine.checkpoint() {
+                        if let Err(e) = engine.checkpoint_as(true) {
                             // Never a panic over a log line (stderr may be a closed pipe).
                             let _ = writeln!(std::io::stderr(), "redoctor-engine: background {e}");
                         }
@@ -642,11 +668,21 @@ impl Engine {
 
     /// Takes a checkpoint (see `crate::checkpoint` for why it is exact):
     /// a delta of the rows changed since the last one, or a new base image
-    /// once the deltas add up to the base's size.
+    /// once the deltas add up to the base's size. A base being written in
+    /// the background is waited for and published by this checkpoint.
     /// In fail-stop it refuses: it would sync files whose last fdatasync
     /// failed. A failed checkpoint puts the engine in fail-stop.
     pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
-        let mut chain = self.checkpoint_lock.lock();
+        self.checkpoint_as(false)
+    }
+
+    /// A checkpoint as [`checkpoint`](Self::checkpoint) takes it, or, in
+    /// the `background` (the `log_checkpoint` thread's), one that never
+    /// waits for a base: a new base is written by `log_ckpt_base` after
+    /// this checkpoint's delta, and published by the first checkpoint after
+    /// it is durable (`crate::base_writer`).
+    pub(crate) fn checkpoint_as(&self, background: bool) -> Result<Lsn, EngineError> {
+        let mut st = self.checkpoint_lock.lock();
         self.check_fail_stop()?;
         let mut lsn = self.redo.closed_lsn();
         // log_bin=ON: never above a prepared, undecided transaction's
@@ -658,19 +694,44 @@ impl Engine {
         // The closed tail only grows, and a prepare below it was registered
         // before the previous checkpoint read `in_flight`: never behind.
         debug_assert!(
-            lsn >= chain.lsn,
+            lsn >= st.chain.lsn,
             "checkpoint lsn {lsn} behind {}",
-            chain.lsn
+            st.chain.lsn
         );
-        let base = chain.wants_base();
+        let fail = |cause: crate::error::FileError| {
+            // Without checkpoints the log fills and commits would hang
+            // without an error: stop them now, with this cause.
+            self.redo.stop(cause.clone());
+            EngineError::Checkpoint(cause)
+        };
+        let ready = match &st.writer {
+            Some(w) if !background || w.is_finished() => st.writer.take(),
+            _ => None,
+        };
         let mut body = Vec::new();
-        if base {
+        let kind = if let Some(writer) = ready {
+            let (base, carried) = writer.finish();
+            let base = base.map_err(fail)?;
+            self.catalog.write_delta_with_carried(&mut body, carried);
+            CheckpointKind::Publish(base)
+        } else if let Some(writer) = st.writer.as_mut() {
+            self.catalog
+                .write_delta_recording(&mut body, writer.carried());
+            CheckpointKind::Delta
+        } else if !st.chain.wants_base() {
+            self.catalog.write_delta(&mut body);
+            CheckpointKind::Delta
+        } else if background && lsn > st.chain.base_lsn {
+            self.catalog.write_delta(&mut body);
+            // After the delta took its change sets: every change since is
+            // in the next deltas' sets, which the writer's carry records.
+            CheckpointKind::DeltaThenBase(self.catalog.snapshot())
+        } else {
             // Changes made from here on are marked again for the next delta.
             self.catalog.take_all_dirty();
             self.catalog.write_image(&mut body);
-        } else {
-            self.catalog.write_delta(&mut body);
-        }
+            CheckpointKind::Base
+        };
         let max_trx_id = self.trx_sys.peek_next_id();
         // WAL rule: nothing in the checkpoint may be missing from the durable log.
         self.redo.wait_flushed(self.redo.current_lsn())?;
@@ -679,23 +740,47 @@ impl Engine {
         if let Some(b) = &self.binlog {
             b.sync_all()?;
         }
-        let fail = |cause: crate::error::FileError| {
-            // Without checkpoints the log fills and commits would hang
-            // without an error: stop them now, with this cause.
-            self.redo.stop(cause.clone());
-            EngineError::Checkpoint(cause)
-        };
-        let bytes = if base {
-            *chain = checkpoint::write(self.vfs.as_ref(), lsn, max_trx_id, &body).map_err(fail)?;
-            chain.base_bytes
-        } else {
-            checkpoint::write_delta(self.vfs.as_ref(), &mut chain, lsn, max_trx_id, &body)
-                .map_err(fail)?
+        let vfs = self.vfs.as_ref();
+        let bytes = match kind {
+            CheckpointKind::Base => {
+                st.chain = checkpoint::write(vfs, lsn, max_trx_id, &body).map_err(fail)?;
+                st.chain.base_bytes
+            }
+            CheckpointKind::Delta => {
+                checkpoint::write_delta(vfs, &mut st.chain, lsn, max_trx_id, &body).map_err(fail)?
+            }
+            CheckpointKind::DeltaThenBase(snapshot) => {
+                let bytes = checkpoint::write_delta(vfs, &mut st.chain, lsn, max_trx_id, &body)
+                    .map_err(fail)?;
+                // A thread that cannot start leaves the base to a later
+                // checkpoint (still wanted): the chain is whole without it.
+                st.writer = BaseWriter::start(
+                    self.vfs.clone(),
+                    lsn,
+                    max_trx_id,
+                    snapshot,
+                    checkpoint::Pace::default(),
+                )
+                .ok();
+                bytes
+            }
+            CheckpointKind::Publish(base) => {
+                checkpoint::publish_pending_base(vfs, &mut st.chain, &base, lsn, max_trx_id, &body)
+                    .map_err(fail)?
+            }
         };
         self.redo.set_checkpoint_lsn(lsn);
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         probe_points::redoctor_checkpoint(lsn, bytes);
         Ok(lsn)
+    }
+
+    /// Stops a base being written in the background, if any (its file is
+    /// left for the next one or recovery to remove).
+    fn abort_base_writer(&self) {
+        if let Some(w) = self.checkpoint_lock.lock().writer.take() {
+            w.abort();
+        }
     }
 
     /// The committed contents of every table (for tests and verification).
@@ -715,6 +800,7 @@ impl Engine {
         let cp = self
             .check_fail_stop()
             .and_then(|()| self.checkpoint().map(|_| ()));
+        self.abort_base_writer();
         let r = self.redo.shutdown();
         cp?;
         Ok(r?)
@@ -726,6 +812,7 @@ impl Drop for Engine {
         // Log threads hold the redo log, not the engine: stop them.
         if !self.shut.load(Ordering::Acquire) {
             self.stop_background();
+            self.abort_base_writer();
             self.redo.set_mode(RedoMode::Off);
         }
     }

@@ -14,6 +14,7 @@
 //! `engine/PROBES.md` for the probe points.
 
 mod admission;
+mod base_writer;
 mod binlog;
 mod checkpoint;
 mod counters;

@@ -434,6 +434,7 @@ mod tests {
         assert_eq!(e.role_of("log_wr_notify"), Role::LogNotifier);
         assert_eq!(e.role_of("user/3"), Role::User);
         assert_eq!(e.role_of("log_checkpoint"), Role::Checkpointer);
+        assert_eq!(e.role_of("log_ckpt_base"), Role::Checkpointer);
         assert_eq!(e.kind_of("/d/redo.log"), FileKind::Redo);
         assert_eq!(e.kind_of("/d/checkpoint.tmp"), FileKind::Data);
         assert_eq!(e.kind_of("socket:[123]"), FileKind::Other);

@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::data::record::{self, Reader, RecordError, RedoRecord, RowOp};
+use crate::data::record::{Reader, RecordError, RedoRecord, RowOp};
 use crate::data::table::{Row, Shape, Table, TableId};
 
 /// Name prefix of dropped-table tombstones; table names starting with it are refused.
@@ -46,8 +46,8 @@ fn is_tombstone(name: &str) -> bool {
     name.starts_with(TOMBSTONE_PREFIX)
 }
 
-const IMAGE_MAGIC: &[u8; 8] = b"RDXIMAGE";
-const IMAGE_VERSION: u32 = 2;
+pub(super) const IMAGE_MAGIC: &[u8; 8] = b"RDXIMAGE";
+pub(super) const IMAGE_VERSION: u32 = 2;
 /// The image version before tables had a shape byte.
 const IMAGE_VERSION_SBTEST_ONLY: u32 = 1;
 /// magic + version + table count + crc.
@@ -405,33 +405,18 @@ impl Catalog {
     }
 
     /// Appends a checkpoint image of the committed rows of every table (see
-    /// the module docs). Each table is copied under one hold of its read
-    /// lock: copied in chunks, with writers queued between them, the copy
-    /// of a large table took so long that the log filled before the
+    /// the module docs). Each table's rows are taken by reference under one
+    /// hold of its read lock ([`Catalog::snapshot`]) and serialised after it
+    /// is released: copied in chunks, with writers queued between them, the
+    /// copy of a large table took so long that the log filled before the
     /// checkpoint ended (engine/bench/RESULTS.md).
     pub fn write_image(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        let tables = self.tables();
-        out.extend_from_slice(IMAGE_MAGIC);
-        out.extend_from_slice(&IMAGE_VERSION.to_le_bytes());
-        let n_tables = u32::try_from(tables.len()).expect("table ids are u32");
-        out.extend_from_slice(&n_tables.to_le_bytes());
-        for table in &tables {
-            out.extend_from_slice(&table.id().to_le_bytes());
-            record::put_str(table.name(), out);
-            out.push(table.shape().code());
-            let count_at = out.len();
-            out.extend_from_slice(&0u64.to_le_bytes());
-            let mut n_rows = 0u64;
-            table.for_each_committed(|id, row| {
-                n_rows += 1;
-                out.extend_from_slice(&id.to_le_bytes());
-                record::put_row(row, out);
-            });
-            out[count_at..count_at + 8].copy_from_slice(&n_rows.to_le_bytes());
-        }
-        let crc = crc32fast::hash(&out[start..]);
-        out.extend_from_slice(&crc.to_le_bytes());
+        self.snapshot()
+            .write_image(usize::MAX, |b| {
+                out.extend_from_slice(b);
+                Ok::<(), std::convert::Infallible>(())
+            })
+            .unwrap_or_else(|e| match e {});
     }
 
     /// Rebuilds a catalog from an image written by
@@ -490,6 +475,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::record;
     use proptest::prelude::*;
 
     fn row(k: i32) -> Row {

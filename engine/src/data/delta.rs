@@ -21,7 +21,9 @@
 
 use crate::data::catalog::{checked_body, corrupt, read_shape, Catalog, DataError};
 use crate::data::record;
-use crate::data::table::{Dirty, Row, Shape};
+use std::collections::BTreeMap;
+
+use crate::data::table::{Dirty, Row, Shape, TableId};
 
 const DELTA_MAGIC: &[u8; 8] = b"RDXDELTA";
 const DELTA_VERSION: u32 = 2;
@@ -65,6 +67,32 @@ impl Catalog {
     /// sets were taken may be copied in its newer version, which the redo
     /// replay from the checkpoint's lsn makes exact anyway.
     pub fn write_delta(&self, out: &mut Vec<u8>) -> DeltaStats {
+        self.write_delta_of(out, |_, dirty| dirty)
+    }
+
+    /// [`write_delta`](Self::write_delta), also adding what it takes to
+    /// `carried`: the changes a base being written in the background from
+    /// an older snapshot lacks.
+    pub fn write_delta_recording(&self, out: &mut Vec<u8>, carried: &mut Carried) -> DeltaStats {
+        self.write_delta_of(out, |id, dirty| {
+            carried.add(id, &dirty);
+            dirty
+        })
+    }
+
+    /// A delta of what changed since the last checkpoint *and* of every
+    /// change in `carried`: the first delta on a base written from a
+    /// snapshot, which holds every change made since that snapshot's deltas.
+    pub fn write_delta_with_carried(&self, out: &mut Vec<u8>, mut carried: Carried) -> DeltaStats {
+        self.write_delta_of(out, |id, dirty| carried.merge_into(id, dirty))
+    }
+
+    /// Writes a delta of each table's taken changes as `pick` maps them.
+    fn write_delta_of(
+        &self,
+        out: &mut Vec<u8>,
+        mut pick: impl FnMut(TableId, Dirty) -> Dirty,
+    ) -> DeltaStats {
         let start = out.len();
         let tables = self.tables();
         let mut stats = DeltaStats {
@@ -78,7 +106,7 @@ impl Catalog {
             out.extend_from_slice(&table.id().to_le_bytes());
             record::put_str(table.name(), out);
             out.push(table.shape().code());
-            let dirty = table.take_dirty();
+            let dirty = pick(table.id(), table.take_dirty());
             out.push(u8::from(dirty == Dirty::All));
             let count_at = out.len();
             out.extend_from_slice(&0u64.to_le_bytes());
@@ -169,6 +197,75 @@ impl Catalog {
             table.upsert_committed(puts);
         }
         Ok(stats)
+    }
+}
+
+/// The changes the deltas took since a snapshot was taken for a base
+/// written in the background, per table (see `crate::checkpoint`).
+#[derive(Debug, Default)]
+pub struct Carried(BTreeMap<TableId, Dirty>);
+
+impl Carried {
+    fn add(&mut self, id: TableId, dirty: &Dirty) {
+        let merged = match self.0.remove(&id) {
+            None => dirty.clone(),
+            Some(old) => union(old, dirty.clone()),
+        };
+        self.0.insert(id, merged);
+    }
+
+    /// `dirty` with what was carried for table `id`.
+    fn merge_into(&mut self, id: TableId, dirty: Dirty) -> Dirty {
+        match self.0.remove(&id) {
+            None => dirty,
+            Some(old) => union(old, dirty),
+        }
+    }
+
+    /// Rows carried over every table (a whole table counts as one).
+    pub fn len(&self) -> usize {
+        self.0
+            .values()
+            .map(|d| match d {
+                Dirty::All => 1,
+                Dirty::Rows(ids) => ids.len(),
+            })
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Both change sets: a whole table absorbs any rows; row ids stay ascending.
+fn union(a: Dirty, b: Dirty) -> Dirty {
+    match (a, b) {
+        (Dirty::All, _) | (_, Dirty::All) => Dirty::All,
+        (Dirty::Rows(a), Dirty::Rows(b)) => {
+            let mut out = Vec::with_capacity(a.len() + b.len());
+            let (mut i, mut j) = (0, 0);
+            while i < a.len() && j < b.len() {
+                match a[i].cmp(&b[j]) {
+                    std::cmp::Ordering::Less => {
+                        out.push(a[i]);
+                        i += 1;
+                    }
+                    std::cmp::Ordering::Greater => {
+                        out.push(b[j]);
+                        j += 1;
+                    }
+                    std::cmp::Ordering::Equal => {
+                        out.push(a[i]);
+                        i += 1;
+                        j += 1;
+                    }
+                }
+            }
+            out.extend_from_slice(&a[i..]);
+            out.extend_from_slice(&b[j..]);
+            Dirty::Rows(out)
+        }
     }
 }
 
@@ -283,6 +380,12 @@ mod tests {
         Checkpoint {
             base: bool,
         },
+        /// A delta, then a snapshot for a base written aside (as the
+        /// background checkpoints of `crate::base_writer` do).
+        Aside,
+        /// The base written aside published with a delta of every change
+        /// since its snapshot.
+        Publish,
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -294,6 +397,8 @@ mod tests {
             3 => (0..3u8, 0..30i64).prop_map(|(t, id)| Op::Delete { t, id }),
             2 => (0..3u8, 0..30i64, any::<i32>()).prop_map(|(t, id, k)| Op::Bulk { t, id, k }),
             3 => any::<bool>().prop_map(|base| Op::Checkpoint { base }),
+            1 => Just(Op::Aside),
+            1 => Just(Op::Publish),
         ]
     }
 
@@ -319,18 +424,25 @@ mod tests {
             .collect()
     }
 
-    /// A base image and its deltas, as the checkpoint files hold them.
+    /// A base image and its deltas, as the checkpoint files hold them; and
+    /// a base being written aside, from a snapshot, with the changes the
+    /// deltas took since.
     struct Chain {
         base: Vec<u8>,
         deltas: Vec<Vec<u8>>,
+        aside: Option<(crate::data::snapshot::Snapshot, Carried)>,
     }
 
     impl Chain {
         fn take(cat: &Catalog, base: bool, chain: &mut Option<Chain>) {
             match chain {
+                Some(c) if c.aside.is_some() && base => Chain::publish(cat, c),
                 Some(c) if !base => {
                     let mut d = Vec::new();
-                    cat.write_delta(&mut d);
+                    match &mut c.aside {
+                        Some((_, carried)) => cat.write_delta_recording(&mut d, carried),
+                        None => cat.write_delta(&mut d),
+                    };
                     c.deltas.push(d);
                 }
                 _ => {
@@ -340,9 +452,40 @@ mod tests {
                     *chain = Some(Chain {
                         base: b,
                         deltas: Vec::new(),
+                        aside: None,
                     });
                 }
             }
+        }
+
+        fn aside(cat: &Catalog, chain: &mut Option<Chain>) {
+            match chain {
+                Some(c) if c.aside.is_none() => {
+                    Chain::take(cat, false, chain);
+                    let c = chain.as_mut().expect("a chain");
+                    c.aside = Some((cat.snapshot(), Carried::default()));
+                }
+                _ => Chain::take(cat, false, chain),
+            }
+        }
+
+        fn publish(cat: &Catalog, c: &mut Chain) {
+            let (snapshot, carried) = c.aside.take().expect("a base aside");
+            let mut base = Vec::new();
+            snapshot
+                .write_image(1 << 10, |b| {
+                    base.extend_from_slice(b);
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            let mut d = Vec::new();
+            cat.write_delta_with_carried(&mut d, carried);
+            *c = Chain {
+                base,
+                deltas: vec![d],
+                aside: None,
+            };
+            assert_eq!(tables(&c.load()), tables(cat), "the published base");
         }
 
         fn load(&self) -> Catalog {
@@ -397,6 +540,11 @@ mod tests {
                     }
                 }
                 Op::Checkpoint { base } => Chain::take(cat, base, chain),
+                Op::Aside => Chain::aside(cat, chain),
+                Op::Publish => match chain {
+                    Some(c) if c.aside.is_some() => Chain::publish(cat, c),
+                    _ => Chain::take(cat, false, chain),
+                },
             }
         }
     }
@@ -418,7 +566,8 @@ mod tests {
             let loaded = chain_now.load();
             prop_assert_eq!(tables(&loaded), tables(&cat));
             // A restart: the loaded catalog goes on, and its deltas extend
-            // the same chain.
+            // the same chain; a base being written aside is lost.
+            chain.as_mut().unwrap().aside = None;
             run(&loaded, &after, &mut chain);
             Chain::take(&loaded, false, &mut chain);
             prop_assert_eq!(tables(&chain.as_ref().unwrap().load()), tables(&loaded));

@@ -4,5 +4,6 @@ pub mod catalog;
 pub mod delta;
 pub mod lock_sys;
 pub mod record;
+pub mod snapshot;
 pub mod table;
 pub mod trx;

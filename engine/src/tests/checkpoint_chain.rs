@@ -112,3 +112,70 @@ fn deltas_follow_the_changes_and_a_base_follows_the_deltas() {
     assert_eq!(e.dump(), want);
     e.shutdown().unwrap();
 }
+
+/// The background checkpoints write a new base aside (`log_ckpt_base`)
+/// after a delta, and publish it with a delta of every change made since
+/// its snapshot: the old chain's files go, and recovery after a crash gives
+/// back every commit.
+#[test]
+fn a_base_written_in_the_background_holds_every_change_since_its_snapshot() {
+    let vfs = Arc::new(SimVfs::new());
+    let opts = sim_opts(vfs.clone(), RedoMode::On, 1, 16 << 20);
+    let e = Engine::open(opts.clone()).unwrap();
+    e.prepare_sbtest(1, 2000).unwrap();
+    let first = e.checkpoint().unwrap();
+    assert_eq!(files(&vfs).0.last(), Some(&file_name(first)));
+    let t = e.table_id("sbtest1").unwrap();
+    let mut next_id = 2001;
+    let mut rounds = 0;
+    let new_base = loop {
+        for ids in (1..=2000).collect::<Vec<i64>>().chunks(5) {
+            let mut trx = e.begin();
+            for &id in ids {
+                trx.update_k(t, id, 1).unwrap();
+            }
+            e.commit(trx).unwrap();
+        }
+        let mut trx = e.begin();
+        trx.delete(t, 10 + rounds).unwrap();
+        let row = crate::data::table::Row {
+            k: 7,
+            c: "c".into(),
+            pad: "pad".into(),
+        };
+        trx.insert(t, next_id, row).unwrap();
+        next_id += 1;
+        e.commit(trx).unwrap();
+        e.checkpoint_as(true).unwrap();
+        rounds += 1;
+        let (bases, _) = files(&vfs);
+        if bases.last() != Some(&file_name(first)) {
+            break bases.last().unwrap().clone();
+        }
+        assert!(rounds < 20, "no base published after {rounds} checkpoints");
+    };
+    let (_, deltas) = files(&vfs);
+    assert_eq!(
+        deltas.len(),
+        1,
+        "the new base's first delta only: {deltas:?}"
+    );
+    assert!(
+        deltas[0].starts_with(new_base.trim_end_matches(".img")),
+        "{deltas:?} on {new_base}"
+    );
+    let mut trx = e.begin();
+    trx.update_c(t, 8, "after the last checkpoint".into())
+        .unwrap();
+    e.commit(trx).unwrap();
+    let want = e.dump();
+    drop(e);
+    let crashed = Arc::new(vfs.crash(&mut rand::rngs::StdRng::seed_from_u64(2)));
+    let mut o = opts;
+    o.vfs = Some(crashed as Arc<dyn Vfs>);
+    let e = Engine::open(o).unwrap();
+    let report = e.recovery_report();
+    assert_eq!(report.checkpoint_file, deltas[0], "{report:?}");
+    assert_eq!(e.dump(), want);
+    e.shutdown().unwrap();
+}
