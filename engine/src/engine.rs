@@ -245,7 +245,10 @@ impl Engine {
                     if engine.fail_stop().is_some() {
                         break;
                     }
-                    if wanted {
+                    // A base written in the background is published as
+                    // soon as it is durable, so recovery reads it rather than
+                    // the old base and every delta since.
+                    if wanted || engine.base_written() {
                         if let Err(e) = engine.checkpoint_as(true) {
                             // Never a panic over a log line (stderr may be a closed pipe).
                             let _ = writeln!(std::io::stderr(), "redoctor-engine: background {e}");
@@ -773,6 +776,13 @@ impl Engine {
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         probe_points::redoctor_checkpoint(lsn, bytes);
         Ok(lsn)
+    }
+
+    /// Whether a base written in the background is durable and waits for
+    /// the checkpoint that publishes it.
+    fn base_written(&self) -> bool {
+        let st = self.checkpoint_lock.lock();
+        st.writer.as_ref().is_some_and(BaseWriter::is_finished)
     }
 
     /// Stops a base being written in the background, if any (its file is
