@@ -56,6 +56,9 @@ counters! {
     redo_mode_switches,
     /// Checkpoints completed.
     checkpoints,
+    /// Checkpoint bases written in the background (`log_ckpt_base`) and
+    /// published.
+    checkpoint_bases_background,
     /// Row lock waits.
     lock_waits,
     /// Deadlocks detected (the requester is rolled back).

@@ -291,7 +291,7 @@ impl Engine {
 
     /// Stops the background threads; joins those that are not the caller
     /// (the last reference to the engine may be dropped on one of them).
-    fn stop_background(&self) {
+    pub(crate) fn stop_background(&self) {
         if let Some((stop, threads)) = self.background.lock().take() {
             stop.store(true, Ordering::Release);
             for h in threads {
@@ -768,8 +768,19 @@ impl Engine {
                 bytes
             }
             CheckpointKind::Publish(base) => {
-                checkpoint::publish_pending_base(vfs, &mut st.chain, &base, lsn, max_trx_id, &body)
-                    .map_err(fail)?
+                let bytes = checkpoint::publish_pending_base(
+                    vfs,
+                    &mut st.chain,
+                    &base,
+                    lsn,
+                    max_trx_id,
+                    &body,
+                )
+                .map_err(fail)?;
+                self.counters
+                    .checkpoint_bases_background
+                    .fetch_add(1, Ordering::Relaxed);
+                bytes
             }
         };
         self.redo.set_checkpoint_lsn(lsn);

@@ -122,6 +122,9 @@ fn a_base_written_in_the_background_holds_every_change_since_its_snapshot() {
     let vfs = Arc::new(SimVfs::new());
     let opts = sim_opts(vfs.clone(), RedoMode::On, 1, 16 << 20);
     let e = Engine::open(opts.clone()).unwrap();
+    // Only this test's checkpoints: the background thread would publish
+    // the base as soon as it is durable, in the middle of a round.
+    e.stop_background();
     e.prepare_sbtest(1, 2000).unwrap();
     let first = e.checkpoint().unwrap();
     assert_eq!(files(&vfs).0.last(), Some(&file_name(first)));
@@ -159,6 +162,10 @@ fn a_base_written_in_the_background_holds_every_change_since_its_snapshot() {
         deltas.len(),
         1,
         "the new base's first delta only: {deltas:?}"
+    );
+    assert_eq!(
+        super::common::status(&e, "Innodb_checkpoint_bases_background"),
+        1
     );
     assert!(
         deltas[0].starts_with(new_base.trim_end_matches(".img")),
