@@ -5,7 +5,10 @@
 # interleaved (each repeat runs them in a new shuffled order, each run on a
 # fresh datadir), one line per run:
 #
-#   name rep tps lowest_0.5s p10_0.5s p99_us max_us checkpoints log_full_waits
+#   name rep tps lowest_0.5s p10_0.5s p99_us max_us checkpoints log_full_waits bg_bases
+#
+# bg_bases: checkpoint bases written in the background and published ("-"
+# for a build from before they existed).
 #
 # Usage: engine/bench/checkpoint_stall.sh NAME=BINARY [NAME=BINARY ...]
 #   e.g. engine/bench/checkpoint_stall.sh new=target/release/redoctor-engine old=/tmp/old-engine
@@ -36,7 +39,7 @@ done
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-echo "name rep tps lowest_0.5s p10_0.5s p99_us max_us checkpoints log_full_waits"
+echo "name rep tps lowest_0.5s p10_0.5s p99_us max_us checkpoints log_full_waits bg_bases"
 for rep in $(seq "$REPS"); do
     for spec in $(printf '%s\n' "$@" | shuf); do
         name=${spec%%=*}
@@ -61,7 +64,8 @@ w.sort()
 c = r["engine_counters_delta"]
 print(name, rep, round(r["tps"]), round(w[0]), round(w[len(w) // 10]),
       r["latency_us"]["p99_us"], r["latency_us"]["max_us"],
-      c["checkpoints"], c["redo_log_full_waits"])
+      c["checkpoints"], c["redo_log_full_waits"],
+      c.get("checkpoint_bases_background", "-"))
 PY
     done
 done
