@@ -88,16 +88,26 @@ fn err(op: &'static str, path: String) -> impl FnOnce(io::Error) -> FileError {
     move |e: io::Error| FileError::new(op, path, e)
 }
 
+/// Creates the temporary file `name` empty (a leftover of an interrupted
+/// write is removed first); returns it with its path for errors.
+fn create_fresh(
+    vfs: &dyn Vfs,
+    name: &str,
+) -> Result<(std::sync::Arc<dyn crate::vfs::VfsFile>, String), FileError> {
+    let path = path_in(vfs, name);
+    if vfs.exists(name) {
+        vfs.remove(name).map_err(err("removal of", path.clone()))?;
+    }
+    let f = vfs
+        .open(name, true)
+        .map_err(err("creation of", path.clone()))?;
+    Ok((f, path))
+}
+
 /// Writes `buf` durably as `name`: to the temporary file, fdatasync,
 /// rename into place, fsync of the directory.
 fn publish(vfs: &dyn Vfs, name: &str, buf: &[u8]) -> Result<(), FileError> {
-    let tmp = path_in(vfs, TMP);
-    if vfs.exists(TMP) {
-        vfs.remove(TMP).map_err(err("removal of", tmp.clone()))?;
-    }
-    let f = vfs
-        .open(TMP, true)
-        .map_err(err("creation of", tmp.clone()))?;
+    let (f, tmp) = create_fresh(vfs, TMP)?;
     failpoints::write_at(Target::Checkpoint, f.as_ref(), buf, 0)
         .map_err(err("write to", tmp.clone()))?;
     failpoints::sync_data(Target::Checkpoint, f.as_ref())
@@ -279,14 +289,7 @@ pub fn write_pending_base(
     hurry: &AtomicBool,
     abort: &AtomicBool,
 ) -> Result<PendingBase, FileError> {
-    let path = path_in(vfs, PENDING);
-    if vfs.exists(PENDING) {
-        vfs.remove(PENDING)
-            .map_err(err("removal of", path.clone()))?;
-    }
-    let f = vfs
-        .open(PENDING, true)
-        .map_err(err("creation of", path.clone()))?;
+    let (f, path) = create_fresh(vfs, PENDING)?;
     let mut file = PacedFile {
         f,
         path,
@@ -570,6 +573,11 @@ mod tests {
         write_delta(vfs, chain, lsn, lsn, &d).unwrap();
     }
 
+    /// The checkpoint that loads from `vfs` (there must be one).
+    fn newest(vfs: &SimVfs) -> Image {
+        load_newest(vfs).unwrap().0.expect("a checkpoint")
+    }
+
     fn names(vfs: &SimVfs) -> Vec<String> {
         let mut n = vfs.list().unwrap();
         n.sort();
@@ -637,8 +645,7 @@ mod tests {
         let t = cat.create_table("t").unwrap();
         let (mut chain, pending, carried) = aside_with_two_deltas(&vfs, &cat, t);
         // Written, not published: the old chain is what loads.
-        let (img, _) = load_newest(&vfs).unwrap();
-        let img = img.unwrap();
+        let img = newest(&vfs);
         assert_eq!((img.chain.base_lsn, img.chain.deltas), (10, 3));
         assert_eq!(img.catalog.dump(), cat.dump());
         assert_eq!(img.stale, [PENDING.to_string()]);
@@ -673,8 +680,7 @@ mod tests {
         // and the new delta is stale.
         let mut next = Chain::on_base(pending.lsn, pending.crc, pending.bytes);
         write_delta(&vfs, &mut next, 50, 50, &d).unwrap();
-        let (img, _) = load_newest(&vfs).unwrap();
-        let img = img.unwrap();
+        let img = newest(&vfs);
         assert_eq!((img.chain.base_lsn, img.chain.deltas), (10, 3));
         assert_eq!(img.catalog.dump(), want);
         let mut stale = img.stale.clone();
@@ -683,8 +689,7 @@ mod tests {
         // Renamed, the old deltas not yet removed: the new chain loads and
         // the old deltas are stale.
         vfs.rename(PENDING, &file_name(20)).unwrap();
-        let (img, _) = load_newest(&vfs).unwrap();
-        let img = img.unwrap();
+        let img = newest(&vfs);
         assert_eq!((img.chain.base_lsn, img.chain.deltas), (20, 1));
         assert_eq!(img.catalog.dump(), want);
         let mut stale = img.stale.clone();

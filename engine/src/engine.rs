@@ -100,11 +100,11 @@ struct Checkpoints {
 enum CheckpointKind {
     /// A new base, written inline.
     Base,
-    /// The next delta.
-    Delta,
-    /// The next delta, then a base in the background from a snapshot taken
-    /// after the delta took its changes.
-    DeltaThenBase(crate::data::snapshot::Snapshot),
+    /// The next delta; with `then_base`, a base is then written in the
+    /// background from this snapshot, taken after the delta took its changes.
+    Delta {
+        then_base: Option<crate::data::snapshot::Snapshot>,
+    },
     /// The base written in the background, with every change since its
     /// snapshot as its first delta.
     Publish(checkpoint::PendingBase),
@@ -720,15 +720,14 @@ impl Engine {
         } else if let Some(writer) = st.writer.as_mut() {
             self.catalog
                 .write_delta_recording(&mut body, writer.carried());
-            CheckpointKind::Delta
-        } else if !st.chain.wants_base() {
+            CheckpointKind::Delta { then_base: None }
+        } else if !st.chain.wants_base() || (background && lsn > st.chain.base_lsn) {
             self.catalog.write_delta(&mut body);
-            CheckpointKind::Delta
-        } else if background && lsn > st.chain.base_lsn {
-            self.catalog.write_delta(&mut body);
-            // After the delta took its change sets: every change since is
-            // in the next deltas' sets, which the writer's carry records.
-            CheckpointKind::DeltaThenBase(self.catalog.snapshot())
+            // A base due in the background: a snapshot after the delta took
+            // its change sets, so every change since is in the next deltas'
+            // sets, which the writer's carry records.
+            let then_base = st.chain.wants_base().then(|| self.catalog.snapshot());
+            CheckpointKind::Delta { then_base }
         } else {
             // Changes made from here on are marked again for the next delta.
             self.catalog.take_all_dirty();
@@ -749,22 +748,21 @@ impl Engine {
                 st.chain = checkpoint::write(vfs, lsn, max_trx_id, &body).map_err(fail)?;
                 st.chain.base_bytes
             }
-            CheckpointKind::Delta => {
-                checkpoint::write_delta(vfs, &mut st.chain, lsn, max_trx_id, &body).map_err(fail)?
-            }
-            CheckpointKind::DeltaThenBase(snapshot) => {
+            CheckpointKind::Delta { then_base } => {
                 let bytes = checkpoint::write_delta(vfs, &mut st.chain, lsn, max_trx_id, &body)
                     .map_err(fail)?;
                 // A thread that cannot start leaves the base to a later
                 // checkpoint (still wanted): the chain is whole without it.
-                st.writer = BaseWriter::start(
-                    self.vfs.clone(),
-                    lsn,
-                    max_trx_id,
-                    snapshot,
-                    checkpoint::Pace::default(),
-                )
-                .ok();
+                if let Some(snapshot) = then_base {
+                    st.writer = BaseWriter::start(
+                        self.vfs.clone(),
+                        lsn,
+                        max_trx_id,
+                        snapshot,
+                        checkpoint::Pace::default(),
+                    )
+                    .ok();
+                }
                 bytes
             }
             CheckpointKind::Publish(base) => {

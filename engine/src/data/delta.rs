@@ -207,10 +207,7 @@ pub struct Carried(BTreeMap<TableId, Dirty>);
 
 impl Carried {
     fn add(&mut self, id: TableId, dirty: &Dirty) {
-        let merged = match self.0.remove(&id) {
-            None => dirty.clone(),
-            Some(old) => union(old, dirty.clone()),
-        };
+        let merged = self.merge_into(id, dirty.clone());
         self.0.insert(id, merged);
     }
 
@@ -239,32 +236,15 @@ impl Carried {
 }
 
 /// Both change sets: a whole table absorbs any rows; row ids stay ascending.
+/// (Off the commit path: the checkpoint thread, once per delta.)
 fn union(a: Dirty, b: Dirty) -> Dirty {
     match (a, b) {
         (Dirty::All, _) | (_, Dirty::All) => Dirty::All,
-        (Dirty::Rows(a), Dirty::Rows(b)) => {
-            let mut out = Vec::with_capacity(a.len() + b.len());
-            let (mut i, mut j) = (0, 0);
-            while i < a.len() && j < b.len() {
-                match a[i].cmp(&b[j]) {
-                    std::cmp::Ordering::Less => {
-                        out.push(a[i]);
-                        i += 1;
-                    }
-                    std::cmp::Ordering::Greater => {
-                        out.push(b[j]);
-                        j += 1;
-                    }
-                    std::cmp::Ordering::Equal => {
-                        out.push(a[i]);
-                        i += 1;
-                        j += 1;
-                    }
-                }
-            }
-            out.extend_from_slice(&a[i..]);
-            out.extend_from_slice(&b[j..]);
-            Dirty::Rows(out)
+        (Dirty::Rows(mut a), Dirty::Rows(b)) => {
+            a.extend(b);
+            a.sort_unstable();
+            a.dedup();
+            Dirty::Rows(a)
         }
     }
 }

@@ -598,9 +598,10 @@ impl Table {
 
     /// A copy of the committed rows in `id` order.
     pub fn committed_rows(&self) -> Vec<(i64, Row)> {
-        let mut out = Vec::with_capacity(self.len_committed());
-        self.for_each_committed(|id, row| out.push((id, Row::clone(row))));
-        out
+        self.committed_snapshot()
+            .into_iter()
+            .map(|(id, row)| (id, Row::clone(&row)))
+            .collect()
     }
 
     /// The highest id with a committed version, if any.

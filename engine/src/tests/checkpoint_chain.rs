@@ -28,6 +28,13 @@ fn files(vfs: &SimVfs) -> (Vec<String>, Vec<String>) {
     (bases, deltas)
 }
 
+/// The engine on what a power cut leaves of `vfs` (what was synced).
+fn reopen_after_crash(vfs: &SimVfs, mut opts: crate::EngineOptions, seed: u64) -> Arc<Engine> {
+    let crashed = Arc::new(vfs.crash(&mut rand::rngs::StdRng::seed_from_u64(seed)));
+    opts.vfs = Some(crashed as Arc<dyn Vfs>);
+    Engine::open(opts).unwrap()
+}
+
 fn size(vfs: &SimVfs, name: &str) -> u64 {
     vfs.open(name, false).unwrap().len().unwrap()
 }
@@ -102,10 +109,7 @@ fn deltas_follow_the_changes_and_a_base_follows_the_deltas() {
     e.commit(trx).unwrap();
     let want = e.dump();
     drop(e);
-    let crashed = Arc::new(vfs.crash(&mut rand::rngs::StdRng::seed_from_u64(1)));
-    let mut o = opts;
-    o.vfs = Some(crashed as Arc<dyn Vfs>);
-    let e = Engine::open(o).unwrap();
+    let e = reopen_after_crash(&vfs, opts, 1);
     let report = e.recovery_report();
     assert!(report.checkpoint_file.ends_with(".delta"), "{report:?}");
     assert_eq!(report.commits_replayed, 1, "{report:?}");
@@ -177,10 +181,7 @@ fn a_base_written_in_the_background_holds_every_change_since_its_snapshot() {
     e.commit(trx).unwrap();
     let want = e.dump();
     drop(e);
-    let crashed = Arc::new(vfs.crash(&mut rand::rngs::StdRng::seed_from_u64(2)));
-    let mut o = opts;
-    o.vfs = Some(crashed as Arc<dyn Vfs>);
-    let e = Engine::open(o).unwrap();
+    let e = reopen_after_crash(&vfs, opts, 2);
     let report = e.recovery_report();
     assert_eq!(report.checkpoint_file, deltas[0], "{report:?}");
     assert_eq!(e.dump(), want);
