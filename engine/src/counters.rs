@@ -48,6 +48,9 @@ counters! {
     redo_write_leads,
     /// Times a user thread led an fdatasync (RT0).
     redo_flush_leads,
+    /// Commits whose RT0 committer found an fdatasync in flight and left its
+    /// record for the next flush leader to write, instead of writing it.
+    redo_writes_deferred,
     /// Times a committer waited for free space in the log buffer.
     redo_buffer_waits,
     /// Times a committer or the writer waited for a checkpoint to free log file space.

@@ -153,6 +153,8 @@ struct SimShared {
     /// Number of `sync_data` calls that may still succeed; `u64::MAX` = unlimited.
     syncs_left: AtomicU64,
     syncs: AtomicU64,
+    /// How long each `sync_data` takes, in microseconds (0: instant).
+    sync_delay_us: AtomicU64,
     written_bytes: AtomicU64,
 }
 
@@ -191,6 +193,12 @@ impl VfsFile for SimFile {
         }
         if left != u64::MAX {
             self.shared.syncs_left.fetch_sub(1, Ordering::SeqCst);
+        }
+        // Like a device's flush: writes may go on meanwhile, so no lock is
+        // held while it takes its time.
+        let delay = self.shared.sync_delay_us.load(Ordering::Relaxed);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(delay));
         }
         let mut guard = self.state.lock();
         let s = &mut *guard;
@@ -243,6 +251,13 @@ impl SimVfs {
     /// After `n` more successful `sync_data` calls, every further one fails.
     pub fn fail_syncs_after(&self, n: u64) {
         self.shared.syncs_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Makes every later `sync_data` take `d` (a slow device).
+    pub fn set_sync_delay(&self, d: std::time::Duration) {
+        self.shared
+            .sync_delay_us
+            .store(d.as_micros() as u64, Ordering::Relaxed);
     }
 
     pub fn sync_count(&self) -> u64 {

@@ -603,6 +603,7 @@ impl RedoLog {
             .redo_flush_waits
             .fetch_add(1, Ordering::Relaxed);
         let mut spun = false;
+        let mut deferred = false;
         loop {
             self.check_failed()?;
             if self.flushed_lsn() >= lsn {
@@ -614,10 +615,21 @@ impl RedoLog {
                     self.wait_rt1(&self.flush_waits, lsn, &mut spun, || self.flushed_lsn())
                 }
                 RedoMode::Off => {
-                    if self.write_lsn() < lsn {
-                        self.rt0_write_step(lsn)?;
-                    } else {
+                    if self.write_lsn() >= lsn {
                         self.rt0_flush_step(lsn)?;
+                    } else if self.flusher.is_locked() {
+                        // An fdatasync is in flight and cannot cover this
+                        // record: the next flush leader writes it together
+                        // with everything else ready, in one write.
+                        if !deferred {
+                            deferred = true;
+                            self.counters
+                                .redo_writes_deferred
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        self.rt0_sleep_behind_flush(lsn);
+                    } else {
+                        self.rt0_write_step(lsn)?;
                     }
                 }
             }
@@ -686,13 +698,19 @@ impl RedoLog {
             }
             return Ok(());
         }
+        self.rt0_sleep_behind_flush(lsn);
+        Ok(())
+    }
+
+    /// RT0: sleeps until `lsn` is durable or the flush leader is done (it
+    /// wakes the owner of the first record it did not cover, who leads next).
+    fn rt0_sleep_behind_flush(&self, lsn: Lsn) {
         self.flush_waits.wait(lsn, RECHECK, || {
             self.flushed_lsn() >= lsn
                 || !self.flusher.is_locked()
                 || self.mode() != RedoMode::Off
                 || self.failed.get().is_some()
         });
-        Ok(())
     }
 
     /// After an RT0 leader's write: wake the waiters it satisfied, and the
