@@ -500,8 +500,10 @@ fn commit_journaled(
     trx: Trx,
     journal: Option<&JournalWriter>,
 ) -> Result<(), CommitFailure> {
-    let logged = match (journal, trx.redo_record()) {
-        (Some(j), Some(RedoRecord::Commit { trx_id, ops })) => {
+    // Only a journal needs the after-images: copying them takes every
+    // written table's latch once more.
+    let logged = match journal.map(|j| (j, trx.redo_record())) {
+        Some((j, Some(RedoRecord::Commit { trx_id, ops }))) => {
             if let Err(e) = j.intent(trx_id, &ops) {
                 engine.rollback(trx);
                 return Err(CommitFailure::Journal(e));
