@@ -148,11 +148,16 @@ impl RowSlot {
 }
 
 /// What a write-path call did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WriteResult {
     /// The change was installed; `first_touch` is true if this created the
     /// transaction's pending change for the row (so it joins the write set).
-    Applied { first_touch: bool },
+    /// `after` is the pending version now (`None`: a delete), shared with
+    /// the table, so the owner can log it without taking the latch again.
+    Applied {
+        first_touch: bool,
+        after: Option<Arc<Row>>,
+    },
     /// No row is visible to the transaction (update, delete).
     NotFound,
     /// A row is already visible to the transaction (insert).
@@ -219,13 +224,13 @@ impl TableInner {
         };
         slot.assert_writable_by(trx_id, id);
         let before = slot.index_keys();
-        let first_touch = match &mut slot.pending {
+        let (first_touch, image) = match &mut slot.pending {
             Some(p) => match &mut p.row {
                 Some(row) => {
-                    // Copies the version only if a finished scan of the
-                    // owner still holds it.
+                    // Copies the version only if the owner still holds it
+                    // (its logged image, or a finished scan).
                     f(Arc::make_mut(row));
-                    false
+                    (false, row.clone())
                 }
                 None => return WriteResult::NotFound,
             },
@@ -235,32 +240,40 @@ impl TableInner {
                 };
                 let mut row = Row::clone(committed);
                 f(&mut row);
+                let image = Arc::new(row);
                 slot.pending = Some(Pending {
                     trx_id,
-                    row: Some(Arc::new(row)),
+                    row: Some(image.clone()),
                 });
-                true
+                (true, image)
             }
         };
         let after = slot.index_keys();
         self.reindex(id, before, after);
-        WriteResult::Applied { first_touch }
+        WriteResult::Applied {
+            first_touch,
+            after: Some(image),
+        }
     }
 
     /// Sets the pending change of row `id` to `row` (`None` = delete).
     /// Returns whether this created the pending change.
-    fn set_pending(&mut self, trx_id: u64, id: i64, row: Option<Row>) -> bool {
+    fn set_pending(&mut self, trx_id: u64, id: i64, row: Option<Row>) -> WriteResult {
         let slot = self.rows.entry(id).or_default();
         slot.assert_writable_by(trx_id, id);
         let before = slot.index_keys();
         let first_touch = slot.pending.is_none();
+        let image = row.map(Arc::new);
         slot.pending = Some(Pending {
             trx_id,
-            row: row.map(Arc::new),
+            row: image.clone(),
         });
         let after = slot.index_keys();
         self.reindex(id, before, after);
-        first_touch
+        WriteResult::Applied {
+            first_touch,
+            after: image,
+        }
     }
 
     /// Ends `trx_id`'s pending change of row `id`: makes it the committed
@@ -461,8 +474,7 @@ impl Table {
         {
             return WriteResult::NotFound;
         }
-        let first_touch = inner.set_pending(trx_id, id, None);
-        WriteResult::Applied { first_touch }
+        inner.set_pending(trx_id, id, None)
     }
 
     /// `INSERT (id, k, c, pad)`; [`WriteResult::Duplicate`] if a row with this
@@ -477,8 +489,7 @@ impl Table {
         {
             return WriteResult::Duplicate;
         }
-        let first_touch = inner.set_pending(trx_id, id, Some(row));
-        WriteResult::Applied { first_touch }
+        inner.set_pending(trx_id, id, Some(row))
     }
 
     /// Makes `trx_id`'s pending changes of rows `ids` committed, all under one
@@ -495,27 +506,6 @@ impl Table {
         let mut inner = self.inner.write();
         for id in ids {
             inner.finish(trx_id, id, false);
-        }
-    }
-
-    /// Calls `f` with `trx_id`'s pending version of each of `ids`, in order,
-    /// under the read lock: `Some(row)` for a put, `None` for a delete. Rows
-    /// `trx_id` has no pending change for are skipped.
-    pub fn for_each_pending(
-        &self,
-        trx_id: u64,
-        ids: impl IntoIterator<Item = i64>,
-        mut f: impl FnMut(i64, Option<&Row>),
-    ) {
-        let inner = self.inner.read();
-        for id in ids {
-            if let Some(Pending { trx_id: owner, row }) =
-                inner.rows.get(&id).and_then(|s| s.pending.as_ref())
-            {
-                if *owner == trx_id {
-                    f(id, row.as_deref());
-                }
-            }
         }
     }
 
@@ -675,24 +665,25 @@ mod tests {
     const A: u64 = 1;
     const B: u64 = 2;
 
+    /// `first_touch` and the after-image's `k` (None: a delete) of a write
+    /// that applied.
+    fn applied(r: WriteResult) -> (bool, Option<i32>) {
+        match r {
+            WriteResult::Applied { first_touch, after } => (first_touch, after.map(|r| r.k)),
+            other => panic!("not applied: {other:?}"),
+        }
+    }
+
     #[test]
     fn pending_changes_are_visible_only_to_their_owner() {
         let t = Table::new(1, "t", Shape::Sbtest);
         t.upsert_committed([(1, row(10)), (2, row(20))]);
 
-        assert_eq!(
-            t.update_k(A, 1, 5),
-            WriteResult::Applied { first_touch: true }
-        );
-        assert_eq!(
-            t.update_k(A, 1, 1),
-            WriteResult::Applied { first_touch: false }
-        );
-        assert_eq!(t.delete(A, 2), WriteResult::Applied { first_touch: true });
-        assert_eq!(
-            t.insert(A, 3, row(30)),
-            WriteResult::Applied { first_touch: true }
-        );
+        // Each write returns the owner's pending version (what it logs).
+        assert_eq!(applied(t.update_k(A, 1, 5)), (true, Some(15)));
+        assert_eq!(applied(t.update_k(A, 1, 1)), (false, Some(16)));
+        assert_eq!(applied(t.delete(A, 2)), (true, None));
+        assert_eq!(applied(t.insert(A, 3, row(30))), (true, Some(30)));
 
         assert_eq!(t.get(A, 1).unwrap().k, 16);
         assert_eq!(t.get(B, 1).unwrap().k, 10);
@@ -739,10 +730,7 @@ mod tests {
         t.update_k(A, 1, 1);
         t.insert(A, 2, row(20));
         t.delete(A, 2);
-        assert_eq!(
-            t.insert(A, 2, row(21)),
-            WriteResult::Applied { first_touch: false }
-        );
+        assert_eq!(applied(t.insert(A, 2, row(21))), (false, Some(21)));
         assert_eq!(t.insert(A, 2, row(22)), WriteResult::Duplicate);
         t.check_invariants().unwrap();
         t.rollback_rows(A, [1, 2]);
@@ -857,19 +845,5 @@ mod tests {
         assert_eq!(scan(B, 6, 8), []);
         assert_eq!(scan(B, 9, 3), []);
         assert_eq!(scan(B, i32::MIN, i32::MAX).len(), 4);
-    }
-
-    #[test]
-    fn pending_versions_are_reported_in_order() {
-        let t = Table::new(1, "t", Shape::Sbtest);
-        t.upsert_committed([(1, row(1))]);
-        t.insert(A, 2, row(2));
-        t.delete(A, 1);
-        let mut seen = Vec::new();
-        t.for_each_pending(A, [2, 1, 9], |id, r| seen.push((id, r.cloned())));
-        assert_eq!(seen, vec![(2, Some(row(2))), (1, None)]);
-        seen.clear();
-        t.for_each_pending(B, [2, 1], |id, r| seen.push((id, r.cloned())));
-        assert!(seen.is_empty());
     }
 }

@@ -127,6 +127,17 @@ enum State {
     Finished,
 }
 
+/// A row this transaction changed: its table (index into `Trx::tables`),
+/// its id, and the pending version the table holds for it (`None`: a
+/// delete), shared with the table. The commit logs these images without
+/// taking the table's latch again (the owner alone changes a pending
+/// version, and each change hands back the new one).
+struct Written {
+    table: usize,
+    id: i64,
+    after: Option<Arc<Row>>,
+}
+
 /// A transaction.
 pub struct Trx {
     id: u64,
@@ -135,9 +146,9 @@ pub struct Trx {
     /// Tables this transaction used, in first-use order (a lookup cache).
     tables: Vec<Arc<Table>>,
     locks: HeldLocks,
-    /// Rows with a pending change of this transaction, as (index into
-    /// `tables`, id), in the order they were first changed.
-    writes: Vec<(usize, i64)>,
+    /// Rows with a pending change of this transaction, in the order they
+    /// were first changed, with their latest after-image.
+    writes: Vec<Written>,
     state: State,
     /// Set by the engine; None for a bare transaction (tests, tools).
     hooks: Option<EngineHooks>,
@@ -397,8 +408,22 @@ impl Trx {
             let i = t.table_index(table)?;
             t.lock_row(table, id)?;
             let result = write(&t.tables[i], t.id);
-            if result == (WriteResult::Applied { first_touch: true }) {
-                t.writes.push((i, id));
+            if let WriteResult::Applied { first_touch, after } = &result {
+                let after = after.clone();
+                if *first_touch {
+                    t.writes.push(Written {
+                        table: i,
+                        id,
+                        after,
+                    });
+                } else if let Some(w) = t
+                    .writes
+                    .iter_mut()
+                    .rev()
+                    .find(|w| w.table == i && w.id == id)
+                {
+                    w.after = after;
+                }
             }
             Ok(result)
         })
@@ -435,14 +460,15 @@ impl Trx {
 
     // ---- redo --------------------------------------------------------------
 
-    /// Calls `f(table, rows)` for each table with changed rows.
-    fn for_each_written_table(&self, mut f: impl FnMut(&Table, &mut dyn Iterator<Item = i64>)) {
+    /// Calls `f(table, rows)` for each table with changed rows, the rows in
+    /// the order they were first changed.
+    fn for_each_written_table(
+        &self,
+        mut f: impl FnMut(&Table, &mut dyn Iterator<Item = &Written>),
+    ) {
         for (i, table) in self.tables.iter().enumerate() {
-            if self.writes.iter().any(|w| w.0 == i) {
-                f(
-                    table,
-                    &mut self.writes.iter().filter(|w| w.0 == i).map(|w| w.1),
-                );
+            if self.writes.iter().any(|w| w.table == i) {
+                f(table, &mut self.writes.iter().filter(|w| w.table == i));
             }
         }
     }
@@ -458,14 +484,14 @@ impl Trx {
         let header_at = out.len();
         record::encode_commit_header(self.id, 0, out);
         let mut n_ops: u32 = 0;
-        self.for_each_written_table(|table, ids| {
-            table.for_each_pending(self.id, ids, |id, row| {
+        self.for_each_written_table(|table, rows| {
+            for w in rows {
                 n_ops += 1;
-                match row {
-                    Some(row) => record::encode_put(table.id(), id, row, out),
-                    None => record::encode_delete(table.id(), id, out),
+                match &w.after {
+                    Some(row) => record::encode_put(table.id(), w.id, row, out),
+                    None => record::encode_delete(table.id(), w.id, out),
                 }
-            });
+            }
         });
         // Patch the operation count into the header (type byte, trx id, count).
         let count_at = header_at + 1 + 8;
@@ -480,18 +506,18 @@ impl Trx {
             return None;
         }
         let mut ops = Vec::with_capacity(self.writes.len());
-        self.for_each_written_table(|table, ids| {
-            table.for_each_pending(self.id, ids, |id, row| {
-                let table = table.id();
-                ops.push(match row {
+        self.for_each_written_table(|table, rows| {
+            let table = table.id();
+            for w in rows {
+                ops.push(match &w.after {
                     Some(row) => RowOp::Put {
                         table,
-                        id,
-                        row: row.clone(),
+                        id: w.id,
+                        row: Row::clone(row),
                     },
-                    None => RowOp::Delete { table, id },
+                    None => RowOp::Delete { table, id: w.id },
                 });
-            });
+            }
         });
         Some(RedoRecord::Commit {
             trx_id: self.id,
@@ -517,7 +543,8 @@ impl Trx {
     /// the transaction finished.
     fn end(&mut self, commit: bool) {
         let trx_id = self.id;
-        self.for_each_written_table(|table, ids| {
+        self.for_each_written_table(|table, rows| {
+            let ids = rows.map(|w| w.id);
             if commit {
                 table.commit_rows(trx_id, ids);
             } else {
