@@ -473,6 +473,16 @@ impl Trx {
         }
     }
 
+    /// Calls `f(table, id, after_image)` for each changed row in redo
+    /// order (grouped by table; `None`: a delete).
+    fn for_each_logged(&self, mut f: impl FnMut(TableId, i64, Option<&Row>)) {
+        self.for_each_written_table(|table, rows| {
+            for w in rows {
+                f(table.id(), w.id, w.after.as_deref());
+            }
+        });
+    }
+
     /// Appends the body of this transaction's commit redo record (the
     /// after-image of every changed row, grouped by table; each row appears
     /// once) without copying rows. Returns false, appending nothing, if
@@ -484,13 +494,11 @@ impl Trx {
         let header_at = out.len();
         record::encode_commit_header(self.id, 0, out);
         let mut n_ops: u32 = 0;
-        self.for_each_written_table(|table, rows| {
-            for w in rows {
-                n_ops += 1;
-                match &w.after {
-                    Some(row) => record::encode_put(table.id(), w.id, row, out),
-                    None => record::encode_delete(table.id(), w.id, out),
-                }
+        self.for_each_logged(|table, id, after| {
+            n_ops += 1;
+            match after {
+                Some(row) => record::encode_put(table, id, row, out),
+                None => record::encode_delete(table, id, out),
             }
         });
         // Patch the operation count into the header (type byte, trx id, count).
@@ -506,18 +514,15 @@ impl Trx {
             return None;
         }
         let mut ops = Vec::with_capacity(self.writes.len());
-        self.for_each_written_table(|table, rows| {
-            let table = table.id();
-            for w in rows {
-                ops.push(match &w.after {
-                    Some(row) => RowOp::Put {
-                        table,
-                        id: w.id,
-                        row: Row::clone(row),
-                    },
-                    None => RowOp::Delete { table, id: w.id },
-                });
-            }
+        self.for_each_logged(|table, id, after| {
+            ops.push(match after {
+                Some(row) => RowOp::Put {
+                    table,
+                    id,
+                    row: Row::clone(row),
+                },
+                None => RowOp::Delete { table, id },
+            });
         });
         Some(RedoRecord::Commit {
             trx_id: self.id,

@@ -500,8 +500,7 @@ fn commit_journaled(
     trx: Trx,
     journal: Option<&JournalWriter>,
 ) -> Result<(), CommitFailure> {
-    // Only a journal needs the after-images: copying them takes every
-    // written table's latch once more.
+    // Only a journal needs the after-images (a copy of every written row).
     let logged = match journal.map(|j| (j, trx.redo_record())) {
         Some((j, Some(RedoRecord::Commit { trx_id, ops }))) => {
             if let Err(e) = j.intent(trx_id, &ops) {
