@@ -138,30 +138,3 @@ fn rt0_writes_once_per_flush_not_per_commit() {
         c.redo_fsyncs
     );
 }
-
-/// RT1 on a slow device: while an fdatasync is in flight `log_writer`
-/// leaves the writing to `log_flusher`, which writes everything ready
-/// just before its next fdatasync. So the log is written about once per
-/// fdatasync, not once per wakeup of the writer, and no record is lost or
-/// reordered (checked by `run_with`).
-#[test]
-fn rt1_writes_once_per_flush_not_per_wakeup() {
-    let (threads, per_thread) = (8, 150);
-    // Committers that arrive while an fdatasync is in flight, spread over it.
-    let c = run_with(
-        RedoMode::On,
-        threads,
-        per_thread,
-        1,
-        Duration::from_millis(2),
-        Duration::from_millis(2),
-    );
-    assert!(
-        c.redo_writes <= 2 * c.redo_fsyncs,
-        "{} writes for {} fdatasyncs ({} commits): the writer wrote while a \
-         flush was in flight: {c:?}",
-        c.redo_writes,
-        c.redo_fsyncs,
-        threads * per_thread
-    );
-}
