@@ -23,20 +23,18 @@ fn opts(mode: RedoMode) -> RedoOptions {
 }
 
 fn run(mode: RedoMode, threads: u32, per_thread: u32) {
-    run_with(mode, threads, per_thread, 7, Duration::ZERO, Duration::ZERO);
+    run_with(mode, threads, per_thread, 7, Duration::ZERO);
 }
 
 /// `threads` append `per_thread` records each and wait for every
 /// `wait_every`-th to be durable, on a device whose fdatasync takes
-/// `sync_delay`, each thread pausing up to `think` (varying) after each
-/// durable wait; checks the log and returns the counters.
+/// `sync_delay`; checks the log and returns the counters.
 fn run_with(
     mode: RedoMode,
     threads: u32,
     per_thread: u32,
     wait_every: u32,
     sync_delay: Duration,
-    think: Duration,
 ) -> CounterValues {
     let vfs = Arc::new(SimVfs::new());
     vfs.set_sync_delay(sync_delay);
@@ -59,9 +57,6 @@ fn run_with(
                 log.mark_closed(s, e);
                 if seq % wait_every == 0 {
                     log.wait_for_commit(e).unwrap();
-                    // Spread the arrivals over the next fdatasync.
-                    let k = (t * 7 + seq * 13) % 10;
-                    std::thread::sleep(think * k / 10);
                 }
             }
         }));
@@ -122,7 +117,6 @@ fn rt0_writes_once_per_flush_not_per_commit() {
         per_thread,
         1,
         Duration::from_millis(1),
-        Duration::ZERO,
     );
     let commits = (threads * per_thread) as u64;
     assert!(
