@@ -29,15 +29,20 @@ if git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     # targets: the test build above resolved the dependencies' features
     # the same way (every member, dev-dependencies included), so whatever
     # the two trees' lock files share is reused instead of rebuilt (a
-    # separate directory cost 200 s here). The two trees' own crates
-    # cannot overwrite each other (their hashes include their paths); the
-    # one file both write is the binary cargo copies to target/release,
-    # so the reference's is set aside before this tree's is built (below).
+    # separate directory cost 200 s here). Cargo names a workspace crate's
+    # outputs by a hash of its path relative to the workspace root, so when
+    # the two trees' manifests and lock files agree the reference's crates
+    # overwrite this tree's under the same names, and cargo would then take
+    # them as fresh for this tree (its sources are older). So the reference
+    # binary is set aside, and the workspace crates' fingerprints are
+    # dropped so that this tree's crates are built again (below); the
+    # dependencies stay built.
     root=$PWD
     (cd "$refsrc" && cargo test --release -q --workspace --no-run --test cli_grammar \
         --target-dir "$root/target")
     mkdir -p target/gate-ref
     cp target/release/redoctor-engine target/gate-ref/redoctor-engine
+    rm -rf target/release/.fingerprint/redoctor*
     against=(--against target/gate-ref/redoctor-engine)
 else
     echo "   reference commit $ref is not in this checkout: against the committed baseline"
