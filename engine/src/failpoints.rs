@@ -38,6 +38,8 @@
 
 use std::io;
 
+#[cfg(feature = "failpoints")]
+use crate::vfs::torn_cut;
 use crate::vfs::VfsFile;
 
 /// Which of the engine's durable files an I/O is for.
@@ -166,22 +168,6 @@ pub const fn enabled() -> bool {
     fail::has_failpoints()
 }
 
-#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
-const SECTOR: u64 = crate::vfs::SECTOR as u64;
-
-/// Where a torn write of `len` bytes at `offset` is cut: after the first
-/// `ceil(n/2)` of the `n` sectors it touches. None when it touches one
-/// sector (a sector write is atomic: it cannot tear).
-#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
-fn torn_cut(offset: u64, len: usize) -> Option<u64> {
-    if len == 0 {
-        return None;
-    }
-    let first = offset / SECTOR;
-    let n = (offset + len as u64 - 1) / SECTOR - first + 1;
-    (n >= 2).then(|| (first + n.div_ceil(2)) * SECTOR)
-}
-
 /// `file.write_at(buf, offset)` for `target`, through its write failpoints.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_variables))]
 pub(crate) fn write_at(
@@ -257,23 +243,6 @@ fn torn_write(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_torn_write_keeps_the_first_half_of_its_sectors() {
-        // One sector, aligned or not: atomic.
-        assert_eq!(torn_cut(4096, 512), None);
-        assert_eq!(torn_cut(100, 300), None);
-        assert_eq!(torn_cut(0, 0), None);
-        // Aligned redo writes of n blocks keep ceil(n/2).
-        assert_eq!(torn_cut(4096, 2 * 512), Some(4096 + 512));
-        assert_eq!(torn_cut(4096, 3 * 512), Some(4096 + 2 * 512));
-        assert_eq!(torn_cut(4096, 9 * 512), Some(4096 + 5 * 512));
-        // Unaligned (binlog appends): sectors 0..=2 touched, cut after two.
-        assert_eq!(torn_cut(20, 1100), Some(1024));
-        assert_eq!(torn_cut(20, 1000), Some(512));
-        // Two sectors touched by a few bytes.
-        assert_eq!(torn_cut(510, 4), Some(512));
-    }
 
     #[test]
     fn every_target_has_its_four_points_listed() {

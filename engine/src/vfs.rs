@@ -146,6 +146,8 @@ struct SimFileState {
 struct SimFile {
     state: Mutex<SimFileState>,
     shared: Arc<SimShared>,
+    /// Every write tears (`SimVfs::tear_writes`).
+    tear: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -158,8 +160,8 @@ struct SimShared {
     written_bytes: AtomicU64,
 }
 
-impl VfsFile for SimFile {
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+impl SimFile {
+    fn write_whole(&self, buf: &[u8], offset: u64) {
         let mut s = self.state.lock();
         let end = offset as usize + buf.len();
         if s.current.len() < end {
@@ -174,6 +176,31 @@ impl VfsFile for SimFile {
         self.shared
             .written_bytes
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Where a torn write of `len` bytes at `offset` is cut: after the first
+/// `ceil(n/2)` of the `n` sectors it touches. None when it touches one
+/// sector (a sector write is atomic: it cannot tear).
+pub(crate) fn torn_cut(offset: u64, len: usize) -> Option<u64> {
+    if len == 0 {
+        return None;
+    }
+    let sector = SECTOR as u64;
+    let first = offset / sector;
+    let n = (offset + len as u64 - 1) / sector - first + 1;
+    (n >= 2).then(|| (first + n.div_ceil(2)) * sector)
+}
+
+impl VfsFile for SimFile {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if self.tear.load(Ordering::SeqCst) {
+            if let Some(cut) = torn_cut(offset, buf.len()) {
+                self.write_whole(&buf[..(cut - offset) as usize], offset);
+            }
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.write_whole(buf, offset);
         Ok(())
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -260,6 +287,20 @@ impl SimVfs {
             .store(d.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// With `tear`, makes every later write to `name` (as it is named now)
+    /// tear: the first half of the sectors it touches reach the file, then
+    /// it fails with EIO (a write of one sector writes nothing and fails).
+    /// Without, writes to it succeed again (a transient fault).
+    pub fn tear_writes(&self, name: &str, tear: bool) -> io::Result<()> {
+        let d = self.dir.lock();
+        let f = d
+            .current
+            .get(name)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, name.to_string()))?;
+        f.tear.store(tear, Ordering::SeqCst);
+        Ok(())
+    }
+
     pub fn sync_count(&self) -> u64 {
         self.shared.syncs.load(Ordering::Relaxed)
     }
@@ -296,6 +337,7 @@ impl SimVfs {
                     dirty: Default::default(),
                 }),
                 shared: shared.clone(),
+                tear: Default::default(),
             });
             out.current.insert(name.clone(), nf.clone());
             out.durable.insert(name.clone(), nf);
@@ -319,6 +361,7 @@ impl Vfs for SimVfs {
         let f = Arc::new(SimFile {
             state: Mutex::new(SimFileState::default()),
             shared: self.shared.clone(),
+            tear: Default::default(),
         });
         d.current.insert(name.to_string(), f.clone());
         Ok(f)
@@ -392,5 +435,41 @@ mod tests {
         vfs.fail_syncs_after(1);
         f.sync_data().unwrap();
         assert!(f.sync_data().is_err());
+    }
+
+    #[test]
+    fn a_torn_write_keeps_the_first_half_of_its_sectors() {
+        // One sector, aligned or not: atomic.
+        assert_eq!(torn_cut(4096, 512), None);
+        assert_eq!(torn_cut(100, 300), None);
+        assert_eq!(torn_cut(0, 0), None);
+        // Aligned redo writes of n blocks keep ceil(n/2).
+        assert_eq!(torn_cut(4096, 2 * 512), Some(4096 + 512));
+        assert_eq!(torn_cut(4096, 3 * 512), Some(4096 + 2 * 512));
+        assert_eq!(torn_cut(4096, 9 * 512), Some(4096 + 5 * 512));
+        // Unaligned (binlog appends): sectors 0..=2 touched, cut after two.
+        assert_eq!(torn_cut(20, 1100), Some(1024));
+        assert_eq!(torn_cut(20, 1000), Some(512));
+        // Two sectors touched by a few bytes.
+        assert_eq!(torn_cut(510, 4), Some(512));
+    }
+
+    #[test]
+    fn a_torn_write_reaches_the_file_in_part_and_fails() {
+        let vfs = SimVfs::new();
+        let f = vfs.open("a", true).unwrap();
+        f.write_at(&[1u8; 4 * SECTOR], 0).unwrap();
+        vfs.tear_writes("a", true).unwrap();
+        assert!(vfs.tear_writes("b", true).is_err());
+        let e = f.write_at(&[2u8; 3 * SECTOR], 0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO));
+        // One sector of a one-sector write: nothing is written.
+        assert!(f.write_at(&[3u8; SECTOR], 3 * SECTOR as u64).is_err());
+        let mut buf = [0u8; 4 * SECTOR];
+        assert_eq!(f.read_at(&mut buf, 0).unwrap(), 4 * SECTOR);
+        let firsts: Vec<u8> = buf.chunks(SECTOR).map(|c| c[0]).collect();
+        assert_eq!(firsts, [2, 2, 1, 1]);
+        vfs.tear_writes("a", false).unwrap();
+        f.write_at(&[4u8; 2 * SECTOR], 0).unwrap();
     }
 }

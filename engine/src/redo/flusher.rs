@@ -13,6 +13,8 @@ impl RedoLog {
     /// One fdatasync covering everything written when it started.
     /// Returns `(old, new)` flushed lsns, or None when nothing was pending.
     pub(crate) fn flush_once(&self, by_user: bool) -> Result<Option<(Lsn, Lsn)>, RedoError> {
+        // Never after a fail-stop: an fdatasync error is not retried.
+        self.check_failed()?;
         let target = self.write_lsn();
         let old = self.flushed_lsn();
         if target <= old {

@@ -243,7 +243,7 @@ pub struct RedoLog {
     /// try it and sleep on `write_waits` while `is_locked()`, so it stays a
     /// parking_lot mutex (unnamed): an exact `is_locked` needs its state,
     /// which `std` does not expose, and users never block on it.
-    writer: Mutex<WriterState>,
+    pub(crate) writer: Mutex<WriterState>,
     /// Held while fdatasyncing (like `writer`: unnamed, users only try it).
     flusher: Mutex<()>,
     /// Waiters for written lsns (`redo.write_waits`, MySQL's write_events).

@@ -19,6 +19,8 @@ pub struct WriterState {
     epoch: u32,
     /// Payload of the current, partially filled last block (rewritten as it fills).
     partial: Vec<u8>,
+    /// What `partial` becomes once the write being made succeeds.
+    next_partial: Vec<u8>,
     staging: Vec<u8>,
 }
 
@@ -27,6 +29,7 @@ impl WriterState {
         WriterState {
             epoch,
             partial,
+            next_partial: Vec::new(),
             staging: Vec::new(),
         }
     }
@@ -35,11 +38,17 @@ impl WriterState {
 impl RedoLog {
     /// Writes every complete byte not yet written (bounded by the checkpoint:
     /// never over log space that is still needed). Returns the range written.
+    ///
+    /// Refuses once the log has failed stop: a failed write may have reached
+    /// the file in part (a torn write), and a later one would rewrite the
+    /// partially filled block that holds the tail of acknowledged records.
+    /// (The writer state stays as it was before the failed write, too.)
     pub(crate) fn write_ready(
         &self,
         st: &mut WriterState,
         by_user: bool,
     ) -> Result<Option<(Lsn, Lsn)>, RedoError> {
+        self.check_failed()?;
         let ready = self.recent_written.advance_tail();
         let from = self.write_lsn();
         if ready <= from {
@@ -76,13 +85,16 @@ impl RedoLog {
         if let Err(e) = res {
             return Err(self.fail("write to", e));
         }
+        std::mem::swap(&mut st.partial, &mut st.next_partial);
         self.write_lsn.store(to, Ordering::Release);
         self.counters.redo_writes.fetch_add(1, Ordering::Relaxed);
         probe_points::redoctor_log_write(from, to, by_user as u32);
         Ok(Some((from, to)))
     }
 
-    /// Fills `st.staging` with the blocks covering `[from, to)`.
+    /// Fills `st.staging` with the blocks covering `[from, to)`, and
+    /// `st.next_partial` with the payload of its last block if that is not
+    /// full.
     fn build_blocks(&self, st: &mut WriterState, from: Lsn, to: Lsn) {
         let p = PAYLOAD as u64;
         let (b0, b1) = (block_of(from), block_of(to - 1));
@@ -113,9 +125,9 @@ impl RedoLog {
             );
             last_len = n;
         }
-        st.partial.clear();
+        st.next_partial.clear();
         if !to.is_multiple_of(p) {
-            st.partial.extend_from_slice(&payload[..last_len]);
+            st.next_partial.extend_from_slice(&payload[..last_len]);
         }
     }
 }

@@ -21,6 +21,8 @@ mod common;
 mod log_buffer;
 #[cfg(not(loom))]
 mod log_settings;
+#[cfg(not(loom))]
+mod redo_fail_stop;
 
 #[cfg(loom)]
 mod loom_event;
