@@ -37,30 +37,50 @@ impl RedoLog {
 /// Body of the `log_flusher` thread. With innodb_flush_log_at_trx_commit=1
 /// it flushes whenever something is written; otherwise about once a second,
 /// and at once when an explicit durable wait asks (`flush_request`).
+///
+/// With every commit flushed, it first writes what is ready (the writer
+/// leaves that to it while an fdatasync is in flight), and after an
+/// fdatasync it goes on to the next one while anything is ready: under
+/// load the log makes one write per fdatasync, and only an idle log hands
+/// the first write of a burst to `log_writer`.
 pub(crate) fn flusher_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) {
     let mut last = Instant::now();
     let second = Duration::from_secs(1);
+    let mut chained = false;
     while !stop.load(Ordering::Acquire) {
         let every_commit = log.flush_at_commit() == 1;
         let due = every_commit || flush_requested(log) || last.elapsed() >= second;
-        if due && log.write_lsn() > log.flushed_lsn() {
+        let catch_up = every_commit && chained && log.writable();
+        if due && (log.write_lsn() > log.flushed_lsn() || catch_up) {
             let r = {
                 let _g = log.flusher.lock();
-                log.flush_once(false)
+                let wrote = if every_commit {
+                    log.write_before_flush()
+                } else {
+                    Ok(())
+                };
+                wrote.and_then(|()| log.flush_once(false))
             };
             match r {
-                Err(_) => return,
+                Err(_) => {
+                    log.flusher_idle_event.notify();
+                    return;
+                }
                 Ok(Some(_)) => {
                     log.fl_notifier_event.notify();
+                    chained = true;
                 }
-                Ok(None) => {}
+                Ok(None) => chained = false,
             }
             last = Instant::now();
             continue;
         }
+        chained = false;
         if due {
             last = Instant::now();
         }
+        // The writer waits for this while an fdatasync is in flight.
+        log.flusher_idle_event.notify();
         let timeout = if every_commit {
             Duration::from_millis(10)
         } else {
@@ -73,6 +93,21 @@ pub(crate) fn flusher_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) 
                 || (log.flush_at_commit() == 1 && log.write_lsn() > log.flushed_lsn())
                 || flush_requested(log)
         });
+    }
+}
+
+impl RedoLog {
+    /// The flusher's write of everything ready, under the flusher mutex,
+    /// just before its fdatasync (skipped when `log_writer` is writing: the
+    /// fdatasync then covers what is written).
+    fn write_before_flush(&self) -> Result<(), RedoError> {
+        if let Some(mut st) = self.writer.try_lock() {
+            if self.write_ready(&mut st, false)?.is_some() {
+                drop(st);
+                self.wr_notifier_event.notify();
+            }
+        }
+        Ok(())
     }
 }
 

@@ -252,6 +252,9 @@ pub struct RedoLog {
     pub(crate) flush_waits: WaitSlots,
     pub(crate) writer_event: Named<Event>,
     pub(crate) flusher_event: Named<Event>,
+    /// Signalled when the `log_flusher` thread leaves its mutex to sleep
+    /// (the writer waits for it while an fdatasync is in flight).
+    pub(crate) flusher_idle_event: Named<Event>,
     pub(crate) wr_notifier_event: Named<Event>,
     pub(crate) fl_notifier_event: Named<Event>,
     /// Signalled when a checkpoint frees log file space.
@@ -303,6 +306,7 @@ impl RedoLog {
             flush_waits: WaitSlots::new("redo.flush_waits", opts.wait_slots),
             writer_event: Named::new("redo.writer_event", Event::new()),
             flusher_event: Named::new("redo.flusher_event", Event::new()),
+            flusher_idle_event: Named::new("redo.flusher_idle_event", Event::new()),
             wr_notifier_event: Named::new("redo.wr_notifier_event", Event::new()),
             fl_notifier_event: Named::new("redo.fl_notifier_event", Event::new()),
             space_event: Named::new("redo.space_event", Event::new()),
@@ -418,6 +422,7 @@ impl RedoLog {
         for ev in [
             &self.writer_event,
             &self.flusher_event,
+            &self.flusher_idle_event,
             &self.wr_notifier_event,
             &self.fl_notifier_event,
             &self.space_event,

@@ -113,6 +113,8 @@ impl RedoLog {
                 None
             };
             drop(g);
+            // `log_writer` waits for the flusher mutex with every commit flushed.
+            self.flusher_idle_event.notify();
             if let Some((old, new)) = done {
                 self.counters
                     .redo_self_flushes
