@@ -76,13 +76,14 @@ fn open_with_acks(dir: &Path, mode: RedoMode, log_bin: bool) -> (Arc<Engine>, Ve
     (engine, acked)
 }
 
-/// Every row of every acknowledged transaction is in the recovered tables.
-fn assert_acked_present(engine: &Engine, acked: &[i64]) {
+/// Every row of every acknowledged transaction is in the recovered tables;
+/// `what` (the failpoint and redo mode) names the case in a failure.
+fn assert_acked_present(engine: &Engine, acked: &[i64], what: &str) {
     let rows = &engine.dump()["sbtest1"];
     assert!(!acked.is_empty());
     for &first in acked {
         for id in first..first + ROWS {
-            assert!(rows.contains_key(&id), "acknowledged row {id} lost");
+            assert!(rows.contains_key(&id), "{what}: acknowledged row {id} lost");
         }
     }
 }
@@ -182,7 +183,7 @@ fn every_failpoint_fails_stop_and_recovery_keeps_the_acks() {
             fail::remove(point);
 
             let engine = Engine::open(opts(dir, mode, log_bin)).unwrap();
-            assert_acked_present(&engine, &acked);
+            assert_acked_present(&engine, &acked, &format!("{point} ({mode})"));
             let report = engine.recovery_report();
             match point {
                 "redo::write::short" => {
@@ -231,7 +232,7 @@ fn redo_fsync_error_is_not_retried() {
         drop(engine);
         fail::remove("redo::fsync::eio");
         let engine = Engine::open(opts(tmp.path(), mode, false)).unwrap();
-        assert_acked_present(&engine, &acked);
+        assert_acked_present(&engine, &acked, &format!("redo::fsync::eio once ({mode})"));
         engine.shutdown().unwrap();
         scenario.teardown();
     }
@@ -270,7 +271,11 @@ fn binlog_fsync_error_is_not_retried_by_a_checkpoint() {
         drop(engine);
         fail::remove("binlog::fsync::eio");
         let engine = Engine::open(opts(tmp.path(), mode, true)).unwrap();
-        assert_acked_present(&engine, &acked);
+        assert_acked_present(
+            &engine,
+            &acked,
+            &format!("binlog::fsync::eio once ({mode})"),
+        );
         // The failed group's event reached the file (only its fdatasync
         // failed) and its prepare is durable: the binlog commits it, as
         // MySQL does for a commit whose outcome the client never learned.
@@ -314,7 +319,7 @@ fn torn_redo_write_is_truncated_at_the_last_valid_record() {
             summary.contains(&format!("dropped {} bytes", kept_end - start)),
             "{summary}"
         );
-        assert_acked_present(&engine, &acked);
+        assert_acked_present(&engine, &acked, &format!("redo::write::short ({mode})"));
         assert!(!engine.dump()["sbtest1"].contains_key(&5000));
         // The next life writes over the torn tail; crash it too.
         insert(&engine, 8000).unwrap();
@@ -322,7 +327,11 @@ fn torn_redo_write_is_truncated_at_the_last_valid_record() {
         drop(engine);
         let engine = Engine::open(opts(tmp.path(), mode, false)).unwrap();
         assert_eq!(engine.recovery_report().stop, StopReason::CleanEnd);
-        assert_acked_present(&engine, &acked);
+        assert_acked_present(
+            &engine,
+            &acked,
+            &format!("redo::write::short, second crash ({mode})"),
+        );
         engine.shutdown().unwrap();
         scenario.teardown();
     }
@@ -346,7 +355,7 @@ fn failed_checkpoint_keeps_the_previous_image() {
         let r = engine.recovery_report();
         assert_eq!(r.checkpoint_lsn, published, "{point}: {r:?}");
         assert!(r.commits_replayed >= acked.len() as u64, "{point}: {r:?}");
-        assert_acked_present(&engine, &acked);
+        assert_acked_present(&engine, &acked, point);
         engine.shutdown().unwrap();
         scenario.teardown();
     }
