@@ -82,6 +82,17 @@ pub struct DiagnoseArgs {
     /// window (0 turns the guard off).
     #[arg(long, default_value_t = 0.7, value_parser = floor_share)]
     trial_floor: f64,
+    /// --trial: judge each window's commits/s by this `SHOW GLOBAL STATUS`
+    /// counter, read over --socket, with the probes detached for the trial
+    /// (they cost the configurations compared unequally). Default:
+    /// Com_commit with the redoctor-engine profile; with other profiles the
+    /// probes' commit count, unless this names a counter.
+    #[arg(long, value_name = "NAME", conflicts_with = "trial_probes")]
+    trial_counter: Option<String>,
+    /// --trial: judge the windows by the probes' commit count, the probes
+    /// attached throughout (the default with profiles other than redoctor-engine).
+    #[arg(long)]
+    trial_probes: bool,
     /// Allow durability settings: rules may propose them (PostgreSQL's
     /// synchronous_commit) and --trial may try them. Off, they are never proposed.
     #[arg(long)]
@@ -219,6 +230,20 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             );
         }
     }
+    // How a trial reads commits/s; checked before anything is observed.
+    let trial_counter = match (&args.trial_counter, args.trial_probes) {
+        (Some(name), _) => Some(name.clone()),
+        (None, false) if engine == "redoctor-engine" => Some("Com_commit".to_string()),
+        _ => None,
+    };
+    if let (true, Some(name), Some(a)) = (args.trial, &trial_counter, admin.as_mut()) {
+        a.status(name).with_context(|| {
+            format!(
+                "--trial judges commits/s by the status counter {name}: name one the server \
+                 has with --trial-counter, or use --trial-probes"
+            )
+        })?;
+    }
     let mut stated = args.settings.clone();
     if let Some(a) = admin.as_mut() {
         if a.engine() != "postgresql" {
@@ -270,7 +295,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     };
     let mut d = diagnose(pid, windows, facts, &rules, &model)?;
     let commits_seen = d.windows.iter().any(|w| w.engine.commits.is_some());
-    if args.trial && !commits_seen {
+    if args.trial && trial_counter.is_none() && !commits_seen {
         // Judged on commits/s: without a commit counter a trial would
         // change settings it cannot judge.
         let why: Vec<&str> = d
@@ -299,8 +324,16 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
                 args.trial_max,
                 args.trial_floor,
             );
+            let meter = match trial_counter {
+                Some(name) => {
+                    drop(sampler);
+                    crate::trial_run::Meter::Counter { name, pid }
+                }
+                None => crate::trial_run::Meter::Probes(&mut sampler),
+            };
+            say!("redoctor: trial windows measured by {}", meter.describe());
             let t = crate::trial_run::run(
-                &mut sampler,
+                meter,
                 a,
                 candidates,
                 &plan,

@@ -353,6 +353,12 @@ fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
         assert_eq!(verdict["basis"], "model", "{verdict}");
     } else {
         assert_eq!(verdict["basis"], "trial", "{verdict}");
+        assert!(
+            err.contains(
+                "trial windows measured by the server's status counter Com_commit (probes detached)"
+            ),
+            "{err}"
+        );
         let t = &v["trial"];
         let outcomes: Vec<&str> = match t["kind"].as_str().unwrap() {
             "trial" => vec![t["outcome"].as_str().unwrap()],
@@ -410,6 +416,34 @@ fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
         err.contains(&*file.to_string_lossy()) && err.contains("redoctor calibrate"),
         "{err}"
     );
+}
+
+/// A trial's status counter is checked before anything is observed or
+/// changed: one the server lacks is named with the fix, and the demo's
+/// engine and directory go away.
+#[test]
+fn a_trial_counter_the_server_lacks_is_refused_before_observing() {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let (o, err) = demo(
+        &["--trial", "--trial-counter", "No_such_counter"],
+        out.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("status counter No_such_counter") && err.contains("--trial-probes"),
+        "{err}"
+    );
+    assert!(!err.contains("trial windows measured"), "{err}");
+    assert!(!demo_dir(&err).exists(), "{err}");
+    assert_eq!(std::fs::read_to_string(out.path()).unwrap(), "");
+    let o = redoctor()
+        .args(["diagnose", "--pid", "1", "--trial-counter", "Com_commit"])
+        .arg("--trial-probes")
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--trial-probes"), "{err}");
 }
 
 #[test]
