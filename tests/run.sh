@@ -49,9 +49,10 @@ else
 fi
 cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
 if [[ ${against[0]} == --against ]] && cmp -s target/release/redoctor-engine "${against[1]}"; then
-    # Nothing in the engine changed since the reference (the fingerprints
-    # dropped above rule out a build mix-up): the gate then runs the build
-    # against itself, which checks its own false-alarm rate.
-    echo "   the engine is unchanged since the reference: the gate runs it against itself"
+    # The two builds' debug info names their own source directories, so
+    # they differ even when the engine's code is the same: the same file
+    # means the builds were mixed up (as before the fingerprints were dropped).
+    echo "the reference build and this build are the same file: the two builds were mixed up in target/" >&2
+    exit 1
 fi
 target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml "${against[@]}"
