@@ -63,7 +63,10 @@ impl Testbed for Live<'_> {
     fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError> {
         match &mut self.meter {
             Meter::Probes(sampler) => probe_window(sampler, len),
-            Meter::Counter { name, pid } => counter_window(self.admin, name, *pid, len),
+            Meter::Counter { name, pid } => {
+                let pid = *pid;
+                counter_window(self.admin, name, len, || target_alive(pid))
+            }
         }
     }
 }
@@ -89,11 +92,15 @@ fn probe_window(sampler: &mut Sampler, len: Duration) -> Result<Sample, Experime
     })
 }
 
-fn counter_window(
+/// One window of about `len` measured by the status counter `name`, read
+/// at both ends; `check` is asked every 100 ms meanwhile and its error ends
+/// the window (the target exited, the caller is stopping). Shared with the
+/// daemon's trials.
+pub fn counter_window(
     admin: &mut Admin,
     name: &str,
-    pid: u32,
     len: Duration,
+    mut check: impl FnMut() -> Result<(), ExperimentError>,
 ) -> Result<Sample, ExperimentError> {
     let mut read = || {
         admin
@@ -103,11 +110,7 @@ fn counter_window(
     let c0 = read()?;
     let t0 = Instant::now();
     while t0.elapsed() < len {
-        if !crate::find::alive(pid) {
-            return Err(ExperimentError::measure(
-                "the target process exited during the window",
-            ));
-        }
+        check()?;
         std::thread::sleep((len - t0.elapsed().min(len)).min(Duration::from_millis(100)));
     }
     let c1 = read()?;
@@ -116,6 +119,17 @@ fn counter_window(
         commits_per_s: c1.saturating_sub(c0) as f64 / secs,
         secs,
     })
+}
+
+/// The target process is still there.
+fn target_alive(pid: u32) -> Result<(), ExperimentError> {
+    if crate::find::alive(pid) {
+        Ok(())
+    } else {
+        Err(ExperimentError::measure(
+            "the target process exited during the window",
+        ))
+    }
 }
 
 /// Most single-knob candidates one `--trial` tries (each needs at least

@@ -12,7 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -147,7 +147,7 @@ struct SimFile {
     state: Mutex<SimFileState>,
     shared: Arc<SimShared>,
     /// Every write tears (`SimVfs::tear_writes`).
-    tear: std::sync::atomic::AtomicBool,
+    tear: AtomicBool,
 }
 
 #[derive(Default)]

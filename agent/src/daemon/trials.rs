@@ -53,31 +53,24 @@ impl Testbed for CounterBed<'_> {
     }
 
     fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError> {
-        let counter = self.w.t.commit_counter.clone();
-        let read = |w: &mut Worker| -> Result<u64, ExperimentError> {
-            let a = w
-                .admin
-                .as_mut()
-                .ok_or_else(|| ExperimentError::measure("not connected"))?;
-            a.status(&counter)
-                .map_err(|e| ExperimentError::measure(format!("{e:#}")))
-        };
-        let c0 = read(self.w)?;
-        let t0 = Instant::now();
-        while t0.elapsed() < len {
-            if self.w.stop.load(Ordering::Relaxed) {
+        let w = &mut *self.w;
+        let admin = w
+            .admin
+            .as_mut()
+            .ok_or_else(|| ExperimentError::measure("not connected"))?;
+        let (stop, pid) = (&w.stop, w.pid);
+        let sample = crate::trial_run::counter_window(admin, &w.t.commit_counter, len, || {
+            if stop.load(Ordering::Relaxed) {
                 return Err(ExperimentError::measure("the agent is stopping"));
             }
-            if let Some(pid) = self.w.pid {
-                if !crate::find::alive(pid) {
-                    return Err(ExperimentError::measure("the target process exited"));
+            match pid {
+                Some(pid) if !crate::find::alive(pid) => {
+                    Err(ExperimentError::measure("the target process exited"))
                 }
+                _ => Ok(()),
             }
-            std::thread::sleep((len - t0.elapsed().min(len)).min(Duration::from_millis(100)));
-        }
-        let c1 = read(self.w)?;
-        let secs = t0.elapsed().as_secs_f64();
-        let rate = c1.saturating_sub(c0) as f64 / secs;
+        })?;
+        let rate = sample.commits_per_s;
         let m = Metrics::t(&self.w.t.name);
         self.w
             .shared
@@ -85,10 +78,7 @@ impl Testbed for CounterBed<'_> {
             .commits_per_second
             .get_or_create(&m)
             .set(rate);
-        Ok(Sample {
-            commits_per_s: rate,
-            secs,
-        })
+        Ok(sample)
     }
 }
 
