@@ -84,13 +84,14 @@ pub struct DiagnoseArgs {
     trial_floor: f64,
     /// --trial: judge each window's commits/s by this `SHOW GLOBAL STATUS`
     /// counter, read over --socket, with the probes detached for the trial
-    /// (they cost the configurations compared unequally). Default:
-    /// Com_commit with the redoctor-engine profile; with other profiles the
-    /// probes' commit count, unless this names a counter.
+    /// (they cost the configurations compared unequally). Default: the
+    /// profile's commit_counter (Com_commit for redoctor-engine,
+    /// Handler_commit for mariadb and mysql8); postgresql has none, so its
+    /// trials count commits with the probes.
     #[arg(long, value_name = "NAME", conflicts_with = "trial_probes")]
     trial_counter: Option<String>,
     /// --trial: judge the windows by the probes' commit count, the probes
-    /// attached throughout (the default with profiles other than redoctor-engine).
+    /// attached throughout (the default with the postgresql profile).
     #[arg(long)]
     trial_probes: bool,
     /// Allow durability settings: rules may propose them (PostgreSQL's
@@ -233,8 +234,8 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     // How a trial reads commits/s; checked before anything is observed.
     let trial_counter = match (&args.trial_counter, args.trial_probes) {
         (Some(name), _) => Some(name.clone()),
-        (None, false) if engine == "redoctor-engine" => Some("Com_commit".to_string()),
-        _ => None,
+        (None, false) => profile.commit_counter.clone(),
+        (None, true) => None,
     };
     if let (true, Some(name), Some(a)) = (args.trial, &trial_counter, admin.as_mut()) {
         a.status(name).with_context(|| {

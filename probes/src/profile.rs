@@ -248,6 +248,12 @@ pub struct Profile {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The server's status counter (`SHOW GLOBAL STATUS`) that counts its
+    /// transactions, read over the admin socket by trials that run with the
+    /// probes detached. `None`: the server has no counter a trial can read
+    /// window by window, and trials count commits with the probes.
+    #[serde(default)]
+    pub commit_counter: Option<String>,
     #[serde(default)]
     pub target: TargetRules,
     #[serde(default)]

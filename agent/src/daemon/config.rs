@@ -142,7 +142,10 @@ pub struct Target {
     #[serde(default)]
     pub candidates: Vec<BTreeMap<String, String>>,
     /// Status counters (SHOW GLOBAL STATUS) for commits and connected users.
-    #[serde(default = "commit_counter")]
+    /// `commit_counter` defaults to the profile's (`Com_commit` for the
+    /// bundled engine, `Handler_commit` for MariaDB and MySQL); [`Config::parse`]
+    /// fills it in, so after parsing it is never empty.
+    #[serde(default)]
     pub commit_counter: String,
     #[serde(default = "users_counter")]
     pub users_counter: String,
@@ -161,9 +164,6 @@ fn root() -> String {
 }
 fn engine_profile() -> String {
     "redoctor-engine".into()
-}
-fn commit_counter() -> String {
-    "Com_commit".into()
 }
 fn users_counter() -> String {
     "Threads_connected".into()
@@ -356,7 +356,26 @@ impl Config {
                 None => msg,
             }
         })?;
+        let mut c: Config = c;
         c.validate(text)?;
+        for st in &mut c.targets {
+            let line = line_of(text, st.span().start);
+            let t = st.get_mut();
+            if t.commit_counter.is_empty() {
+                let p = redoctor_probes::Profile::resolve(&t.profile)
+                    .map_err(|e| format!("line {line}: profile = {:?}: {e}", t.profile))?;
+                t.commit_counter = match (p.commit_counter, &t.socket) {
+                    (Some(name), _) => name,
+                    (None, None) => String::new(),
+                    (None, Some(_)) => {
+                        return Err(format!(
+                            "line {line}: target {:?}: profile `{}` names no status counter for commits: set commit_counter",
+                            t.name, p.name
+                        ))
+                    }
+                };
+            }
+        }
         Ok(c)
     }
 
@@ -540,6 +559,29 @@ mode = "apply"
         assert_eq!(c.agent.metrics, "127.0.0.1:9464");
         assert!(t.sampling.tps_cost_percent() <= 1.0);
         assert!(t.sampling.fsync_counters);
+        assert_eq!(t.commit_counter, "Com_commit");
+    }
+
+    #[test]
+    fn the_commit_counter_comes_from_the_profile_unless_named() {
+        let maria = GOOD.replace(
+            "mode = \"apply\"",
+            "mode = \"apply\"\nprofile = \"mariadb\"",
+        );
+        let c = Config::parse(&maria).unwrap();
+        assert_eq!(c.targets[0].get_ref().commit_counter, "Handler_commit");
+        let named = format!("{maria}commit_counter = \"Com_update\"\n");
+        let c = Config::parse(&named).unwrap();
+        assert_eq!(c.targets[0].get_ref().commit_counter, "Com_update");
+        let pg = GOOD.replace(
+            "mode = \"apply\"",
+            "mode = \"observe\"\nprofile = \"postgresql\"",
+        );
+        let e = err(&pg);
+        assert!(
+            e.contains("names no status counter") && e.contains("set commit_counter"),
+            "{e}"
+        );
     }
 
     #[test]
