@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoints under a growing database: the insert load at many users, with
+# Checkpoints under a growing database: the insert load (or WORKLOAD) at many users, with
 # the throughput of every 0.5 s printed, so the dips and stalls a checkpoint
 # causes show (engine/DESIGN.md, Checkpoints). Compares engine binaries run
 # interleaved (each repeat runs them in a new shuffled order, each run on a
@@ -14,6 +14,7 @@
 #   e.g. engine/bench/checkpoint_stall.sh new=target/release/redoctor-engine old=/tmp/old-engine
 # Environment (default in brackets):
 #   REPS [3]  DURATION [30]  USERS [128]  CPUS [2]  DIR [/var/tmp]
+#   WORKLOAD [insert]  e.g. tpcc, whose deltas hold ~20 MB of changed rows
 #   EXTRA [""]   more `run` flags for every run, e.g. "--log-file-mb 1024"
 # Needs python3.
 set -euo pipefail
@@ -24,6 +25,7 @@ USERS=${USERS:-128}
 CPUS=${CPUS:-2}
 DIR=${DIR:-/var/tmp}
 EXTRA=${EXTRA:-}
+WORKLOAD=${WORKLOAD:-insert}
 
 if (($# == 0)); then
     echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2
@@ -46,7 +48,7 @@ for rep in $(seq "$REPS"); do
         bin=${spec#*=}
         datadir=$(mktemp -d -p "$DIR")
         # shellcheck disable=SC2086
-        "$bin" run --workload insert --users "$USERS" --cpus "$CPUS" \
+        "$bin" run --workload "$WORKLOAD" --users "$USERS" --cpus "$CPUS" \
             --duration "$DURATION" --report-interval 0.5 --json \
             --datadir "$datadir" $EXTRA >"$out/report.json" 2>"$out/intervals.jsonl"
         rm -rf "$datadir"

@@ -172,8 +172,10 @@ struct TableInner {
     /// Number of slots with a committed version.
     committed: usize,
     /// Rows whose committed version changed since the last checkpoint took
-    /// the set (see [`Table::take_dirty`]).
-    dirty: BTreeSet<i64>,
+    /// the set, each with that version (`None`: removed), so a checkpoint
+    /// copies them without looking them up under the lock (see
+    /// [`Table::take_dirty`]).
+    dirty: BTreeMap<i64, Option<Arc<Row>>>,
     /// The whole table counts as changed: it is new since the last
     /// checkpoint, or a tombstone replacing a dropped table.
     all_dirty: bool,
@@ -185,7 +187,7 @@ impl Default for TableInner {
             rows: BTreeMap::new(),
             by_k: BTreeSet::new(),
             committed: 0,
-            dirty: BTreeSet::new(),
+            dirty: BTreeMap::new(),
             all_dirty: true,
         }
     }
@@ -196,8 +198,9 @@ impl Default for TableInner {
 pub enum Dirty {
     /// The table is new (or a tombstone): a checkpoint must write all of it.
     All,
-    /// These rows' committed versions changed (ids in ascending order).
-    Rows(Vec<i64>),
+    /// These rows' committed versions changed: ids in ascending order, each
+    /// with its committed version when the set was taken (`None`: removed).
+    Rows(Vec<(i64, Option<Arc<Row>>)>),
 }
 
 impl TableInner {
@@ -295,14 +298,15 @@ impl TableInner {
             }
             slot.committed = pending.row;
         }
+        let now = commit.then(|| slot.committed.clone());
         let after = slot.index_keys();
         let empty = slot.is_empty();
         if empty {
             self.rows.remove(&id);
         }
         self.reindex(id, before, after);
-        if commit {
-            self.mark_dirty(id);
+        if let Some(now) = now {
+            self.mark_dirty(id, now);
         }
     }
 
@@ -316,17 +320,18 @@ impl TableInner {
             _ => {}
         }
         slot.committed = row.map(Arc::new);
+        let now = slot.committed.clone();
         let after = slot.index_keys();
         if slot.is_empty() {
             self.rows.remove(&id);
         }
         self.reindex(id, before, after);
-        self.mark_dirty(id);
+        self.mark_dirty(id, now);
     }
 
-    fn mark_dirty(&mut self, id: i64) {
+    fn mark_dirty(&mut self, id: i64, committed: Option<Arc<Row>>) {
         if !self.all_dirty {
-            self.dirty.insert(id);
+            self.dirty.insert(id, committed);
         }
     }
 }
@@ -537,6 +542,9 @@ impl Table {
     /// The committed versions of every row in `id` order, taken under one
     /// hold of the read lock: one reference count per row, no copy, so a
     /// checkpoint base can be serialised later without holding the lock.
+    /// (Taken in chunks instead, the snapshot queued behind the writers at
+    /// each chunk: 1-2.3 s instead of ~0.1 s under the insert load, which
+    /// made commits wait for a full log; engine/bench/RESULTS.md.)
     pub fn committed_snapshot(&self) -> Vec<(i64, Arc<Row>)> {
         let inner = self.inner.read();
         let mut out = Vec::with_capacity(inner.committed);
@@ -553,12 +561,21 @@ impl Table {
     /// after reading its lsn, so every commit below that lsn is in what it
     /// takes, and every later change is marked again for the next one.
     pub fn take_dirty(&self) -> Dirty {
-        let mut inner = self.inner.write();
-        if std::mem::take(&mut inner.all_dirty) {
-            inner.dirty.clear();
-            return Dirty::All;
+        // The set is swapped out under the write lock and turned into a
+        // list after it: walking hundreds of thousands of rows under the
+        // lock held the table's writers for tens of ms.
+        let (all, taken) = {
+            let mut inner = self.inner.write();
+            (
+                std::mem::take(&mut inner.all_dirty),
+                std::mem::take(&mut inner.dirty),
+            )
+        };
+        if all {
+            Dirty::All
+        } else {
+            Dirty::Rows(taken.into_iter().collect())
         }
-        Dirty::Rows(std::mem::take(&mut inner.dirty).into_iter().collect())
     }
 
     /// Forgets what changed: the table's contents are in the checkpoint
@@ -567,23 +584,6 @@ impl Table {
         let mut inner = self.inner.write();
         inner.all_dirty = false;
         inner.dirty.clear();
-    }
-
-    /// Calls `f` with the committed version of each row of `ids` (`None`:
-    /// no committed version), taking the read lock for at most `chunk` rows
-    /// at a time so writers of the table never wait for the whole list.
-    pub fn for_each_committed_of(
-        &self,
-        ids: &[i64],
-        chunk: usize,
-        mut f: impl FnMut(i64, Option<&Row>),
-    ) {
-        for part in ids.chunks(chunk.max(1)) {
-            let inner = self.inner.read();
-            for &id in part {
-                f(id, inner.rows.get(&id).and_then(|s| s.committed.as_deref()));
-            }
-        }
     }
 
     /// A copy of the committed rows in `id` order.
@@ -721,6 +721,35 @@ mod tests {
                 .collect::<Vec<_>>(),
             [1, 3]
         );
+    }
+
+    /// A change set holds each row's committed version as of the take
+    /// (the delta serialises it without the table lock): a later commit
+    /// is in the next set only.
+    #[test]
+    fn a_taken_change_set_keeps_the_versions_it_took() {
+        let t = Table::new(1, "t", Shape::Sbtest);
+        t.upsert_committed([(1, row(10)), (2, row(20))]);
+        assert_eq!(t.take_dirty(), Dirty::All, "a new table is written whole");
+        t.update_k(A, 1, 1);
+        t.delete(A, 2);
+        t.commit_rows(A, [1, 2]);
+        let taken = t.take_dirty();
+        t.update_k(B, 1, 5);
+        t.commit_rows(B, [1]);
+        let Dirty::Rows(rows) = taken else {
+            panic!("{taken:?}")
+        };
+        let got: Vec<(i64, Option<i32>)> = rows
+            .iter()
+            .map(|(id, r)| (*id, r.as_ref().map(|r| r.k)))
+            .collect();
+        assert_eq!(got, [(1, Some(11)), (2, None)]);
+        let Dirty::Rows(next) = t.take_dirty() else {
+            panic!("rows expected")
+        };
+        assert_eq!(next.len(), 1);
+        assert_eq!(next[0].1.as_ref().unwrap().k, 16);
     }
 
     #[test]
