@@ -357,29 +357,16 @@ impl Config {
             }
         })?;
         let mut c: Config = c;
-        c.validate(text)?;
-        for st in &mut c.targets {
-            let line = line_of(text, st.span().start);
-            let t = st.get_mut();
-            if t.commit_counter.is_empty() {
-                let p = redoctor_probes::Profile::resolve(&t.profile)
-                    .map_err(|e| format!("line {line}: profile = {:?}: {e}", t.profile))?;
-                t.commit_counter = match (p.commit_counter, &t.socket) {
-                    (Some(name), _) => name,
-                    (None, None) => String::new(),
-                    (None, Some(_)) => {
-                        return Err(format!(
-                            "line {line}: target {:?}: profile `{}` names no status counter for commits: set commit_counter",
-                            t.name, p.name
-                        ))
-                    }
-                };
-            }
+        let counters = c.validate(text)?;
+        for (st, counter) in c.targets.iter_mut().zip(counters) {
+            st.get_mut().commit_counter = counter;
         }
         Ok(c)
     }
 
-    fn validate(&self, text: &str) -> Result<(), String> {
+    /// Checks every field; returns each target's commit counter (its own,
+    /// else its profile's; empty only for a target without a socket).
+    fn validate(&self, text: &str) -> Result<Vec<String>, String> {
         let a = &self.agent;
         if a.metrics != "off" {
             let addr: SocketAddr = a.metrics.parse().map_err(|_| {
@@ -412,6 +399,7 @@ impl Config {
             return Err("no [[target]]: name at least one process to observe".into());
         }
         let mut names: Vec<&str> = Vec::new();
+        let mut counters = Vec::with_capacity(self.targets.len());
         for st in &self.targets {
             let line = line_of(text, st.span().start);
             let t = st.get_ref();
@@ -437,8 +425,21 @@ impl Config {
             if t.process.as_deref() == Some("") {
                 return Err(at("process: empty name".into()));
             }
-            redoctor_probes::Profile::resolve(&t.profile)
+            let profile = redoctor_probes::Profile::resolve(&t.profile)
                 .map_err(|e| at(format!("profile = {:?}: {e}", t.profile)))?;
+            counters.push(
+                match (&t.commit_counter, profile.commit_counter, &t.socket) {
+                    (own, _, _) if !own.is_empty() => own.clone(),
+                    (_, Some(name), _) => name,
+                    (_, None, None) => String::new(),
+                    (_, None, Some(_)) => {
+                        return Err(at(format!(
+                            "profile `{}` names no status counter for commits: set commit_counter",
+                            profile.name
+                        )))
+                    }
+                },
+            );
             if t.mode == Mode::Apply && t.socket.is_none() {
                 return Err(at(
                     "mode = \"apply\" changes settings over the server's admin socket: set socket"
@@ -511,7 +512,7 @@ impl Config {
                 )));
             }
         }
-        Ok(())
+        Ok(counters)
     }
 
     /// The experiment plan of a target's trials.
