@@ -3,7 +3,7 @@
 
     search_sim.py collect PLAN.toml FOLDS_DIR PREDICTIONS.jsonl [--only SUBSTRING ...]
     search_sim.py simulate GT.jsonl[,GT2.jsonl] PREDICTIONS.jsonl [--sd 0.10,0.15] [--reps 100]
-                  [--per-scenario]
+                  [--per-scenario] [--budget 60] [--max-pairs 10]
 
 `collect` runs `redoctor diagnose --demo` (no trial) on every scenario of the
 plan with the calibration that left the scenario's workload out, and keeps
@@ -44,6 +44,18 @@ Strategies (each trial's time within the 60 s search):
                  (read_write_plus at 1024 users kept RT0 with the cap where
                  RT1 with the cap was 1.19x it). Not adopted: within
                  +-0.4 points of combo2+reserve on every set of 2026-11-28.
+  combo2+screen  the candidates of combo2+reserve, screened then extended
+                 (not adopted, bench/RESULTS.md "(nineteenth)"): each gets MIN_PAIRS pairs
+                 first, best predicted first (kept there only at the
+                 interim level); then the one whose screen measured best
+                 (above no change) continues its test with the time left,
+                 then the next. A kept candidate is the new baseline and
+                 the others are screened again.
+  +prior         the same, the extension ordered by the posterior mean of
+                 the log gain: the model's prediction (sd from its 95%
+                 interval) updated with the screen's pairs.
+  oracle-first   one candidate, the oracle's best configuration: a perfect
+                 ranking, so what is lost is the trial's power alone.
 
 The oracle has no cap + throttle cell; a configuration with both is scored
 with the cap's cell. So stacking the cap on a kept throttle reads the same
@@ -131,32 +143,52 @@ def t_critical(alpha, df):
     return _TC[(alpha, df)]
 
 
+class Trial:
+    """One candidate's sequential test; `run` may stop at a pause and be
+    resumed with more time (the screen strategies)."""
+
+    def __init__(self, ratio, sd, rng):
+        self.mu, self.sd, self.rng = math.log(ratio), sd, rng
+        self.ds, self.t, self.looks = [], 0.0, 0
+
+    def mean(self):
+        return st.mean(self.ds)
+
+    def run(self, budget, pause_at=None):
+        """'kept', 'worse', 'no' or (with pause_at pairs) 'paused'; `t` is
+        the seconds spent so far, within `budget` in all."""
+        while len(self.ds) < MAX_PAIRS:
+            if self.t + PAIR_S > budget:
+                return "no"
+            self.t += PAIR_S
+            self.ds.append(self.rng.gauss(self.mu, self.sd))
+            n = len(self.ds)
+            if n < MIN_PAIRS:
+                continue
+            pause = pause_at is not None and n >= pause_at
+            last = not pause and (n == MAX_PAIRS or self.t + PAIR_S > budget)
+            alpha = max(ALPHA - self.looks * INTERIM, INTERIM) if last else INTERIM
+            self.looks += 1
+            m, se = st.mean(self.ds), st.stdev(self.ds) / math.sqrt(n)
+            h = t_critical(alpha, n - 1) * se
+            if m - h > 0:
+                return "kept"
+            if m + h < 0:
+                return "worse"
+            if m + t_critical(2 * HARM, n - 1) * se < 0:
+                return "no"
+            hf = t_critical(LOOK_ALPHA, n - 1) * se
+            if m - hf > -BAND and m + hf < BAND:
+                return "no"
+            if pause:
+                return "paused"
+        return "no"
+
+
 def trial(ratio, sd, budget, rng):
     """'kept', 'worse' or 'no' and the seconds it took."""
-    mu, ds, t, looks = math.log(ratio), [], 0.0, 0
-    while len(ds) < MAX_PAIRS:
-        if t + PAIR_S > budget:
-            return "no", t
-        t += PAIR_S
-        ds.append(rng.gauss(mu, sd))
-        n = len(ds)
-        if n < MIN_PAIRS:
-            continue
-        last = n == MAX_PAIRS or t + PAIR_S > budget
-        alpha = max(ALPHA - looks * INTERIM, INTERIM) if last else INTERIM
-        looks += 1
-        m, se = st.mean(ds), st.stdev(ds) / math.sqrt(n)
-        h = t_critical(alpha, n - 1) * se
-        if m - h > 0:
-            return "kept", t
-        if m + h < 0:
-            return "worse", t
-        if m + t_critical(2 * HARM, n - 1) * se < 0:
-            return "no", t
-        hf = t_critical(LOOK_ALPHA, n - 1) * se
-        if m - hf > -BAND and m + hf < BAND:
-            return "no", t
-    return "no", t
+    tr = Trial(ratio, sd, rng)
+    return tr.run(budget), tr.t
 
 
 # --- the search ------------------------------------------------------------
@@ -187,6 +219,7 @@ def candidates(preds, combo, second=False, subsets=False):
         ch = changes(config(p))
         if len(ch) == 1 and next(iter(ch)) not in seen and len(seen) < 3:
             seen.add(next(iter(ch)))
+            ch["prior"] = prior(p)
             singles.append((p["ratio"], ch))
     out = []
     if combo:
@@ -194,25 +227,35 @@ def candidates(preds, combo, second=False, subsets=False):
         combos = [p for p in worth if len(changes(config(p))) > 1]
         if combos and combos[0]["ratio"] > best_single:
             first = changes(config(combos[0]))
-            out.append((combos[0]["ratio"], first))
+            out.append((combos[0]["ratio"], dict(first, prior=prior(combos[0]))))
             if second:
                 other = next((p for p in combos[1:] if set(changes(config(p))) != set(first)), None)
                 if other is not None and other["ratio"] > best_single:
                     ch = changes(config(other))
                     ch.update({j: START[j] for j in first if j not in ch})
                     ch["requires"] = first
+                    ch["prior"] = prior(other)
                     out.append((other["ratio"], ch))
             if subsets:
                 for r, single in singles:
-                    (j, v), = single.items()
+                    (j, v), = ((j, v) for j, v in single.items() if KNOB(j))
                     if first.get(j) == v:
                         ch = {i: START[i] for i in first}
                         ch[j] = v
                         ch["requires"] = first
+                        ch["prior"] = single["prior"]
                         out.append((r, ch))
     out += singles
     out.sort(key=lambda x: -x[0])  # stable: the combination first among equals
     return [ch for _, ch in out]
+
+
+def prior(p):
+    """The model's log gain and its sd (the interval is ±1.96 sd)."""
+    return (math.log(p["ratio"]), math.log(p["ratio_high"] / p["ratio_low"]) / (2 * 1.96))
+
+
+KNOB = lambda j: isinstance(j, int)  # noqa: E731 (dict entries that are knobs)
 
 
 def search(oracle, cands, sd, rng, shares, reserve=False):
@@ -221,7 +264,7 @@ def search(oracle, cands, sd, rng, shares, reserve=False):
     def applies(c):
         need = c.get("requires", {})
         return all(cur[j] == v for j, v in need.items()) and any(
-            cur[j] != v for j, v in c.items() if j != "requires")
+            cur[j] != v for j, v in c.items() if KNOB(j))
 
     for i, ch in enumerate(cands):
         if not applies(ch):
@@ -244,6 +287,70 @@ def search(oracle, cands, sd, rng, shares, reserve=False):
     return cur
 
 
+def screen_search(oracle, cands, sd, rng, use_prior=False):
+    """Screen, then extend: every candidate first gets MIN_PAIRS pairs
+    against the current baseline, best predicted first (stopping there
+    only at the interim level, for harm or for futility); then the one
+    whose screen measured best (above no change) continues its test with
+    the time left, then the next. A kept candidate changes the baseline:
+    the others' screens are stale and they are screened again."""
+    cur, t = START, 0.0
+
+    def applies(c):
+        need = c.get("requires", {})
+        return all(cur[j] == v for j, v in need.items()) and any(
+            cur[j] != v for j, v in c.items() if KNOB(j))
+
+    def target(c):
+        return tuple(c.get(j, cur[j]) for j in range(3))
+
+    done = set()  # candidates settled against the current baseline
+    while True:
+        paused = {}
+        kept = False
+        for i, ch in enumerate(cands):
+            if i in done or not applies(ch):
+                continue
+            if BUDGET - t < MIN_PAIRS * PAIR_S:
+                break
+            new = target(ch)
+            tr = Trial(rate(oracle, new) / rate(oracle, cur), sd, rng)
+            out = tr.run(BUDGET - t, pause_at=MIN_PAIRS)
+            t += tr.t
+            if out == "kept":
+                cur, kept, done = new, True, set()
+                break
+            if out == "paused":
+                paused[i] = tr
+            else:
+                done.add(i)
+        if kept:
+            continue
+        def score(i):
+            tr = paused[i]
+            if not use_prior:
+                return tr.mean()
+            mu, psd = cands[i]["prior"]
+            n = len(tr.ds)
+            se2 = max(st.variance(tr.ds), 1e-6) / n
+            w = 1 / psd ** 2 if psd > 0 else 0.0
+            return (w * mu + tr.mean() / se2) / (w + 1 / se2)
+
+        for i in sorted(paused, key=lambda i: -score(i)):
+            tr = paused[i]
+            if score(i) <= 0 or BUDGET - t < PAIR_S:
+                break
+            t0 = tr.t
+            out = tr.run(tr.t + (BUDGET - t))
+            t += tr.t - t0
+            done.add(i)
+            if out == "kept":
+                cur, kept, done = target(cands[i]), True, set()
+                break
+        if not kept or BUDGET - t < MIN_PAIRS * PAIR_S:
+            return cur
+
+
 # name: (the combination first, shares, the reserve, the second combination, subsets)
 STRATEGIES = {"first-come": (False, False, False, False, False),
               "shares": (False, True, False, False, False),
@@ -252,10 +359,25 @@ STRATEGIES = {"first-come": (False, False, False, False, False),
               "combo+shares": (True, True, False, False, False),
               "combo+reserve": (True, True, True, False, False),
               "combo2+reserve": (True, True, True, True, False),
-              "+subsets": (True, True, True, True, True)}
+              "+subsets": (True, True, True, True, True),
+              "combo2+screen": (True, None, None, True, False),
+              "+prior": (True, None, True, True, False),
+              "oracle-first": None}
+
+
+def oracle_first(oracle):
+    """One candidate: the oracle's best configuration (a perfect ranking),
+    what no prediction can beat; its score is the trial's power alone."""
+    best = max(oracle, key=oracle.get)
+    c = (best.startswith("RT1"), 1 if "cap" in best else 0, 1 if "throttle" in best else 0)
+    ch = changes(c)
+    return [ch] if ch else []
 
 
 def simulate(args):
+    global BUDGET, MAX_PAIRS, LOOK_ALPHA
+    BUDGET, MAX_PAIRS = args.budget, args.max_pairs
+    LOOK_ALPHA = ALPHA / (MAX_PAIRS - MIN_PAIRS + 1)
     oracle = {}
     for f in args.gt.split(","):
         for l in open(f):
@@ -266,13 +388,21 @@ def simulate(args):
     for sd in map(float, args.sd.split(",")):
         print(f"per-pair log sd {sd}, {len(keys)} scenarios, {args.reps} searches each")
         per = {}
-        for name, (combo, shares, reserve, second, subsets) in STRATEGIES.items():
+        for name, strategy in STRATEGIES.items():
+            combo, shares, reserve, second, subsets = strategy or (False, True, True, False, False)
             for k in keys:
                 rng = random.Random(f"{k}/{sd}")  # the same draws for every strategy
-                cands = candidates(preds[k], combo, second, subsets)
+                if strategy is None:
+                    cands = oracle_first(oracle[k])
+                else:
+                    cands = candidates(preds[k], combo, second, subsets)
                 best = max(oracle[k].values())
-                got = [rate(oracle[k], search(oracle[k], cands, sd, rng, shares, reserve)) / best
-                       for _ in range(args.reps)]
+                if shares is None:
+                    got = [rate(oracle[k], screen_search(oracle[k], cands, sd, rng, bool(reserve))) / best
+                           for _ in range(args.reps)]
+                else:
+                    got = [rate(oracle[k], search(oracle[k], cands, sd, rng, shares, reserve)) / best
+                           for _ in range(args.reps)]
                 per.setdefault(name, {})[k] = st.mean(got)
             v = per[name]
             geo = math.exp(st.mean(math.log(x) for x in v.values()))
@@ -303,6 +433,8 @@ def main():
     s.add_argument("--sd", default="0.10,0.15")
     s.add_argument("--reps", type=int, default=100)
     s.add_argument("--per-scenario", action="store_true")
+    s.add_argument("--budget", type=float, default=BUDGET, help="seconds of a search (60)")
+    s.add_argument("--max-pairs", type=int, default=MAX_PAIRS, help="pairs of a trial at most (10)")
     args = ap.parse_args()
     collect(args) if args.cmd == "collect" else simulate(args)
 

@@ -14,7 +14,7 @@ pub struct Plan {
     #[serde(rename = "window_s", with = "secs")]
     pub window: Duration,
     /// Length of the discarded window after each settings switch (default
-    /// 0.5 s; zero: none).
+    /// 1 s; zero: none).
     #[serde(rename = "warmup_s", with = "secs")]
     pub warmup: Duration,
     /// Pairs before the first look (default 3, at least 2).
