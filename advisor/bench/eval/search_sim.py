@@ -77,12 +77,12 @@ import statistics as st
 import subprocess
 import sys
 import tomllib
+from typing import NamedTuple
 
 WORTH_TRYING = 1.03
 START = (True, 0, 0)  # RT1, no cap, no throttle
 PAIR_S, MIN_PAIRS, MAX_PAIRS, BUDGET = 3.0, 3, 10, 60.0
 ALPHA, INTERIM = 0.05, 0.001
-LOOK_ALPHA = ALPHA / (MAX_PAIRS - MIN_PAIRS + 1)
 BAND = math.log(1.03)
 HARM = 0.05
 
@@ -177,7 +177,7 @@ class Trial:
                 return "worse"
             if m + t_critical(2 * HARM, n - 1) * se < 0:
                 return "no"
-            hf = t_critical(LOOK_ALPHA, n - 1) * se
+            hf = t_critical(ALPHA / (MAX_PAIRS - MIN_PAIRS + 1), n - 1) * se  # every look's level
             if m - hf > -BAND and m + hf < BAND:
                 return "no"
             if pause:
@@ -255,19 +255,23 @@ def prior(p):
     return (math.log(p["ratio"]), math.log(p["ratio_high"] / p["ratio_low"]) / (2 * 1.96))
 
 
-KNOB = lambda j: isinstance(j, int)  # noqa: E731 (dict entries that are knobs)
+def KNOB(j):
+    """Whether a candidate dict's key is a knob (not "requires" or "prior")."""
+    return isinstance(j, int)
+
+
+def applies(c, cur):
+    """Whether candidate `c` would be tried from `cur`: its requirement
+    holds and it changes something."""
+    need = c.get("requires", {})
+    return all(cur[j] == v for j, v in need.items()) and any(
+        cur[j] != v for j, v in c.items() if KNOB(j))
 
 
 def search(oracle, cands, sd, rng, shares, reserve=False):
     cur, t = START, 0.0
-
-    def applies(c):
-        need = c.get("requires", {})
-        return all(cur[j] == v for j, v in need.items()) and any(
-            cur[j] != v for j, v in c.items() if KNOB(j))
-
     for i, ch in enumerate(cands):
-        if not applies(ch):
+        if not applies(ch, cur):
             continue
         new = tuple(ch.get(j, cur[j]) for j in range(3))
         left = BUDGET - t
@@ -275,7 +279,7 @@ def search(oracle, cands, sd, rng, shares, reserve=False):
             continue
         budget = left
         if shares:
-            to_try = sum(1 for c in cands[i:] if applies(c))
+            to_try = sum(1 for c in cands[i:] if applies(c, cur))
             if reserve:
                 budget = max(left - (to_try - 1) * MIN_PAIRS * PAIR_S, MIN_PAIRS * PAIR_S)
             else:
@@ -287,6 +291,15 @@ def search(oracle, cands, sd, rng, shares, reserve=False):
     return cur
 
 
+def posterior(tr, prior_):
+    """The posterior mean of the log gain: the model's (mu, sd) updated with
+    the screen's pairs."""
+    mu, psd = prior_
+    se2 = max(st.variance(tr.ds), 1e-6) / len(tr.ds)
+    w = 1 / psd ** 2 if psd > 0 else 0.0
+    return (w * mu + tr.mean() / se2) / (w + 1 / se2)
+
+
 def screen_search(oracle, cands, sd, rng, use_prior=False):
     """Screen, then extend: every candidate first gets MIN_PAIRS pairs
     against the current baseline, best predicted first (stopping there
@@ -296,11 +309,6 @@ def screen_search(oracle, cands, sd, rng, use_prior=False):
     the others' screens are stale and they are screened again."""
     cur, t = START, 0.0
 
-    def applies(c):
-        need = c.get("requires", {})
-        return all(cur[j] == v for j, v in need.items()) and any(
-            cur[j] != v for j, v in c.items() if KNOB(j))
-
     def target(c):
         return tuple(c.get(j, cur[j]) for j in range(3))
 
@@ -309,7 +317,7 @@ def screen_search(oracle, cands, sd, rng, use_prior=False):
         paused = {}
         kept = False
         for i, ch in enumerate(cands):
-            if i in done or not applies(ch):
+            if i in done or not applies(ch, cur):
                 continue
             if BUDGET - t < MIN_PAIRS * PAIR_S:
                 break
@@ -326,19 +334,11 @@ def screen_search(oracle, cands, sd, rng, use_prior=False):
                 done.add(i)
         if kept:
             continue
-        def score(i):
+        score = {i: posterior(tr, cands[i]["prior"]) if use_prior else tr.mean()
+                 for i, tr in paused.items()}
+        for i in sorted(paused, key=lambda i: -score[i]):
             tr = paused[i]
-            if not use_prior:
-                return tr.mean()
-            mu, psd = cands[i]["prior"]
-            n = len(tr.ds)
-            se2 = max(st.variance(tr.ds), 1e-6) / n
-            w = 1 / psd ** 2 if psd > 0 else 0.0
-            return (w * mu + tr.mean() / se2) / (w + 1 / se2)
-
-        for i in sorted(paused, key=lambda i: -score(i)):
-            tr = paused[i]
-            if score(i) <= 0 or BUDGET - t < PAIR_S:
+            if score[i] <= 0 or BUDGET - t < PAIR_S:
                 break
             t0 = tr.t
             out = tr.run(tr.t + (BUDGET - t))
@@ -351,33 +351,43 @@ def screen_search(oracle, cands, sd, rng, use_prior=False):
             return cur
 
 
-# name: (the combination first, shares, the reserve, the second combination, subsets)
-STRATEGIES = {"first-come": (False, False, False, False, False),
-              "shares": (False, True, False, False, False),
-              "reserve": (False, True, True, False, False),
-              "combo": (True, False, False, False, False),
-              "combo+shares": (True, True, False, False, False),
-              "combo+reserve": (True, True, True, False, False),
-              "combo2+reserve": (True, True, True, True, False),
-              "+subsets": (True, True, True, True, True),
-              "combo2+screen": (True, None, None, True, False),
-              "+prior": (True, None, True, True, False),
-              "oracle-first": None}
+class Strategy(NamedTuple):
+    combo: bool = False  # the model's best combination first
+    shares: bool = False  # a share of what is left per trial
+    reserve: bool = False  # the share: what is left less the later ones' min_pairs
+    second: bool = False  # the second combination, head-to-head
+    subsets: bool = False  # each knob of a kept combination against it
+    screen: bool = False  # screen, then extend (screen_search)
+    prior: bool = False  # screen_search: the extension by the posterior
+    oracle: bool = False  # one candidate, the oracle's best
+
+
+COMBO2 = dict(combo=True, shares=True, reserve=True, second=True)
+STRATEGIES = {"first-come": Strategy(),
+              "shares": Strategy(shares=True),
+              "reserve": Strategy(shares=True, reserve=True),
+              "combo": Strategy(combo=True),
+              "combo+shares": Strategy(combo=True, shares=True),
+              "combo+reserve": Strategy(combo=True, shares=True, reserve=True),
+              "combo2+reserve": Strategy(**COMBO2),
+              "+subsets": Strategy(**COMBO2, subsets=True),
+              "combo2+screen": Strategy(**COMBO2, screen=True),
+              "+prior": Strategy(**COMBO2, screen=True, prior=True),
+              "oracle-first": Strategy(oracle=True)}
 
 
 def oracle_first(oracle):
     """One candidate: the oracle's best configuration (a perfect ranking),
     what no prediction can beat; its score is the trial's power alone."""
-    best = max(oracle, key=oracle.get)
-    c = (best.startswith("RT1"), 1 if "cap" in best else 0, 1 if "throttle" in best else 0)
-    ch = changes(c)
+    configs = [(r, c, t) for r in (True, False) for c in (0, 1) for t in (0, 1)]
+    best = max((c for c in configs if label(c) in oracle), key=lambda c: oracle[label(c)])
+    ch = changes(best)
     return [ch] if ch else []
 
 
 def simulate(args):
-    global BUDGET, MAX_PAIRS, LOOK_ALPHA
+    global BUDGET, MAX_PAIRS
     BUDGET, MAX_PAIRS = args.budget, args.max_pairs
-    LOOK_ALPHA = ALPHA / (MAX_PAIRS - MIN_PAIRS + 1)
     oracle = {}
     for f in args.gt.split(","):
         for l in open(f):
@@ -388,21 +398,19 @@ def simulate(args):
     for sd in map(float, args.sd.split(",")):
         print(f"per-pair log sd {sd}, {len(keys)} scenarios, {args.reps} searches each")
         per = {}
-        for name, strategy in STRATEGIES.items():
-            combo, shares, reserve, second, subsets = strategy or (False, True, True, False, False)
+        for name, g in STRATEGIES.items():
             for k in keys:
                 rng = random.Random(f"{k}/{sd}")  # the same draws for every strategy
-                if strategy is None:
+                if g.oracle:
                     cands = oracle_first(oracle[k])
                 else:
-                    cands = candidates(preds[k], combo, second, subsets)
+                    cands = candidates(preds[k], g.combo, g.second, g.subsets)
                 best = max(oracle[k].values())
-                if shares is None:
-                    got = [rate(oracle[k], screen_search(oracle[k], cands, sd, rng, bool(reserve))) / best
-                           for _ in range(args.reps)]
+                if g.screen:
+                    run = lambda: screen_search(oracle[k], cands, sd, rng, g.prior)  # noqa: E731
                 else:
-                    got = [rate(oracle[k], search(oracle[k], cands, sd, rng, shares, reserve)) / best
-                           for _ in range(args.reps)]
+                    run = lambda: search(oracle[k], cands, sd, rng, g.shares, g.reserve)  # noqa: E731
+                got = [rate(oracle[k], run()) / best for _ in range(args.reps)]
                 per.setdefault(name, {})[k] = st.mean(got)
             v = per[name]
             geo = math.exp(st.mean(math.log(x) for x in v.values()))
