@@ -12,6 +12,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# The per-syscall tracepoints (the probes' write and fsync hooks, the
+# daemon's fsync counters) are found through tracefs, which a fresh host may
+# not have mounted although its kernel has it. As root, mount it; otherwise
+# say what the tests that need it will report.
+if [[ ! -d /sys/kernel/tracing/events && ! -d /sys/kernel/debug/tracing/events ]]; then
+    if [[ $(id -u) == 0 ]] && grep -qw tracefs /proc/filesystems; then
+        echo "== tracefs was not mounted: mount -t tracefs tracefs /sys/kernel/tracing"
+        mount -t tracefs tracefs /sys/kernel/tracing
+    else
+        echo "== tracefs is not mounted and cannot be mounted here (not root, or a kernel" \
+            "without it): the per-syscall tracepoint tests will fail and say so" >&2
+    fi
+fi
 echo "== cargo test --release --workspace --all-targets"
 cargo test --release --workspace --all-targets
 echo "== loom model checks (engine/src/tests/loom_*.rs)"

@@ -247,6 +247,7 @@ fn observes_exports_metrics_on_loopback_reloads_and_stops() {
     if common::skip() {
         return;
     }
+    common::need_tracefs();
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
@@ -638,6 +639,7 @@ fn kill9_mid_trial_is_undone_at_the_next_start_and_leaves_no_bpf_objects() {
     if common::skip() {
         return;
     }
+    common::need_tracefs();
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
@@ -779,6 +781,7 @@ fn follows_a_restarted_target_and_survives_its_death() {
     if common::skip() {
         return;
     }
+    common::need_tracefs();
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let pidfile = dir.path().join("engine.pid");
@@ -1085,6 +1088,7 @@ fn fsync_counters_pause_when_their_cost_passes_their_share_of_the_budget() {
     if common::skip() {
         return;
     }
+    common::need_tracefs();
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
@@ -1130,6 +1134,7 @@ fn without_a_socket_the_fsync_rate_marks_phase_changes() {
     if common::skip() {
         return;
     }
+    common::need_tracefs();
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");

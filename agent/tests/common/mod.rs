@@ -51,6 +51,25 @@ pub fn skip() -> bool {
     false
 }
 
+/// Fails at once, naming the cause and the fix, when tracefs is not
+/// mounted: the daemon's fsync counters need the per-syscall tracepoints it
+/// lists (without it the agent warns and runs without them, and a test of
+/// them would only time out). The kernel has tracefs here; a fresh host may
+/// not have it mounted, which `tests/run.sh` fixes as root.
+pub fn need_tracefs() {
+    let mounted = [
+        "/sys/kernel/tracing/events",
+        "/sys/kernel/debug/tracing/events",
+    ]
+    .iter()
+    .any(|p| Path::new(p).is_dir());
+    assert!(
+        mounted,
+        "tracefs is not mounted, and the fsync counters this test checks need it: \
+         mount -t tracefs tracefs /sys/kernel/tracing (tests/run.sh does it as root)"
+    );
+}
+
 pub fn engine() -> PathBuf {
     let me = Path::new(env!("CARGO_BIN_EXE_redoctor"));
     let p = me.with_file_name("redoctor-engine");
