@@ -25,6 +25,8 @@ if [[ ! -d /sys/kernel/tracing/events && ! -d /sys/kernel/debug/tracing/events ]
             "without it): the per-syscall tracepoint tests will fail and say so" >&2
     fi
 fi
+echo "== module import loops (tests/module_cycles.py)"
+python3 tests/module_cycles.py
 echo "== cargo test --release --workspace --all-targets"
 cargo test --release --workspace --all-targets
 echo "== loom model checks (engine/src/tests/loom_*.rs)"

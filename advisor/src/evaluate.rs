@@ -26,6 +26,7 @@ use crate::error::AdvisorError;
 use crate::facts::{duration_ms, normalize, Facts};
 use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
 use crate::model::{Config, Inputs, Model, Prediction, Settings};
+use crate::num::fmt_num;
 use crate::rule::{Rule, RuleBasis};
 use crate::ruleset::RuleSet;
 use crate::summary::{summarize, Summary};
@@ -724,17 +725,6 @@ fn evidence(summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> 
 
 fn item(name: String, value: String) -> EvidenceItem {
     EvidenceItem { name, value }
-}
-
-/// A number with up to 3 significant decimals.
-pub fn fmt_num(v: f64) -> String {
-    if v == v.trunc() && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else if v.abs() >= 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
 }
 
 fn recommendation(w: &Fired, current: String, summary: &Summary, facts: &Facts) -> Recommendation {

@@ -24,6 +24,7 @@ pub mod facts;
 pub mod follow_trial;
 pub mod gate;
 pub mod model;
+pub mod num;
 pub mod reads;
 pub mod report;
 pub mod rule;

@@ -162,7 +162,7 @@ fn observe(
         .wait_window(Duration::from_secs(1))
         .context("reading the probes' maps")?;
     let windows =
-        crate::diagnose::observe(&mut sampler, e.pid(), duration, Duration::from_millis(500))?;
+        crate::probe::observe(&mut sampler, e.pid(), duration, Duration::from_millis(500))?;
     drop(sampler);
     drop(e);
     let facts = Facts::infer("redoctor-engine", &summarize(&windows), &settings);

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use redoctor_advisor::report::{render, Format};
 use redoctor_advisor::{diagnose, summarize, Facts, RuleSet};
-use redoctor_probes::{AttachOptions, Profile, Sampler, Signals};
+use redoctor_probes::{AttachOptions, Profile};
 
 use crate::admin::Admin;
 use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
@@ -277,7 +277,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             bail!("pid {pid} exited during the warm-up");
         }
     }
-    let windows = observe(&mut sampler, pid, duration, args.interval)?;
+    let windows = crate::probe::observe(&mut sampler, pid, duration, args.interval)?;
     if let Some(e) = &demo {
         for (k, v) in &e.settings {
             if !stated.iter().any(|(s, _)| s == k) {
@@ -429,38 +429,6 @@ fn model_source(
         };
         ModelSource::Default { cores, auto }
     })
-}
-
-/// Collects windows for `duration`.
-pub fn observe(
-    sampler: &mut Sampler,
-    pid: u32,
-    duration: Duration,
-    interval: Duration,
-) -> Result<Vec<Signals>> {
-    let mut windows: Vec<Signals> = Vec::new();
-    let mut observed = Duration::ZERO;
-    // Windows of `interval`; a remainder under 100 ms joins the last window
-    // (a tiny window adds noise, not evidence).
-    while observed + Duration::from_millis(1) < duration {
-        let left = duration - observed;
-        let len = if left < interval + Duration::from_millis(100) {
-            left
-        } else {
-            interval
-        };
-        let w = sampler
-            .wait_window(len)
-            .context("reading the probes' maps")?;
-        observed += Duration::from_nanos(w.window_ns);
-        let exited = w.target_exited;
-        windows.push(w);
-        if exited {
-            say!("redoctor: warning: pid {pid} exited during the observation; diagnosing what was seen");
-            break;
-        }
-    }
-    Ok(windows)
 }
 
 /// `--trial-floor`: a share in [0, 1).

@@ -195,3 +195,36 @@ fn print_window(out: &mut impl Write, signals: &Signals, json: bool) -> std::io:
     }
     out.flush()
 }
+
+/// Collects windows for `duration` (the observation `diagnose`,
+/// `calibrate` and `gate` make).
+pub fn observe(
+    sampler: &mut Sampler,
+    pid: u32,
+    duration: Duration,
+    interval: Duration,
+) -> Result<Vec<Signals>> {
+    let mut windows: Vec<Signals> = Vec::new();
+    let mut observed = Duration::ZERO;
+    // Windows of `interval`; a remainder under 100 ms joins the last window
+    // (a tiny window adds noise, not evidence).
+    while observed + Duration::from_millis(1) < duration {
+        let left = duration - observed;
+        let len = if left < interval + Duration::from_millis(100) {
+            left
+        } else {
+            interval
+        };
+        let w = sampler
+            .wait_window(len)
+            .context("reading the probes' maps")?;
+        observed += Duration::from_nanos(w.window_ns);
+        let exited = w.target_exited;
+        windows.push(w);
+        if exited {
+            say!("redoctor: warning: pid {pid} exited during the observation; diagnosing what was seen");
+            break;
+        }
+    }
+    Ok(windows)
+}

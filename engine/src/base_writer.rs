@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use crate::checkpoint::{self, Pace, PendingBase};
 use crate::data::delta::Carried;
 use crate::data::snapshot::Snapshot;
-use crate::error::FileError;
+use crate::file_error::FileError;
 use crate::redo::Lsn;
 use crate::vfs::Vfs;
 

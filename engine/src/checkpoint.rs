@@ -42,8 +42,8 @@ use std::time::{Duration, Instant};
 
 use crate::data::catalog::Catalog;
 use crate::data::snapshot::Snapshot;
-use crate::error::{path_in, FileError};
 use crate::failpoints::{self, Target};
+use crate::file_error::{path_in, FileError};
 use crate::redo::Lsn;
 use crate::vfs::Vfs;
 

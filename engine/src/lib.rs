@@ -23,6 +23,7 @@ mod debug_hooks;
 mod engine;
 mod error;
 pub mod failpoints;
+mod file_error;
 pub mod idle_poll;
 mod named_locks;
 mod probe_points;
@@ -46,11 +47,9 @@ pub use data::catalog::DataError;
 pub use data::record::{RedoRecord, RowOp};
 pub use data::table::{Row, Shape, TableId};
 pub use data::trx::{Trx, TrxError};
-pub use engine::{Engine, EngineOptions};
+pub use engine::{find_setting, Engine, EngineOptions, SETTINGS};
 pub use error::EngineError;
 pub use recovery::{RecoveryError, RecoveryReport};
 pub use redo::log_file::StopReason;
 pub use redo::{Lsn, RedoMode, RedoOptions};
-pub use settings::{
-    find as find_setting, Setting, SettingChange, SettingsError, Variable, HISTORY_LEN, SETTINGS,
-};
+pub use settings::{Setting, SettingChange, SettingsError, Variable, HISTORY_LEN};

@@ -112,10 +112,12 @@ pub extern "C" fn redoctor_idle_poll(total_ns: u64) {
 /// `[start, start + len)` belongs to the lock `name`. The table stays
 /// allocated and unchanged until at least the next table (next generation)
 /// is published; the same pointer is passed again while nothing changed.
+/// (The rows are `named_locks`' `NamedLockEntry`; the pointer is untyped
+/// here so that this leaf of probe points depends on no engine module.)
 #[no_mangle]
 #[inline(never)]
 pub extern "C" fn redoctor_named_locks(
-    table: *const crate::named_locks::NamedLockEntry,
+    table: *const std::ffi::c_void,
     count: u64,
     generation: u64,
 ) {

@@ -20,7 +20,7 @@ use crate::binlog::{self, BinlogError};
 use crate::checkpoint;
 use crate::data::catalog::Catalog;
 use crate::data::record::{self, RedoRecord};
-use crate::error::{path_in, FileError};
+use crate::file_error::{path_in, FileError};
 use crate::redo::log_file::{self, Header, Layout, ScanReport, StopReason, PAYLOAD};
 use crate::redo::{Lsn, RedoOptions, ResumePoint};
 use crate::vfs::Vfs;

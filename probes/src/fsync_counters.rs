@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::ProbeError;
 use crate::loader::{AttachOptions, Probes};
+use crate::map_reads;
 use crate::maps::{self, FdIo, FileId, IoKey, Lookup, HIST_BUCKETS};
 use crate::procfs;
 use crate::profile::{FileKind, Profile};
@@ -140,7 +141,7 @@ impl FsyncCounters {
     /// Reads the counts: the totals per file kind since attach (kinds
     /// with no fsync left out).
     pub fn read(&mut self) -> Result<&BTreeMap<FileKind, FsyncTotals>, ProbeError> {
-        let (mut io, processes) = maps::read_io(&self.probes, Lookup::Batch)?;
+        let (mut io, processes) = map_reads::read_io(&self.probes, Lookup::Batch)?;
         let tidy = self.last_tidy.elapsed() >= self.tidy_every;
         // Listed: every process at a tidy, else only those with a new
         // descriptor (a cluster forking backends need not list them all).
@@ -246,10 +247,10 @@ impl FsyncCounters {
             .collect();
         if follow {
             let keys: Vec<maps::ProcFd> = dropped.iter().map(|&k| k.into()).collect();
-            maps::prune::<maps::ProcFd, FdIo>(&mut self.probes, "io_by_proc_fd", &keys)?;
+            map_reads::prune::<maps::ProcFd, FdIo>(&mut self.probes, "io_by_proc_fd", &keys)?;
         } else {
             let keys: Vec<u32> = dropped.iter().map(|k| k.fd).collect();
-            maps::prune::<u32, FdIo>(&mut self.probes, "io_by_fd", &keys)?;
+            map_reads::prune::<u32, FdIo>(&mut self.probes, "io_by_fd", &keys)?;
         }
         for k in &dropped {
             self.kinds.remove(k);
@@ -257,7 +258,7 @@ impl FsyncCounters {
         let held: HashSet<FileId> = open.iter().map(|k| k.file).collect();
         self.file_kinds.retain(|f, _| held.contains(f));
         // The threads that timed an fsync and have exited.
-        let (threads, _) = maps::read_threads(&self.probes, Lookup::Batch)?;
+        let (threads, _) = map_reads::read_threads(&self.probes, Lookup::Batch)?;
         let mut live = HashSet::new();
         for &pid in processes.keys() {
             if let Ok(t) = procfs::threads(pid) {
@@ -269,7 +270,7 @@ impl FsyncCounters {
             .filter(|(tid, t)| t.call_kind == 0 && !live.contains(*tid))
             .map(|(tid, _)| *tid)
             .collect();
-        maps::forget_threads(&mut self.probes, &dead)?;
+        map_reads::forget_threads(&mut self.probes, &dead)?;
         Ok(dropped)
     }
 }

@@ -16,6 +16,7 @@
 //! fentry), every program filters on the target tgid first and aggregates
 //! in kernel maps, which user space reads once per window.
 
+mod attach;
 mod batch;
 pub mod bpf_stats;
 pub mod error;
@@ -26,6 +27,7 @@ mod histogram;
 mod links;
 pub mod loader;
 mod lock_waits;
+pub mod map_reads;
 pub mod mapped_array;
 pub mod maps;
 pub mod named_locks;

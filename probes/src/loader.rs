@@ -15,12 +15,12 @@
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 
-use aya::programs::raw_trace_point::RawTracePointLink;
 use aya::programs::uprobe::UProbeScope;
-use aya::programs::{RawTracePoint, UProbe};
+use aya::programs::UProbe;
 use aya::{Ebpf, EbpfLoader};
-use serde::{Deserialize, Serialize};
 
+pub use crate::attach::Unavailable;
+use crate::attach::{attach_raw, load_err, program, taken};
 use crate::error::ProbeError;
 use crate::links::Links;
 use crate::mapped_array::MappedArray;
@@ -242,15 +242,6 @@ impl AttachOptions {
 /// Capacity of `tracked_tgids` (`MAX_TRACKED` in the BPF source): the
 /// processes a target may have at once.
 pub const MAX_TRACKED: usize = 16384;
-
-/// A measurement that is not available in this run, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Unavailable {
-    /// What is missing (a tracepoint group or a probe-point symbol).
-    pub what: String,
-    /// Why, and how to fix it.
-    pub why: String,
-}
 
 /// Default of [`AttachOptions::futex_sample`].
 pub const DEFAULT_FUTEX_SAMPLE: u32 = 32;
@@ -594,18 +585,6 @@ fn mapped<T: aya::Pod>(bpf: &Ebpf, name: &'static str) -> Result<MappedArray<T>,
     MappedArray::new(name, map)
 }
 
-pub(crate) fn program<'a, T>(bpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, ProbeError>
-where
-    &'a mut T: TryFrom<&'a mut aya::programs::Program>,
-{
-    bpf.program_mut(name)
-        .and_then(|p| p.try_into().ok())
-        .ok_or_else(|| ProbeError::Missing {
-            what: "program",
-            name: name.to_string(),
-        })
-}
-
 /// CLOCK_MONOTONIC now, in ns (the clock of a task's `start_time`).
 fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -798,39 +777,6 @@ fn describe_events(rules: &[UsdtRule]) -> String {
         .collect();
     names.dedup();
     names.join(", ")
-}
-
-/// Loads `prog` and attaches it to the raw tracepoint `tp`; the caller
-/// keeps the link.
-pub(crate) fn attach_raw(
-    bpf: &mut Ebpf,
-    prog: &str,
-    tp: &str,
-) -> Result<RawTracePointLink, ProbeError> {
-    let p: &mut RawTracePoint = program(bpf, prog)?;
-    p.load().map_err(|e| load_err(prog, e))?;
-    let id = p.attach(tp).map_err(|e| ProbeError::Attach {
-        program: prog.to_string(),
-        target: format!("raw tracepoint {tp}"),
-        source: Box::new(e),
-    })?;
-    p.take_link(id).map_err(|e| taken(prog, e))
-}
-
-/// A link aya just returned the id of could not be taken from its program.
-pub(crate) fn taken(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
-    ProbeError::Attach {
-        program: prog.to_string(),
-        target: "its new link (taking it over from the program)".into(),
-        source: Box::new(e),
-    }
-}
-
-pub(crate) fn load_err(prog: &str, e: aya::programs::ProgramError) -> ProbeError {
-    ProbeError::ProgramLoad {
-        program: prog.to_string(),
-        source: Box::new(e),
-    }
 }
 
 fn uprobe_why(exe: &Path, e: &aya::programs::ProgramError) -> String {

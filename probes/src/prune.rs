@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::ProbeError;
 use crate::loader::Probes;
+use crate::map_reads;
 use crate::maps::{self, FutexKey, FutexWait, IoKey, MapsReading, WakePair};
 
 /// `MAX_FUTEX_KEYS` of the BPF source: capacity of `futex_wait_by_lock`.
@@ -95,13 +96,13 @@ pub fn dead_threads(
         Vec::new()
     };
     let fd_keys: Vec<maps::ProcFd> = fds.iter().map(|&k| maps::ProcFd::from(k)).collect();
-    maps::prune::<maps::ProcFd, maps::FdIo>(probes, "io_by_proc_fd", &fd_keys)?;
+    map_reads::prune::<maps::ProcFd, maps::FdIo>(probes, "io_by_proc_fd", &fd_keys)?;
     for k in &fds {
         cur.io.remove(k);
     }
-    maps::forget_threads(probes, &threads)?;
-    maps::prune::<WakePair, u64>(probes, "wakeups_by_pair", &pairs)?;
-    maps::prune::<FutexKey, FutexWait>(probes, "futex_wait_by_lock", &futexes)?;
+    map_reads::forget_threads(probes, &threads)?;
+    map_reads::prune::<WakePair, u64>(probes, "wakeups_by_pair", &pairs)?;
+    map_reads::prune::<FutexKey, FutexWait>(probes, "futex_wait_by_lock", &futexes)?;
     for t in &threads {
         cur.threads.remove(t);
         cur.overflow_threads.remove(t);

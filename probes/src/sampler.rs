@@ -9,9 +9,8 @@ use crate::exit_watch::ExitWatch;
 use crate::histogram::{histogram, histogram_in};
 use crate::loader::Probes;
 use crate::lock_waits::lock_waits;
-use crate::maps::{
-    self, comm_family, point, FileId, IoKey, MapsReading, NamedLocksTable, HIST_BUCKETS,
-};
+use crate::map_reads;
+use crate::maps::{comm_family, point, FileId, IoKey, MapsReading, NamedLocksTable, HIST_BUCKETS};
 use crate::named_locks::{self, NamedLocks, TableError};
 use crate::preflight;
 use crate::procfs;
@@ -130,7 +129,7 @@ impl Sampler {
         let mut result = Err(TableError::Changed);
         for _ in 0..3 {
             result = named_locks::read_table(self.probes.pid(), &seen);
-            let again = match maps::read_named_locks(&self.probes) {
+            let again = match map_reads::read_named_locks(&self.probes) {
                 Ok(t) => t,
                 Err(e) => {
                     result = Err(TableError::Recheck(e.to_string()));
@@ -186,7 +185,7 @@ impl Sampler {
         }
         // The processes now (those forked in this window included).
         let mut pids: Vec<u32> = if self.probes.follows_children() {
-            maps::read_processes(&self.probes)
+            map_reads::read_processes(&self.probes)
                 .map(|p| p.into_keys().collect())
                 .unwrap_or_else(|_| self.prev.processes.keys().copied().collect())
         } else {
@@ -469,19 +468,19 @@ impl Sampler {
         let processes = self.processes(cur, live);
         let mut unavailable = self.probes.unavailable().to_vec();
         if let Some(why) = &self.named_error {
-            unavailable.push(crate::loader::Unavailable {
+            unavailable.push(crate::attach::Unavailable {
                 what: "lock names (named_lock_waits, futex_waits[].lock)".into(),
                 why: why.clone(),
             });
         }
         if let Some(Err(why)) = &self.stack_roles {
-            unavailable.push(crate::loader::Unavailable {
+            unavailable.push(crate::attach::Unavailable {
                 what: "roles by stack (stack_roles)".into(),
                 why: format!("{why}: every thread has the role its name gives"),
             });
         }
         if self.cost.refused() {
-            unavailable.push(crate::loader::Unavailable {
+            unavailable.push(crate::attach::Unavailable {
                 what: "probe_cost".into(),
                 why: "the kernel refused BPF_ENABLE_STATS; set sysctl kernel.bpf_stats_enabled=1"
                     .into(),
@@ -639,7 +638,7 @@ impl Sampler {
     }
 
     /// Reads the lock names the probes could not (see
-    /// [`maps::LockName::unread`]) from the waiting process, or else from the
+    /// [`crate::maps::LockName::unread`]) from the waiting process, or else from the
     /// target's root (forked processes share its binary's addresses).
     fn read_usdt_names(&mut self, cur: &MapsReading) {
         for k in cur.usdt_lock_waits.keys() {

@@ -64,7 +64,7 @@ pub struct Signals {
     /// statistics add to every event while on; empty in the other windows.
     pub probe_cost: Vec<ProgramCost>,
     /// Measurements that were not available, with why (e.g. stripped probe symbols).
-    pub unavailable: Vec<crate::loader::Unavailable>,
+    pub unavailable: Vec<crate::attach::Unavailable>,
     /// Events the programs could not record in the window because a hash
     /// map was full (map `events_lost_total`); 0 in a healthy run.
     #[serde(default)]

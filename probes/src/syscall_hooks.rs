@@ -9,9 +9,9 @@ use aya::programs::TracePoint;
 use aya::Ebpf;
 use serde::{Deserialize, Serialize};
 
+use crate::attach::{attach_raw, load_err, program, taken, Unavailable};
 use crate::error::ProbeError;
 use crate::links::Links;
-use crate::loader::{attach_raw, load_err, program, taken, Unavailable};
 
 /// Raw syscall tracepoints (writes and fsyncs; futex waits come from `sched_switch`).
 const SYSCALL_TRACEPOINTS: &[(&str, &str)] =

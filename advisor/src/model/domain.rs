@@ -20,7 +20,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::Config;
-use super::fit::CalibrationPoint;
 use super::inputs::Inputs;
 use super::mechanics::{ratio, Params};
 
@@ -125,17 +124,18 @@ impl Outside {
             format!(
                 "{} = {} (calibrated {}-{})",
                 self.name,
-                crate::evaluate::fmt_num(self.value),
-                crate::evaluate::fmt_num(self.lo),
-                crate::evaluate::fmt_num(self.hi)
+                crate::num::fmt_num(self.value),
+                crate::num::fmt_num(self.lo),
+                crate::num::fmt_num(self.hi)
             )
         }
     }
 }
 
 impl Domain {
-    /// The range the points' inputs span; None without points.
-    pub fn of(points: &[CalibrationPoint]) -> Option<Domain> {
+    /// The range the calibration points' inputs span; None without points.
+    pub fn of<'a>(points: impl IntoIterator<Item = &'a Inputs>) -> Option<Domain> {
+        let points: Vec<&Inputs> = points.into_iter().collect();
         if points.is_empty() {
             return None;
         }
@@ -144,8 +144,8 @@ impl Domain {
             .filter_map(|f| {
                 let v: Vec<f64> = points
                     .iter()
-                    .filter(|p| (f.applies)(&p.inputs))
-                    .map(|p| (f.read)(&p.inputs))
+                    .filter(|p| (f.applies)(p))
+                    .map(|p| (f.read)(p))
                     .collect();
                 (!v.is_empty()).then(|| Range {
                     name: f.name.to_string(),
@@ -154,10 +154,10 @@ impl Domain {
                 })
             })
             .collect();
-        let mut binlog: Vec<bool> = points.iter().map(|p| p.inputs.binlog).collect();
+        let mut binlog: Vec<bool> = points.iter().map(|p| p.binlog).collect();
         binlog.sort_unstable();
         binlog.dedup();
-        let mut flush: Vec<u8> = points.iter().map(|p| p.inputs.flush).collect();
+        let mut flush: Vec<u8> = points.iter().map(|p| p.flush).collect();
         flush.sort_unstable();
         flush.dedup();
         Some(Domain {
@@ -290,12 +290,9 @@ mod tests_support {
         }
     }
 
-    pub fn point(i: Inputs) -> CalibrationPoint {
-        CalibrationPoint {
-            label: "p".into(),
-            inputs: i,
-            outcomes: vec![],
-        }
+    /// A calibration point's inputs (what the domain reads of it).
+    pub fn point(i: Inputs) -> Inputs {
+        i
     }
 }
 
@@ -425,7 +422,7 @@ mod tests {
 
     #[test]
     fn no_points_no_domain() {
-        assert!(Domain::of(&[]).is_none());
+        assert!(Domain::of(std::iter::empty()).is_none());
     }
 }
 

@@ -239,7 +239,7 @@ pub fn fit(points: &[CalibrationPoint]) -> Result<Fitted, ModelError> {
         in_sample_rms: rms(&in_sq),
         points: points.len(),
         residuals,
-        domain: Domain::of(points),
+        domain: Domain::of(points.iter().map(|p| &p.inputs)),
         mechanics: REVISION,
     })
 }

@@ -133,7 +133,7 @@ impl Model {
                 .fitted
                 .domain
                 .clone()
-                .or_else(|| Domain::of(&c.points)),
+                .or_else(|| Domain::of(c.points.iter().map(|p| &p.inputs))),
         }
     }
 

@@ -3,8 +3,8 @@
 use redoctor_probes::Role;
 
 use crate::advice::Diagnosis;
-use crate::evaluate::fmt_num;
 use crate::model::inputs::NOT_READ_BY_THE_MODEL;
+use crate::num::fmt_num;
 use crate::summary::{ratio, SIGNALS};
 
 /// A table: title, header, rows.

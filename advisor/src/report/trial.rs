@@ -3,8 +3,8 @@
 //! reason, estimate with its interval, looks, test) and the windows table.
 
 use super::tables::Table;
-use crate::evaluate::fmt_num;
 use crate::experiment::{show, Experiment, SearchReport, StepResult, TrialRecord};
+use crate::num::fmt_num;
 
 /// One block of the trial section.
 pub struct Block {

@@ -11,11 +11,13 @@ use anyhow::{Context, Result};
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Request, Response};
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
+use redoctor_probes::maps::HIST_BUCKETS;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct T {
@@ -61,7 +63,72 @@ pub struct TMode {
     pub mode: String,
 }
 
-use super::fsyncs::{Log2Histogram, TFile};
+/// A target and one kind of file (redo, binlog, data, other).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TFile {
+    pub target: String,
+    pub file: String,
+}
+
+/// The exported histogram's smallest bound: 2^10 ns (about 1 µs); faster
+/// calls count in its bucket.
+const FIRST_BOUND_LOG2: usize = 10;
+/// Its largest finite bound: 2^33 ns (about 8.6 s); slower calls count in +Inf.
+const LAST_BOUND_LOG2: usize = 33;
+
+/// A latency histogram fed with the kernel's log2 buckets (bucket i =
+/// [2^i, 2^(i+1)) ns), exported in seconds with bounds 2^10 ns .. 2^33 ns.
+#[derive(Debug, Clone, Default)]
+pub struct Log2Histogram {
+    inner: Arc<std::sync::Mutex<(f64, u64, Vec<u64>)>>,
+}
+
+impl Log2Histogram {
+    /// Adds `counts` (log2 buckets of ns) whose values sum to `sum_ns`.
+    pub fn add(&self, sum_ns: u64, counts: &[u64; HIST_BUCKETS]) {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if g.2.is_empty() {
+            g.2 = vec![0; HIST_BUCKETS];
+        }
+        g.0 += sum_ns as f64 / 1e9;
+        g.1 += counts.iter().sum::<u64>();
+        for (slot, c) in g.2.iter_mut().zip(counts) {
+            *slot += c;
+        }
+    }
+
+    /// `(upper bound in seconds, count in that bucket)`, the last +Inf.
+    fn buckets(counts: &[u64]) -> Vec<(f64, u64)> {
+        let at = |i: usize| counts.get(i).copied().unwrap_or(0);
+        let mut out = Vec::new();
+        // Bound 2^j ns holds bucket j - 1, i.e. [2^(j-1), 2^j); the first
+        // also holds everything below.
+        out.push((
+            (1u64 << FIRST_BOUND_LOG2) as f64 / 1e9,
+            (0..FIRST_BOUND_LOG2).map(at).sum(),
+        ));
+        for j in FIRST_BOUND_LOG2 + 1..=LAST_BOUND_LOG2 {
+            out.push(((1u64 << j) as f64 / 1e9, at(j - 1)));
+        }
+        out.push((f64::MAX, (LAST_BOUND_LOG2..HIST_BUCKETS).map(at).sum()));
+        out
+    }
+}
+
+impl TypedMetric for Log2Histogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Log2Histogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let (sum, count, counts) = self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &Self::buckets(&counts), None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
 
 type G = Family<T, Gauge<f64, AtomicU64>>;
 type C = Family<T, Counter<f64, AtomicU64>>;
@@ -374,4 +441,32 @@ fn respond(req: &Request<hyper::body::Incoming>, registry: &Registry) -> Respons
     );
     b.body(Full::new(Bytes::from(text)))
         .expect("a static response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log2_buckets_map_to_bounds_in_seconds() {
+        let mut c = [0u64; HIST_BUCKETS];
+        c[3] = 2; // 8-15 ns: below the first bound
+        c[10] = 5; // [1024, 2048) ns: bound 2^11 ns
+        c[20] = 1; // about 1-2 ms: bound 2^21 ns
+        c[40] = 1; // beyond the last bound
+        let h = Log2Histogram::default();
+        h.add(1_000_000, &c);
+        let (sum, count, counts) = h.inner.lock().unwrap().clone();
+        assert_eq!(count, 9);
+        assert!((sum - 0.001).abs() < 1e-12);
+        let b = Log2Histogram::buckets(&counts);
+        assert_eq!(b.len(), LAST_BOUND_LOG2 - FIRST_BOUND_LOG2 + 2);
+        assert_eq!(b[0], (1024e-9, 2));
+        assert_eq!(b[1], (2048e-9, 5));
+        let ms = b.iter().find(|(le, _)| *le == (1u64 << 21) as f64 / 1e9);
+        assert_eq!(ms.map(|x| x.1), Some(1));
+        assert_eq!(*b.last().unwrap(), (f64::MAX, 1));
+        // Every call is in one bucket.
+        assert_eq!(b.iter().map(|x| x.1).sum::<u64>(), count);
+    }
 }

@@ -20,7 +20,6 @@ mod phase;
 mod reconcile;
 mod sample_budget;
 mod status;
-mod trials;
 mod worker;
 
 use std::collections::BTreeMap;

@@ -282,7 +282,7 @@ fn watch(pid: u32, profile: Profile, s: &Scenario) -> Result<Vec<redoctor_probes
             bail!("pid {pid} exited during the warm-up");
         }
     }
-    let windows = crate::diagnose::observe(&mut sampler, pid, s.duration, Duration::from_secs(1))?;
+    let windows = crate::probe::observe(&mut sampler, pid, s.duration, Duration::from_secs(1))?;
     if windows.iter().any(|w| w.target_exited) {
         bail!("pid {pid} exited during the observation");
     }

@@ -10,7 +10,7 @@
 //! - SQL: `sqlparser`'s MySQL dialect turned into engine plans ([`sql`],
 //!   [`exec`]); the surface is what sysbench's OLTP scripts send plus the
 //!   admin statements ([`admin`]). Plain text INSERTs take a scanner that
-//!   gives the same result without building an AST (`fast_insert`).
+//!   gives the same result without building an AST (`sql::fast_insert`).
 //!   [`stmt_timing`] counts and times statements per kind.
 //! - Auth: the Unix socket file is created mode 0600 (owner only) and every
 //!   accepted connection's peer credentials (SO_PEERCRED) must carry the
@@ -30,7 +30,6 @@ extern crate redoctor_args;
 pub mod admin;
 pub mod error;
 pub mod exec;
-mod fast_insert;
 pub mod framing;
 mod listener;
 pub mod net_spin;

@@ -46,8 +46,8 @@ use std::time::{Duration, Instant};
 use crate::counters::Counters;
 use crate::data::record;
 use crate::data::trx::Trx;
-use crate::error::FileError;
 use crate::failpoints::{self, Target};
+use crate::file_error::FileError;
 use crate::named_locks::{self, NamedMutex};
 use crate::probe_points;
 use crate::redo::{Lsn, RedoError, RedoLog};
@@ -121,12 +121,32 @@ enum StageError {
     Binlog(FileError),
 }
 
-impl From<StageError> for crate::EngineError {
+/// Why a commit through the group commit failed: the redo log's error
+/// (its fail-stop) or the binlog's. The engine's top-level error wraps it.
+#[derive(Debug)]
+pub enum CommitError {
+    Redo(RedoError),
+    Binlog(BinlogError),
+}
+
+impl From<StageError> for CommitError {
     fn from(e: StageError) -> Self {
         match e {
-            StageError::Redo(e) => e.into(),
-            StageError::Binlog(cause) => BinlogError::FailStop { cause }.into(),
+            StageError::Redo(e) => CommitError::Redo(e),
+            StageError::Binlog(cause) => CommitError::Binlog(BinlogError::FailStop { cause }),
         }
+    }
+}
+
+impl From<BinlogError> for CommitError {
+    fn from(e: BinlogError) -> Self {
+        CommitError::Binlog(e)
+    }
+}
+
+impl From<RedoError> for CommitError {
+    fn from(e: RedoError) -> Self {
+        CommitError::Redo(e)
     }
 }
 
@@ -282,7 +302,7 @@ impl GroupCommit {
 
     /// Two-phase commit of a transaction with changes: prepare, then the
     /// ordered FLUSH / SYNC / COMMIT stages. Returns its commit mark's end lsn.
-    pub fn commit(&self, mut trx: Trx) -> Result<Lsn, crate::EngineError> {
+    pub fn commit(&self, mut trx: Trx) -> Result<Lsn, CommitError> {
         if let Err(e) = self.check_failed() {
             self.rollback(trx);
             return Err(e.into());

@@ -15,7 +15,7 @@ pub mod group_commit;
 pub mod recover;
 pub mod xa;
 
-use crate::error::FileError;
+use crate::file_error::FileError;
 
 /// Binlog errors: each names the file and what to do.
 #[derive(Debug, thiserror::Error)]

@@ -36,7 +36,7 @@ pub fn named_locks() -> Vec<NamedLockEntry> {
 /// from the `counters_tick` thread, every 100 ms.
 pub fn publish() {
     let t = REGISTRY.publish();
-    crate::probe_points::redoctor_named_locks(t.table, t.count, t.generation);
+    crate::probe_points::redoctor_named_locks(t.table.cast(), t.count, t.generation);
 }
 
 /// Registers the memory of `obj` as `name` for the life of the result.

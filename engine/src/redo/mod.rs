@@ -38,7 +38,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
-use crate::error::FileError;
+use crate::file_error::FileError;
 use crate::named_locks::{Named, NamedMutex};
 use crate::probe_points;
 use crate::vfs::VfsFile;

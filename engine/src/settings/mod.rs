@@ -1,30 +1,25 @@
-//! One registry of typed, validated, live settings with MySQL names.
+//! A registry of typed, validated, live settings with MySQL names: the
+//! mechanism, not the engine's settings.
 //!
-//! Every setting is one [`Setting`] row in [`table::SETTINGS`]: its name,
-//! type and range ([`Kind`]), default, whether it can change at run time, a
-//! doc line, and three functions — read the live value from the engine,
-//! apply a new value to the running engine, and (optionally) apply it to
-//! [`EngineOptions`](crate::EngineOptions) before the engine is built. Adding
-//! a setting is adding a row.
+//! A setting is one [`Setting`] row of a table: its name, type and range
+//! ([`Kind`]), default, whether it can change at run time, a doc line, and
+//! three functions over a target `T` and its start-up options `O` — read
+//! the live value, apply a new value to the running target, and
+//! (optionally) apply it to the options before the target is built. The
+//! engine's table is `engine::variables::SETTINGS` (`T` = the engine); this
+//! module knows nothing of it, so the engine depends on the registry and
+//! not the other way round.
 //!
-//! `SET GLOBAL` ([`Engine::set_global`](crate::Engine::set_global)) parses and
-//! validates the value first, so a refused value changes nothing; accepted
-//! changes are serialised by one mutex and recorded (old, new, time) in a
-//! bounded history. The engine's typed setters (`set_redo_mode`, ...) call
-//! `set_global` too. The current value is always read back from the engine.
-
-pub mod status;
-pub mod table;
+//! `SET GLOBAL` ([`Registry::set_global`]) parses and validates the value
+//! first, so a refused value changes nothing; accepted changes are
+//! serialised by one mutex and recorded (old, new, time) in a bounded
+//! history. The current value is always read back from the target.
 
 use std::collections::VecDeque;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-
-use crate::engine::{Engine, EngineOptions};
-
-pub use table::SETTINGS;
 
 /// Changes kept in the history (oldest dropped first).
 pub const HISTORY_LEN: usize = 256;
@@ -171,27 +166,27 @@ impl std::fmt::Display for Value {
     }
 }
 
-/// Applies a value to the running engine.
-pub type ApplyLive = fn(&Engine, &Value) -> Result<(), SettingsError>;
-/// Applies a value to the options before the engine is built.
-pub type ApplyAtStartup = fn(&mut EngineOptions, &Value);
+/// Applies a value to the running target.
+pub type ApplyLive<T> = fn(&T, &Value) -> Result<(), SettingsError>;
+/// Applies a value to the options before the target is built.
+pub type ApplyAtStartup<O> = fn(&mut O, &Value);
 
-/// One row of the registry.
-pub struct Setting {
+/// One row of a settings table, over a target `T` built from options `O`.
+pub struct Setting<T: 'static, O: 'static> {
     pub name: &'static str,
     pub kind: Kind,
     /// MySQL-style default text (must parse under `kind`).
     pub default: &'static str,
     pub doc: &'static str,
     /// The live value.
-    pub get: fn(&Engine) -> Value,
+    pub get: fn(&T) -> Value,
     /// None = read-only at run time (settable only at startup).
-    pub set: Option<ApplyLive>,
+    pub set: Option<ApplyLive<T>>,
     /// Used at open instead of `set`, when the value has an options field.
-    pub at_startup: Option<ApplyAtStartup>,
+    pub at_startup: Option<ApplyAtStartup<O>>,
 }
 
-impl Setting {
+impl<T, O> Setting<T, O> {
     pub fn dynamic(&self) -> bool {
         self.set.is_some()
     }
@@ -208,10 +203,13 @@ impl Setting {
     }
 }
 
-/// Looks a setting up by name (case-insensitive).
-pub fn find(name: &str) -> Result<&'static Setting, SettingsError> {
+/// Looks a setting of `table` up by name (case-insensitive).
+pub fn find<T, O>(
+    table: &'static [Setting<T, O>],
+    name: &str,
+) -> Result<&'static Setting<T, O>, SettingsError> {
     let n = name.trim();
-    SETTINGS
+    table
         .iter()
         .find(|s| s.name.eq_ignore_ascii_case(n))
         .ok_or_else(|| SettingsError::Unknown {
@@ -242,7 +240,7 @@ pub struct SettingChange {
     pub unix_ms: u64,
 }
 
-/// The engine's registry state: the change history (whose mutex also
+/// A target's registry state: the change history (whose mutex also
 /// serialises changes).
 #[derive(Default)]
 pub struct Registry {
@@ -250,26 +248,24 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// `SET GLOBAL name = value` on `engine`.
-    pub fn set_global(
+    /// `SET GLOBAL name = value` on `target`, a setting of `table`.
+    pub fn set_global<T, O>(
         &self,
-        engine: &Engine,
+        table: &'static [Setting<T, O>],
+        target: &T,
         name: &str,
         value: &str,
     ) -> Result<(), SettingsError> {
-        let s = find(name)?;
+        let s = find(table, name)?;
         let Some(apply) = s.set else {
             return Err(SettingsError::ReadOnly { name: s.name });
         };
         let v = s.parse(value)?;
         let mut history = self.history.lock();
-        let old = (s.get)(engine);
-        apply(engine, &v)?;
-        let new = (s.get)(engine);
-        let row = SETTINGS
-            .iter()
-            .position(|x| std::ptr::eq(x, s))
-            .unwrap_or(0);
+        let old = (s.get)(target);
+        apply(target, &v)?;
+        let new = (s.get)(target);
+        let row = table.iter().position(|x| std::ptr::eq(x, s)).unwrap_or(0);
         crate::probe_points::redoctor_setting_change(
             row as u32,
             s.kind.probe_value(&old),
@@ -296,10 +292,10 @@ impl Registry {
 }
 
 /// The live value and metadata of `s`.
-pub fn variable(engine: &Engine, s: &Setting) -> Variable {
+pub fn variable<T, O>(target: &T, s: &Setting<T, O>) -> Variable {
     Variable {
         name: s.name.to_string(),
-        value: (s.get)(engine).to_string(),
+        value: (s.get)(target).to_string(),
         kind: s.kind.type_name().to_string(),
         range: s.kind.range_text(),
         default: s.default.to_string(),
@@ -309,21 +305,23 @@ pub fn variable(engine: &Engine, s: &Setting) -> Variable {
 }
 
 /// Startup settings, validated before anything is created.
-pub struct Startup {
-    live: Vec<(&'static Setting, Value)>,
+pub struct Startup<T: 'static, O: 'static> {
+    live: Vec<(&'static Setting<T, O>, Value)>,
 }
 
-impl Startup {
-    /// Validates `settings` and applies those with an options field to
-    /// `opts`; the rest are applied by [`apply_live`](Self::apply_live)
-    /// once the engine exists (before it is returned to the caller).
+impl<T, O> Startup<T, O> {
+    /// Validates `settings` (of `table`) and applies those with an options
+    /// field to `opts`; the rest are applied by
+    /// [`apply_live`](Self::apply_live) once the target exists (before it
+    /// is returned to the caller).
     pub fn prepare(
+        table: &'static [Setting<T, O>],
         settings: &[(String, String)],
-        opts: &mut EngineOptions,
-    ) -> Result<Startup, SettingsError> {
+        opts: &mut O,
+    ) -> Result<Startup<T, O>, SettingsError> {
         let mut parsed = Vec::with_capacity(settings.len());
         for (name, value) in settings {
-            let s = find(name)?;
+            let s = find(table, name)?;
             let v = s.parse(value)?;
             if s.at_startup.is_none() && s.set.is_none() {
                 return Err(SettingsError::ReadOnly { name: s.name });
@@ -340,9 +338,9 @@ impl Startup {
         Ok(Startup { live })
     }
 
-    pub fn apply_live(self, engine: &Engine) -> Result<(), SettingsError> {
+    pub fn apply_live(self, target: &T) -> Result<(), SettingsError> {
         for (s, v) in self.live {
-            (s.set.expect("checked in prepare"))(engine, &v)?;
+            (s.set.expect("checked in prepare"))(target, &v)?;
         }
         Ok(())
     }

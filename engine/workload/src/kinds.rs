@@ -10,12 +10,6 @@ use serde::Serialize;
 
 use super::mix::{Mix, MixError, Statement};
 
-// The generator's items, under the paths they had before they moved.
-pub use super::txn_gen::{
-    random_c, random_pad, sysbench_string, Ack, InsertIds, OpCounts, Outcome, SbtestPlan,
-    StatementError, TxnGen, C_WIDTH, PAD_WIDTH,
-};
-
 /// A named workload (the original it imitates in brackets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

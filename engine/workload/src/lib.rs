@@ -31,6 +31,7 @@ pub mod procstat;
 pub mod report;
 pub mod runner;
 pub mod tpcc;
+pub mod txn;
 pub mod txn_gen;
 
 use std::path::PathBuf;

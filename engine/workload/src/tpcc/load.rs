@@ -74,7 +74,7 @@ pub fn prepare(engine: &Engine, warehouses: u32) -> Result<(), TpccError> {
     let items: Vec<(i64, Row)> = (1..=ITEMS)
         .map(|i| {
             let mut r = row(rng.gen_range(100..=10_000), format!("item-{i}"));
-            r.pad = crate::txn_gen::random_pad(rng);
+            r.pad = crate::txn::random_pad(rng);
             (i64::from(i), r)
         })
         .collect();

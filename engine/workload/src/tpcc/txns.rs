@@ -8,7 +8,7 @@ use super::{
     stock_key, TpccTables, A_CUSTOMER, A_ITEM, CUSTOMERS_PER_DISTRICT, C_CUSTOMER, C_ITEM,
     DISTRICTS, ITEMS, NEW_ORDER_WEIGHT, PAYMENT_WEIGHT,
 };
-use crate::txn_gen::{InsertIds, OpCounts, Outcome, StatementError};
+use crate::txn::{InsertIds, OpCounts, Outcome, StatementError};
 use redoctor_engine::Row;
 use redoctor_engine::TableId;
 use redoctor_engine::Trx;

@@ -15,7 +15,7 @@
 
 use sqlparser::keywords::ALL_KEYWORDS;
 
-use crate::sql::{implicit_columns, Col, Lit, Operand, Parsed, Stmt};
+use super::{implicit_columns, Col, Lit, Operand, Parsed, Stmt};
 
 /// The statement as the general parser would return it, when `sql` is a
 /// plain INSERT this scanner understands; `None` otherwise.

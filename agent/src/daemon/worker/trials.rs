@@ -17,11 +17,11 @@ use redoctor_advisor::experiment::{
 use redoctor_advisor::Diagnosis;
 use serde_json::json;
 
-use super::guardrails;
-use super::journal::{now_ms, KeptChange, OpenTrial};
-use super::metrics::{Metrics, TOutcome};
-use super::status::TrialLine;
-use super::worker::Worker;
+use super::super::guardrails;
+use super::super::journal::{now_ms, KeptChange, OpenTrial};
+use super::super::metrics::{Metrics, TOutcome};
+use super::super::status::TrialLine;
+use super::Worker;
 
 /// The server as a testbed: settings over the admin socket, commits/s
 /// from the status counter; stops (an error, so the baseline is restored)

@@ -23,8 +23,10 @@ use super::metrics::{Metrics, TAdvice, TMode, TSetting, TSignal};
 use super::phase::PhaseDetector;
 use super::sample_budget::SampleBudget;
 use super::status::{AdviceLine, TargetStatus};
-use super::trials;
 use super::Shared;
+
+mod fsync_ticks;
+mod trials;
 use crate::admin::Admin;
 
 pub struct Worker {

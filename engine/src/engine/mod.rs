@@ -36,7 +36,18 @@ use crate::error::EngineError;
 use crate::probe_points;
 use crate::recovery::{self, RecoveryReport};
 use crate::redo::{Lsn, RedoLog, RedoMode, RedoOptions};
-use crate::settings::{self, Registry, SettingChange, SettingsError, Variable};
+use crate::settings::{self, Registry, Setting, SettingChange, SettingsError, Variable};
+
+mod status;
+mod variables;
+
+pub use variables::SETTINGS;
+
+/// Looks one of the engine's settings up by its MySQL name
+/// (case-insensitive).
+pub fn find_setting(name: &str) -> Result<&'static Setting<Engine, EngineOptions>, SettingsError> {
+    settings::find(SETTINGS, name)
+}
 use crate::throttle::{Admitted, Throttle};
 use crate::trx_sys::{Registered, TrxSys};
 use crate::vfs::{OsVfs, Vfs};
@@ -145,7 +156,8 @@ impl Engine {
     /// Opens the data directory (creating it when new), recovers, and starts
     /// the log threads and the background checkpoint thread.
     pub fn open(mut opts: EngineOptions) -> Result<Arc<Engine>, EngineError> {
-        let startup = settings::Startup::prepare(&std::mem::take(&mut opts.settings), &mut opts)?;
+        let startup =
+            settings::Startup::prepare(SETTINGS, &std::mem::take(&mut opts.settings), &mut opts)?;
         opts.redo.validate()?;
         let binlog_settings = Arc::new(BinlogSettings::new(
             opts.sync_binlog,
@@ -320,7 +332,7 @@ impl Engine {
 
     /// Why the engine stopped accepting commits (fail-stop), once an I/O
     /// error of the redo log, the binlog or a checkpoint stopped it.
-    pub fn fail_stop(&self) -> Option<&crate::error::FileError> {
+    pub fn fail_stop(&self) -> Option<&crate::file_error::FileError> {
         self.redo
             .failure()
             .or_else(|| self.binlog.as_ref().and_then(|b| b.failure()))
@@ -514,7 +526,7 @@ impl Engine {
         if let Some(binlog) = &self.binlog {
             let r = binlog.commit(trx);
             self.debug.after_commit();
-            return r;
+            return Ok(r?);
         }
         let r = REDO_BODY.with(|b| {
             let mut body = b.borrow_mut();
@@ -603,13 +615,13 @@ impl Engine {
     /// A refused value changes nothing; an accepted one is applied live and
     /// recorded in [`setting_changes`](Self::setting_changes).
     pub fn set_global(&self, name: &str, value: &str) -> Result<(), SettingsError> {
-        self.settings.set_global(self, name, value)
+        self.settings.set_global(SETTINGS, self, name, value)
     }
 
     /// `SHOW GLOBAL VARIABLES`, with each setting's type, range, default,
     /// dynamic flag and doc line.
     pub fn variables(&self) -> Vec<Variable> {
-        settings::SETTINGS
+        SETTINGS
             .iter()
             .map(|s| settings::variable(self, s))
             .collect()
@@ -617,7 +629,7 @@ impl Engine {
 
     /// One setting by name (case-insensitive).
     pub fn variable(&self, name: &str) -> Result<Variable, SettingsError> {
-        Ok(settings::variable(self, settings::find(name)?))
+        Ok(settings::variable(self, find_setting(name)?))
     }
 
     /// Accepted `SET GLOBAL`s, oldest first (the last
@@ -628,7 +640,7 @@ impl Engine {
 
     /// `SHOW GLOBAL STATUS`: (name, value) rows sorted by name.
     pub fn global_status(&self) -> Vec<(String, u64)> {
-        settings::status::global_status(self)
+        status::global_status(self)
     }
 
     /// The `innodb_thread_concurrency` gate.
@@ -701,7 +713,7 @@ impl Engine {
             "checkpoint lsn {lsn} behind {}",
             st.chain.lsn
         );
-        let fail = |cause: crate::error::FileError| {
+        let fail = |cause: crate::file_error::FileError| {
             // Without checkpoints the log fills and commits would hang
             // without an error: stop them now, with this cause.
             self.redo.stop(cause.clone());

@@ -1,11 +1,14 @@
-//! The settings themselves: one row each (see [`Setting`]).
+//! The engine's settings: one row each of the registry's table (see
+//! [`Setting`]), read from and applied to the [`Engine`], or to its
+//! [`EngineOptions`] before it is built.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use super::{Kind, Setting, SettingsError, Value};
+use super::{Engine, EngineOptions};
 use crate::admission::Policy;
 use crate::redo::RedoMode;
+use crate::settings::{Kind, Setting, SettingsError, Value};
 
 /// Turns an engine error from a setter into a refusal naming the setting.
 fn failed(name: &'static str) -> impl FnOnce(crate::EngineError) -> SettingsError {
@@ -17,7 +20,7 @@ fn failed(name: &'static str) -> impl FnOnce(crate::EngineError) -> SettingsErro
 
 const U32_MAX: u64 = u32::MAX as u64;
 
-pub static SETTINGS: &[Setting] = &[
+pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
     Setting {
         name: "innodb_log_writer_threads",
         kind: Kind::Bool,

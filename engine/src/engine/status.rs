@@ -7,7 +7,7 @@
 
 use serde_json::Value as Json;
 
-use crate::engine::Engine;
+use super::Engine;
 
 /// Engine counter → MySQL status name.
 pub const MYSQL_NAMES: &[(&str, &str)] = &[

@@ -20,8 +20,11 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
-use super::error::SqlError;
+use crate::error::SqlError;
 use redoctor_engine::Shape;
+
+/// Plain text INSERTs, parsed without building an AST.
+mod fast_insert;
 
 /// A literal value.
 #[derive(Clone, Debug, PartialEq)]
@@ -214,7 +217,7 @@ const IGNORED_SESSION_VARS: &[&str] = &[
 
 /// Parses one statement.
 pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
-    if let Some(p) = crate::fast_insert::parse(sql) {
+    if let Some(p) = fast_insert::parse(sql) {
         return Ok(p);
     }
     parse_general(sql)
