@@ -101,6 +101,37 @@ fn equal_rates_stop_for_futility_and_roll_back() {
 }
 
 #[test]
+fn an_inconclusive_trial_says_what_it_could_resolve() {
+    // A 2% gain under 8% noise a window (phase A of the agent bench): ten
+    // pairs cannot show it, and the record says what would.
+    let mut tb = sim(1000.0, 1020.0, 0.08, 11);
+    let plan = Plan::default();
+    let t = trial(&mut tb, &plan);
+    assert_eq!(t.outcome, Outcome::Inconclusive, "{}", t.reason);
+    let r = t
+        .resolving_power
+        .as_ref()
+        .expect("a resolution after 3 pairs");
+    assert_eq!(r.pairs, t.log_ratios.len());
+    // One pair spreads by about sqrt(2) x 8%; ten pairs resolve ~10%.
+    assert!((0.07..0.16).contains(&r.per_pair_sd), "{r:?}");
+    assert!((0.05..0.20).contains(&r.detectable), "{r:?}");
+    assert!(r.pairs_needed.unwrap() > t.log_ratios.len() as u64, "{r:?}");
+    // Each pair took its two windows and one warm-up.
+    let pace = plan.window.as_secs_f64() * 2.0 + plan.warmup.as_secs_f64();
+    assert!((r.secs_per_pair - pace).abs() < 0.25 * pace, "{r:?}");
+    // A clear gain is resolved by the pairs it had.
+    let mut clear = sim(1000.0, 1500.0, 0.01, 12);
+    let k = trial(&mut clear, &plan);
+    assert_eq!(k.outcome, Outcome::Kept, "{}", k.reason);
+    let kr = k.resolving_power.as_ref().unwrap();
+    assert!(
+        kr.pairs_needed.unwrap() <= k.log_ratios.len() as u64,
+        "{kr:?}"
+    );
+}
+
+#[test]
 fn windows_follow_abba_with_a_discarded_warmup_after_each_switch() {
     let mut tb = sim(1000.0, 1000.0, 0.1, 4);
     let plan = Plan {

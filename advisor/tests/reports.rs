@@ -137,6 +137,7 @@ fn the_trial_is_shown_in_every_format() {
     assert!(t.contains("   reason: candidate faster: +"), "{t}");
     assert!(t.contains("   estimate: candidate/baseline 1."), "{t}");
     assert!(t.contains("99.9% interval"), "{t}");
+    assert!(t.contains("   resolution: 4 pairs resolve ±"), "{t}");
     assert!(t.contains("settings: x ON -> OFF"), "{t}");
     assert!(t.contains("warm-up (discarded)"), "{t}");
     let m = report::render(&one, Format::Markdown).unwrap();

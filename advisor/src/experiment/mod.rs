@@ -71,6 +71,7 @@
 //! large effect. A candidate that cannot fit `min_pairs` pairs is skipped.
 
 mod plan;
+mod power;
 mod search;
 mod sequential;
 mod trial;
@@ -81,6 +82,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use plan::Plan;
+pub use power::{resolution, Resolution, POWER};
 pub use search::{search, share, Candidate, SearchReport, Step, StepResult};
 pub use sequential::{look, Decision, Look};
 pub use trial::{

@@ -6,6 +6,7 @@ use std::time::Duration;
 use redoctor_stats::median;
 use serde::{Deserialize, Serialize};
 
+use super::power::{resolution, Resolution};
 use super::sequential::{look, Decision, Look};
 use super::{pct, secs, ExperimentError, Plan, Settings, Testbed};
 
@@ -108,6 +109,9 @@ pub struct TrialRecord {
     pub error: Option<String>,
     /// Sum of the windows' lengths.
     pub elapsed_s: f64,
+    /// What its pairs could resolve (None under 3 pairs).
+    #[serde(default)]
+    pub resolving_power: Option<Box<Resolution>>,
 }
 
 impl TrialRecord {
@@ -148,6 +152,7 @@ pub fn run_trial(
             reason: String::new(),
             error: None,
             elapsed_s: 0.0,
+            resolving_power: None,
         },
         at: Side::Baseline,
     };
@@ -169,6 +174,7 @@ pub fn run_trial(
     let result = run.pairs(budget);
     run.rec.estimate = look(&clipped(&run.rec.log_ratios), run.final_level());
     run.finish(result);
+    run.rec.resolving_power = resolution(&run.rec).map(Box::new);
     run.rec
 }
 

@@ -87,6 +87,9 @@ fn trial(heading: String, t: &TrialRecord) -> Block {
         });
         lines.push(("looks", looks.collect::<Vec<_>>().join("; ")));
     }
+    if let Some(r) = &t.resolving_power {
+        lines.push(("resolution", r.summary()));
+    }
     if let Some(e) = &t.error {
         lines.push(("error", e.clone()));
     }

@@ -124,6 +124,16 @@ pub fn normal_upper_tail(z: f64) -> f64 {
     }
 }
 
+/// The two-sided `1 - alpha` critical value of the standard normal
+/// (`z` with `P(|Z| >= z) = alpha`; NaN for `alpha` outside (0, 1)).
+pub fn normal_critical(alpha: f64) -> f64 {
+    use statrs::distribution::Normal;
+    match Normal::new(0.0, 1.0) {
+        Ok(d) if alpha > 0.0 && alpha < 1.0 => d.inverse_cdf(1.0 - alpha / 2.0),
+        _ => f64::NAN,
+    }
+}
+
 /// Number of rank arrangements of two samples of sizes `n1`, `n2` (no
 /// ties) giving each value of U (index), by the recurrence
 /// `c(n1, n2, u) = c(n1 - 1, n2, u - n2) + c(n1, n2 - 1, u)`.
@@ -156,6 +166,13 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn normal_critical_values() {
+        assert!(close(normal_critical(0.05), 1.959964, 1e-5));
+        assert!(close(normal_critical(0.4), 0.841621, 1e-5));
+        assert!(normal_critical(0.0).is_nan() && normal_critical(1.0).is_nan());
     }
 
     #[test]

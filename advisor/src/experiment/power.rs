@@ -1,0 +1,190 @@
+//! What a trial's pairs could resolve. An inconclusive trial says "no
+//! difference shown", which is not "no difference": from the spread of the
+//! pairs it ran, [`resolution`] gives the smallest change the same number
+//! of pairs detects (80% power, at the level of the trial's last look) and
+//! how many pairs, and seconds, a trial would need to tell its own estimate
+//! from no change. So a report can say "this trial resolves ±12%; telling
+//! the +2% it measured apart needs ~140 pairs (~7 minutes)".
+//!
+//! Normal approximation to the paired test on the clipped log-ratios (what
+//! the sequential test sees): `n = ((z_{1-α/2} + z_{power}) · s / δ)²`.
+
+use redoctor_stats::{mean, normal_critical, variance};
+use serde::{Deserialize, Serialize};
+
+use super::trial::{clipped, TrialRecord};
+
+/// The power [`resolution`] asks for.
+pub const POWER: f64 = 0.8;
+
+/// A trial's resolving power, from its own pairs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// Pairs the trial ran (complete, not void).
+    pub pairs: usize,
+    /// Standard deviation of one pair's `ln(candidate / baseline)`.
+    pub per_pair_sd: f64,
+    /// The two-sided level it was computed at (the last look's).
+    pub alpha: f64,
+    /// The smallest change (a share: 0.12 is ±12%) that this many pairs
+    /// detect with [`POWER`].
+    pub detectable: f64,
+    /// Pairs a trial needs to tell the trial's estimate from no change with
+    /// [`POWER`]; None when the estimate is no change at all.
+    pub pairs_needed: Option<u64>,
+    /// Seconds one pair took here (both windows and the warm-up).
+    pub secs_per_pair: f64,
+}
+
+impl Resolution {
+    /// Seconds a trial of `pairs_needed` pairs would take at this pace.
+    pub fn secs_needed(&self) -> Option<f64> {
+        self.pairs_needed.map(|n| n as f64 * self.secs_per_pair)
+    }
+
+    /// One sentence for a report.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} pairs resolve ±{:.1}% ({:.0}% power; one pair spreads by {:.1}%)",
+            self.pairs,
+            100.0 * self.detectable,
+            100.0 * POWER,
+            100.0 * self.per_pair_sd
+        );
+        if let (Some(n), Some(secs)) = (self.pairs_needed, self.secs_needed()) {
+            if n > self.pairs as u64 {
+                s.push_str(&format!(
+                    "; telling this trial's estimate from no change needs ~{n} pairs (~{})",
+                    duration_text(secs)
+                ));
+            }
+        }
+        s
+    }
+}
+
+fn duration_text(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{secs:.0} s")
+    } else if secs < 7200.0 {
+        format!("{:.0} min", secs / 60.0)
+    } else {
+        format!("{:.1} h", secs / 3600.0)
+    }
+}
+
+/// The resolving power of `t`'s pairs; None with fewer than 3 pairs (no
+/// spread worth the name) or no time measured.
+pub fn resolution(t: &TrialRecord) -> Option<Resolution> {
+    let d = clipped(&t.log_ratios);
+    let n = d.len();
+    if n < 3 || t.elapsed_s <= 0.0 {
+        return None;
+    }
+    let sd = variance(&d)?.sqrt();
+    let alpha = t.looks.last().map_or(t.plan.alpha, |l| l.alpha);
+    let z = normal_critical(alpha) + normal_critical(2.0 * (1.0 - POWER));
+    if !(z.is_finite() && sd.is_finite()) {
+        return None;
+    }
+    let detectable = (z * sd / (n as f64).sqrt()).exp() - 1.0;
+    let m = mean(&d).abs();
+    let pairs_needed = (m > 0.0).then(|| ((z * sd / m).powi(2)).ceil().max(2.0) as u64);
+    let pairs_run = t.windows.iter().map(|w| w.pair).max().unwrap_or(n);
+    Some(Resolution {
+        pairs: n,
+        per_pair_sd: sd,
+        alpha,
+        detectable,
+        pairs_needed,
+        secs_per_pair: t.elapsed_s / pairs_run.max(1) as f64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Outcome, Plan, Side, Window};
+
+    fn record(log_ratios: Vec<f64>, secs_per_pair: f64) -> TrialRecord {
+        let n = log_ratios.len();
+        let windows = (1..=n)
+            .flat_map(|pair| {
+                [Side::Baseline, Side::Candidate].map(|side| Window {
+                    pair,
+                    side,
+                    warmup: false,
+                    commits_per_s: 1000.0,
+                    secs: secs_per_pair / 2.0,
+                })
+            })
+            .collect();
+        TrialRecord {
+            test: String::new(),
+            plan: Plan::default(),
+            baseline_settings: Default::default(),
+            candidate_settings: Default::default(),
+            windows,
+            log_ratios,
+            strikes: 0,
+            void_pairs: 0,
+            looks: vec![],
+            estimate: None,
+            outcome: Outcome::Inconclusive,
+            reason: String::new(),
+            error: None,
+            elapsed_s: n as f64 * secs_per_pair,
+            resolving_power: None,
+        }
+    }
+
+    #[test]
+    fn phase_a_of_the_agent_bench_needs_minutes() {
+        // 2026-12-01, agent/bench/pair_noise.py at 4 users: per-pair sd
+        // 0.084, mean +0.010 over 60 pairs of 3 s. Ten pairs with that
+        // spread and mean, alternating around it.
+        let d: Vec<f64> = (0..10)
+            .map(|i| 0.010 + if i % 2 == 0 { 0.0797 } else { -0.0797 })
+            .collect();
+        let r = resolution(&record(d, 3.0)).unwrap();
+        assert!((r.per_pair_sd - 0.084).abs() < 1e-3, "{r:?}");
+        assert_eq!(r.alpha, 0.05);
+        // (1.96 + 0.8416) * 0.084 / sqrt(10) = 0.0744: ±7.7%.
+        assert!((r.detectable - 0.0773).abs() < 2e-3, "{r:?}");
+        // ((2.8016 * 0.084) / 0.010)^2 = 554 pairs, ~28 minutes.
+        let n = r.pairs_needed.unwrap();
+        assert!((540..=570).contains(&n), "{n}");
+        assert!((r.secs_needed().unwrap() - 3.0 * n as f64).abs() < 1e-9);
+        let s = r.summary();
+        assert!(s.starts_with("10 pairs resolve ±7.7%"), "{s}");
+        assert!(s.contains("min)"), "{s}");
+    }
+
+    #[test]
+    fn a_clear_effect_needs_no_more_pairs_than_it_had() {
+        let d: Vec<f64> = (0..8)
+            .map(|i| 0.20 + if i % 2 == 0 { 0.02 } else { -0.02 })
+            .collect();
+        let r = resolution(&record(d, 2.0)).unwrap();
+        assert!(r.pairs_needed.unwrap() <= 8, "{r:?}");
+        assert!(!r.summary().contains("needs"), "{}", r.summary());
+        // More spread, more pairs; more pairs, a finer resolution.
+        let wide: Vec<f64> = (0..8)
+            .map(|i| 0.20 + if i % 2 == 0 { 0.2 } else { -0.2 })
+            .collect();
+        let w = resolution(&record(wide, 2.0)).unwrap();
+        assert!(w.detectable > r.detectable && w.pairs_needed > r.pairs_needed);
+        let long: Vec<f64> = (0..32)
+            .map(|i| 0.20 + if i % 2 == 0 { 0.2 } else { -0.2 })
+            .collect();
+        assert!(resolution(&record(long, 2.0)).unwrap().detectable < w.detectable);
+    }
+
+    #[test]
+    fn too_few_pairs_or_no_change_say_so() {
+        assert!(resolution(&record(vec![0.1, 0.2], 2.0)).is_none());
+        let r = resolution(&record(vec![0.1, -0.1, 0.1, -0.1], 2.0)).unwrap();
+        assert_eq!(r.pairs_needed, None);
+        assert!(!r.summary().contains("needs"));
+    }
+}
