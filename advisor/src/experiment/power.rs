@@ -1,6 +1,7 @@
 //! What a trial's pairs could resolve. An inconclusive trial says "no
 //! difference shown", which is not "no difference": from the spread of the
-//! pairs it ran, [`resolution`] gives the smallest change the same number
+//! pairs it ran (their clipped log-ratios, handed in by the trial, which
+//! stores the result in its record), [`resolution`] gives the smallest change the same number
 //! of pairs detects (80% power, at the level of the trial's last look) and
 //! how many pairs, and seconds, a trial would need to tell its own estimate
 //! from no change. So a report can say "this trial resolves ±12%; telling
@@ -11,8 +12,6 @@
 
 use redoctor_stats::{mean, normal_critical, variance};
 use serde::{Deserialize, Serialize};
-
-use super::trial::{clipped, TrialRecord};
 
 /// The power [`resolution`] asks for.
 pub const POWER: f64 = 0.8;
@@ -73,70 +72,35 @@ fn duration_text(secs: f64) -> String {
     }
 }
 
-/// The resolving power of `t`'s pairs; None with fewer than 3 pairs (no
-/// spread worth the name) or no time measured.
-pub fn resolution(t: &TrialRecord) -> Option<Resolution> {
-    let d = clipped(&t.log_ratios);
+/// The resolving power of pairs whose clipped log-ratios are `d`, tested
+/// at the two-sided level `alpha`, at `secs_per_pair` each; None with fewer
+/// than 3 pairs (no spread worth the name) or no time measured.
+pub fn resolution(d: &[f64], alpha: f64, secs_per_pair: f64) -> Option<Resolution> {
     let n = d.len();
-    if n < 3 || t.elapsed_s <= 0.0 {
+    if n < 3 || secs_per_pair.is_nan() || secs_per_pair <= 0.0 {
         return None;
     }
-    let sd = variance(&d)?.sqrt();
-    let alpha = t.looks.last().map_or(t.plan.alpha, |l| l.alpha);
+    let sd = variance(d)?.sqrt();
     let z = normal_critical(alpha) + normal_critical(2.0 * (1.0 - POWER));
     if !(z.is_finite() && sd.is_finite()) {
         return None;
     }
     let detectable = (z * sd / (n as f64).sqrt()).exp() - 1.0;
-    let m = mean(&d).abs();
+    let m = mean(d).abs();
     let pairs_needed = (m > 0.0).then(|| ((z * sd / m).powi(2)).ceil().max(2.0) as u64);
-    let pairs_run = t.windows.iter().map(|w| w.pair).max().unwrap_or(n);
     Some(Resolution {
         pairs: n,
         per_pair_sd: sd,
         alpha,
         detectable,
         pairs_needed,
-        secs_per_pair: t.elapsed_s / pairs_run.max(1) as f64,
+        secs_per_pair,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::{Outcome, Plan, Side, Window};
-
-    fn record(log_ratios: Vec<f64>, secs_per_pair: f64) -> TrialRecord {
-        let n = log_ratios.len();
-        let windows = (1..=n)
-            .flat_map(|pair| {
-                [Side::Baseline, Side::Candidate].map(|side| Window {
-                    pair,
-                    side,
-                    warmup: false,
-                    commits_per_s: 1000.0,
-                    secs: secs_per_pair / 2.0,
-                })
-            })
-            .collect();
-        TrialRecord {
-            test: String::new(),
-            plan: Plan::default(),
-            baseline_settings: Default::default(),
-            candidate_settings: Default::default(),
-            windows,
-            log_ratios,
-            strikes: 0,
-            void_pairs: 0,
-            looks: vec![],
-            estimate: None,
-            outcome: Outcome::Inconclusive,
-            reason: String::new(),
-            error: None,
-            elapsed_s: n as f64 * secs_per_pair,
-            resolving_power: None,
-        }
-    }
 
     #[test]
     fn phase_a_of_the_agent_bench_needs_minutes() {
@@ -146,7 +110,7 @@ mod tests {
         let d: Vec<f64> = (0..10)
             .map(|i| 0.010 + if i % 2 == 0 { 0.0797 } else { -0.0797 })
             .collect();
-        let r = resolution(&record(d, 3.0)).unwrap();
+        let r = resolution(&d, 0.05, 3.0).unwrap();
         assert!((r.per_pair_sd - 0.084).abs() < 1e-3, "{r:?}");
         assert_eq!(r.alpha, 0.05);
         // (1.96 + 0.8416) * 0.084 / sqrt(10) = 0.0744: ±7.7%.
@@ -162,28 +126,29 @@ mod tests {
 
     #[test]
     fn a_clear_effect_needs_no_more_pairs_than_it_had() {
-        let d: Vec<f64> = (0..8)
-            .map(|i| 0.20 + if i % 2 == 0 { 0.02 } else { -0.02 })
-            .collect();
-        let r = resolution(&record(d, 2.0)).unwrap();
+        let around = |n: usize, m: f64, h: f64| -> Vec<f64> {
+            (0..n)
+                .map(|i| m + if i % 2 == 0 { h } else { -h })
+                .collect()
+        };
+        let r = resolution(&around(8, 0.20, 0.02), 0.05, 2.0).unwrap();
         assert!(r.pairs_needed.unwrap() <= 8, "{r:?}");
         assert!(!r.summary().contains("needs"), "{}", r.summary());
-        // More spread, more pairs; more pairs, a finer resolution.
-        let wide: Vec<f64> = (0..8)
-            .map(|i| 0.20 + if i % 2 == 0 { 0.2 } else { -0.2 })
-            .collect();
-        let w = resolution(&record(wide, 2.0)).unwrap();
+        // More spread, more pairs; more pairs, a finer resolution; a
+        // stricter level, a coarser one.
+        let w = resolution(&around(8, 0.20, 0.2), 0.05, 2.0).unwrap();
         assert!(w.detectable > r.detectable && w.pairs_needed > r.pairs_needed);
-        let long: Vec<f64> = (0..32)
-            .map(|i| 0.20 + if i % 2 == 0 { 0.2 } else { -0.2 })
-            .collect();
-        assert!(resolution(&record(long, 2.0)).unwrap().detectable < w.detectable);
+        let long = resolution(&around(32, 0.20, 0.2), 0.05, 2.0).unwrap();
+        assert!(long.detectable < w.detectable);
+        let strict = resolution(&around(8, 0.20, 0.2), 0.001, 2.0).unwrap();
+        assert!(strict.detectable > w.detectable);
     }
 
     #[test]
-    fn too_few_pairs_or_no_change_say_so() {
-        assert!(resolution(&record(vec![0.1, 0.2], 2.0)).is_none());
-        let r = resolution(&record(vec![0.1, -0.1, 0.1, -0.1], 2.0)).unwrap();
+    fn too_few_pairs_no_time_or_no_change_say_so() {
+        assert!(resolution(&[0.1, 0.2], 0.05, 2.0).is_none());
+        assert!(resolution(&[0.1, 0.2, 0.3], 0.05, 0.0).is_none());
+        let r = resolution(&[0.1, -0.1, 0.1, -0.1], 0.05, 2.0).unwrap();
         assert_eq!(r.pairs_needed, None);
         assert!(!r.summary().contains("needs"));
     }

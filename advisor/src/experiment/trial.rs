@@ -174,8 +174,22 @@ pub fn run_trial(
     let result = run.pairs(budget);
     run.rec.estimate = look(&clipped(&run.rec.log_ratios), run.final_level());
     run.finish(result);
-    run.rec.resolving_power = resolution(&run.rec).map(Box::new);
+    run.rec.resolving_power = run.resolving_power().map(Box::new);
     run.rec
+}
+
+impl Run<'_> {
+    /// What the pairs run could resolve, at the last look's level.
+    fn resolving_power(&self) -> Option<Resolution> {
+        let r = &self.rec;
+        let alpha = r.looks.last().map_or(self.plan.alpha, |l| l.alpha);
+        let pairs_run = r.windows.iter().map(|w| w.pair).max()?;
+        resolution(
+            &clipped(&r.log_ratios),
+            alpha,
+            r.elapsed_s / pairs_run as f64,
+        )
+    }
 }
 
 struct Run<'a> {
