@@ -18,7 +18,7 @@ trial's last-look level (0.043) with 80% power, and the seconds they take
 
 Usage: agent/bench/pair_noise.py [PAIRS (40)] [--users U] [--window S]
        [--warmup S]   (root; release build of redoctor-engine; sysbench and
-       the mariadb client installed)
+       the mysql client installed)
 """
 import argparse
 import math
@@ -31,14 +31,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
-
-
-def sql(socket, stmt):
-    out = subprocess.run(["mariadb", f"--socket={socket}", "-uroot", "-N", "-B", "-e", stmt],
-                         capture_output=True, text=True, check=True)
-    return out.stdout.strip()
+from phase import ENGINE, sql  # the phase bench's engine binary and admin client
 
 
 def commits(socket):
@@ -59,7 +52,7 @@ def main():
     ap.add_argument("--window", type=float, default=1.0)
     ap.add_argument("--warmup", type=float, default=1.0)
     a = ap.parse_args()
-    for tool in ("sysbench", "mariadb"):
+    for tool in ("sysbench", "mysql"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is not installed (apt-get install sysbench mariadb-client)")
     if not os.access(ENGINE, os.X_OK):

@@ -172,23 +172,21 @@ pub fn run_trial(
         return run.rec;
     }
     let result = run.pairs(budget);
-    run.rec.estimate = look(&clipped(&run.rec.log_ratios), run.final_level());
+    let d = clipped(&run.rec.log_ratios);
+    run.rec.estimate = look(&d, run.final_level());
     run.finish(result);
-    run.rec.resolving_power = run.resolving_power().map(Box::new);
+    run.rec.resolving_power = run.resolving_power(&d).map(Box::new);
     run.rec
 }
 
 impl Run<'_> {
-    /// What the pairs run could resolve, at the last look's level.
-    fn resolving_power(&self) -> Option<Resolution> {
+    /// What the pairs run (`d`, clipped) could resolve, at the last look's
+    /// level.
+    fn resolving_power(&self, d: &[f64]) -> Option<Resolution> {
         let r = &self.rec;
         let alpha = r.looks.last().map_or(self.plan.alpha, |l| l.alpha);
         let pairs_run = r.windows.iter().map(|w| w.pair).max()?;
-        resolution(
-            &clipped(&r.log_ratios),
-            alpha,
-            r.elapsed_s / pairs_run as f64,
-        )
+        resolution(d, alpha, r.elapsed_s / pairs_run as f64)
     }
 }
 

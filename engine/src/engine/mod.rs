@@ -37,6 +37,9 @@ use crate::probe_points;
 use crate::recovery::{self, RecoveryReport};
 use crate::redo::{Lsn, RedoLog, RedoMode, RedoOptions};
 use crate::settings::{self, Registry, Setting, SettingChange, SettingsError, Variable};
+use crate::throttle::{Admitted, Throttle};
+use crate::trx_sys::{Registered, TrxSys};
+use crate::vfs::{OsVfs, Vfs};
 
 mod status;
 mod variables;
@@ -48,9 +51,6 @@ pub use variables::SETTINGS;
 pub fn find_setting(name: &str) -> Result<&'static Setting<Engine, EngineOptions>, SettingsError> {
     settings::find(SETTINGS, name)
 }
-use crate::throttle::{Admitted, Throttle};
-use crate::trx_sys::{Registered, TrxSys};
-use crate::vfs::{OsVfs, Vfs};
 
 #[derive(Clone)]
 pub struct EngineOptions {

@@ -16,11 +16,7 @@ use super::access::KeySampler;
 use super::kinds::read_write_shape;
 use super::mix::{Mix, Statement};
 use super::tpcc::TpccGen;
-// What every workload's transactions share, under the paths it had here.
-pub use super::txn::{
-    random_c, random_pad, sysbench_string, Ack, InsertIds, OpCounts, Outcome, StatementError,
-    C_WIDTH, PAD_WIDTH,
-};
+use super::txn::{random_c, random_pad, Ack, InsertIds, OpCounts, Outcome, StatementError};
 use redoctor_engine::Row;
 use redoctor_engine::TableId;
 use redoctor_engine::Trx;

@@ -7,7 +7,8 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use redoctor_engine::{Engine, EngineOptions};
-use redoctor_workload::txn_gen::{InsertIds, OpCounts, Outcome, SbtestPlan, TxnGen};
+use redoctor_workload::txn::{InsertIds, OpCounts, Outcome};
+use redoctor_workload::txn_gen::{SbtestPlan, TxnGen};
 use redoctor_workload::{
     self as workload, tpcc, KeyDist, KeySampler, Mix, RunConfig, Statement, WorkloadKind,
     WorkloadSpec,
