@@ -151,6 +151,7 @@ fn observe(
         workload: run.workload.into(),
         users: run.users,
         warehouses: None,
+        access: None,
         cpus: Some(cpus),
         settings: settings.clone(),
         workdir: workdir.map(PathBuf::from),

@@ -22,6 +22,9 @@ pub struct DemoWorkload {
     pub users: u32,
     /// TPCC-lite warehouses (the engine's default when None).
     pub warehouses: Option<u32>,
+    /// Key access distribution (`uniform`, `zipf:0.8`, `pareto:0.2`; the
+    /// engine's default, uniform, when None).
+    pub access: Option<String>,
     pub cpus: Option<u32>,
     /// `--set name=value` passed to the engine at start.
     pub settings: Vec<(String, String)>,
@@ -94,6 +97,9 @@ impl DemoEngine {
         }
         if let Some(n) = w.warehouses {
             cmd.args(["--warehouses", &n.to_string()]);
+        }
+        if let Some(a) = &w.access {
+            cmd.args(["--access", a]);
         }
         for (k, v) in &w.settings {
             cmd.arg("--set").arg(format!("{k}={v}"));

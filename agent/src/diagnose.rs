@@ -116,6 +116,10 @@ pub struct DiagnoseArgs {
     /// --demo: TPCC-lite warehouses (with `--workload tpcc`; the engine's default: 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     warehouses: Option<u32>,
+    /// --demo: key access, as sysbench's --rand-type: uniform (the engine's
+    /// default), zipf[:EXPONENT] or pareto[:H] (e.g. pareto:0.2).
+    #[arg(long)]
+    access: Option<String>,
     /// --demo: bind the engine to this many CPUs.
     #[arg(long)]
     cpus: Option<u32>,
@@ -178,6 +182,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             workload: args.workload.clone(),
             users: args.users,
             warehouses: args.warehouses,
+            access: args.access.clone(),
             cpus: args.cpus,
             settings: args.engine_set.clone(),
             workdir: args.workdir.clone(),
@@ -196,7 +201,11 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             w.users,
             w.warehouses
                 .map(|n| format!(" --warehouses {n}"))
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                + &w.access
+                    .as_deref()
+                    .map(|a| format!(" --access {a}"))
+                    .unwrap_or_default(),
             w.cpus.map(|c| format!(" --cpus {c}")).unwrap_or_default(),
             e.pid(),
             e.dir().display()

@@ -2,7 +2,7 @@
 """Measure the advice-quality evaluation's data set (advisor/bench/README.md).
 
     measure.py PLAN.toml DATA.jsonl [--resume] [--only SUBSTRING ...]
-               [--engine PATH] [--redoctor PATH]
+               [--engine PATH] [--redoctor PATH] [--sealed] [--pause-file PATH]
     measure.py PLAN.toml DATA.jsonl --reobserve FROM.jsonl [--resume]
 
 For every scenario of the plan (slices of workloads x users x cores x binlog x
@@ -17,6 +17,12 @@ flush x storage), in a shuffled order:
 One JSON line per finished scenario is appended to DATA.jsonl (an interrupted
 run resumes with --resume). `--reobserve FROM.jsonl` keeps FROM's cells and
 measures the observations again (after a change to what diagnose observes).
+`--sealed` prints progress only, never a scenario's result: for a frozen
+evaluation set that must not be looked at before it is scored once.
+`--pause-file PATH`: while PATH exists (another job is using the CPUs), no
+cell starts; a cell during which PATH appeared, or PATH's companion log
+`PATH.log` grew, is measured again (the helper `eval/busy.sh CMD` creates
+both around CMD).
 Needs root (the probes).
 """
 
@@ -51,6 +57,8 @@ def scenarios(plan):
                             }
                             if "warehouses" in sl:
                                 s["warehouses"] = sl["warehouses"]
+                            if sl.get("access", "uniform") != "uniform":
+                                s["access"] = sl["access"]
                             out.append(s)
     return out
 
@@ -61,6 +69,8 @@ def key(s):
     w = s["workload"]
     if s.get("warehouses", 1) != 1:
         w += f"-{s['warehouses']}w"
+    if s.get("access"):
+        w += "@" + s["access"]
     return "{w}/{users}u/{cores}c/{b}/flush{flush}/{storage}".format(
         w=w, b="binlog" if s["binlog"] else "nobinlog", **s
     )
@@ -73,6 +83,8 @@ def workload_args(plan, s):
     args = ["--workload", w]
     if s.get("warehouses", 1) != 1:
         args += ["--warehouses", str(s["warehouses"])]
+    if s.get("access"):
+        args += ["--access", s["access"]]
     return args
 
 
@@ -91,6 +103,32 @@ def done_keys(out, resume, tool):
         sys.exit(f"{tool}: {out} exists: pass --resume to continue it, or another path")
     with open(out) as f:
         return {json.loads(l)["key"] for l in f if l.strip()}
+
+
+def busy_mark(pause_file):
+    """What tells a cell it overlapped another job: (PATH exists, log size)."""
+    if not pause_file:
+        return (False, 0)
+    try:
+        size = os.path.getsize(pause_file + ".log")
+    except OSError:
+        size = 0
+    return (os.path.exists(pause_file), size)
+
+
+def quiet_cell(args, fn, *a):
+    """Runs fn(*a) while no other job holds the pause file; measures again
+    (up to 20 times) when one started during it."""
+    for _ in range(20):
+        while args.pause_file and os.path.exists(args.pause_file):
+            time.sleep(1)
+        before = busy_mark(args.pause_file)
+        r = fn(*a)
+        after = busy_mark(args.pause_file)
+        if not after[0] and after[1] == before[1]:
+            return r
+        print("  (another job ran during a cell: measured again)", flush=True)
+    return r
 
 
 def run_cell(args, plan, s, settings, workdir):
@@ -171,6 +209,8 @@ def main():
     ap.add_argument("--engine", default="target/release/redoctor-engine")
     ap.add_argument("--redoctor", default="target/release/redoctor")
     ap.add_argument("--reobserve")
+    ap.add_argument("--sealed", action="store_true")
+    ap.add_argument("--pause-file")
     args = ap.parse_args()
     with open(args.plan, "rb") as f:
         plan = tomllib.load(f)
@@ -188,7 +228,7 @@ def main():
             old = [json.loads(l) for l in f if l.strip()]
         old = [r for r in old if r["key"] not in done and (not args.only or any(o in r["key"] for o in args.only))]
         for n, rec in enumerate(old, 1):
-            s = {k: rec[k] for k in ["slice", "workload", "users", "cores", "binlog", "flush", "storage", "warehouses"] if k in rec}
+            s = {k: rec[k] for k in ["slice", "workload", "users", "cores", "binlog", "flush", "storage", "warehouses", "access"] if k in rec}
             workdir = plan["storage"][s["storage"]]
             rec["observations"] = {
                 name: observe(args, plan, s, configs[name], workdir) for name in ["RT1", "RT0"]
@@ -206,13 +246,17 @@ def main():
             order = list(configs)
             rng.shuffle(order)
             for name in order:
-                cells[name].append(run_cell(args, plan, s, configs[name], workdir))
+                cells[name].append(quiet_cell(args, run_cell, args, plan, s, configs[name], workdir))
         obs = {}
         for name in ["RT1", "RT0"]:
-            obs[name] = observe(args, plan, s, configs[name], workdir)
+            obs[name] = quiet_cell(args, observe, args, plan, s, configs[name], workdir)
         rec = dict(s, key=key(s), cells=cells, observations=obs, unix_s=int(time.time()))
         with open(args.out, "a") as f:
             f.write(json.dumps(rec) + "\n")
+        if args.sealed:
+            errs = sum(1 for v in cells.values() for c in v if "error" in c)
+            print(f"[{n}/{len(todo)}] done, errors {errs}", flush=True)
+            continue
         med = {}
         for name, v in cells.items():
             t = sorted(c["tps"] for c in v if "tps" in c)
