@@ -58,10 +58,14 @@ pub struct PredictedEffect {
     pub candidate: String,
     /// Observed commits/s in the current configuration.
     pub current_commits_per_s: f64,
-    /// Predicted commits/s and its interval (95%).
+    /// Expected commits/s after the change and its 95% interval: the
+    /// model's prediction shrunk toward the prior (`crate::decision`).
     pub commits_per_s: f64,
     pub low: f64,
     pub high: f64,
+    /// Probability that the change is slower than the current configuration.
+    #[serde(default)]
+    pub p_worse: Option<f64>,
 }
 
 /// One signal, fact or threshold the rule's condition read.
@@ -205,10 +209,17 @@ pub struct ModelReport {
     pub current: Option<crate::model::Estimate>,
     /// Every candidate, best first.
     pub predictions: Vec<crate::model::Prediction>,
-    /// The candidate advised (gain beyond the model's error), if any.
+    /// The candidate advised (highest expected utility above the bar), if any.
     pub chosen: Option<String>,
     /// Why predictions are missing or limited, when they are.
     pub note: Option<String>,
+    /// How each candidate was judged: prior, posterior, risk, utility.
+    #[serde(default)]
+    pub decision: Option<crate::decision::Decision>,
+    /// Every candidate predicted for a host of another CPU count
+    /// (`diagnose --what-if-cpus N`).
+    #[serde(default)]
+    pub what_if: Option<crate::model::WhatIfHost>,
 }
 
 impl Diagnosis {

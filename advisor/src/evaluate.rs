@@ -22,6 +22,7 @@ use cel_interpreter::{Context, Program, Value};
 use redoctor_probes::Signals;
 
 use crate::advice::*;
+use crate::decision::{decide, Assessment, Priors};
 use crate::error::AdvisorError;
 use crate::facts::{duration_ms, normalize, Facts};
 use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
@@ -205,9 +206,39 @@ pub fn diagnose_summary(
     }
     let knobs = knobs(&fired, &mut d.not_applied);
     let inputs = Inputs::from_summary(&d.summary, &d.facts, window_rates);
-    rank_with_model(&mut d, &knobs, inputs, model);
+    rank_with_model(&mut d, &knobs, inputs, model, &rules.priors);
     d.verdict = verdict(&d, rules.rules.len(), secs, cps, busy, knobs.is_empty());
     Ok(d)
+}
+
+/// The what-if for a host of `cores` CPUs: each redo mode alone, with the
+/// cap and with the throttle the rules would propose there (a cap of
+/// `max(2·cores, 4)`, a throttle of `max(8·cores, 16)`), and the current
+/// configuration, predicted by `model` under the observed load. Recorded
+/// in the diagnosis' model report (`what_if`); None when the model has no
+/// prediction for this observation (no commits counted, an engine without
+/// redo threads).
+pub fn what_if(d: &mut Diagnosis, model: &Model, cores: u32) -> Option<()> {
+    if !d.facts.settings.contains_key(REDO_THREADS) {
+        return None;
+    }
+    let rates = crate::model::inputs::window_rates(&d.windows);
+    let inputs = Inputs::from_summary(&d.summary, &d.facts, rates).ok()?;
+    let cap = (2 * cores).max(4);
+    let throttle = (8 * cores).max(16);
+    let configs: Vec<Config> = [true, false]
+        .into_iter()
+        .flat_map(|on| {
+            [(0, 0), (cap, 0), (0, throttle)].map(|(cap, throttle)| Config {
+                redo_threads: on,
+                cap,
+                throttle,
+            })
+        })
+        .collect();
+    let w = model.what_if(&inputs, &configs, cores);
+    d.model.as_mut()?.what_if = Some(w);
+    Some(())
 }
 
 fn rank<'a>(f: &'a Fired) -> impl Ord + 'a {
@@ -273,6 +304,18 @@ fn pct(r: f64) -> String {
     format!("{:+.0}%", (r - 1.0) * 100.0)
 }
 
+/// An assessment in one phrase: `RT0 +18% [+6%, +31%], P(worse) 1%`.
+pub fn assess(a: &Assessment) -> String {
+    format!(
+        "{} {} [{}, {}], P(worse) {:.0}%",
+        a.config,
+        pct(1.0 + a.gain),
+        pct(1.0 + a.low),
+        pct(1.0 + a.high),
+        a.p_worse * 100.0
+    )
+}
+
 /// A prediction in one phrase: `RT0 +18% [+6%, +31%]`.
 pub fn describe(p: &Prediction) -> String {
     format!(
@@ -291,6 +334,7 @@ fn rank_with_model(
     knobs: &[Knob],
     inputs: Result<Inputs, crate::model::ModelError>,
     model: &Model,
+    priors: &Priors,
 ) {
     let mut report = ModelReport {
         source: model.source.clone(),
@@ -303,6 +347,8 @@ fn rank_with_model(
         predictions: vec![],
         chosen: None,
         note: None,
+        decision: None,
+        what_if: None,
     };
     let (modelled, unmodelled): (Vec<&Knob>, Vec<&Knob>) = knobs.iter().partition(|k| k.modelled());
     for k in &unmodelled {
@@ -388,7 +434,10 @@ fn rank_with_model(
     }
     let configs: Vec<Config> = candidates.iter().map(|(c, _)| *c).collect();
     let predictions = model.predict(&inputs, &configs, &d.facts.settings);
-    let chosen = predictions.iter().find(|p| p.gain_beyond_error()).cloned();
+    let decision = decide(model, &inputs, &predictions, priors);
+    let chosen = decision
+        .chosen
+        .and_then(|c| predictions.iter().find(|p| p.config == c).cloned());
     let knobs_of = |c: &Config| -> Vec<usize> {
         candidates
             .iter()
@@ -401,12 +450,16 @@ fn rank_with_model(
         .map(|p| knobs_of(&p.config))
         .unwrap_or_default();
     if let Some(p) = &chosen {
+        let a = decision
+            .of(&p.config)
+            .expect("the chosen candidate was assessed");
         let effect = PredictedEffect {
             candidate: p.config.to_string(),
             current_commits_per_s: inputs.commits_per_s,
-            commits_per_s: p.commits_per_s,
-            low: p.low,
-            high: p.high,
+            commits_per_s: inputs.commits_per_s * (1.0 + a.gain),
+            low: inputs.commits_per_s * (1.0 + a.low),
+            high: inputs.commits_per_s * (1.0 + a.high),
+            p_worse: Some(a.p_worse),
         };
         for &i in &chosen_knobs {
             for (setting, rules) in &modelled[i].rules {
@@ -418,39 +471,41 @@ fn rank_with_model(
             }
         }
     }
-    // Every other proposal: why the model did not advise it.
+    // Every other proposal: why the decision rule did not advise it.
     let extrapolated = !model.outside(&inputs).is_empty();
+    let chosen_a = chosen.as_ref().and_then(|p| decision.of(&p.config));
     for (i, k) in modelled.iter().enumerate() {
         if chosen_knobs.contains(&i) {
             continue;
         }
         let alone = base.with(&k.changes);
-        let p = predictions.iter().find(|p| p.config == alone);
-        let (status, reason) = match (p, &chosen) {
+        let a = decision.of(&alone);
+        let (status, reason) = match (a, chosen_a) {
             (None, _) => (Status::PredictedWorse, "no prediction".to_string()),
-            (Some(p), Some(c)) if p.ratio > 1.0 && p.gain_beyond_error() => (
+            (Some(a), Some(c)) if a.utility > decision.min_utility => (
                 Status::Outranked,
-                format!("predicted {}, but {} is better", describe(p), describe(c)),
+                format!("expected {}, but {} is better", assess(a), assess(c)),
             ),
-            (Some(p), _) if p.ratio <= 1.0 => (
+            (Some(a), _) if a.log_ratio <= 0.0 => (
                 Status::PredictedWorse,
                 format!(
-                    "predicted {} over the observed {:.0} commits/s{}",
-                    describe(p),
+                    "expected {} over the observed {:.0} commits/s{}",
+                    assess(a),
                     inputs.commits_per_s,
-                    if extrapolated && p.ratio_high >= WORTH_TRYING {
+                    if extrapolated && a.high >= WORTH_TRYING - 1.0 {
                         "; the load is outside the calibrated range, so the interval reaches a gain: a live trial (--trial) would settle it"
                     } else {
                         ""
                     }
                 ),
             ),
-            (Some(p), _) => (
+            (Some(a), _) => (
                 Status::WithinError,
                 format!(
-                    "predicted {}: the interval includes no gain{}",
-                    describe(p),
-                    if p.ratio_high >= WORTH_TRYING {
+                    "expected {}: the chance of a loss, weighed {}x a gain, outweighs the gain{}",
+                    assess(a),
+                    decision.loss_asymmetry,
+                    if a.high >= WORTH_TRYING - 1.0 {
                         "; a live trial (--trial) would settle it"
                     } else {
                         ""
@@ -469,6 +524,7 @@ fn rank_with_model(
     report.current = Some(model.current(&inputs));
     report.chosen = chosen.map(|p| p.config.to_string());
     report.predictions = predictions;
+    report.decision = Some(decision);
     d.model = Some(report);
 }
 
@@ -502,12 +558,14 @@ fn verdict(
             .collect();
         list.dedup();
         let m = d.model.as_ref();
-        let p = m.and_then(|m| {
-            m.predictions
-                .iter()
-                .find(|p| Some(p.config.to_string()) == m.chosen)
+        let a = m.and_then(|m| {
+            m.decision.as_ref().and_then(|dec| {
+                dec.assessments
+                    .iter()
+                    .find(|a| Some(a.config.to_string()) == m.chosen)
+            })
         });
-        if p.is_none() {
+        if a.is_none() {
             return Verdict {
                 kind: VerdictKind::Change,
                 text: format!(
@@ -520,9 +578,9 @@ fn verdict(
         return Verdict {
             kind: VerdictKind::Change,
             text: format!(
-                "change advised: {} (model: {} over the observed {cps:.0} commits/s)",
+                "change advised: {} (expected {} over the observed {cps:.0} commits/s)",
                 list.join(", "),
-                p.map_or("?".into(), describe)
+                a.map_or("?".into(), assess)
             ),
             basis: Basis::Model,
         };
@@ -532,15 +590,19 @@ fn verdict(
             "no change advised: {n_rules} rules checked against {observed}; none proposes a live change"
         )
     } else {
-        let best = d.model.as_ref().and_then(|m| m.predictions.first());
+        let best = d
+            .model
+            .as_ref()
+            .and_then(|m| m.decision.as_ref())
+            .and_then(|dec| dec.assessments.first());
         match best {
-            Some(p) if p.ratio > 1.0 && p.ratio_high >= WORTH_TRYING => format!(
-                "no change advised: the best candidate, {}, is within the model's error; a live trial (--trial) would settle it ({observed})",
-                describe(p)
+            Some(a) if a.gain > 0.0 && a.high >= WORTH_TRYING - 1.0 => format!(
+                "no change advised: the best candidate, {}, risks a loss that outweighs its gain; a live trial (--trial) would settle it ({observed})",
+                assess(a)
             ),
-            Some(p) => format!(
-                "no change advised: no candidate is predicted to beat the current configuration (best: {}; {observed})",
-                describe(p)
+            Some(a) => format!(
+                "no change advised: no candidate is expected to beat the current configuration (best: {}; {observed})",
+                assess(a)
             ),
             None => format!(
                 "no change advised: the proposals could not be predicted ({}; {observed})",

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod advice;
+pub mod decision;
 pub mod error;
 pub mod evaluate;
 pub mod experiment;

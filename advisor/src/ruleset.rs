@@ -4,15 +4,29 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::decision::Priors;
 use crate::error::AdvisorError;
 use crate::rule::{parse_file, Rule};
 
 /// The loaded rules, in load order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RuleSet {
     pub rules: Vec<Rule>,
     /// Ids disabled on request.
     pub disabled: Vec<String>,
+    /// The decision rule's priors and loss (`rules/priors/`; the shipped
+    /// ones unless replaced).
+    pub priors: Priors,
+}
+
+impl Default for RuleSet {
+    fn default() -> RuleSet {
+        RuleSet {
+            rules: vec![],
+            disabled: vec![],
+            priors: Priors::shipped(),
+        }
+    }
 }
 
 /// The shipped rule files (`rules/` in the repository), built into the

@@ -47,7 +47,7 @@ fn json_round_trips_and_is_versioned() {
 
 #[test]
 fn text_puts_the_verdict_first() {
-    let t = report::render(&diagnosis(), Format::Text).unwrap();
+    let t = report::render_with(&diagnosis(), Format::Text, true).unwrap();
     assert!(
         t.starts_with("VERDICT: change advised: innodb_log_writer_threads ON -> OFF"),
         "{t}"
@@ -131,7 +131,7 @@ fn with_trials() -> [Diagnosis; 2] {
 #[test]
 fn the_trial_is_shown_in_every_format() {
     let [one, two] = with_trials();
-    let t = report::render(&one, Format::Text).unwrap();
+    let t = report::render_with(&one, Format::Text, true).unwrap();
     assert!(t.contains("\nTRIAL\n"), "{t}");
     assert!(t.contains("   outcome: kept"), "{t}");
     assert!(t.contains("   reason: candidate faster: +"), "{t}");
@@ -145,7 +145,7 @@ fn the_trial_is_shown_in_every_format() {
         m.contains("## Trial\n") && m.contains("| pair | side | window | commits/s | seconds |"),
         "{m}"
     );
-    let s = report::render(&two, Format::Text).unwrap();
+    let s = report::render_with(&two, Format::Text, true).unwrap();
     assert!(
         s.contains("TRIAL SEARCH") && s.contains("CANDIDATE 1: X <OFF>"),
         "{s}"
@@ -212,4 +212,29 @@ fn apply_lines_name_the_diagnosed_server() {
             "{out}"
         );
     }
+}
+
+/// The default text report fits one screen: the verdict, the change with
+/// its expected gain, interval and risk, the signals that decided it and
+/// what to run next; `--verbose` has everything.
+#[test]
+fn the_text_report_fits_one_screen() {
+    let d = diagnosis();
+    let t = report::render(&d, Format::Text).unwrap();
+    assert!(t.lines().count() <= 25, "{} lines:\n{t}", t.lines().count());
+    assert!(t.starts_with("VERDICT: change advised"), "{t}");
+    assert!(
+        t.contains("CHANGE: innodb_log_writer_threads ON -> OFF"),
+        "{t}"
+    );
+    assert!(
+        t.contains("   expected: +") && t.contains("P(worse)"),
+        "{t}"
+    );
+    assert!(t.contains("SIGNALS that decided:"), "{t}");
+    assert!(t.contains("redoctor apply --socket"), "{t}");
+    assert!(t.contains("--trial"), "{t}");
+    let v = report::render_with(&d, Format::Text, true).unwrap();
+    assert!(v.lines().count() > 2 * t.lines().count());
+    assert!(v.contains("Decision: each candidate"), "{v}");
 }

@@ -5,9 +5,12 @@
 //! several concurrencies in both redo modes, read_write at a moderate and an
 //! oversubscribed concurrency with and without a cap and a throttle — each
 //! in a fresh data directory on the storage named by `--workdir`, observed
-//! through the probes. Every run of one load is paired with the others'
-//! measured commits/s; the constants are fitted to those pairs and their
-//! held-out error measured. The result goes to the host's calibration file,
+//! through the probes. The probes give each run's inputs only: their own
+//! cost differs between the configurations (RT0 loses more to them than
+//! RT1), so each run's outcome, its commits/s, is measured after they are
+//! detached, from the engine's commit counter. Every run of one load is
+//! paired with the others' probe-free commits/s; the constants are fitted
+//! to those pairs and their held-out error measured. The result goes to the host's calibration file,
 //! which `redoctor diagnose` reads.
 
 use std::path::PathBuf;
@@ -20,7 +23,9 @@ use redoctor_advisor::model::{fit, CalibrationPoint, Config, Inputs, Outcome};
 use redoctor_advisor::{summarize, Facts};
 use redoctor_probes::{AttachOptions, Profile};
 
+use crate::admin::Admin;
 use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
+use crate::trial_run::counter_window;
 
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
@@ -53,7 +58,16 @@ struct Run {
     workload: &'static str,
     users: u32,
     config: Config,
+    /// Settings of the load beside the configuration (the binlog, the
+    /// flush at commit), the same for every run of the load.
+    load: &'static [(&'static str, &'static str)],
 }
+
+/// The loads beside the plain ones: the binlog's ordered commit and a
+/// commit that waits for no fsync, so that their observations lie inside
+/// the calibrated range (`advisor/MODEL.md`, "Out of range").
+const BINLOG: &[(&str, &str)] = &[("log_bin", "ON")];
+const FLUSH2: &[(&str, &str)] = &[("innodb_flush_log_at_trx_commit", "2")];
 
 fn rt(on: bool) -> Config {
     Config {
@@ -78,9 +92,26 @@ fn plan(cpus: u32, quick: bool) -> Vec<Vec<Run>> {
                     workload: "update_index",
                     users: u,
                     config: rt(on),
+                    load: &[],
                 })
                 .into(),
         );
+    }
+    if !quick {
+        for load in [BINLOG, FLUSH2] {
+            for u in [16, 128] {
+                loads.push(
+                    [true, false]
+                        .map(|on| Run {
+                            workload: "update_index",
+                            users: u,
+                            config: rt(on),
+                            load,
+                        })
+                        .into(),
+                );
+            }
+        }
     }
     if !quick {
         for u in [16, 512] {
@@ -100,6 +131,7 @@ fn plan(cpus: u32, quick: bool) -> Vec<Vec<Run>> {
                         workload: "read_write",
                         users: u,
                         config,
+                        load: &[],
                     })
                     .into(),
             );
@@ -138,15 +170,28 @@ pub fn host_facts(cores: u32, storage: &str, fsync_us: f64) -> HostFacts {
     }
 }
 
-/// Runs the engine with `run`'s load and configuration and observes it.
+/// One run: what the probes observed, and the commits/s measured without them.
+struct Observed {
+    inputs: Inputs,
+    /// Commits/s from the engine's counter (`Com_commit`) over the same
+    /// length of run, after the probes were detached and the load settled.
+    outcome_per_s: f64,
+}
+
+/// After the probes are detached, before the probe-free window.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// Runs the engine with `run`'s load and configuration, observes it
+/// through the probes, then measures its commits/s without them.
 fn observe(
     bin: &std::path::Path,
     run: &Run,
     cpus: u32,
     workdir: Option<&std::path::Path>,
     duration: Duration,
-) -> Result<Inputs> {
-    let settings: Vec<(String, String)> = run.config.to_settings().into_iter().collect();
+) -> Result<Observed> {
+    let mut settings: Vec<(String, String)> = run.config.to_settings().into_iter().collect();
+    settings.extend(run.load.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let w = DemoWorkload {
         workload: run.workload.into(),
         users: run.users,
@@ -156,7 +201,7 @@ fn observe(
         settings: settings.clone(),
         workdir: workdir.map(PathBuf::from),
     };
-    let e = DemoEngine::start(bin, &w, duration + Duration::from_secs(60))?;
+    let e = DemoEngine::start(bin, &w, 2 * duration + Duration::from_secs(60))?;
     let profile = Profile::resolve("redoctor-engine").context("loading the engine's profile")?;
     let mut sampler = crate::probe::attach(&AttachOptions::new(e.pid()), profile)?;
     sampler
@@ -165,33 +210,71 @@ fn observe(
     let windows =
         crate::probe::observe(&mut sampler, e.pid(), duration, Duration::from_millis(500))?;
     drop(sampler);
+    std::thread::sleep(SETTLE);
+    let mut admin = Admin::connect(e.admin_socket(), "")
+        .context("connecting to the calibration engine's admin socket")?;
+    let outcome = counter_window(&mut admin, COMMIT_COUNTER, duration, || Ok(()))
+        .map_err(|err| anyhow::anyhow!("{err}"))
+        .with_context(|| format!("reading {COMMIT_COUNTER} of the calibration engine"))?;
     drop(e);
     let facts = Facts::infer("redoctor-engine", &summarize(&windows), &settings);
-    Inputs::from_windows(&windows, &facts).with_context(|| {
+    let inputs = Inputs::from_windows(&windows, &facts).with_context(|| {
         format!(
             "{} with {} users ({}) counted no commits",
             run.workload, run.users, run.config
         )
+    })?;
+    if outcome.commits_per_s <= 0.0 {
+        bail!(
+            "{} with {} users ({}) committed nothing once the probes were detached",
+            run.workload,
+            run.users,
+            run.config
+        );
+    }
+    Ok(Observed {
+        inputs,
+        outcome_per_s: outcome.commits_per_s,
     })
 }
 
-/// Pairs every run of one load with the others' measured rates.
-fn points(load: &[(String, Inputs)]) -> Vec<CalibrationPoint> {
+/// The engine's commit counter (`SHOW GLOBAL STATUS`).
+const COMMIT_COUNTER: &str = "Com_commit";
+
+/// One configuration of a load: its merged inputs and its probe-free
+/// commits/s over the repeats.
+struct Merged {
+    label: String,
+    inputs: Inputs,
+    outcomes: Vec<f64>,
+}
+
+impl Merged {
+    /// Geometric mean of the probe-free rates.
+    fn rate(&self) -> f64 {
+        let n = self.outcomes.len().max(1) as f64;
+        (self.outcomes.iter().map(|r| r.max(1e-9).ln()).sum::<f64>() / n).exp()
+    }
+    /// Standard error of the log of [`Merged::rate`] (the repeats' spread).
+    fn noise(&self) -> f64 {
+        redoctor_stats::log_standard_error(&self.outcomes).unwrap_or(0.0)
+    }
+}
+
+/// Pairs every run of one load with the others' probe-free rates.
+fn points(load_key: &str, load: &[Merged]) -> Vec<CalibrationPoint> {
     load.iter()
-        .map(|(label, a)| CalibrationPoint {
-            label: label.clone(),
-            inputs: a.clone(),
+        .map(|a| CalibrationPoint {
+            label: a.label.clone(),
+            load: load_key.to_string(),
+            inputs: a.inputs.clone(),
             outcomes: load
                 .iter()
-                .filter(|(_, b)| b.config != a.config)
-                .map(|(_, b)| Outcome {
-                    config: b.config,
-                    ratio: b.commits_per_s / a.commits_per_s,
-                    noise: Some(
-                        (a.rate_noise().powi(2) + b.rate_noise().powi(2))
-                            .sqrt()
-                            .max(0.02),
-                    ),
+                .filter(|b| b.inputs.config != a.inputs.config)
+                .map(|b| Outcome {
+                    config: b.inputs.config,
+                    ratio: b.rate() / a.rate(),
+                    noise: Some((a.noise().powi(2) + b.noise().powi(2)).sqrt().max(0.02)),
                 })
                 .collect(),
         })
@@ -236,32 +319,45 @@ pub fn calibrate(o: &Options) -> Result<Calibration> {
     let mut done = 0;
     for load in &loads {
         // Repeats interleaved (A B A B): drift and disk hiccups hit every run.
-        let mut runs: Vec<Vec<Inputs>> = vec![Vec::new(); load.len()];
+        let mut runs: Vec<Vec<Observed>> = (0..load.len()).map(|_| Vec::new()).collect();
         for _ in 0..REPEATS {
             for (k, r) in load.iter().enumerate() {
                 done += 1;
-                let i = observe(&o.engine_bin, r, o.cpus, o.workdir.as_deref(), o.duration)?;
+                let ob = observe(&o.engine_bin, r, o.cpus, o.workdir.as_deref(), o.duration)?;
+                let i = &ob.inputs;
                 say!(
-                    "  [{done}/{total}] {:<12} {:>4} users {:<16} {:>9.0} commits/s  cpu {:>6.1} us/commit  group {:>5.1}  fsync {:>6.0} us",
-                    r.workload, r.users, r.config.to_string(), i.commits_per_s, i.cpu_us, i.group, i.fsync_us
+                    "  [{done}/{total}] {:<12} {:>4} users {:<16} {:>9.0} commits/s ({:>9.0} probed)  cpu {:>6.1} us/commit  group {:>5.1}  fsync {:>6.0} us",
+                    r.workload, r.users, r.config.to_string(), ob.outcome_per_s, i.commits_per_s, i.cpu_us, i.group, i.fsync_us
                 );
                 if i.fsync_us > 0.0 {
                     fsyncs.push(i.fsync_us);
                 }
-                runs[k].push(i);
+                runs[k].push(ob);
             }
         }
-        let observed: Vec<(String, Inputs)> = load
+        let key = format!(
+            "{}/{}u{}",
+            load[0].workload,
+            load[0].users,
+            load[0]
+                .load
+                .iter()
+                .map(|(k, v)| format!("/{k}={v}"))
+                .collect::<String>()
+        );
+        let merged: Vec<Merged> = load
             .iter()
             .zip(runs)
-            .map(|(r, is)| {
-                (
-                    format!("{}/{}u/{}", r.workload, r.users, r.config),
-                    merge(is),
-                )
+            .map(|(r, obs)| {
+                let outcomes = obs.iter().map(|o| o.outcome_per_s).collect();
+                Merged {
+                    label: format!("{key}/{}", r.config),
+                    inputs: merge(obs.into_iter().map(|o| o.inputs).collect()),
+                    outcomes,
+                }
             })
             .collect();
-        all.extend(points(&observed));
+        all.extend(points(&key, &merged));
     }
     say!(
         "redoctor: fitting the model's constants ({} points)",

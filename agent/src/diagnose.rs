@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use redoctor_advisor::report::{render, Format};
+use redoctor_advisor::report::{render_with, Format};
 use redoctor_advisor::{diagnose, summarize, Facts, RuleSet};
 use redoctor_probes::{AttachOptions, Profile};
 
@@ -40,12 +40,25 @@ pub struct DiagnoseArgs {
     /// Report format: text, json, md or html.
     #[arg(long, default_value = "text")]
     format: Format,
+    /// Also predict every candidate on a host with this many CPUs (where
+    /// the RT0/RT1 crossover moves on a bigger or smaller host), with the
+    /// same model and load.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    what_if_cpus: Option<u32>,
+    /// The whole text report: every rule, the evidence, the model's inputs
+    /// and the signal tables (the default text report fits one screen).
+    #[arg(long, short = 'v')]
+    verbose: bool,
     /// Write the report to this file instead of standard output.
     #[arg(long)]
     out: Option<PathBuf>,
     /// An extra rule directory (repeatable; its rules replace shipped ones with the same id).
     #[arg(long = "rules", value_name = "DIR")]
     rules: Vec<PathBuf>,
+    /// The decision rule's priors and loss (a TOML file as
+    /// `rules/priors/redoctor-engine.toml`; default: the shipped ones).
+    #[arg(long, value_name = "FILE")]
+    priors: Option<PathBuf>,
     /// Disable a rule by id (repeatable).
     #[arg(long = "disable", value_name = "ID")]
     disable: Vec<String>,
@@ -147,6 +160,10 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     let mut rules = RuleSet::shipped_and(&args.rules).context("loading the rules")?;
     for id in &args.disable {
         rules.disable(id)?;
+    }
+    if let Some(p) = &args.priors {
+        rules.priors = redoctor_advisor::decision::Priors::load(p)
+            .context("loading the decision rule's priors (--priors)")?;
     }
     // A PostgreSQL socket names the server kind before anything starts.
     let pg_socket = match &args.socket {
@@ -304,6 +321,11 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         }
     };
     let mut d = diagnose(pid, windows, facts, &rules, &model)?;
+    if let Some(n) = args.what_if_cpus {
+        if redoctor_advisor::evaluate::what_if(&mut d, &model, n).is_none() {
+            say!("redoctor: no what-if for {n} CPUs: the model has no prediction for this observation (see the report's model note)");
+        }
+    }
     let commits_seen = d.windows.iter().any(|w| w.engine.commits.is_some());
     if args.trial && trial_counter.is_none() && !commits_seen {
         // Judged on commits/s: without a commit counter a trial would
@@ -356,7 +378,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     }
     drop(admin);
     drop(demo);
-    let out = render(&d, args.format)?;
+    let out = render_with(&d, args.format, args.verbose)?;
     match &args.out {
         Some(p) => {
             // Whole or not at all: an interrupted write leaves the old file.

@@ -345,7 +345,16 @@ impl Profile {
     /// file or contains `/` or ends in `.toml`.
     pub fn resolve(spec: &str) -> Result<Profile, ProfileError> {
         let path = Path::new(spec);
-        if spec.contains('/') || spec.ends_with(".toml") || path.is_file() {
+        // A shipped name is the shipped profile even where a file of that
+        // name lies in the working directory (the engine's binary is named
+        // like its profile: `cd target/release && ./redoctor diagnose`).
+        let named = !(spec.contains('/') || spec.ends_with(".toml"));
+        if named {
+            if let Ok(p) = Self::builtin(spec) {
+                return Ok(p);
+            }
+        }
+        if !named || path.is_file() {
             let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
                 path: path.to_path_buf(),
                 source,
@@ -428,6 +437,24 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file named like a shipped profile in the working directory (the
+    /// engine's own binary beside `redoctor`) is not read as a profile.
+    #[test]
+    fn a_shipped_name_is_never_read_from_a_file() {
+        let name = "mysql8";
+        assert!(
+            !Path::new(name).exists(),
+            "a file {name} in the test's directory"
+        );
+        std::fs::write(name, [0xffu8, 0xfe, 0x00]).unwrap();
+        let got = Profile::resolve(name);
+        std::fs::remove_file(name).unwrap();
+        assert_eq!(got.unwrap().name, "mysql8");
+        // A file named like no shipped profile is still read.
+        let e = Profile::resolve("no-such-profile").unwrap_err().to_string();
+        assert!(e.contains("no-such-profile"), "{e}");
+    }
 
     #[test]
     fn builtin_profiles_parse_and_classify() {

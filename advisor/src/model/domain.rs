@@ -264,8 +264,10 @@ mod tests_support {
     use super::*;
     use crate::model::Config;
 
+    /// A latency-bound RT1 observation, its rate the model's own at the
+    /// priors (so the regime check adds nothing).
     pub fn inputs(users: f64, group: f64, fsync_us: f64, flush: u8) -> Inputs {
-        Inputs {
+        let mut i = Inputs {
             config: Config {
                 redo_threads: true,
                 cap: 0,
@@ -277,8 +279,8 @@ mod tests_support {
             window_rates: vec![],
             binlog: false,
             flush,
-            cpu_us: 50.0,
-            log_cpu_us: 10.0,
+            cpu_us: 12.0,
+            log_cpu_us: 4.0,
             group,
             fsync_us,
             binlog_fsync_us: 0.0,
@@ -287,7 +289,11 @@ mod tests_support {
             futex_waits: 0.0,
             commit_wait_us: 100.0,
             cpu_share: 0.5,
-        }
+        };
+        i.commits_per_s =
+            crate::model::mechanics::estimate_observed(&crate::model::Params::prior(), &i)
+                .commits_per_s;
+        i
     }
 
     /// A calibration point's inputs (what the domain reads of it).
@@ -469,7 +475,7 @@ mod model_tests {
         let mut edge = tmpfs.clone();
         edge.fsync_us = 100.0;
         let moved = (ratio(&m.params, &tmpfs, &rt0) / ratio(&m.params, &edge, &rt0)).ln();
-        let want = (0.1f64.powi(2) + (0.5 * moved).powi(2)).sqrt();
+        let want = (0.1f64.powi(2) + (0.5 * moved).powi(2) + m.regime_sigma(&tmpfs).powi(2)).sqrt();
         let p = predict(&tmpfs);
         assert!((p.sigma - want).abs() < 1e-12, "{} vs {want}", p.sigma);
         assert!(width(&tmpfs) > width(&inside) && width(&tmpfs) < width(&slow));

@@ -30,8 +30,10 @@ use super::inputs::Inputs;
 /// Bump on any change of what the equations predict for given constants.
 /// - 1: before the revision was recorded (files without it read as 0);
 /// - 2: no fsync on RT0's commit path at flush 0 or 2;
-/// - 3: RT1's hand-offs leave the cycle when the flusher is busy.
-pub const REVISION: u32 = 3;
+/// - 3: RT1's hand-offs leave the cycle when the flusher is busy;
+/// - 4: throughput from a queueing network (MVA) instead of a smooth
+///   minimum of bounds; hand-offs pay a share of the run-queue wait.
+pub const REVISION: u32 = 4;
 
 /// Host constants (calibrated by `redoctor calibrate`; priors in [`PARAMS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -61,8 +63,17 @@ pub struct Params {
     pub gate_handoff_us: f64,
     /// Share of the CPUs the server can use.
     pub usable_cpu: f64,
-    /// Sharpness of the smooth minimum of the bounds (higher: closer to `min`).
-    pub sharpness: f64,
+    /// Share of a CPU's mean run-queue wait that a woken hand-off pays
+    /// before it runs (the scheduler favours a thread that slept, so less
+    /// than a runnable user's; 1 would be first come, first served).
+    /// Files fitted before revision 4 lack it (and are refitted): its
+    /// prior then.
+    #[serde(default = "prior_runq_handoff")]
+    pub runq_handoff: f64,
+}
+
+fn prior_runq_handoff() -> f64 {
+    PARAMS[8].1
 }
 
 /// Name, prior, lower and upper bound, unit and meaning of each parameter,
@@ -132,7 +143,14 @@ pub const PARAMS: &[(&str, f64, f64, f64, &str, &str)] = &[
         "",
         "share of the CPUs the server can use",
     ),
-    ("sharpness", 3.0, 1.0, 10.0, "", "smooth-minimum sharpness"),
+    (
+        "runq_handoff",
+        0.3,
+        0.0,
+        1.0,
+        "",
+        "share of the run-queue wait a woken hand-off pays",
+    ),
 ];
 
 impl Params {
@@ -151,7 +169,7 @@ impl Params {
             self.rt0_convoy_knee,
             self.gate_handoff_us,
             self.usable_cpu,
-            self.sharpness,
+            self.runq_handoff,
         ]
     }
 
@@ -165,7 +183,7 @@ impl Params {
             rt0_convoy_knee: v[5],
             gate_handoff_us: v[6],
             usable_cpu: v[7],
-            sharpness: v[8],
+            runq_handoff: v[8],
         }
     }
 }
@@ -192,6 +210,12 @@ pub struct Estimate {
     pub latency_bound: f64,
     /// Bound from the gate's or throttle's slots, commits/s (none when unlimited).
     pub slot_bound: Option<f64>,
+    /// A runnable user's modelled wait for a CPU per transaction, µs.
+    #[serde(default)]
+    pub runq_wait_us: f64,
+    /// A hand-off's latency with its run-queue wait, µs.
+    #[serde(default)]
+    pub hop_us: f64,
 }
 
 /// What the observation says independently of any configuration.
@@ -283,13 +307,20 @@ fn chain_on_cycle(i: &Inputs) -> f64 {
 /// notifier inside the serial FLUSH stage), where they are not overlapped
 /// by a busy flusher ([`chain_on_cycle`]). An RT0 leader writes and
 /// flushes itself.
+#[cfg(test)]
 fn cycle_us(p: &Params, i: &Inputs, redo_threads: bool) -> f64 {
+    cycle_at(i, redo_threads, p.hop_us)
+}
+
+/// [`cycle_us`] with hand-offs of `hop` µs each (the calibrated hand-off
+/// plus the run-queue wait a woken thread pays).
+pub(crate) fn cycle_at(i: &Inputs, redo_threads: bool, hop: f64) -> f64 {
     let redo = if i.waits_for_fsync() { i.fsync_us } else { 0.0 };
     let binlog = if i.binlog { i.binlog_fsync_us } else { 0.0 };
     let chain = match (redo_threads, i.binlog) {
         (false, _) => 0.0,
-        (true, true) => 3.0 * p.hop_us,
-        (true, false) => 2.0 * p.hop_us * chain_on_cycle(i),
+        (true, true) => 3.0 * hop,
+        (true, false) => 2.0 * hop * chain_on_cycle(i),
     };
     redo + binlog + chain
 }
@@ -315,18 +346,16 @@ fn hops(i: &Inputs, redo_threads: bool, group: f64) -> f64 {
     }
 }
 
-fn latency_us(p: &Params, i: &Inputs, redo_threads: bool, group: f64) -> f64 {
+/// Commit latency with hand-offs of `hop` µs: the cycle, half a cycle
+/// more when groups form (the flush in flight when a commit arrives), and
+/// the hand-offs on the waiter's own path.
+fn latency_at(i: &Inputs, redo_threads: bool, group: f64, hop: f64) -> f64 {
     if i.flush == 0 && !i.binlog {
         return 0.0;
     }
-    let t = cycle_us(p, i, redo_threads);
+    let t = cycle_at(i, redo_threads, hop);
     let queue = 0.5 * (1.0 - 1.0 / group.max(1.0));
-    t * (1.0 + queue) + hops(i, redo_threads, group) * p.hop_us
-}
-
-fn smooth_min(bounds: &[f64], k: f64) -> f64 {
-    let s: f64 = bounds.iter().map(|b| b.max(1e-9).powf(-k)).sum();
-    s.powf(-1.0 / k)
+    t * (1.0 + queue) + hops(i, redo_threads, group) * hop
 }
 
 /// The observed waits per commit outside the commit path that are
@@ -380,7 +409,25 @@ fn load(p: &Params, i: &Inputs) -> Load {
     }
 }
 
-fn evaluate(p: &Params, i: &Inputs, l: &Load, c: &Config, group: f64) -> Estimate {
+/// The per-commit costs of configuration `c` under the observed load, with
+/// groups of `group` commits: what the queueing network is solved for.
+struct Costs {
+    /// CPU per commit of every thread (users and log threads), µs.
+    cpu: f64,
+    /// Of it, the dedicated log threads' (RT1), µs.
+    log_cpu: f64,
+    /// Commit-path CPU per commit, µs.
+    path: f64,
+    /// Unqueued time per transaction outside the commit wait: CPU work
+    /// and lock waits, µs.
+    work: f64,
+    /// Lock waits per transaction, µs (a delay inside the engine).
+    lock_wait: f64,
+    /// CPU bursts per transaction (each lock wait splits one).
+    visits: f64,
+}
+
+fn costs(p: &Params, i: &Inputs, l: &Load, c: &Config, group: f64) -> Costs {
     // Contention scales with the other transactions inside.
     let inside = c.inside(l.users);
     let scale = if l.inside > 1.0 {
@@ -404,43 +451,199 @@ fn evaluate(p: &Params, i: &Inputs, l: &Load, c: &Config, group: f64) -> Estimat
     } else {
         model_path
     };
+    // RT1's log threads spend the path beyond the committer's own sleep.
+    let log_cpu = if c.redo_threads {
+        (path - p.switch_cpu_us).max(0.0)
+    } else {
+        0.0
+    };
     let cpu =
         l.work_cpu_us + path + p.switch_cpu_us * l.lock_waits * scale + slot_cpu(p, c, l.users);
-    let work = l.work_cpu_us + l.lock_wait_us * scale;
-    let lat = latency_us(p, i, c.redo_threads, group);
-    let cpu_bound = p.usable_cpu * l.cores * 1e6 / cpu;
-    let latency_bound = l.users * 1e6 / (work + lat);
-    let mut bounds = vec![cpu_bound, latency_bound];
+    let lock_wait = l.lock_wait_us * scale;
+    Costs {
+        cpu,
+        log_cpu,
+        path,
+        work: l.work_cpu_us + lock_wait,
+        lock_wait,
+        visits: 1.0 + l.lock_waits * scale,
+    }
+}
+
+/// The network solved at one hand-off cost.
+struct Solved {
+    /// Commits/s.
+    x: f64,
+    /// A runnable user's wait for a CPU per transaction, µs.
+    runq_wait: f64,
+    /// Runnable threads waiting for a CPU, per CPU (those at the CPU
+    /// station beyond its servers).
+    waiting_per_cpu: f64,
+    /// Commit latency, µs.
+    latency: f64,
+}
+
+/// Solves the queueing network of `c` (`advisor/MODEL.md`, "The queueing
+/// model"): the users' CPU demand on `cores` servers slowed by the log
+/// threads' share of them (an open class), lock waits as a delay inside
+/// the engine, the commit wait as a delay outside it (inside a throttle's
+/// slot), a cap or throttle as the limit of users admitted.
+/// `x` is the rate (commits/s) the log threads' share is taken at: the
+/// callers iterate it to a fixed point with the group and the hand-offs.
+#[allow(clippy::too_many_arguments)]
+fn solve(
+    p: &Params,
+    i: &Inputs,
+    k: &Costs,
+    c: &Config,
+    users: f64,
+    group: f64,
+    hop: f64,
+    x: f64,
+) -> Solved {
+    let servers = i.cores.round().max(1.0) as usize;
+    let capacity = p.usable_cpu * i.cores / servers as f64;
+    let latency = latency_at(i, c.redo_threads, group, hop);
+    let n = users.round().max(1.0) as usize;
+    let limit = (c.inside(users).round().max(1.0) as usize).min(n);
+    let held_back = limit < n;
+    let gate = if held_back { p.gate_handoff_us } else { 0.0 };
+    // A throttle holds its place through the commit wait; a cap does not.
+    let throttled = c.throttle > 0 && f64::from(c.throttle) < users;
+    let (inner_delay, outer) = if throttled {
+        (k.lock_wait + latency + gate, 0.0)
+    } else {
+        (k.lock_wait + gate, latency)
+    };
+    let user_cpu = (k.cpu - k.log_cpu).max(1e-3);
+    // The log threads' utilisation of the servers at the rate, at most
+    // their share of saturated CPUs (`log / cpu`: the users need the
+    // rest), so the solution never exceeds the CPUs' supply; iterated from
+    // the caller's rate, damped.
+    let saturated_share = k.log_cpu / k.cpu.max(1e-9);
+    let mut x = x;
+    let mut out = None;
+    // Without log threads (RT0) one solve is the answer.
+    let rounds = if k.log_cpu > 0.0 { 3 } else { 1 };
+    for _ in 0..rounds {
+        let u_log = (x / 1e6 * k.log_cpu / (servers as f64 * capacity)).min(saturated_share);
+        let demand = user_cpu / capacity / (1.0 - u_log);
+        let (rate_us, at_cpu) = network(limit, n, demand, servers, inner_delay, outer);
+        let queue = rate_us * at_cpu;
+        x = if x > 0.0 {
+            (x * rate_us * 1e6).sqrt()
+        } else {
+            rate_us * 1e6
+        };
+        out = Some(Solved {
+            x: rate_us * 1e6,
+            runq_wait: (at_cpu - demand).max(0.0),
+            waiting_per_cpu: ((queue - servers as f64) / servers as f64).max(0.0),
+            latency,
+        });
+    }
+    out.expect("solved at least once")
+}
+
+/// Throughput (per µs) and a transaction's CPU residence of `n` users with
+/// at most `limit` admitted. Without a limit: the whole network (the CPU
+/// station, the delays inside and outside) solved exactly at `n` users.
+/// With one: the admitted users' network solved for 1 to `limit` users,
+/// then the whole as a flow-equivalent server with `outer` outside (a
+/// birth-death chain over the users at the server).
+fn network(
+    limit: usize,
+    n: usize,
+    demand: f64,
+    servers: usize,
+    inner_delay: f64,
+    outer: f64,
+) -> (f64, f64) {
+    use super::queueing::{closed_station, finite_source};
+    if limit >= n {
+        let s = closed_station(n, demand, servers, inner_delay + outer.max(0.0));
+        return (s.x, s.cpu_residence);
+    }
+    let inner: Vec<_> = (1..=limit)
+        .map(|k| closed_station(k, demand, servers, inner_delay))
+        .collect();
+    let residence_at = |admitted: f64| {
+        let k = (admitted.round().max(1.0) as usize).min(limit);
+        inner[k - 1].cpu_residence
+    };
+    if outer <= 0.0 {
+        return (inner[limit - 1].x, residence_at(limit as f64));
+    }
+    let rates: Vec<f64> = inner.iter().map(|p| p.x).collect();
+    let s = finite_source(n, outer, &rates, limit);
+    (s.x, residence_at(s.admitted))
+}
+
+/// The scheduler's time slice, µs: a runnable thread runs at most about
+/// this long before the next gets the CPU (EEVDF's base slice, 3 ms).
+pub const SLICE_US: f64 = 3000.0;
+
+/// Hand-off cost with the run-queue wait a woken thread pays: a share
+/// (`runq_handoff`) of waiting behind the runnable threads queued per CPU,
+/// each for its CPU burst or a time slice, whichever is shorter.
+fn hop_with_wait(p: &Params, k: &Costs, s: &Solved) -> f64 {
+    let burst = (k.cpu / k.visits.max(1.0)).min(SLICE_US);
+    p.hop_us + p.runq_handoff * s.waiting_per_cpu * burst
+}
+
+fn evaluate(p: &Params, i: &Inputs, l: &Load, c: &Config, group: f64) -> Estimate {
+    let k = costs(p, i, l, c, group);
+    let mut hop = p.hop_us;
+    let mut s = solve(p, i, &k, c, l.users, group, hop, 0.0);
+    for _ in 0..5 {
+        let next = 0.5 * hop + 0.5 * hop_with_wait(p, &k, &s);
+        if (next - hop).abs() <= 1e-9 * hop {
+            break;
+        }
+        hop = next;
+        s = solve(p, i, &k, c, l.users, group, hop, s.x);
+    }
+    estimate_of(p, i, l, c, group, &k, &s, hop)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn estimate_of(
+    p: &Params,
+    i: &Inputs,
+    l: &Load,
+    c: &Config,
+    group: f64,
+    k: &Costs,
+    s: &Solved,
+    hop: f64,
+) -> Estimate {
+    let cpu_bound = p.usable_cpu * l.cores * 1e6 / k.cpu;
+    let latency_bound = l.users * 1e6 / (k.work + s.latency);
     let mut slot_bound = None;
     if c.cap > 0 && f64::from(c.cap) < l.users {
-        // A slot is held for the work, then handed to the next waiter, who
-        // must be woken (the commit leaves the gate before its flush wait).
-        let b = f64::from(c.cap) * 1e6 / (work + p.gate_handoff_us);
-        bounds.push(b);
-        slot_bound = Some(b);
+        slot_bound = Some(f64::from(c.cap) * 1e6 / (k.work + p.gate_handoff_us));
     }
     if c.throttle > 0 && f64::from(c.throttle) < l.users {
-        // Throttled transactions move in step with the flush cycle: each
-        // waits one cycle (no half cycle of a random arrival).
         let b = f64::from(c.throttle) * 1e6
-            / (work
-                + cycle_us(p, i, c.redo_threads)
-                + hops(i, c.redo_threads, group) * p.hop_us
+            / (k.work
+                + cycle_at(i, c.redo_threads, hop)
+                + hops(i, c.redo_threads, group) * hop
                 + p.gate_handoff_us);
-        bounds.push(b);
         slot_bound = Some(slot_bound.map_or(b, |s: f64| s.min(b)));
     }
     Estimate {
         config: *c,
-        commits_per_s: smooth_min(&bounds, p.sharpness),
-        cpu_us: cpu,
-        commit_path_cpu_us: path,
-        commit_latency_us: lat,
-        work_us: work,
+        commits_per_s: s.x,
+        cpu_us: k.cpu,
+        commit_path_cpu_us: k.path,
+        commit_latency_us: s.latency,
+        work_us: k.work,
         group,
         cpu_bound,
         latency_bound,
         slot_bound,
+        runq_wait_us: s.runq_wait,
+        hop_us: hop,
     }
 }
 
@@ -453,40 +656,70 @@ pub fn estimate_observed(p: &Params, i: &Inputs) -> Estimate {
 /// Configuration `c` under the observed load. Its group size follows from
 /// Little's law: the commits that arrive during one cycle. The observed
 /// cycle (group / rate) anchors it, the model gives the change of cycle
-/// between the modes; at most the users who can be waiting. Iterated to a
-/// fixed point (damped), since the rate depends on the group.
+/// between the modes; at most the users who can be waiting. The group,
+/// the rate and the hand-offs' run-queue wait are iterated together to a
+/// fixed point (damped): group commit is a load-dependent batch delay.
 pub fn estimate(p: &Params, i: &Inputs, c: &Config) -> Estimate {
-    let l = load(p, i);
-    let observed = evaluate(p, i, &l, &i.config, i.group);
     if *c == i.config {
-        return observed;
+        return estimate_observed(p, i);
     }
+    estimate_on(p, i, c, i.cores)
+}
+
+/// Configuration `c` under the observed load on a host with `cores` CPUs
+/// (the what-if for another host size): the load's work per commit as
+/// observed, the queueing network and the group's fixed point solved with
+/// `cores` servers. On the observed host's CPU count and for another
+/// configuration this is [`estimate`].
+pub fn estimate_on(p: &Params, i: &Inputs, c: &Config, cores: f64) -> Estimate {
+    estimate_from(p, i, &estimate_observed(p, i), c, cores)
+}
+
+/// [`estimate_on`] given the observed configuration's estimate.
+fn estimate_from(p: &Params, i: &Inputs, observed: &Estimate, c: &Config, cores: f64) -> Estimate {
+    let mut at = i.clone();
+    at.cores = cores;
+    let l = Load {
+        cores,
+        ..load(p, i)
+    };
     let max_group = if c.throttle > 0 {
         l.users.min(f64::from(c.throttle))
     } else {
         l.users
     }
     .max(1.0);
-    let cycle_model = cycle_us(p, i, c.redo_threads);
     let cycle_seen = if i.commits_per_s > 0.0 {
         i.group / i.commits_per_s * 1e6
     } else {
-        cycle_us(p, i, i.config.redo_threads)
+        cycle_at(i, i.config.redo_threads, observed.hop_us)
     };
-    let cycle = (cycle_seen + cycle_model - cycle_us(p, i, i.config.redo_threads)).max(cycle_model);
     // The model's rates scaled to the observed level.
     let level = i.commits_per_s / observed.commits_per_s.max(1e-9);
     let mut group = i.group.clamp(1.0, max_group);
-    let mut e = evaluate(p, i, &l, c, group);
-    if cycle <= 0.0 || i.commits_per_s <= 0.0 {
-        return e;
+    let mut hop = observed.hop_us;
+    let mut k = costs(p, &at, &l, c, group);
+    let mut s = solve(p, &at, &k, c, l.users, group, hop, observed.commits_per_s);
+    if i.commits_per_s > 0.0 {
+        for _ in 0..12 {
+            let cycle_model = cycle_at(&at, c.redo_threads, hop);
+            let cycle = (cycle_seen + cycle_model
+                - cycle_at(i, i.config.redo_threads, observed.hop_us))
+            .max(cycle_model);
+            if cycle > 0.0 {
+                let want = (s.x * level * cycle / 1e6).clamp(1.0, max_group);
+                group = (group * want).sqrt();
+            }
+            let before = (group, hop);
+            k = costs(p, &at, &l, c, group);
+            hop = 0.5 * hop + 0.5 * hop_with_wait(p, &k, &s);
+            if (group - before.0).abs() <= 1e-9 * group && (hop - before.1).abs() <= 1e-9 * hop {
+                break;
+            }
+            s = solve(p, &at, &k, c, l.users, group, hop, s.x);
+        }
     }
-    for _ in 0..16 {
-        let want = (e.commits_per_s * level * cycle / 1e6).clamp(1.0, max_group);
-        group = (group * want).sqrt();
-        e = evaluate(p, i, &l, c, group);
-    }
-    e
+    estimate_of(p, &at, &l, c, group, &k, &s, hop)
 }
 
 /// Predicted commits/s of `c` over the observed configuration's, as the
@@ -494,6 +727,21 @@ pub fn estimate(p: &Params, i: &Inputs, c: &Config) -> Estimate {
 pub fn ratio(p: &Params, i: &Inputs, c: &Config) -> f64 {
     let base = estimate_observed(p, i).commits_per_s;
     estimate(p, i, c).commits_per_s / base
+}
+
+/// [`ratio`] of each of `configs`, the observed configuration estimated once.
+pub fn ratios(p: &Params, i: &Inputs, configs: &[Config]) -> Vec<f64> {
+    let observed = estimate_observed(p, i);
+    configs
+        .iter()
+        .map(|c| {
+            if *c == i.config {
+                1.0
+            } else {
+                estimate_from(p, i, &observed, c, i.cores).commits_per_s / observed.commits_per_s
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! their limits: `advisor/MODEL.md`.
 //!
 //! - [`inputs`]: what an observation gives the model (per-commit costs);
-//! - [`mechanics`]: the equations and the host constants they need;
+//! - [`mechanics`]: the per-commit costs and the host constants they need;
+//! - [`queueing`]: the closed queueing network (MVA) the costs are solved in;
 //! - [`fit`]: calibrating the constants on measured points, and the
 //!   model's held-out error;
 //! - [`calibration`]: the host's calibration file;
@@ -24,6 +25,7 @@ pub mod domain;
 pub mod fit;
 pub mod inputs;
 pub mod mechanics;
+pub mod queueing;
 
 use std::path::PathBuf;
 
@@ -38,6 +40,15 @@ pub use mechanics::{Estimate, Params};
 
 /// Two-sided 95% normal quantile.
 pub const Z95: f64 = 1.96;
+
+/// The regime check's tolerance (log units): a model level within a
+/// factor of `e^0.4` ≈ 1.5 of the observed rate counts as the right regime.
+pub const REGIME_TOLERANCE: f64 = 0.4;
+/// Error added per log unit of level gap beyond the tolerance.
+pub const REGIME_WEIGHT: f64 = 0.5;
+/// Error a what-if adds per log unit of CPU-count change (doubling the
+/// CPUs adds 0.5 · ln 2 ≈ 0.35 in quadrature).
+pub const WHAT_IF_WEIGHT: f64 = 0.5;
 
 /// Why the model could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +114,30 @@ impl Prediction {
     }
 }
 
+/// A configuration's predicted commits/s on a host of another CPU count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhatIf {
+    pub config: Config,
+    /// Predicted commits/s there, over the rate observed here.
+    pub ratio: f64,
+    pub commits_per_s: f64,
+    /// Its 95% interval, over the rate observed here.
+    pub ratio_low: f64,
+    pub ratio_high: f64,
+}
+
+/// Every candidate on a host of `cores` CPUs, best first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfHost {
+    pub cores: u32,
+    /// The CPU count observed.
+    pub observed_cores: f64,
+    pub predictions: Vec<WhatIf>,
+    /// The error the intervals were drawn with (log scale): the model's
+    /// error on this host, widened by the change of CPU count.
+    pub sigma: f64,
+}
+
 impl Model {
     /// The priors, with a wide error: predictions say which way, rarely enough to advise.
     pub fn uncalibrated() -> Model {
@@ -162,14 +197,79 @@ impl Model {
     }
 
     /// The error of predicting `c` from `inputs` (log scale): the
-    /// held-out error, the observed rate's noise and the extrapolation
-    /// beyond the calibrated range, added in quadrature.
+    /// held-out error, the observed rate's noise, the extrapolation
+    /// beyond the calibrated range and the regime check
+    /// ([`Model::regime_sigma`]), added in quadrature.
     pub fn sigma_for(&self, inputs: &Inputs, c: &Config) -> f64 {
         let extra = self
             .domain
             .as_ref()
             .map_or(0.0, |d| d.extra_sigma(inputs, &self.params, c));
-        (self.sigma.powi(2) + inputs.rate_noise().powi(2) + extra.powi(2)).sqrt()
+        (self.sigma.powi(2)
+            + inputs.rate_noise().powi(2)
+            + extra.powi(2)
+            + self.regime_sigma(inputs).powi(2))
+        .sqrt()
+    }
+
+    /// How far the model's own level for the observed configuration lies
+    /// from the observed rate (log units): the predictions are anchored on
+    /// the observation, but a model whose level is far off is in the wrong
+    /// regime (a bound binds that does not, or a queue it does not have).
+    pub fn regime_gap(&self, inputs: &Inputs) -> f64 {
+        let own = self.current(inputs).commits_per_s;
+        if own > 0.0 && inputs.commits_per_s > 0.0 {
+            (own / inputs.commits_per_s).ln().abs()
+        } else {
+            0.0
+        }
+    }
+
+    /// The error the regime check adds (log scale): [`REGIME_WEIGHT`] per
+    /// log unit of [`Model::regime_gap`] beyond [`REGIME_TOLERANCE`].
+    pub fn regime_sigma(&self, inputs: &Inputs) -> f64 {
+        REGIME_WEIGHT * (self.regime_gap(inputs) - REGIME_TOLERANCE).max(0.0)
+    }
+
+    /// What `configs` (the current one included) would do on a host of
+    /// `cores` CPUs under the observed load, best first: the same
+    /// mechanics and constants with another number of CPU servers
+    /// (`mechanics::estimate_on`), anchored on the observed rate. The
+    /// interval widens by [`WHAT_IF_WEIGHT`] per log unit of CPU-count
+    /// change (the constants were calibrated at the observed count).
+    pub fn what_if(&self, inputs: &Inputs, configs: &[Config], cores: u32) -> WhatIfHost {
+        let base = mechanics::estimate_observed(&self.params, inputs).commits_per_s;
+        let moved = (f64::from(cores) / inputs.cores).ln().abs();
+        let sigma = (self.sigma.powi(2)
+            + inputs.rate_noise().powi(2)
+            + (WHAT_IF_WEIGHT * moved).powi(2)
+            + self.regime_sigma(inputs).powi(2))
+        .sqrt();
+        let mut all: Vec<Config> = configs.to_vec();
+        if !all.contains(&inputs.config) {
+            all.push(inputs.config);
+        }
+        let mut predictions: Vec<WhatIf> = all
+            .iter()
+            .map(|c| {
+                let e = mechanics::estimate_on(&self.params, inputs, c, f64::from(cores));
+                let ratio = e.commits_per_s / base;
+                WhatIf {
+                    config: *c,
+                    ratio,
+                    commits_per_s: inputs.commits_per_s * ratio,
+                    ratio_low: ratio * (-Z95 * sigma).exp(),
+                    ratio_high: ratio * (Z95 * sigma).exp(),
+                }
+            })
+            .collect();
+        predictions.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
+        WhatIfHost {
+            cores,
+            observed_cores: inputs.cores,
+            predictions,
+            sigma,
+        }
     }
 
     /// Predictions for `candidates` (the current configuration is skipped),

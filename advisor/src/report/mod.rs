@@ -1,6 +1,7 @@
 //! Report rendering: text for the terminal, JSON (the [`Diagnosis`] itself,
 //! versioned), Markdown for tickets, HTML with inline SVG charts.
 
+mod brief;
 mod charts;
 mod html;
 mod markdown;
@@ -11,6 +12,7 @@ mod trial;
 use crate::advice::Diagnosis;
 use crate::error::AdvisorError;
 
+pub use brief::brief;
 pub use charts::{fsync_latency_svg, runq_latency_svg, timeline_svg, wakeup_heatmap_svg};
 pub use html::html;
 pub use markdown::markdown;
@@ -40,10 +42,17 @@ impl std::str::FromStr for Format {
     }
 }
 
-/// Renders `d` in `format`.
+/// Renders `d` in `format`: the text report in one screen ([`brief`]).
 pub fn render(d: &Diagnosis, format: Format) -> Result<String, AdvisorError> {
+    render_with(d, format, false)
+}
+
+/// Renders `d` in `format`; `verbose` text is the whole report ([`text`]).
+/// The other formats always carry everything.
+pub fn render_with(d: &Diagnosis, format: Format, verbose: bool) -> Result<String, AdvisorError> {
     Ok(match format {
-        Format::Text => text(d),
+        Format::Text if verbose => text(d),
+        Format::Text => brief(d),
         Format::Json => d.to_json(),
         Format::Markdown => markdown(d),
         Format::Html => html(d)?,

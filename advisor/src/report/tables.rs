@@ -82,6 +82,74 @@ pub fn model_tables(d: &Diagnosis) -> Vec<Table> {
         ],
         rows,
     });
+    if let Some(dec) = &m.decision {
+        let rows = dec
+            .assessments
+            .iter()
+            .map(|a| {
+                vec![
+                    a.config.to_string(),
+                    pct(a.model_log_ratio.exp()),
+                    format!("{:.2}", a.model_sigma),
+                    a.prior.as_ref().map_or("none".into(), |p| {
+                        format!(
+                            "{} {} (n {}): {}",
+                            p.transition,
+                            p.regime,
+                            p.n,
+                            pct(p.mean.exp())
+                        )
+                    }),
+                    format!("{:.0}%", a.model_weight * 100.0),
+                    format!(
+                        "{} [{}, {}]",
+                        pct(1.0 + a.gain),
+                        pct(1.0 + a.low),
+                        pct(1.0 + a.high)
+                    ),
+                    format!("{:.0}%", a.p_worse * 100.0),
+                    format!("{:+.3}", a.utility),
+                ]
+            })
+            .collect();
+        out.push(Table {
+            title: "Decision: each candidate's prediction combined with its prior (a loss weighed loss_asymmetry x a gain)",
+            header: vec![
+                "configuration",
+                "model",
+                "model error (log)",
+                "prior",
+                "model weight",
+                "expected [95%]",
+                "P(worse)",
+                "expected utility",
+            ],
+            rows,
+        });
+    }
+    if let Some(w) = &m.what_if {
+        let rows = w
+            .predictions
+            .iter()
+            .map(|p| {
+                vec![
+                    p.config.to_string(),
+                    fmt_num(p.commits_per_s.round()),
+                    format!(
+                        "{} [{}, {}]",
+                        pct(p.ratio),
+                        pct(p.ratio_low),
+                        pct(p.ratio_high)
+                    ),
+                ]
+            })
+            .collect();
+        out.push(Table {
+            title: "What if: every candidate on a host of another CPU count (vs the rate observed here)",
+            header: vec!["configuration", "commits/s", "vs observed here [95%]"],
+            rows,
+        });
+    }
     let mut inputs = vec![
         vec!["constants from".to_string(), m.source.clone()],
         vec![

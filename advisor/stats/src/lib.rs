@@ -32,6 +32,17 @@ pub fn variance(values: &[f64]) -> Option<f64> {
     Some(values.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64)
 }
 
+/// Standard error of the mean of the logs of `values` (the relative
+/// standard error of their geometric mean); needs 2 positive values.
+pub fn log_standard_error(values: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = values
+        .iter()
+        .filter(|v| **v > 0.0)
+        .map(|v| v.ln())
+        .collect();
+    Some((variance(&logs)? / logs.len() as f64).sqrt())
+}
+
 /// Two-sided p-value of Welch's unequal-variance t-test for equal means of
 /// `a` and `b` (each needs at least 2 values). When both samples have zero
 /// variance the p-value is 0 if the means differ and 1 if they are equal.

@@ -20,192 +20,14 @@ use std::path::Path;
 
 use plotters::prelude::*;
 use redoctor_advisor::model::calibration::{Calibration, HostFacts};
-use redoctor_advisor::model::{fit, CalibrationPoint, Config, Inputs, Model, Outcome};
-use redoctor_advisor::{diagnose_summary, Facts, RuleSet, Summary};
-use redoctor_stats::{median, welch_p_value};
+use redoctor_advisor::model::{fit, Config, Model};
+use redoctor_advisor::{diagnose_summary, RuleSet};
 use serde::Deserialize;
 
-#[derive(Deserialize)]
-struct Cell {
-    tps: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct Obs {
-    summary: Option<Summary>,
-    facts: Option<Facts>,
-    #[serde(default)]
-    window_rates: Vec<f64>,
-}
-
-#[derive(Deserialize)]
-struct Record {
-    key: String,
-    workload: String,
-    users: u32,
-    cores: u32,
-    binlog: bool,
-    flush: u8,
-    storage: String,
-    cells: BTreeMap<String, Vec<Cell>>,
-    observations: BTreeMap<String, Obs>,
-}
-
-impl Record {
-    /// The configuration `label` is in effect under this load: a cap or a
-    /// throttle at least as large as the users never holds anyone back, so
-    /// `RT0+cap4` at 1 user is `RT0`, and their repeats measure the same
-    /// thing.
-    fn canonical(&self, label: &str) -> String {
-        let mut parts = label.split('+');
-        let mut out = parts.next().unwrap_or_default().to_string();
-        for p in parts {
-            let limit = p
-                .strip_prefix("cap")
-                .or_else(|| p.strip_prefix("throttle"))
-                .and_then(|n| n.parse::<u32>().ok());
-            if limit.is_some_and(|n| self.users <= n) {
-                continue;
-            }
-            out.push('+');
-            out.push_str(p);
-        }
-        out
-    }
-    /// Every repeat of the configurations equivalent to `config`.
-    fn samples(&self, config: &str) -> Vec<f64> {
-        let want = self.canonical(config);
-        self.cells
-            .iter()
-            .filter(|(k, _)| self.canonical(k) == want)
-            .flat_map(|(_, v)| v.iter().filter_map(|c| c.tps))
-            .collect()
-    }
-    fn median(&self, config: &str) -> Option<f64> {
-        median(&self.samples(config))
-    }
-    /// The best configuration by median (equivalent configurations pooled).
-    fn best(&self) -> (String, f64) {
-        self.cells
-            .keys()
-            .map(|k| self.canonical(k))
-            .filter_map(|k| self.median(&k).map(|m| (k, m)))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .unwrap_or_default()
-    }
-    /// Families it belongs to: its workload plus the cross-cutting sets.
-    fn families(&self) -> Vec<String> {
-        let mut f = vec![format!("workload:{}", self.workload)];
-        if self.users >= 1024 {
-            f.push("users>=1024".into());
-        }
-        if self.storage == "tmpfs" {
-            f.push("tmpfs".into());
-        }
-        if self.cores == 1 {
-            f.push("1cpu".into());
-        }
-        if self.binlog {
-            f.push("binlog".into());
-        }
-        if self.flush != 1 {
-            f.push("flush2".into());
-        }
-        f
-    }
-    fn inputs(&self, obs: &str) -> Option<(Inputs, &Obs)> {
-        let o = self.observations.get(obs)?;
-        let i = Inputs::from_summary(
-            o.summary.as_ref()?,
-            o.facts.as_ref()?,
-            o.window_rates.clone(),
-        )
-        .ok()?;
-        Some((i, o))
-    }
-}
-
-/// Welch's two-sided p-value on the logs of two samples.
-fn welch(a: &[f64], b: &[f64]) -> Option<f64> {
-    let ln = |x: &[f64]| x.iter().map(|v| v.max(1e-9).ln()).collect::<Vec<f64>>();
-    welch_p_value(&ln(a), &ln(b))
-}
-
-/// Noise of ln(median) from the repeats' spread (standard error, normal approx.).
-fn log_se(v: &[f64]) -> f64 {
-    if v.len() < 2 {
-        return 0.2;
-    }
-    let l: Vec<f64> = v.iter().map(|x| x.max(1e-9).ln()).collect();
-    let n = l.len() as f64;
-    let m = l.iter().sum::<f64>() / n;
-    let sd = (l.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    1.25 * sd / n.sqrt()
-}
-
-/// Calibration points from records: each observation paired with every
-/// other configuration's measured median.
-fn points(records: &[&Record]) -> Vec<CalibrationPoint> {
-    let mut out = Vec::new();
-    for r in records {
-        for obs in ["RT1", "RT0"] {
-            let Some((inputs, _)) = r.inputs(obs) else {
-                continue;
-            };
-            let Some(base) = r.median(obs) else { continue };
-            let base_se = log_se(&r.samples(obs));
-            let outcomes = r
-                .cells
-                .keys()
-                .filter(|k| k.as_str() != obs)
-                .filter_map(|k| {
-                    let config = parse_config(k)?;
-                    let m = r.median(k)?;
-                    Some(Outcome {
-                        config,
-                        ratio: m / base,
-                        noise: Some(
-                            (base_se.powi(2) + log_se(&r.samples(k)).powi(2))
-                                .sqrt()
-                                .max(0.02),
-                        ),
-                    })
-                })
-                .collect();
-            out.push(CalibrationPoint {
-                label: format!("{}@{obs}", r.key),
-                inputs,
-                outcomes,
-            });
-        }
-    }
-    out
-}
-
-/// `RT0+cap4+throttle16` -> Config.
-fn parse_config(label: &str) -> Option<Config> {
-    let mut parts = label.split('+');
-    let redo_threads = match parts.next()? {
-        "RT1" => true,
-        "RT0" => false,
-        _ => return None,
-    };
-    let mut c = Config {
-        redo_threads,
-        cap: 0,
-        throttle: 0,
-    };
-    for p in parts {
-        if let Some(n) = p.strip_prefix("cap") {
-            c.cap = n.parse().ok()?;
-        } else if let Some(n) = p.strip_prefix("throttle") {
-            c.throttle = n.parse().ok()?;
-        } else {
-            return None;
-        }
-    }
-    Some(c)
-}
+mod decision;
+mod priors;
+mod records;
+use records::*;
 
 /// The configuration the advisor leaves the server in, starting from `obs`.
 fn advised(r: &Record, obs: &str, rules: &RuleSet, model: &Model) -> Option<String> {
@@ -222,13 +44,6 @@ fn advised(r: &Record, obs: &str, rules: &RuleSet, model: &Model) -> Option<Stri
     .ok()?;
     let start = parse_config(obs)?;
     Some(start.with(&d.proposed_settings()).to_string())
-}
-
-fn geomean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    (v.iter().map(|x| x.max(1e-9).ln()).sum::<f64>() / v.len() as f64).exp()
 }
 
 fn model_without(records: &[Record], family: Option<&str>) -> Model {
@@ -338,46 +153,6 @@ fn score_record(r: &Record, rules: &RuleSet, model: &Model) -> Row {
 
 fn f(x: Option<f64>) -> String {
     x.map_or("n/a".into(), |x| format!("{:.0}%", x * 100.0))
-}
-
-/// `DATA` may name several files, comma-separated: a scenario in a later
-/// file replaces the one with the same key in an earlier file (a family
-/// measured again on another day), in the earlier file's order.
-fn load_all(spec: &str) -> Vec<Record> {
-    let mut records: Vec<Record> = Vec::new();
-    for path in spec.split(',') {
-        for r in load(Path::new(path)) {
-            match records.iter_mut().find(|x| x.key == r.key) {
-                Some(old) => *old = r,
-                None => records.push(r),
-            }
-        }
-    }
-    records
-}
-
-fn load(path: &Path) -> Vec<Record> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        eprintln!("advice_eval: reading {}: {e}", path.display());
-        std::process::exit(1)
-    });
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, l)| {
-            serde_json::from_str(l).unwrap_or_else(|e| {
-                eprintln!("advice_eval: {}:{}: {e}", path.display(), i + 1);
-                std::process::exit(1)
-            })
-        })
-        .collect()
-}
-
-fn all_families(records: &[Record]) -> Vec<String> {
-    let mut f: Vec<String> = records.iter().flat_map(|r| r.families()).collect();
-    f.sort();
-    f.dedup();
-    f
 }
 
 #[derive(Deserialize)]
@@ -853,6 +628,22 @@ fn explain(records: &[Record], key: &str) {
     }
 }
 
+/// `[--asymmetry L] [--min-utility U]` (defaults 3 and 0.01).
+fn decision_args(rest: &[&str]) -> (f64, f64) {
+    let mut out = (3.0, 0.01);
+    for pair in rest.chunks(2) {
+        match pair {
+            ["--asymmetry", v] => out.0 = v.parse().expect("a number"),
+            ["--min-utility", v] => out.1 = v.parse().expect("a number"),
+            _ => {
+                eprintln!("advice_eval: unknown arguments {pair:?}");
+                std::process::exit(2)
+            }
+        }
+    }
+    out
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args
@@ -871,8 +662,58 @@ fn main() {
         ["folds", data, dir] => folds(&load_all(data), Path::new(dir)),
         ["residuals", data] => residuals(&load_all(data)),
         ["explain", data, key] => explain(&load_all(data), key),
+        ["tune", data, "--calibration", c, rest @ ..] => {
+            let ablation = if rest.contains(&"--no-priors") {
+                decision::Ablation::NoPriors
+            } else if rest.contains(&"--no-model") {
+                decision::Ablation::NoModel
+            } else {
+                decision::Ablation::None
+            };
+            let rest: Vec<&str> = rest
+                .iter()
+                .copied()
+                .filter(|a| !a.starts_with("--no-"))
+                .collect();
+            let (lambda, min_u) = decision_args(&rest);
+            decision::tune(
+                &load_all(data),
+                &decision::models(c),
+                lambda,
+                min_u,
+                ablation,
+            )
+        }
+        ["errors", data, "--calibration", c] => {
+            decision::errors(&load_all(data), &decision::models(c))
+        }
+        ["priors", data, "--calibration", c, rest @ ..] => {
+            let (lambda, min_u) = decision_args(rest);
+            let records = load_all(data);
+            let all: Vec<&Record> = records.iter().collect();
+            let models = decision::models(c);
+            let p = priors::learn(
+                &all,
+                models.get(&2).or_else(|| models.values().next()),
+                lambda,
+                min_u,
+                format!(
+                    "advice_eval priors over {} scenarios of {data}, model errors of {c}",
+                    records.len()
+                ),
+            );
+            print!("{}", p.to_toml());
+        }
+        ["frozen", data, "--calibration", c, "--priors", p] => {
+            let priors =
+                redoctor_advisor::decision::Priors::load(Path::new(p)).unwrap_or_else(|e| {
+                    eprintln!("advice_eval: {e}");
+                    std::process::exit(1)
+                });
+            decision::frozen(&load_all(data), &decision::models(c), priors)
+        }
         _ => {
-            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl | explain DATA.jsonl KEY");
+            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl | explain DATA.jsonl KEY | tune DATA --calibration CPUS=FILE[,CPUS=FILE] [--asymmetry L] [--min-utility U] [--no-priors | --no-model] | priors DATA --calibration CPUS=FILE [--asymmetry L] [--min-utility U] | frozen DATA --calibration CPUS=FILE[,...] --priors FILE | errors DATA --calibration CPUS=FILE[,...]");
             std::process::exit(2);
         }
     }
