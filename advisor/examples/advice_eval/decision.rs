@@ -388,3 +388,88 @@ pub fn errors(records: &[Record], models: &BTreeMap<u32, Model>) {
         );
     }
 }
+
+/// The what-if across CPU counts (`whatif DATA --calibration 1=F,2=F`):
+/// every pair of scenarios that differ only in their CPUs; from one's RT1
+/// observation and its CPU count's calibration, the model predicts every
+/// configuration the other measured on the other CPU count
+/// (`Model::what_if`). Scored: whether the predicted best is the measured
+/// best (or within its noise), the RMS log error of the predicted ratios
+/// to RT1 there, and of the scaling (RT1 there over RT1 here).
+pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>) {
+    let same_load = |a: &Record, b: &Record| {
+        a.workload == b.workload
+            && a.users == b.users
+            && a.binlog == b.binlog
+            && a.flush == b.flush
+            && a.storage == b.storage
+            && a.access == b.access
+            && a.cores != b.cores
+    };
+    println!("| from | to CPUs | predicted best | measured best | match | within noise | RMS log error of ratios to RT1 | scaling predicted / measured |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let (mut n, mut hits, mut near) = (0, 0, 0);
+    let (mut ratio_sq, mut scale_sq) = (Vec::new(), Vec::new());
+    for a in records {
+        let Some(model) = models.get(&a.cores) else {
+            continue;
+        };
+        let Some((inputs, _)) = a.inputs("RT1") else {
+            continue;
+        };
+        for b in records.iter().filter(|b| same_load(a, b)) {
+            let configs: Vec<_> = b.cells.keys().filter_map(|k| parse_config(k)).collect();
+            let w = model.what_if(&inputs, &configs, b.cores);
+            let rt1 = parse_config("RT1").expect("a configuration");
+            let Some(pred_rt1) = w.predictions.iter().find(|p| p.config == rt1) else {
+                continue;
+            };
+            let pred_best = b.canonical(&w.predictions[0].config.to_string());
+            let (best, best_tps) = b.best();
+            let hit = pred_best == best;
+            let within = hit
+                || welch(&b.samples(&best), &b.samples(&pred_best)).is_some_and(|p| p >= 0.05)
+                || b.median(&pred_best).is_some_and(|m| m >= 0.98 * best_tps);
+            let mut sq = Vec::new();
+            let mut seen = Vec::new();
+            for p in &w.predictions {
+                let c = b.canonical(&p.config.to_string());
+                if c == "RT1" || seen.contains(&c) {
+                    continue;
+                }
+                seen.push(c.clone());
+                if let (Some(m), Some(base)) = (b.median(&c), b.median("RT1")) {
+                    sq.push((p.ratio / pred_rt1.ratio / (m / base)).ln().powi(2));
+                }
+            }
+            let scale = match (b.median("RT1"), a.median("RT1")) {
+                (Some(there), Some(here)) => Some(pred_rt1.ratio / (there / here)),
+                _ => None,
+            };
+            let rms = (sq.iter().sum::<f64>() / sq.len().max(1) as f64).sqrt();
+            n += 1;
+            hits += usize::from(hit);
+            near += usize::from(within);
+            ratio_sq.extend(sq);
+            if let Some(s) = scale {
+                scale_sq.push(s.ln().powi(2));
+            }
+            println!(
+                "| {} | {} | {pred_best} | {best} | {} | {} | {rms:.3} | {} |",
+                a.key,
+                b.cores,
+                if hit { "yes" } else { "no" },
+                if within { "yes" } else { "no" },
+                scale.map_or("?".into(), |s| format!("{s:.2}"))
+            );
+        }
+    }
+    let rms = |v: &[f64]| (v.iter().sum::<f64>() / v.len().max(1) as f64).sqrt();
+    println!(
+        "\n{n} predictions across CPU counts: the predicted best is the measured best in {hits} ({:.0}%), within the measured best's noise in {near} ({:.0}%); RMS log error of the predicted ratios to RT1 {:.3}, of the scaling {:.3}.",
+        100.0 * hits as f64 / n.max(1) as f64,
+        100.0 * near as f64 / n.max(1) as f64,
+        rms(&ratio_sq),
+        rms(&scale_sq)
+    );
+}

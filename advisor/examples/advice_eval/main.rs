@@ -713,7 +713,7 @@ fn main() {
             decision::frozen(&load_all(data), &decision::models(c), priors)
         }
         _ => {
-            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl | explain DATA.jsonl KEY | tune DATA --calibration CPUS=FILE[,CPUS=FILE] [--asymmetry L] [--min-utility U] [--no-priors | --no-model] | priors DATA --calibration CPUS=FILE [--asymmetry L] [--min-utility U] | frozen DATA --calibration CPUS=FILE[,...] --priors FILE | errors DATA --calibration CPUS=FILE[,...]");
+            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl | explain DATA.jsonl KEY | tune DATA --calibration CPUS=FILE[,CPUS=FILE] [--asymmetry L] [--min-utility U] [--no-priors | --no-model] | priors DATA --calibration CPUS=FILE [--asymmetry L] [--min-utility U] | frozen DATA --calibration CPUS=FILE[,...] --priors FILE | errors DATA --calibration CPUS=FILE[,...] | whatif DATA --calibration 1=FILE,2=FILE");
             std::process::exit(2);
         }
     }

@@ -88,6 +88,7 @@ pub fn brief(d: &Diagnosis) -> String {
         d.rules_evaluated,
         d.windows.len()
     );
+    super::text::warnings(&mut o, d);
     let decision = d.model.as_ref().and_then(|m| m.decision.as_ref());
     let chosen = d
         .model

@@ -54,10 +54,8 @@ pub fn text(d: &Diagnosis) -> String {
                 parts.join("; ")
             );
         }
-        for u in w.unavailable.iter().filter(|u| u.what == "usdt") {
-            let _ = writeln!(o, "DEGRADED MODE: {}", u.why);
-        }
     }
+    warnings(&mut o, d);
     if !d.facts.settings.is_empty() {
         let s: Vec<String> = d
             .facts
@@ -69,14 +67,6 @@ pub fn text(d: &Diagnosis) -> String {
             })
             .collect();
         let _ = writeln!(o, "settings: {}", s.join(", "));
-    }
-    let lost: u64 = d.windows.iter().map(|w| w.events_lost).sum();
-    if lost > 0 {
-        let _ = writeln!(
-            o,
-            "LOST: {lost} probe events were not recorded (a probe map was full); \
-             the wakeup and per-thread signals undercount by that many"
-        );
     }
     for (i, r) in d.recommendations.iter().enumerate() {
         let _ = writeln!(
@@ -125,6 +115,24 @@ pub fn text(d: &Diagnosis) -> String {
         table(&mut o, &t);
     }
     o
+}
+
+/// What limits the observation, in every text report: probes that could
+/// not attach (DEGRADED MODE) and events the probe maps dropped (LOST).
+pub(super) fn warnings(o: &mut String, d: &Diagnosis) {
+    if let Some(w) = d.windows.last() {
+        for u in w.unavailable.iter().filter(|u| u.what == "usdt") {
+            let _ = writeln!(o, "DEGRADED MODE: {}", u.why);
+        }
+    }
+    let lost: u64 = d.windows.iter().map(|w| w.events_lost).sum();
+    if lost > 0 {
+        let _ = writeln!(
+            o,
+            "LOST: {lost} probe events were not recorded (a probe map was full); \
+             the wakeup and per-thread signals undercount by that many"
+        );
+    }
 }
 
 fn table(o: &mut String, t: &Table) {
