@@ -687,6 +687,9 @@ fn main() {
         ["errors", data, "--calibration", c] => {
             decision::errors(&load_all(data), &decision::models(c))
         }
+        ["whatif", data, "--calibration", c] => {
+            decision::whatif(&load_all(data), &decision::models(c))
+        }
         ["priors", data, "--calibration", c, rest @ ..] => {
             let (lambda, min_u) = decision_args(rest);
             let records = load_all(data);
