@@ -11,6 +11,10 @@
 //! - `redoctor_debug_commit_sleep_us` (0..=100000): the user thread sleeps
 //!   this long after its commit is durable (a blocking call on the commit
 //!   path).
+//! - `redoctor_debug_commit_spin_ns` (0..=10000000): the user thread spins
+//!   on the CPU this long after its commit is durable: a known, fine-grained
+//!   cost per commit (a sleep's floor, tens of µs, is too coarse) to
+//!   calibrate a live trial's meter against slowdowns of 1-10%.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
@@ -19,12 +23,15 @@ use std::time::Duration;
 
 /// The largest `redoctor_debug_commit_sleep_us`.
 pub const MAX_SLEEP_US: u64 = 100_000;
+/// The largest `redoctor_debug_commit_spin_ns` (10 ms).
+pub const MAX_SPIN_NS: u64 = 10_000_000;
 
 /// The debug hooks' state (one per engine).
 #[derive(Default)]
 pub struct DebugHooks {
     extra_hop: AtomicBool,
     sleep_us: AtomicU64,
+    spin_ns: AtomicU64,
     relay: OnceLock<Mutex<Sender<SyncSender<()>>>>,
 }
 
@@ -65,9 +72,25 @@ impl DebugHooks {
         self.sleep_us.store(us.min(MAX_SLEEP_US), Ordering::Relaxed);
     }
 
+    pub fn spin_ns(&self) -> u64 {
+        self.spin_ns.load(Ordering::Relaxed)
+    }
+
+    pub fn set_spin_ns(&self, ns: u64) {
+        self.spin_ns.store(ns.min(MAX_SPIN_NS), Ordering::Relaxed);
+    }
+
     /// Runs the enabled hooks; called by a user thread once its commit is
     /// durable.
     pub fn after_commit(&self) {
+        let ns = self.spin_ns.load(Ordering::Relaxed);
+        if ns > 0 {
+            let until = Duration::from_nanos(ns);
+            let t = std::time::Instant::now();
+            while t.elapsed() < until {
+                std::hint::spin_loop();
+            }
+        }
         let us = self.sleep_us.load(Ordering::Relaxed);
         if us > 0 {
             std::thread::sleep(Duration::from_micros(us));
@@ -112,5 +135,14 @@ mod tests {
         assert!(t.elapsed() >= Duration::from_millis(2));
         h.set_sleep_us(10_000_000);
         assert_eq!(h.sleep_us(), MAX_SLEEP_US);
+        h.set_sleep_us(0);
+        // The spin holds the CPU for its length, no more than a little.
+        h.set_spin_ns(300_000);
+        let t = std::time::Instant::now();
+        h.after_commit();
+        let took = t.elapsed();
+        assert!(took >= Duration::from_micros(300), "{took:?}");
+        h.set_spin_ns(u64::MAX);
+        assert_eq!(h.spin_ns(), MAX_SPIN_NS);
     }
 }

@@ -74,6 +74,7 @@ mod plan;
 mod power;
 mod search;
 mod sequential;
+mod switchback;
 mod trial;
 
 use std::collections::BTreeMap;
@@ -81,10 +82,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use plan::Plan;
+pub use plan::{Design, Plan};
 pub use power::{resolution, Resolution, POWER};
 pub use search::{search, share, Candidate, SearchReport, Step, StepResult};
 pub use sequential::{look, Decision, Look};
+pub use switchback::{hac_look, nw_lag, Switchback};
 pub use trial::{
     clipped, run_trial, Outcome, Side, TrialRecord, Window, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL,
 };

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::switchback::Switchback;
 use super::ExperimentError;
 
 /// How windows are measured and when the sequential test stops.
@@ -41,6 +42,24 @@ pub struct Plan {
     /// Like futility it never keeps a candidate, so it spends no `alpha`.
     #[serde(default = "default_harm")]
     pub harm: f64,
+    /// How baseline and candidate alternate: ABBA pairs of windows (the
+    /// default, with `window` and `warmup`), or switchback periods
+    /// ([`Switchback`]; `window`, `warmup`, `min_pairs` and `max_pairs` are
+    /// then unused: the budget sets the most blocks).
+    #[serde(default)]
+    pub design: Design,
+}
+
+/// How a trial alternates its sides.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Design {
+    /// ABBA pairs of windows, a discarded warm-up after each switch.
+    #[default]
+    Pairs,
+    /// Short periods in randomized ABBA/BAAB blocks, a guard after each
+    /// switch, a serial-correlation-robust test (`super::switchback`).
+    Switchback(Switchback),
 }
 
 fn default_harm() -> f64 {
@@ -59,6 +78,7 @@ impl Default for Plan {
             min_effect: 0.03,
             floor: 0.7,
             harm: default_harm(),
+            design: Design::Pairs,
         }
     }
 }
@@ -116,6 +136,9 @@ impl Plan {
                 "0 (no early stop for harm) up to below 0.5",
             );
         }
+        if let Design::Switchback(sb) = &self.design {
+            sb.validate()?;
+        }
         Ok(())
     }
 
@@ -150,9 +173,13 @@ impl Plan {
         (self.alpha - interim as f64 * self.interim_alpha()).max(self.interim_alpha())
     }
 
-    /// Planned length of one pair: two windows and one warm-up.
+    /// Planned length of one pair: two windows and one warm-up (a
+    /// switchback's block: four periods).
     pub fn pair_time(&self) -> Duration {
-        self.window * 2 + self.warmup
+        match &self.design {
+            Design::Pairs => self.window * 2 + self.warmup,
+            Design::Switchback(sb) => sb.block_time(),
+        }
     }
 
     /// How far a pair may overrun a time budget and still be started: a
@@ -170,13 +197,35 @@ impl Plan {
         need <= budget + self.slack()
     }
 
-    /// Shortest time a decision can take: `min_pairs` pairs.
+    /// Shortest time a decision can take: `min_pairs` pairs (a
+    /// switchback's `min_blocks` blocks).
     pub fn min_time(&self) -> Duration {
-        self.pair_time() * self.min_pairs as u32
+        match &self.design {
+            Design::Pairs => self.pair_time() * self.min_pairs as u32,
+            Design::Switchback(sb) => sb.block_time() * sb.min_blocks as u32,
+        }
     }
 
     /// The test in one sentence, with its parameters.
     pub fn describe(&self) -> String {
+        if let Design::Switchback(sb) = &self.design {
+            return format!(
+                "switchback: {:.0} ms periods ({:.0} ms guard after each switch) in blocks of four, \
+                 ABBA or BAAB at random (seed {}); t-test on the blocks' ln(candidate/baseline) with a \
+                 Newey-West standard error; {} looks evenly over the blocks the budget holds (the first \
+                 at {} blocks), Haybittle-Peto at alpha {} (two-sided); futility within ±{:.1}%; an early \
+                 stop when slower at one-sided {:.2}; floor {:.2} × the baseline's lowest recent period",
+                sb.period.as_secs_f64() * 1e3,
+                sb.guard.as_secs_f64() * 1e3,
+                sb.seed,
+                sb.looks,
+                sb.min_blocks,
+                self.alpha,
+                self.min_effect * 100.0,
+                self.harm,
+                self.floor
+            );
+        }
         format!(
             "paired t-test on ln(candidate/baseline) of ABBA-ordered window pairs \
              ({:.1}s windows, {:.1}s warm-up after each switch); looks at pairs {}..={} \
@@ -200,7 +249,7 @@ impl Plan {
 }
 
 /// Durations as (fractional) seconds.
-mod secs {
+pub(super) mod secs {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};

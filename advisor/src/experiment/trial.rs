@@ -6,6 +6,7 @@ use std::time::Duration;
 use redoctor_stats::median;
 use serde::{Deserialize, Serialize};
 
+use super::plan::Design;
 use super::power::{resolution, Resolution};
 use super::sequential::{look, Decision, Look};
 use super::{pct, secs, ExperimentError, Plan, Settings, Testbed};
@@ -115,6 +116,27 @@ pub struct TrialRecord {
 }
 
 impl TrialRecord {
+    /// A record of a trial not yet run.
+    pub(crate) fn empty(plan: &Plan, baseline: &Settings, candidate: &Settings) -> TrialRecord {
+        TrialRecord {
+            test: plan.describe(),
+            plan: plan.clone(),
+            baseline_settings: baseline.clone(),
+            candidate_settings: candidate.clone(),
+            windows: vec![],
+            log_ratios: vec![],
+            strikes: 0,
+            void_pairs: 0,
+            looks: vec![],
+            estimate: None,
+            outcome: Outcome::Failed,
+            reason: String::new(),
+            error: None,
+            elapsed_s: 0.0,
+            resolving_power: None,
+        }
+    }
+
     /// Measured (not warm-up) windows of `side`.
     pub fn measured(&self, side: Side) -> impl Iterator<Item = &Window> {
         self.windows
@@ -134,26 +156,13 @@ pub fn run_trial(
     plan: &Plan,
     budget: Duration,
 ) -> TrialRecord {
+    if let Design::Switchback(sb) = &plan.design {
+        return super::switchback::run(tb, baseline, candidate, plan, sb, budget);
+    }
     let mut run = Run {
         tb,
         plan,
-        rec: TrialRecord {
-            test: plan.describe(),
-            plan: plan.clone(),
-            baseline_settings: baseline.clone(),
-            candidate_settings: candidate.clone(),
-            windows: vec![],
-            log_ratios: vec![],
-            strikes: 0,
-            void_pairs: 0,
-            looks: vec![],
-            estimate: None,
-            outcome: Outcome::Failed,
-            reason: String::new(),
-            error: None,
-            elapsed_s: 0.0,
-            resolving_power: None,
-        },
+        rec: TrialRecord::empty(plan, baseline, candidate),
         at: Side::Baseline,
     };
     if let Err(e) = plan.validate() {

@@ -236,6 +236,18 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         }),
         at_startup: None,
     },
+    Setting {
+        name: "redoctor_debug_commit_spin_ns",
+        kind: Kind::UInt { min: 0, max: crate::debug_hooks::MAX_SPIN_NS, unit: "nanoseconds" },
+        default: "0",
+        doc: "Debug (a known slowdown, to calibrate a live trial's meter): every commit spins on the CPU this long after it is durable.",
+        get: |e| Value::UInt(e.debug_hooks().spin_ns()),
+        set: Some(|e, v| {
+            e.debug_hooks().set_spin_ns(v.as_u64());
+            Ok(())
+        }),
+        at_startup: None,
+    },
 ];
 
 #[cfg(test)]

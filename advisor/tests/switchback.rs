@@ -1,0 +1,221 @@
+//! The switchback design on the simulated testbed with noise correlated
+//! in time (1/f-like and AR(1)), carryover and steps: it keeps a +5%
+//! candidate, rolls back a −5% one, rarely decides anything on +0% (at the
+//! level it states), aborts a candidate that stalls every other period and
+//! respects its time bound; and its analysis is the one that holds under
+//! serial correlation (a test that ignores it rejects far too often).
+
+mod sim;
+
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Normal};
+use redoctor_advisor::experiment::{
+    hac_look, run_trial, Design, Outcome, Plan, Switchback, TrialRecord,
+};
+use sim::{s, Continuous, Sim};
+
+fn plan(seed: u64) -> Plan {
+    Plan {
+        design: Design::Switchback(Switchback {
+            seed,
+            ..Switchback::default()
+        }),
+        ..Plan::default()
+    }
+}
+
+/// A host like this one at the demo load, in continuous time: 1/f-like
+/// noise of log sd 0.12 (periods of 50 ms to 25 s), white noise of 0.05 in
+/// a 1-s window, and a switch that settles with a 20-ms time constant.
+fn host() -> Continuous {
+    Continuous::pink(0.12).white(0.05).carryover(0.02)
+}
+
+fn trial(candidate_rate: f64, c: Continuous, seed: u64) -> TrialRecord {
+    let base = s(&[("k", "a")]);
+    let cand = s(&[("k", "b")]);
+    let mut tb = Sim::correlated(
+        &[(base.clone(), 10_000.0), (cand.clone(), candidate_rate)],
+        c,
+        seed,
+    );
+    let p = plan(seed);
+    run_trial(&mut tb, &base, &cand, &p, p.max_total)
+}
+
+fn outcomes(rate: f64, seeds: u64, c: impl Fn() -> Continuous) -> Vec<TrialRecord> {
+    (0..seeds)
+        .map(|seed| trial(rate, c(), 1000 + seed))
+        .collect()
+}
+
+#[test]
+fn a_five_percent_better_candidate_is_kept() {
+    let r = outcomes(10_500.0, 40, host);
+    let kept = r.iter().filter(|t| t.outcome == Outcome::Kept).count();
+    assert!(
+        kept >= 32,
+        "kept {kept} of 40: {:?}",
+        r.iter().map(|t| &t.reason).collect::<Vec<_>>()
+    );
+    for t in &r {
+        assert!(t.elapsed_s <= 60.0 + 0.5, "{}", t.elapsed_s);
+    }
+}
+
+#[test]
+fn a_five_percent_worse_candidate_is_rolled_back() {
+    let r = outcomes(9_500.0, 40, host);
+    assert!(r.iter().all(|t| t.outcome != Outcome::Kept));
+    let worse = r
+        .iter()
+        .filter(|t| t.outcome == Outcome::RolledBackWorse || t.reason.starts_with("likely slower"))
+        .count();
+    assert!(worse >= 32, "rolled back as slower in {worse} of 40");
+}
+
+/// +0%: a decision either way is a false one; the design states alpha
+/// 0.05, and 200 trials at that rate would make 10 (16 is the binomial
+/// 99% bound). The interval covers no change as often.
+#[test]
+fn equal_settings_rarely_decide_at_the_stated_rate() {
+    let r = outcomes(10_000.0, 200, host);
+    let decided = r
+        .iter()
+        .filter(|t| matches!(t.outcome, Outcome::Kept | Outcome::RolledBackWorse))
+        .count();
+    assert!(decided <= 16, "{decided} of 200 decided on equal settings");
+    let covered = r
+        .iter()
+        .filter_map(|t| t.estimate.as_ref())
+        .filter(|e| e.ci_low <= 1.0 && 1.0 <= e.ci_high)
+        .count();
+    assert!(
+        covered >= 184,
+        "the interval held no change in {covered} of 200"
+    );
+}
+
+/// The same on strongly correlated AR(1) noise with a step of the whole
+/// load in the middle of the trial: blocks of four randomized periods
+/// cancel it.
+#[test]
+fn a_step_of_the_load_does_not_decide_either() {
+    let r = outcomes(10_000.0, 100, || {
+        Continuous::ar1(0.15, 3.0).white(0.05).step(30.0, 0.6)
+    });
+    let decided = r
+        .iter()
+        .filter(|t| matches!(t.outcome, Outcome::Kept | Outcome::RolledBackWorse))
+        .count();
+    assert!(decided <= 10, "{decided} of 100 decided on equal settings");
+}
+
+#[test]
+fn a_candidate_that_stalls_every_other_period_is_aborted() {
+    let base = s(&[("k", "a")]);
+    let cand = s(&[("k", "b")]);
+    for seed in 0..10 {
+        let mut tb = Sim::correlated(
+            &[(base.clone(), 10_000.0), (cand.clone(), 10_500.0)],
+            host(),
+            seed,
+        );
+        tb.stall_state = Some((cand.clone(), 0.05));
+        let p = plan(seed);
+        let t = run_trial(&mut tb, &base, &cand, &p, p.max_total);
+        assert_eq!(t.outcome, Outcome::AbortedFloor, "{}", t.reason);
+        assert_eq!(tb.current, base, "the baseline is restored");
+        assert!(t.elapsed_s < 10.0, "aborted within {} s", t.elapsed_s);
+    }
+}
+
+#[test]
+fn the_time_bound_holds_and_the_budget_sets_the_blocks() {
+    let base = s(&[("k", "a")]);
+    let cand = s(&[("k", "b")]);
+    for budget in [5u64, 12, 30] {
+        let mut tb = Sim::correlated(
+            &[(base.clone(), 10_000.0), (cand.clone(), 10_000.0)],
+            host(),
+            budget,
+        );
+        let p = plan(budget);
+        let t = run_trial(&mut tb, &base, &cand, &p, Duration::from_secs(budget));
+        assert!(
+            t.elapsed_s <= budget as f64 + 0.05,
+            "{budget}: {} s",
+            t.elapsed_s
+        );
+        assert!(
+            t.log_ratios.len() <= budget as usize,
+            "{budget}: {} blocks",
+            t.log_ratios.len()
+        );
+        assert!(
+            t.reason.contains("blocks") || t.reason.contains("not run"),
+            "{}",
+            t.reason
+        );
+    }
+    // Too short for the first look: not run, untouched.
+    let mut tb = Sim::correlated(&[(base.clone(), 1.0), (cand.clone(), 1.0)], host(), 1);
+    let p = plan(1);
+    let t = run_trial(&mut tb, &base, &cand, &p, Duration::from_secs(3));
+    assert!(t.reason.starts_with("not run"), "{}", t.reason);
+    assert_eq!(tb.applies, 0);
+}
+
+/// Guard windows are measured and discarded after every switch, never
+/// after a period that stays on its side; stalled periods stay in.
+#[test]
+fn guards_follow_switches_and_stalled_periods_are_scored() {
+    let t = trial(10_000.0, host(), 7);
+    let mut last = None;
+    for w in &t.windows {
+        if w.warmup {
+            assert_ne!(Some(w.side), last, "a guard without a switch");
+        }
+        last = Some(w.side);
+    }
+    assert_eq!(
+        t.log_ratios.len(),
+        t.windows.iter().map(|w| w.pair).max().unwrap()
+    );
+}
+
+/// Serially correlated block statistics (AR(1), ρ = 0.6): the Newey–West
+/// test keeps close to its level; one that takes the blocks as independent
+/// rejects several times as often.
+#[test]
+fn the_analysis_holds_under_serial_correlation_and_a_naive_one_does_not() {
+    let mut rng = SmallRng::seed_from_u64(5);
+    let z = Normal::new(0.0, 1.0).unwrap();
+    let (mut hac, mut naive) = (0, 0);
+    let runs = 2000;
+    for _ in 0..runs {
+        let mut x = 0.0;
+        let d: Vec<f64> = (0..60)
+            .map(|_| {
+                x = 0.6 * x + 0.8 * z.sample(&mut rng);
+                0.05 * x
+            })
+            .collect();
+        let lag = redoctor_advisor::experiment::nw_lag(d.len());
+        if hac_look(&d, 0.05, lag).unwrap().p_value < 0.05 {
+            hac += 1;
+        }
+        if hac_look(&d, 0.05, 0).unwrap().p_value < 0.05 {
+            naive += 1;
+        }
+    }
+    let (h, n) = (hac as f64 / runs as f64, naive as f64 / runs as f64);
+    assert!(h <= 0.10, "Newey–West rejected {h}");
+    assert!(
+        n >= 0.15 && n > 2.0 * h,
+        "naive rejected {n}, Newey–West {h}"
+    );
+}
