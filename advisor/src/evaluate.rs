@@ -215,10 +215,11 @@ pub fn diagnose_summary(
 /// cap and with the throttle the rules would propose there (a cap of
 /// `max(2·cores, 4)`, a throttle of `max(8·cores, 16)`), and the current
 /// configuration, predicted by `model` under the observed load. Recorded
-/// in the diagnosis' model report (`what_if`); None when the model has no
-/// prediction for this observation (no commits counted, an engine without
-/// redo threads).
-pub fn what_if(d: &mut Diagnosis, model: &Model, cores: u32) -> Option<()> {
+/// in the diagnosis' model report (`what_if`), with what the decision rule
+/// would advise there (`priors`); None when the model has no prediction
+/// for this observation (no commits counted, an engine without redo
+/// threads).
+pub fn what_if(d: &mut Diagnosis, model: &Model, priors: &Priors, cores: u32) -> Option<()> {
     if !d.facts.settings.contains_key(REDO_THREADS) {
         return None;
     }
@@ -236,7 +237,8 @@ pub fn what_if(d: &mut Diagnosis, model: &Model, cores: u32) -> Option<()> {
             })
         })
         .collect();
-    let w = model.what_if(&inputs, &configs, cores);
+    let mut w = model.what_if(&inputs, &configs, cores);
+    w.decision = Some(crate::decision::what_if(model, &inputs, &w, priors));
     d.model.as_mut()?.what_if = Some(w);
     Some(())
 }

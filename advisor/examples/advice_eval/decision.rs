@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use redoctor_advisor::decision::Priors;
+
 use redoctor_advisor::model::calibration::Calibration;
 use redoctor_advisor::model::Model;
 use redoctor_advisor::{diagnose_summary, RuleSet};
@@ -259,14 +260,18 @@ pub fn tune(
     let mut rules = RuleSet::shipped_and(&[]).expect("the shipped rules load");
     let mut per_family: Vec<Scored> = Vec::new();
     let mut by_workload: Vec<Scored> = Vec::new();
-    let m2 = models.get(&2).or_else(|| models.values().next());
     for fam in &crate::records::all_families(records) {
         let train: Vec<&Record> = records
             .iter()
             .filter(|r| !r.families().contains(fam))
             .collect();
-        rules.priors =
-            crate::priors::learn(&train, m2, lambda, min_utility, format!("without {fam}"));
+        rules.priors = crate::priors::learn(
+            &train,
+            models,
+            lambda,
+            min_utility,
+            format!("without {fam}"),
+        );
         match ablation {
             Ablation::None => {}
             Ablation::NoPriors => rules.priors.priors.clear(),
@@ -396,7 +401,7 @@ pub fn errors(records: &[Record], models: &BTreeMap<u32, Model>) {
 /// (`Model::what_if`). Scored: whether the predicted best is the measured
 /// best (or within its noise), the RMS log error of the predicted ratios
 /// to RT1 there, and of the scaling (RT1 there over RT1 here).
-pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>) {
+pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>, priors: &Priors) {
     let same_load = |a: &Record, b: &Record| {
         a.workload == b.workload
             && a.users == b.users
@@ -408,7 +413,7 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>) {
     };
     println!("| from | to CPUs | predicted best | measured best | match | within noise | RMS log error of ratios to RT1 | scaling predicted / measured |");
     println!("|---|---|---|---|---|---|---|---|");
-    let (mut n, mut hits, mut near) = (0, 0, 0);
+    let (mut n, mut hits, mut near, mut model_hits) = (0, 0, 0, 0);
     let (mut ratio_sq, mut scale_sq) = (Vec::new(), Vec::new());
     for a in records {
         let Some(model) = models.get(&a.cores) else {
@@ -424,7 +429,11 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>) {
             let Some(pred_rt1) = w.predictions.iter().find(|p| p.config == rt1) else {
                 continue;
             };
-            let pred_best = b.canonical(&w.predictions[0].config.to_string());
+            // The model alone: its best; with the priors: the decision's.
+            let model_best = b.canonical(&w.predictions[0].config.to_string());
+            let dec = redoctor_advisor::decision::what_if(model, &inputs, &w, priors);
+            let pred_best = b.canonical(&dec.chosen.unwrap_or(rt1).to_string());
+            model_hits += usize::from(model_best == b.best().0);
             let (best, best_tps) = b.best();
             let hit = pred_best == best;
             let within = hit
@@ -466,9 +475,10 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>) {
     }
     let rms = |v: &[f64]| (v.iter().sum::<f64>() / v.len().max(1) as f64).sqrt();
     println!(
-        "\n{n} predictions across CPU counts: the predicted best is the measured best in {hits} ({:.0}%), within the measured best's noise in {near} ({:.0}%); RMS log error of the predicted ratios to RT1 {:.3}, of the scaling {:.3}.",
+        "\n{n} predictions across CPU counts: the decision's pick there (model and priors) is the measured best in {hits} ({:.0}%), within the measured best's noise in {near} ({:.0}%); the model's own best is in {model_hits} ({:.0}%); RMS log error of the model's ratios to RT1 {:.3}, of the scaling {:.3}.",
         100.0 * hits as f64 / n.max(1) as f64,
         100.0 * near as f64 / n.max(1) as f64,
+        100.0 * model_hits as f64 / n.max(1) as f64,
         rms(&ratio_sq),
         rms(&scale_sq)
     );

@@ -687,8 +687,13 @@ fn main() {
         ["errors", data, "--calibration", c] => {
             decision::errors(&load_all(data), &decision::models(c))
         }
-        ["whatif", data, "--calibration", c] => {
-            decision::whatif(&load_all(data), &decision::models(c))
+        ["whatif", data, "--calibration", c, "--priors", p] => {
+            let priors =
+                redoctor_advisor::decision::Priors::load(Path::new(p)).unwrap_or_else(|e| {
+                    eprintln!("advice_eval: {e}");
+                    std::process::exit(1)
+                });
+            decision::whatif(&load_all(data), &decision::models(c), &priors)
         }
         ["priors", data, "--calibration", c, rest @ ..] => {
             let (lambda, min_u) = decision_args(rest);
@@ -697,7 +702,7 @@ fn main() {
             let models = decision::models(c);
             let p = priors::learn(
                 &all,
-                models.get(&2).or_else(|| models.values().next()),
+                &models,
                 lambda,
                 min_u,
                 format!(
@@ -716,7 +721,7 @@ fn main() {
             decision::frozen(&load_all(data), &decision::models(c), priors)
         }
         _ => {
-            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl | explain DATA.jsonl KEY | tune DATA --calibration CPUS=FILE[,CPUS=FILE] [--asymmetry L] [--min-utility U] [--no-priors | --no-model] | priors DATA --calibration CPUS=FILE [--asymmetry L] [--min-utility U] | frozen DATA --calibration CPUS=FILE[,...] --priors FILE | errors DATA --calibration CPUS=FILE[,...] | whatif DATA --calibration 1=FILE,2=FILE");
+            eprintln!("usage (DATA: FILE.jsonl[,LATER.jsonl...], a later file's scenarios replacing the same keys): advice_eval score DATA.jsonl [--trials TRIALS.jsonl] [--svg FILE] | score DATA.jsonl --calibration FILE | folds DATA.jsonl OUTDIR | residuals DATA.jsonl | explain DATA.jsonl KEY | tune DATA --calibration CPUS=FILE[,CPUS=FILE] [--asymmetry L] [--min-utility U] [--no-priors | --no-model] | priors DATA --calibration CPUS=FILE [--asymmetry L] [--min-utility U] | frozen DATA --calibration CPUS=FILE[,...] --priors FILE | errors DATA --calibration CPUS=FILE[,...] | whatif DATA --calibration 1=FILE,2=FILE --priors FILE");
             std::process::exit(2);
         }
     }

@@ -44,10 +44,12 @@ struct Sample {
 /// Every (start, transition, regime key) sample of `records`.
 fn samples(
     records: &[&Record],
-    model: Option<&Model>,
+    models: &BTreeMap<u32, Model>,
 ) -> BTreeMap<(Start, Transition), BTreeMap<String, Vec<Sample>>> {
     let mut out: BTreeMap<(Start, Transition), BTreeMap<String, Vec<Sample>>> = BTreeMap::new();
     for r in records {
+        // The model a diagnosis of this scenario would use: its CPU count's.
+        let model = models.get(&r.cores);
         for obs in ["RT1", "RT0"] {
             let (Some((inputs, o)), Some(base)) = (r.inputs(obs), r.median(obs)) else {
                 continue;
@@ -101,17 +103,18 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-/// The priors `records` teach, with the model errors of `model` (a
-/// calibration's) in each regime.
+/// The priors `records` teach, with the model errors in each regime of
+/// `models` (a calibration's per CPU count; a scenario on a CPU count
+/// without one adds no error).
 pub fn learn(
     records: &[&Record],
-    model: Option<&Model>,
+    models: &BTreeMap<u32, Model>,
     loss_asymmetry: f64,
     min_utility: f64,
     source: String,
 ) -> Priors {
     let mut priors = Vec::new();
-    for ((start, t), cells) in samples(records, model) {
+    for ((start, t), cells) in samples(records, models) {
         let all: Vec<&Sample> = cells.values().flatten().collect();
         let n_all = all.len() as f64;
         if n_all < 2.0 {

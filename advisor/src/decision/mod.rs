@@ -187,6 +187,79 @@ pub fn decide(
     }
 }
 
+/// The decision for a host of another CPU count (`diagnose
+/// --what-if-cpus N`): each configuration the what-if predicted, relative
+/// to the current one on that host, combined with the prior of its
+/// transition in the regime the load would be in there (users per CPU
+/// move with the CPUs). The model's error is its measured error in that
+/// regime (when calibrated) or its own, widened by the change of CPU count
+/// as the what-if's interval is.
+pub fn what_if(
+    model: &Model,
+    inputs: &Inputs,
+    host: &crate::model::WhatIfHost,
+    priors: &Priors,
+) -> Decision {
+    let mut there = inputs.clone();
+    there.cores = f64::from(host.cores);
+    let regime = Regime::of(&there);
+    let start = Start::of(&inputs.config);
+    let current = host
+        .predictions
+        .iter()
+        .find(|p| p.config == inputs.config)
+        .map_or(1.0, |p| p.ratio);
+    let moved = crate::model::WHAT_IF_WEIGHT * (there.cores / inputs.cores).ln().abs();
+    let mut assessments: Vec<Assessment> = host
+        .predictions
+        .iter()
+        .filter(|p| !same_in_effect(&inputs.config, &p.config, inputs.users))
+        .map(|p| {
+            let transition = Transition::between(&inputs.config, &p.config, inputs.users);
+            let prior = transition.and_then(|t| priors.get(start, t, &regime));
+            let m = (p.ratio / current).max(1e-9).ln();
+            let own = match prior
+                .and_then(|x| x.model_error)
+                .filter(|_| model.calibrated)
+            {
+                Some(e) => (e.powi(2) + inputs.rate_noise().powi(2)).sqrt(),
+                None => host.sigma,
+            };
+            let sigma_m = (own.powi(2) + moved.powi(2)).sqrt();
+            let (mean, sd, w) = combine(prior.map(|x| (x.mean, x.spread)), m, sigma_m);
+            Assessment {
+                config: p.config,
+                transition,
+                regime: transition.map(|t| regime.key(t)),
+                model_log_ratio: m,
+                model_sigma: sigma_m,
+                prior: prior.cloned(),
+                model_weight: w,
+                log_ratio: mean,
+                sigma: sd,
+                gain: mean.exp() - 1.0,
+                low: (mean - Z95 * sd).exp() - 1.0,
+                high: (mean + Z95 * sd).exp() - 1.0,
+                p_worse: cdf(-mean / sd.max(1e-9)),
+                utility: expected_utility(mean, sd, priors.loss_asymmetry),
+            }
+        })
+        .collect();
+    assessments.sort_by(|a, b| b.utility.total_cmp(&a.utility));
+    let chosen = assessments
+        .first()
+        .filter(|a| a.utility > priors.min_utility)
+        .map(|a| a.config);
+    Decision {
+        assessments,
+        chosen,
+        loss_asymmetry: priors.loss_asymmetry,
+        min_utility: priors.min_utility,
+        priors: priors.source.clone(),
+        regime,
+    }
+}
+
 impl Decision {
     /// The assessment of `c`.
     pub fn of(&self, c: &Config) -> Option<&Assessment> {

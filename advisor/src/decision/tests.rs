@@ -288,3 +288,32 @@ fn the_shipped_priors_parse_and_bad_files_are_refused() {
         assert!(e.contains("x.toml") && e.contains(says), "{e}");
     }
 }
+
+/// The what-if's decision takes the prior of the regime the load would be
+/// in on the other host: 64 users are 32 per CPU on 2 CPUs, 2 per CPU on
+/// 32, where the sweeps saw RT0 well ahead.
+#[test]
+fn the_what_if_decides_in_the_regime_of_the_other_host() {
+    let model = calibrated();
+    let i = inputs(&model, 64.0, 0.0);
+    let ps = priors(
+        3.0,
+        vec![
+            prior(Transition::Mode, "durable/upc<=128", -0.1, 0.1, 0.3),
+            prior(Transition::Mode, "durable/upc<=2", 0.4, 0.1, 0.3),
+        ],
+    );
+    let host = model.what_if(&i, &[rt(false)], 32);
+    let d = what_if(&model, &i, &host, &ps);
+    let a = d.of(&rt(false)).unwrap();
+    assert_eq!(a.regime.as_deref(), Some("durable/upc<=2"));
+    assert_eq!(d.chosen, Some(rt(false)), "{a:?}");
+    // On its own host the other prior holds, and nothing is advised.
+    let here = model.what_if(&i, &[rt(false)], 2);
+    let d = what_if(&model, &i, &here, &ps);
+    assert_eq!(
+        d.of(&rt(false)).unwrap().regime.as_deref(),
+        Some("durable/upc<=128")
+    );
+    assert_eq!(d.chosen, None);
+}

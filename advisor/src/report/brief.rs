@@ -139,6 +139,20 @@ pub fn brief(d: &Diagnosis) -> String {
                 pct(p.ratio_high - 1.0)
             );
         }
+        if let Some(dec) = &w.decision {
+            let _ = writeln!(
+                o,
+                "   there, from {}: {}",
+                d.model
+                    .as_ref()
+                    .and_then(|m| m.inputs.as_ref())
+                    .map_or("the current configuration".into(), |i| i.config.to_string()),
+                match dec.chosen.and_then(|c| dec.of(&c)) {
+                    Some(a) => format!("advise {} ({})", a.config, effect(a)),
+                    None => "no change advised".into(),
+                }
+            );
+        }
     }
     let sig = deciding(d);
     if !sig.is_empty() {
