@@ -29,11 +29,12 @@ fn trials(exp: &Experiment) -> Vec<&TrialRecord> {
 fn estimate(t: &TrialRecord) -> String {
     match &t.estimate {
         Some(l) => format!(
-            "{} [{}, {}] over {} pairs",
+            "{} [{}, {}] over {} {}",
             pct(l.mean_ratio),
             pct(l.ci_low),
             pct(l.ci_high),
-            l.n
+            l.n,
+            t.unit()
         ),
         None => "no estimate".into(),
     }

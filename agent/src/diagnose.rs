@@ -87,6 +87,25 @@ pub struct DiagnoseArgs {
     /// --trial: length of each measured window (default: --interval).
     #[arg(long, value_parser = redoctor_args::positive_duration)]
     trial_window: Option<Duration>,
+    /// --trial: how baseline and candidate alternate. `auto`: switchback
+    /// periods for knobs whose carryover is measured and short (the
+    /// bundled engine's), paired windows with a warm-up for the others;
+    /// `switchback` or `pairs` for every candidate.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "switchback", "pairs"])]
+    trial_design: String,
+    /// --trial: a switchback period (the guard after a switch included).
+    #[arg(long, default_value = "250ms", value_parser = redoctor_args::positive_duration)]
+    trial_period: Duration,
+    /// --trial: the switchback guard discarded after each switch (at
+    /// least the knob's measured carryover).
+    #[arg(long, default_value = "50ms", value_parser = redoctor_args::duration)]
+    trial_guard: Duration,
+    /// --trial: try exactly this candidate, NAME=VALUE (repeatable: the
+    /// settings together are one candidate), instead of the advice's. A
+    /// candidate equal to the current settings is an A/A run (the meter
+    /// against itself).
+    #[arg(long = "candidate", value_name = "NAME=VALUE", value_parser = redoctor_args::setting)]
+    candidate: Vec<(String, String)>,
     /// --trial: time bound of all trials together.
     #[arg(long, default_value = "60s", value_parser = redoctor_args::positive_duration)]
     trial_max: Duration,
@@ -345,7 +364,29 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             }
         );
     } else if let (true, Some(a)) = (args.trial, admin.as_mut()) {
-        let candidates = crate::trial_run::candidates(&d);
+        let mut candidates = if args.candidate.is_empty() {
+            crate::trial_run::candidates(&d)
+        } else {
+            let settings: redoctor_advisor::experiment::Settings =
+                args.candidate.iter().cloned().collect();
+            vec![redoctor_advisor::experiment::Candidate::new(
+                format!(
+                    "{} (named with --candidate)",
+                    redoctor_advisor::experiment::show(&settings)
+                ),
+                settings,
+                0.0,
+            )]
+        };
+        crate::trial_run::assign_designs(
+            &mut candidates,
+            &args.trial_design,
+            redoctor_advisor::experiment::Switchback {
+                period: args.trial_period,
+                guard: args.trial_guard,
+                ..Default::default()
+            },
+        );
         if candidates.is_empty() {
             say!("redoctor: no candidate worth a trial");
         } else {

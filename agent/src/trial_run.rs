@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use redoctor_advisor::advice::Status;
 use redoctor_advisor::experiment::{
-    pct, run_trial, search, show, Candidate, Experiment, ExperimentError, Plan, Sample, Settings,
-    Testbed,
+    design_for, pct, run_trial, search, show, Candidate, Design, Experiment, ExperimentError, Plan,
+    Sample, Settings, Switchback, Testbed,
 };
 use redoctor_advisor::model::Prediction;
 use redoctor_advisor::Diagnosis;
@@ -283,6 +283,28 @@ pub fn plan(max_pairs: usize, window: Duration, max_total: Duration, floor: f64)
     }
 }
 
+/// Gives each candidate its trial design: with `mode` `auto`, switchback
+/// (from `base`) where every knob's carryover is measured and short,
+/// paired windows otherwise (`redoctor_advisor::experiment::design_for`);
+/// `switchback` or `pairs` for all. The label says which and why.
+pub fn assign_designs(candidates: &mut [Candidate], mode: &str, base: Switchback) {
+    for c in candidates {
+        let (design, why) = match mode {
+            "pairs" => (
+                Design::Pairs,
+                "paired windows (--trial-design pairs)".to_string(),
+            ),
+            "switchback" => (
+                Design::Switchback(base),
+                "switchback (--trial-design switchback)".to_string(),
+            ),
+            _ => design_for(&c.settings, base),
+        };
+        c.design = Some(design);
+        c.label = format!("{}; trial design: {why}", c.label);
+    }
+}
+
 /// Tries `candidates` (one: a trial; several: a search) within the plan;
 /// records kept changes in the state file at `state_path`.
 pub fn run(
@@ -308,7 +330,11 @@ pub fn run(
     let (experiment, before, after) = if let [c] = candidates.as_slice() {
         let names: Vec<String> = c.settings.keys().cloned().collect();
         let baseline = tb.read(&names).context("reading the baseline settings")?;
-        let t = run_trial(&mut tb, &baseline, &c.settings, plan, plan.max_total);
+        let own = Plan {
+            design: c.design.unwrap_or(plan.design),
+            ..plan.clone()
+        };
+        let t = run_trial(&mut tb, &baseline, &c.settings, &own, plan.max_total);
         let after = if t.outcome.kept() {
             c.settings.clone()
         } else {

@@ -70,6 +70,7 @@
 //! use up the budget before a later one has had a look that settles a
 //! large effect. A candidate that cannot fit `min_pairs` pairs is skipped.
 
+mod carryover;
 mod plan;
 mod power;
 mod search;
@@ -82,6 +83,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use carryover::{carryover, design_for, CARRYOVER};
 pub use plan::{Design, Plan};
 pub use power::{resolution, Resolution, POWER};
 pub use search::{search, share, Candidate, SearchReport, Step, StepResult};

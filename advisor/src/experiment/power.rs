@@ -43,8 +43,14 @@ impl Resolution {
 
     /// One sentence for a report.
     pub fn summary(&self) -> String {
+        self.summary_in("pairs")
+    }
+
+    /// [`Resolution::summary`] counting in `unit` (`pairs`, `blocks`).
+    pub fn summary_in(&self, unit: &str) -> String {
+        let one = unit.trim_end_matches('s');
         let mut s = format!(
-            "{} pairs resolve ±{:.1}% ({:.0}% power; one pair spreads by {:.1}%)",
+            "{} {unit} resolve ±{:.1}% ({:.0}% power; one {one} spreads by {:.1}%)",
             self.pairs,
             100.0 * self.detectable,
             100.0 * POWER,
@@ -53,7 +59,7 @@ impl Resolution {
         if let (Some(n), Some(secs)) = (self.pairs_needed, self.secs_needed()) {
             if n > self.pairs as u64 {
                 s.push_str(&format!(
-                    "; telling this trial's estimate from no change needs ~{n} pairs (~{})",
+                    "; telling this trial's estimate from no change needs ~{n} {unit} (~{})",
                     duration_text(secs)
                 ));
             }

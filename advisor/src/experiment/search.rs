@@ -23,6 +23,10 @@ pub struct Candidate {
     /// in effect it is neither tried nor given a share of the time.
     #[serde(default, skip_serializing_if = "Settings::is_empty")]
     pub requires: Settings,
+    /// Its own trial design (None: the plan's), e.g. switchback for a knob
+    /// whose carryover is short ([`super::design_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<super::Design>,
 }
 
 impl Candidate {
@@ -33,6 +37,7 @@ impl Candidate {
             settings,
             predicted_gain,
             requires: Settings::new(),
+            design: None,
         }
     }
 
@@ -148,6 +153,17 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
     candidates.sort_by(|a, b| b.predicted_gain.total_cmp(&a.predicted_gain));
     let mut failed = false;
     for (i, c) in candidates.iter().enumerate() {
+        let own;
+        let plan = match c.design {
+            Some(design) => {
+                own = Plan {
+                    design,
+                    ..plan.clone()
+                };
+                &own
+            }
+            None => plan,
+        };
         let baseline = values_of(&c.settings, &current);
         let left = plan.max_total.saturating_sub(secs(rep.elapsed_s));
         let skip = if failed {
@@ -158,8 +174,7 @@ pub fn search(tb: &mut dyn Testbed, mut candidates: Vec<Candidate>, plan: &Plan)
             Some("already in effect".to_string())
         } else if !plan.fits(plan.min_time(), left) {
             Some(format!(
-                "does not fit the time budget: {} pairs need {:.1}s, {:.1}s of {:.1}s left",
-                plan.min_pairs,
+                "does not fit the time budget: a decision needs {:.1}s, {:.1}s of {:.1}s left",
                 plan.min_time().as_secs_f64(),
                 left.as_secs_f64(),
                 plan.max_total.as_secs_f64()

@@ -137,6 +137,15 @@ impl TrialRecord {
         }
     }
 
+    /// What the trial's statistics count: `pairs` (paired windows) or
+    /// `blocks` (switchback).
+    pub fn unit(&self) -> &'static str {
+        match self.plan.design {
+            Design::Pairs => "pairs",
+            Design::Switchback(_) => "blocks",
+        }
+    }
+
     /// Measured (not warm-up) windows of `side`.
     pub fn measured(&self, side: Side) -> impl Iterator<Item = &Window> {
         self.windows

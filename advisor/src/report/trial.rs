@@ -64,15 +64,16 @@ fn trial(heading: String, t: &TrialRecord) -> Block {
         (
             "estimate",
             t.estimate.as_ref().map_or_else(
-                || "none (fewer than 2 pairs)".to_string(),
+                || format!("none (fewer than 2 {})", t.unit()),
                 |l| {
                     format!(
-                        "candidate/baseline {:.3} ({:.3} to {:.3}, {:.1}% interval, {} pairs)",
+                        "candidate/baseline {:.3} ({:.3} to {:.3}, {:.1}% interval, {} {})",
                         l.mean_ratio,
                         l.ci_low,
                         l.ci_high,
                         (1.0 - l.alpha) * 100.0,
-                        l.n
+                        l.n,
+                        t.unit()
                     )
                 },
             ),
@@ -88,7 +89,7 @@ fn trial(heading: String, t: &TrialRecord) -> Block {
         lines.push(("looks", looks.collect::<Vec<_>>().join("; ")));
     }
     if let Some(r) = &t.resolving_power {
-        lines.push(("resolution", r.summary()));
+        lines.push(("resolution", r.summary_in(t.unit())));
     }
     if let Some(e) = &t.error {
         lines.push(("error", e.clone()));
@@ -102,7 +103,9 @@ fn trial(heading: String, t: &TrialRecord) -> Block {
             vec![
                 w.pair.to_string(),
                 w.side.to_string(),
-                if w.warmup {
+                if w.warmup && t.unit() == "blocks" {
+                    "guard (discarded)"
+                } else if w.warmup {
                     "warm-up (discarded)"
                 } else {
                     "measured"
@@ -118,7 +121,17 @@ fn trial(heading: String, t: &TrialRecord) -> Block {
         lines,
         windows: Some(Table {
             title: "Trial windows",
-            header: vec!["pair", "side", "window", "commits/s", "seconds"],
+            header: vec![
+                if t.unit() == "blocks" {
+                    "block"
+                } else {
+                    "pair"
+                },
+                "side",
+                "window",
+                "commits/s",
+                "seconds",
+            ],
             rows,
         }),
     }

@@ -480,10 +480,16 @@ proptest! {
     /// with its CPUs saturated (users far above the CPUs, little waiting),
     /// every configuration the rules propose (a redo mode alone, with a
     /// cap or with a throttle) that is CPU-bound there runs at least as
-    /// fast on a host with more CPUs (within the fixed point's 0.5%).
+    /// fast on a host with more CPUs (within the fixed point's 0.5%), for
+    /// constants in the range calibrations produce (RT1's round and a
+    /// gate's hand-off at most 200 µs; hosts showed 10-80). With rounds of
+    /// ~700 µs the group's fixed point can settle on small groups whose
+    /// per-round CPU costs more than the extra CPUs give (not claimed).
     #[test]
     fn more_cpus_never_lower_a_cpu_bound_prediction(
-        p in constants(),
+        p in constants().prop_filter("a plausible host", |p| {
+            p.rt1_group_cpu_us <= 200.0 && p.gate_handoff_us <= 200.0
+        }),
         on in any::<bool>(),
         cores in prop::sample::select(vec![1.0f64, 2.0, 4.0]),
         users in (6.0f64..11.0).prop_map(f64::exp2),

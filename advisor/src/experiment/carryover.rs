@@ -1,0 +1,118 @@
+//! How long each knob's switch takes to settle (its carryover), and so
+//! which trial design it gets: switchback periods where the carryover is
+//! short and measured, paired long windows otherwise. Values from
+//! `agent/bench/carryover.py` (results in `agent/bench/RESULTS.md`); a knob
+//! not listed has not been measured and gets the paired design.
+
+use std::time::Duration;
+
+use super::plan::Design;
+use super::switchback::Switchback;
+use super::Settings;
+
+/// Knob, and the time after a switch until its rate's distribution is the
+/// new setting's steady state.
+pub const CARRYOVER: &[(&str, Duration)] = &[
+    // The bundled engine: a redo mode switch pauses or resumes its log
+    // threads in microseconds; the spin gate re-reads the CPU every 200
+    // ms, the guard covers the committers that spin on a stale figure.
+    ("innodb_log_writer_threads", Duration::from_millis(50)),
+    // A gate or throttle change takes effect at the next admission; the
+    // guard covers the queue reshaping.
+    ("innodb_thread_concurrency", Duration::from_millis(50)),
+    ("innodb_admission_policy", Duration::from_millis(50)),
+    ("innodb_max_active_transactions", Duration::from_millis(50)),
+    // The debug spin and sleep act on the next commit.
+    ("redoctor_debug_commit_spin_ns", Duration::from_millis(10)),
+    ("redoctor_debug_commit_sleep_us", Duration::from_millis(10)),
+];
+
+/// The carryover of `knob`, when measured.
+pub fn carryover(knob: &str) -> Option<Duration> {
+    CARRYOVER.iter().find(|(k, _)| *k == knob).map(|(_, d)| *d)
+}
+
+/// The design for a trial of `settings`, and why: switchback (from
+/// `base`, its guard at least the longest carryover among the knobs and
+/// its period at least five guards) when every knob's carryover is
+/// measured, else the paired design.
+pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
+    let mut longest = Duration::ZERO;
+    for k in settings.keys() {
+        match carryover(k) {
+            Some(c) => longest = longest.max(c),
+            None => {
+                return (
+                    Design::Pairs,
+                    format!(
+                        "paired windows: the carryover of {k} has not been measured, so each switch keeps a long warm-up"
+                    ),
+                )
+            }
+        }
+    }
+    let guard = base.guard.max(longest);
+    let period = base.period.max(guard * 5);
+    (
+        Design::Switchback(Switchback {
+            guard,
+            period,
+            ..base
+        }),
+        format!(
+            "switchback: {} settle{} within {:.0} ms of a switch, so {:.0} ms periods with a {:.0} ms guard",
+            settings.keys().cloned().collect::<Vec<_>>().join(", "),
+            if settings.len() == 1 { "s" } else { "" },
+            longest.as_secs_f64() * 1e3,
+            period.as_secs_f64() * 1e3,
+            guard.as_secs_f64() * 1e3
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(pairs: &[(&str, &str)]) -> Settings {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn measured_knobs_switch_back_and_others_pair() {
+        let (d, why) = design_for(
+            &s(&[("innodb_log_writer_threads", "OFF")]),
+            Switchback::default(),
+        );
+        assert!(
+            matches!(d, Design::Switchback(sb) if sb.guard == Duration::from_millis(50)),
+            "{d:?}"
+        );
+        assert!(why.starts_with("switchback"), "{why}");
+        let (d, why) = design_for(
+            &s(&[
+                ("innodb_log_writer_threads", "OFF"),
+                ("thread_pool_size", "4"),
+            ]),
+            Switchback::default(),
+        );
+        assert_eq!(d, Design::Pairs);
+        assert!(
+            why.contains("thread_pool_size has not been measured"),
+            "{why}"
+        );
+        // A long carryover stretches the period to five guards.
+        let base = Switchback {
+            guard: Duration::from_millis(10),
+            period: Duration::from_millis(40),
+            ..Switchback::default()
+        };
+        let (d, _) = design_for(&s(&[("innodb_max_active_transactions", "16")]), base);
+        let Design::Switchback(sb) = d else { panic!() };
+        assert_eq!(sb.guard, Duration::from_millis(50));
+        assert_eq!(sb.period, Duration::from_millis(250));
+    }
+}
