@@ -18,6 +18,7 @@ mod demo;
 mod diagnose;
 mod find;
 mod gate;
+mod meter;
 mod probe;
 mod revert;
 mod state;
@@ -55,6 +56,8 @@ enum Command {
     Agent(daemon::AgentArgs),
     /// CI performance gate: context switches, wakeups, fsyncs and CPU per commit vs a baseline.
     Gate(gate::GateArgs),
+    /// What a live trial can resolve on a server: its commit rate's noise spectrum and a knob's carryover.
+    Meter(meter::MeterArgs),
 }
 
 /// Whether a write to stdout reached its reader. A reader that stopped
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Revert(args) => revert::run(args),
         Command::Agent(args) => daemon::run(args),
+        Command::Meter(args) => meter::run(args),
     };
     match result {
         Ok(code) => code,

@@ -77,6 +77,8 @@ fn trial_measures_interleaved_windows_and_applies_its_decision() {
         ])
         .args([
             "--trial",
+            "--trial-design",
+            "pairs",
             "--trial-rounds",
             "3",
             "--model-priors",
@@ -162,6 +164,122 @@ fn trial_measures_interleaved_windows_and_applies_its_decision() {
             t["reason"]
         );
         assert!(!s.state().exists() || s.state_entries() == 0);
+    }
+}
+
+/// The bundled engine's redo mode has a short, measured carryover, so by
+/// default its trial is a switchback: periods of 250 ms in blocks of four
+/// (ABBA or BAAB), a guard exactly after each switch, one log-ratio per
+/// block, the decision applied; `--candidate` names the candidate, and one
+/// equal to the current setting is an A/A run that keeps nothing.
+#[test]
+fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
+    let s = Served::start();
+    let mut c = s.conn();
+    c.query_drop("CREATE DATABASE IF NOT EXISTS sbtest").ok();
+    c.query_drop(
+        "CREATE TABLE sbtest1(id INTEGER NOT NULL AUTO_INCREMENT, k INTEGER DEFAULT '0' NOT NULL, \
+         c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id))",
+    )
+    .unwrap();
+    let rows: Vec<String> = (1..=200).map(|i| format!("({i}, 0, 'c', 'p')")).collect();
+    c.query_drop(format!(
+        "INSERT INTO sbtest1(id, k, c, pad) VALUES {}",
+        rows.join(",")
+    ))
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..6)
+        .map(|n| {
+            let mut c = s.conn();
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut i = n;
+                while !stop.load(Ordering::Relaxed) {
+                    c.query_drop(format!(
+                        "UPDATE sbtest1 SET k = k + 1 WHERE id = {}",
+                        i % 200 + 1
+                    ))
+                    .unwrap();
+                    i += 7;
+                }
+            })
+        })
+        .collect();
+    let run = |candidate: &str, out: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_redoctor"))
+            .args(["diagnose", "--pid", &s.child.id().to_string()])
+            .args(["--duration", "1s", "--model-priors", "--format", "json"])
+            .args(["--trial", "--trial-max", "12s", "--candidate", candidate])
+            .arg("--socket")
+            .arg(s.socket())
+            .arg("--state")
+            .arg(s.state())
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out = s.dir.path().join("report.json");
+    let o = run("innodb_log_writer_threads=OFF", &out);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let t = &v["trial"];
+    assert_eq!(t["kind"], "trial", "{t}");
+    assert_eq!(t["plan"]["design"]["kind"], "switchback", "{}", t["plan"]);
+    assert!(
+        t["test"].as_str().unwrap().starts_with("switchback"),
+        "{}",
+        t["test"]
+    );
+    assert_ne!(t["outcome"], "failed", "{}", t["reason"]);
+    let windows = t["windows"].as_array().unwrap();
+    // Four measured periods per block, a guard exactly at each switch.
+    let blocks = t["log_ratios"].as_array().unwrap().len();
+    let measured = windows.iter().filter(|w| w["warmup"] == false).count();
+    let strikes = t["strikes"].as_u64().unwrap() as usize;
+    assert!(
+        blocks >= 1 && measured >= 4 * blocks && measured <= 4 * blocks + 4 + strikes,
+        "{t}"
+    );
+    for (i, w) in windows.iter().enumerate().skip(1) {
+        let switched = w["side"] != windows[i - 1]["side"];
+        assert_eq!(w["warmup"] == true, switched, "window {i}: {t}");
+    }
+    assert!(strikes <= 1 || t["outcome"] == "aborted_floor", "{t}");
+    assert!(t["elapsed_s"].as_f64().unwrap() <= 12.5, "{t}");
+    let kept = t["outcome"] == "kept";
+    // The verdict follows the trial of the named candidate.
+    assert_eq!(v["verdict"]["basis"], "trial", "{}", v["verdict"]);
+    assert_eq!(
+        v["verdict"]["kind"],
+        if kept { "change" } else { "no_change" },
+        "{}",
+        v["verdict"]
+    );
+    assert_eq!(
+        s.var("innodb_log_writer_threads"),
+        if kept { "OFF" } else { "ON" }
+    );
+    if kept {
+        c.query_drop("SET GLOBAL innodb_log_writer_threads = ON")
+            .unwrap();
+    }
+    // A/A: the setting against itself keeps nothing and changes nothing.
+    let out = s.dir.path().join("aa.json");
+    let o = run("innodb_log_writer_threads=ON", &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let t = &v["trial"];
+    assert_ne!(t["outcome"], "failed", "{}", t["reason"]);
+    assert!(t["log_ratios"].as_array().unwrap().len() >= 8, "{t}");
+    assert_eq!(s.var("innodb_log_writer_threads"), "ON");
+    stop.store(true, Ordering::Relaxed);
+    for t in clients {
+        t.join().unwrap();
     }
 }
 

@@ -457,10 +457,15 @@ impl Run<'_> {
         ))
     }
 
-    fn switch(&mut self, _block: usize, side: Side) -> Result<(), ExperimentError> {
+    /// Applies `side`'s settings and measures the guard after the switch
+    /// (recorded, discarded).
+    fn switch(&mut self, block: usize, side: Side) -> Result<(), ExperimentError> {
         let s = self.settings(side);
         self.tb.apply(&s)?;
         self.at = side;
+        if !self.sb.guard.is_zero() {
+            self.measure(block, side, true, self.sb.guard)?;
+        }
         Ok(())
     }
 
@@ -470,10 +475,7 @@ impl Run<'_> {
         let mut left = self.sb.period;
         if self.at != side {
             self.switch(block, side)?;
-            if !self.sb.guard.is_zero() {
-                self.measure(block, side, true, self.sb.guard)?;
-                left -= self.sb.guard;
-            }
+            left = left.saturating_sub(self.sb.guard);
         }
         self.measure(block, side, false, left)
     }
