@@ -219,7 +219,17 @@ pub struct ModelReport {
     /// Every candidate predicted for a host of another CPU count
     /// (`diagnose --what-if-cpus N`).
     #[serde(default)]
-    pub what_if: Option<crate::model::WhatIfHost>,
+    pub what_if: Option<WhatIfAdvice>,
+}
+
+/// The model's predictions for a host of another CPU count, with what the
+/// decision rule would advise there (the priors of the regime there).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfAdvice {
+    #[serde(flatten)]
+    pub host: crate::model::WhatIfHost,
+    #[serde(default)]
+    pub decision: Option<crate::decision::Decision>,
 }
 
 impl Diagnosis {

@@ -237,9 +237,9 @@ pub fn what_if(d: &mut Diagnosis, model: &Model, priors: &Priors, cores: u32) ->
             })
         })
         .collect();
-    let mut w = model.what_if(&inputs, &configs, cores);
-    w.decision = Some(crate::decision::what_if(model, &inputs, &w, priors));
-    d.model.as_mut()?.what_if = Some(w);
+    let host = model.what_if(&inputs, &configs, cores);
+    let decision = Some(crate::decision::what_if(model, &inputs, &host, priors));
+    d.model.as_mut()?.what_if = Some(crate::advice::WhatIfAdvice { host, decision });
     Some(())
 }
 

@@ -133,45 +133,39 @@ fn same_in_effect(a: &Config, b: &Config, users: f64) -> bool {
     limit(a) == limit(b)
 }
 
-/// Judges every prediction (candidates other than the observed
-/// configuration) and picks the one to advise.
-pub fn decide(
-    model: &Model,
-    inputs: &Inputs,
-    predictions: &[Prediction],
-    priors: &Priors,
-) -> Decision {
-    let regime = Regime::of(inputs);
-    let start = Start::of(&inputs.config);
-    let mut assessments: Vec<Assessment> = predictions
-        .iter()
-        // A cap or throttle that holds nobody back leaves the current
-        // configuration as it is: nothing to judge.
-        .filter(|p| !same_in_effect(&inputs.config, &p.config, inputs.users))
-        .map(|p| {
-            let transition = Transition::between(&inputs.config, &p.config, inputs.users);
-            let prior = transition.and_then(|t| priors.get(start, t, &regime));
-            let m = p.ratio.max(1e-9).ln();
-            let sigma_m = model_sigma(model, inputs, &p.config, prior);
-            let (mean, sd, w) = combine(prior.map(|x| (x.mean, x.spread)), m, sigma_m);
-            Assessment {
-                config: p.config,
-                transition,
-                regime: transition.map(|t| regime.key(t)),
-                model_log_ratio: m,
-                model_sigma: sigma_m,
-                prior: prior.cloned(),
-                model_weight: w,
-                log_ratio: mean,
-                sigma: sd,
-                gain: mean.exp() - 1.0,
-                low: (mean - Z95 * sd).exp() - 1.0,
-                high: (mean + Z95 * sd).exp() - 1.0,
-                p_worse: cdf(-mean / sd.max(1e-9)),
-                utility: expected_utility(mean, sd, priors.loss_asymmetry),
-            }
-        })
-        .collect();
+/// The assessment of moving to `config` (a `transition`, with its
+/// `prior` in `regime`) whose model log-ratio is `m` with error `sigma_m`.
+#[allow(clippy::too_many_arguments)]
+fn assess(
+    config: Config,
+    transition: Option<Transition>,
+    regime: &Regime,
+    prior: Option<&Prior>,
+    m: f64,
+    sigma_m: f64,
+    asymmetry: f64,
+) -> Assessment {
+    let (mean, sd, w) = combine(prior.map(|x| (x.mean, x.spread)), m, sigma_m);
+    Assessment {
+        config,
+        transition,
+        regime: transition.map(|t| regime.key(t)),
+        model_log_ratio: m,
+        model_sigma: sigma_m,
+        prior: prior.cloned(),
+        model_weight: w,
+        log_ratio: mean,
+        sigma: sd,
+        gain: mean.exp() - 1.0,
+        low: (mean - Z95 * sd).exp() - 1.0,
+        high: (mean + Z95 * sd).exp() - 1.0,
+        p_worse: cdf(-mean / sd.max(1e-9)),
+        utility: expected_utility(mean, sd, asymmetry),
+    }
+}
+
+/// Every assessment, highest expected utility first, and the chosen one.
+fn decision_of(mut assessments: Vec<Assessment>, regime: Regime, priors: &Priors) -> Decision {
     assessments.sort_by(|a, b| b.utility.total_cmp(&a.utility));
     let chosen = assessments
         .first()
@@ -185,6 +179,40 @@ pub fn decide(
         priors: priors.source.clone(),
         regime,
     }
+}
+
+/// Judges every prediction (candidates other than the observed
+/// configuration) and picks the one to advise.
+pub fn decide(
+    model: &Model,
+    inputs: &Inputs,
+    predictions: &[Prediction],
+    priors: &Priors,
+) -> Decision {
+    let regime = Regime::of(inputs);
+    let start = Start::of(&inputs.config);
+    let assessments: Vec<Assessment> = predictions
+        .iter()
+        // A cap or throttle that holds nobody back leaves the current
+        // configuration as it is: nothing to judge.
+        .filter(|p| !same_in_effect(&inputs.config, &p.config, inputs.users))
+        .map(|p| {
+            let transition = Transition::between(&inputs.config, &p.config, inputs.users);
+            let prior = transition.and_then(|t| priors.get(start, t, &regime));
+            let m = p.ratio.max(1e-9).ln();
+            let sigma_m = model_sigma(model, inputs, &p.config, prior);
+            assess(
+                p.config,
+                transition,
+                &regime,
+                prior,
+                m,
+                sigma_m,
+                priors.loss_asymmetry,
+            )
+        })
+        .collect();
+    decision_of(assessments, regime, priors)
 }
 
 /// The decision for a host of another CPU count (`diagnose
@@ -210,7 +238,7 @@ pub fn what_if(
         .find(|p| p.config == inputs.config)
         .map_or(1.0, |p| p.ratio);
     let moved = crate::model::WHAT_IF_WEIGHT * (there.cores / inputs.cores).ln().abs();
-    let mut assessments: Vec<Assessment> = host
+    let assessments: Vec<Assessment> = host
         .predictions
         .iter()
         .filter(|p| !same_in_effect(&inputs.config, &p.config, inputs.users))
@@ -226,38 +254,18 @@ pub fn what_if(
                 None => host.sigma,
             };
             let sigma_m = (own.powi(2) + moved.powi(2)).sqrt();
-            let (mean, sd, w) = combine(prior.map(|x| (x.mean, x.spread)), m, sigma_m);
-            Assessment {
-                config: p.config,
+            assess(
+                p.config,
                 transition,
-                regime: transition.map(|t| regime.key(t)),
-                model_log_ratio: m,
-                model_sigma: sigma_m,
-                prior: prior.cloned(),
-                model_weight: w,
-                log_ratio: mean,
-                sigma: sd,
-                gain: mean.exp() - 1.0,
-                low: (mean - Z95 * sd).exp() - 1.0,
-                high: (mean + Z95 * sd).exp() - 1.0,
-                p_worse: cdf(-mean / sd.max(1e-9)),
-                utility: expected_utility(mean, sd, priors.loss_asymmetry),
-            }
+                &regime,
+                prior,
+                m,
+                sigma_m,
+                priors.loss_asymmetry,
+            )
         })
         .collect();
-    assessments.sort_by(|a, b| b.utility.total_cmp(&a.utility));
-    let chosen = assessments
-        .first()
-        .filter(|a| a.utility > priors.min_utility)
-        .map(|a| a.config);
-    Decision {
-        assessments,
-        chosen,
-        loss_asymmetry: priors.loss_asymmetry,
-        min_utility: priors.min_utility,
-        priors: priors.source.clone(),
-        regime,
-    }
+    decision_of(assessments, regime, priors)
 }
 
 impl Decision {

@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use super::plan::Design;
-use super::switchback::Switchback;
+use super::Design;
 use super::Settings;
+use super::Switchback;
 
 /// Knob, and the time after a switch until its rate's distribution is the
 /// new setting's steady state.

@@ -71,6 +71,7 @@
 //! large effect. A candidate that cannot fit `min_pairs` pairs is skipped.
 
 mod carryover;
+mod design;
 mod plan;
 mod power;
 mod search;
@@ -84,14 +85,31 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use carryover::{carryover, design_for, CARRYOVER};
-pub use plan::{Design, Plan};
+pub use design::{Design, Switchback};
+pub use plan::Plan;
 pub use power::{resolution, Resolution, POWER};
 pub use search::{search, share, Candidate, SearchReport, Step, StepResult};
 pub use sequential::{look, Decision, Look};
-pub use switchback::{hac_look, nw_lag, Switchback};
-pub use trial::{
-    clipped, run_trial, Outcome, Side, TrialRecord, Window, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL,
-};
+pub use switchback::{hac_look, nw_lag};
+pub use trial::{clipped, Outcome, Side, TrialRecord, Window, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL};
+
+/// Runs one trial within `budget` (see the module docs), in the plan's
+/// design. The testbed must be at `baseline` on entry; on return it is at
+/// `candidate` if the outcome is [`Outcome::Kept`], else at `baseline`
+/// (best-effort after a failure). An invalid plan is a [`Outcome::Failed`]
+/// record with the testbed untouched.
+pub fn run_trial(
+    tb: &mut dyn Testbed,
+    baseline: &Settings,
+    candidate: &Settings,
+    plan: &Plan,
+    budget: Duration,
+) -> TrialRecord {
+    match &plan.design {
+        Design::Switchback(sb) => switchback::run(tb, baseline, candidate, plan, sb, budget),
+        Design::Pairs => trial::run_pairs(tb, baseline, candidate, plan, budget),
+    }
+}
 
 /// Setting name to value.
 pub type Settings = BTreeMap<String, String>;

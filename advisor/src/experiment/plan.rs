@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::switchback::Switchback;
+use super::design::{secs, Design};
 use super::ExperimentError;
 
 /// How windows are measured and when the sequential test stops.
@@ -48,18 +48,6 @@ pub struct Plan {
     /// then unused: the budget sets the most blocks).
     #[serde(default)]
     pub design: Design,
-}
-
-/// How a trial alternates its sides.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Design {
-    /// ABBA pairs of windows, a discarded warm-up after each switch.
-    #[default]
-    Pairs,
-    /// Short periods in randomized ABBA/BAAB blocks, a guard after each
-    /// switch, a serial-correlation-robust test (`super::switchback`).
-    Switchback(Switchback),
 }
 
 fn default_harm() -> f64 {
@@ -245,22 +233,6 @@ impl Plan {
             self.harm,
             self.floor
         )
-    }
-}
-
-/// Durations as (fractional) seconds.
-pub(super) mod secs {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let v = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
     }
 }
 

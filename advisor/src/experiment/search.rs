@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::trial::{run_trial, TrialRecord};
+use super::run_trial;
+use super::trial::TrialRecord;
 use super::{secs, show, Plan, Settings, Testbed};
 
 /// One change to try: a knob, or a group of knobs that belong together.

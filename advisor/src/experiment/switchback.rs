@@ -35,108 +35,14 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use redoctor_stats::{mean, median, student_t_critical, student_t_two_sided};
-use serde::{Deserialize, Serialize};
 
 use super::power::Resolution;
 use super::sequential::{Decision, Look};
 use super::trial::{clipped, interval, Outcome, Side, TrialRecord, Window};
-use super::{pct, ExperimentError, Plan, Settings, Testbed};
+use super::{pct, ExperimentError, Plan, Settings, Switchback, Testbed};
 
 /// Baseline periods the floor guard looks back over.
 pub const FLOOR_WINDOW: usize = 24;
-
-/// The switchback design's parameters (`Plan::design`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Switchback {
-    /// One period: the guard, then the measured part.
-    #[serde(rename = "period_s", with = "super::plan::secs")]
-    pub period: Duration,
-    /// Discarded after each switch (the knob's carryover).
-    #[serde(rename = "guard_s", with = "super::plan::secs")]
-    pub guard: Duration,
-    /// Looks of the sequential test, evenly spaced over the blocks the
-    /// budget allows.
-    pub looks: usize,
-    /// Blocks before the first look (at least 4).
-    pub min_blocks: usize,
-    /// Seed of the blocks' order.
-    pub seed: u64,
-}
-
-impl Default for Switchback {
-    /// 250-ms periods with a 50-ms guard: the bundled engine's redo mode
-    /// settles within a few ms of a switch, its spin gate within 200 ms
-    /// (`agent/bench/RESULTS.md`, carryover).
-    fn default() -> Switchback {
-        Switchback {
-            period: Duration::from_millis(250),
-            guard: Duration::from_millis(50),
-            looks: 5,
-            min_blocks: 8,
-            seed: 1,
-        }
-    }
-}
-
-impl Switchback {
-    /// A block: four periods.
-    pub fn block_time(&self) -> Duration {
-        self.period * 4
-    }
-
-    /// The most blocks `budget` holds.
-    pub fn max_blocks(&self, budget: Duration) -> usize {
-        (budget.as_secs_f64() / self.block_time().as_secs_f64()).floor() as usize
-    }
-
-    /// The block counts at which the test looks, for `max` blocks.
-    pub fn look_at(&self, max: usize) -> Vec<usize> {
-        if max < self.min_blocks {
-            return vec![];
-        }
-        let k = self.looks.max(1);
-        let mut at: Vec<usize> = (1..=k)
-            .map(|i| (max * i).div_ceil(k).max(self.min_blocks))
-            .collect();
-        at.dedup();
-        at
-    }
-
-    pub fn validate(&self) -> Result<(), ExperimentError> {
-        let bad = |field, value: String, valid| {
-            Err(ExperimentError::Plan {
-                field,
-                value,
-                valid,
-            })
-        };
-        if self.period < Duration::from_millis(20) {
-            return bad(
-                "period",
-                format!("{:?}", self.period),
-                "at least 20ms (a counter read costs ~1 ms)",
-            );
-        }
-        if self.guard >= self.period {
-            return bad(
-                "guard",
-                format!("{:?}", self.guard),
-                "shorter than the period",
-            );
-        }
-        if self.min_blocks < 4 {
-            return bad(
-                "min_blocks",
-                self.min_blocks.to_string(),
-                "at least 4 (a serially correlated test needs blocks to spare)",
-            );
-        }
-        if self.looks == 0 || self.looks > 50 {
-            return bad("looks", self.looks.to_string(), "1..=50");
-        }
-        Ok(())
-    }
-}
 
 /// Newey–West lag for `n` blocks: `⌊4 (n/100)^{2/9}⌋`, at least 1, less than `n`.
 pub fn nw_lag(n: usize) -> usize {

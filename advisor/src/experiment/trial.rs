@@ -6,9 +6,9 @@ use std::time::Duration;
 use redoctor_stats::median;
 use serde::{Deserialize, Serialize};
 
-use super::plan::Design;
 use super::power::{resolution, Resolution};
 use super::sequential::{look, Decision, Look};
+use super::Design;
 use super::{pct, secs, ExperimentError, Plan, Settings, Testbed};
 
 /// How far one pair's `ln(candidate / baseline)` may lie from the pairs'
@@ -154,20 +154,15 @@ impl TrialRecord {
     }
 }
 
-/// Runs one trial within `budget` (see the module docs). The testbed must
-/// be at `baseline` on entry; on return it is at `candidate` if the outcome
-/// is [`Outcome::Kept`], else at `baseline` (best-effort after a failure).
-/// An invalid plan is a [`Outcome::Failed`] record with the testbed untouched.
-pub fn run_trial(
+/// Runs one trial of the paired design within `budget` (see the module
+/// docs; [`super::run_trial`] chooses the design).
+pub(super) fn run_pairs(
     tb: &mut dyn Testbed,
     baseline: &Settings,
     candidate: &Settings,
     plan: &Plan,
     budget: Duration,
 ) -> TrialRecord {
-    if let Design::Switchback(sb) = &plan.design {
-        return super::switchback::run(tb, baseline, candidate, plan, sb, budget);
-    }
     let mut run = Run {
         tb,
         plan,

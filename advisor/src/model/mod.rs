@@ -136,11 +136,6 @@ pub struct WhatIfHost {
     /// The error the intervals were drawn with (log scale): the model's
     /// error on this host, widened by the change of CPU count.
     pub sigma: f64,
-    /// What the decision rule would advise there, from the current
-    /// configuration (the priors of the regime there; filled by the
-    /// diagnosis, None from `Model::what_if` alone).
-    #[serde(default)]
-    pub decision: Option<crate::decision::Decision>,
 }
 
 impl Model {
@@ -274,7 +269,6 @@ impl Model {
             observed_cores: inputs.cores,
             predictions,
             sigma,
-            decision: None,
         }
     }
 

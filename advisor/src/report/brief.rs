@@ -127,9 +127,9 @@ pub fn brief(d: &Diagnosis) -> String {
         let _ = writeln!(
             o,
             "\nWHAT IF {} CPUs (observed on {}; vs the rate observed here, 95% interval):",
-            w.cores, w.observed_cores
+            w.host.cores, w.host.observed_cores
         );
-        for p in &w.predictions {
+        for p in &w.host.predictions {
             let _ = writeln!(
                 o,
                 "   {:<22} {} [{}, {}]",

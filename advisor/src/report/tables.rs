@@ -127,7 +127,7 @@ pub fn model_tables(d: &Diagnosis) -> Vec<Table> {
             rows,
         });
     }
-    if let Some(w) = &m.what_if {
+    if let Some(w) = m.what_if.as_ref().map(|w| &w.host) {
         let rows = w
             .predictions
             .iter()
