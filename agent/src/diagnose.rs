@@ -91,8 +91,8 @@ pub struct DiagnoseArgs {
     /// periods for knobs whose carryover is measured and short (the
     /// bundled engine's), paired windows with a warm-up for the others;
     /// `switchback` or `pairs` for every candidate.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "switchback", "pairs"])]
-    trial_design: String,
+    #[arg(long, value_enum, default_value_t = crate::trial_run::DesignChoice::Auto)]
+    trial_design: crate::trial_run::DesignChoice,
     /// --trial: a switchback period (the guard after a switch included).
     #[arg(long, default_value = "250ms", value_parser = redoctor_args::positive_duration)]
     trial_period: Duration,
@@ -380,7 +380,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         };
         crate::trial_run::assign_designs(
             &mut candidates,
-            &args.trial_design,
+            args.trial_design,
             redoctor_advisor::experiment::Switchback {
                 period: args.trial_period,
                 guard: args.trial_guard,

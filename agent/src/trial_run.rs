@@ -283,22 +283,34 @@ pub fn plan(max_pairs: usize, window: Duration, max_total: Duration, floor: f64)
     }
 }
 
-/// Gives each candidate its trial design: with `mode` `auto`, switchback
-/// (from `base`) where every knob's carryover is measured and short,
-/// paired windows otherwise (`redoctor_advisor::experiment::design_for`);
-/// `switchback` or `pairs` for all. The label says which and why.
-pub fn assign_designs(candidates: &mut [Candidate], mode: &str, base: Switchback) {
+/// How a trial's sides alternate, as an operator chooses it
+/// (`diagnose --trial-design`, the daemon's `trial.design`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DesignChoice {
+    /// Switchback periods for knobs whose carryover is measured and short,
+    /// paired windows with a warm-up for the others.
+    #[default]
+    Auto,
+    /// Switchback periods for every candidate.
+    Switchback,
+    /// Paired windows for every candidate.
+    Pairs,
+}
+
+/// Gives each candidate its trial design: with `choice` `Auto`,
+/// switchback (from `base`) where every knob's carryover is measured and
+/// short, paired windows otherwise
+/// (`redoctor_advisor::experiment::design_for`); the same for all
+/// otherwise. The label says which and why.
+pub fn assign_designs(candidates: &mut [Candidate], choice: DesignChoice, base: Switchback) {
     for c in candidates {
-        let (design, why) = match mode {
-            "pairs" => (
-                Design::Pairs,
-                "paired windows (--trial-design pairs)".to_string(),
-            ),
-            "switchback" => (
-                Design::Switchback(base),
-                "switchback (--trial-design switchback)".to_string(),
-            ),
-            _ => design_for(&c.settings, base),
+        let (design, why) = match choice {
+            DesignChoice::Pairs => (Design::Pairs, "paired windows (chosen)".to_string()),
+            DesignChoice::Switchback => {
+                (Design::Switchback(base), "switchback (chosen)".to_string())
+            }
+            DesignChoice::Auto => design_for(&c.settings, base),
         };
         c.design = Some(design);
         c.label = format!("{}; trial design: {why}", c.label);

@@ -490,7 +490,7 @@ mode = "observe"
 /// and the trial aborted at the second.
 /// An apply-mode config for target `pid` over `socket` whose one
 /// candidate (a 5 ms sleep in every commit) is scripted to be bad.
-fn forced_bad_candidate(state: &Path, pid: u32, socket: &Path) -> String {
+fn forced_bad_candidate(state: &Path, pid: u32, socket: &Path, design: &str) -> String {
     format!(
         r#"[agent]
 state_dir = "{}"
@@ -510,6 +510,7 @@ every = "30s"
 warmup = "500ms"
 window = "1s"
 [target.trial]
+design = "{design}"
 window = "1s"
 warmup = "500ms"
 "#,
@@ -528,7 +529,7 @@ fn a_bad_candidate_is_rolled_back_within_one_window() {
     let state = dir.path().join("state");
     let cfg = write_config(
         dir.path(),
-        &forced_bad_candidate(&state, e.pid(), &e.socket),
+        &forced_bad_candidate(&state, e.pid(), &e.socket, "pairs"),
     );
     let mut a = Agent::start(&cfg);
     wait("the trial's outcome", 60, || {
@@ -588,6 +589,54 @@ fn a_bad_candidate_is_rolled_back_within_one_window() {
     assert!(a.term(5).success());
 }
 
+/// The same bad candidate in the daemon's default design: the knob's
+/// carryover is measured and short, so the trial runs switchback periods
+/// and the floor guard undoes it within a period or two.
+#[test]
+fn a_bad_candidate_in_switchback_periods_is_rolled_back_within_a_second() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg = write_config(
+        dir.path(),
+        &forced_bad_candidate(&state, e.pid(), &e.socket, "auto"),
+    );
+    let mut a = Agent::start(&cfg);
+    wait("the trial's outcome", 60, || {
+        !events(&state, "trial").is_empty()
+    });
+    let started = &events(&state, "trial_started")[0];
+    assert!(
+        started["plan"].as_str().unwrap().starts_with("switchback"),
+        "{started}"
+    );
+    assert!(
+        started["candidate"]
+            .as_str()
+            .unwrap()
+            .contains("trial design: switchback"),
+        "{started}"
+    );
+    let t = &events(&state, "trial")[0];
+    assert_eq!(t["outcome"], "aborted_floor", "{t}");
+    let windows = t["windows"].as_array().unwrap();
+    let candidate_secs: f64 = windows
+        .iter()
+        .filter(|w| w["side"] == "candidate")
+        .map(|w| w["secs"].as_f64().unwrap())
+        .sum();
+    assert!(
+        candidate_secs < 1.0,
+        "the bad setting ran {candidate_secs:.2} s: {t}"
+    );
+    assert_eq!(e.var("redoctor_debug_commit_sleep_us"), "0");
+    assert_eq!(t["now"]["redoctor_debug_commit_sleep_us"], "0", "{t}");
+    assert!(a.term(5).success());
+}
+
 /// A target whose socket belongs to another server than its pid: the
 /// agent says so and changes nothing on either (with the same config and
 /// the right socket, the forced candidate is tried at once, above).
@@ -601,7 +650,7 @@ fn another_servers_socket_is_refused_and_nothing_is_applied() {
     let state = dir.path().join("state");
     let cfg = write_config(
         dir.path(),
-        &forced_bad_candidate(&state, observed.pid(), &other.socket),
+        &forced_bad_candidate(&state, observed.pid(), &other.socket, "pairs"),
     );
     let mut a = Agent::start(&cfg);
     let error = || {
@@ -666,6 +715,7 @@ floor = 0.0
 [target.trial]
 window = "1s"
 warmup = "0s"
+design = "pairs"
 min_pairs = 40
 max_pairs = 40
 max_total = "120s"

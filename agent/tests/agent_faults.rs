@@ -424,6 +424,7 @@ floor = 0.0
 [target.trial]
 window = "1s"
 warmup = "0s"
+design = "pairs"
 min_pairs = 40
 max_pairs = 40
 max_total = "120s"

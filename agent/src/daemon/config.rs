@@ -273,16 +273,42 @@ pub struct TrialConfig {
     /// Time bound of one evaluation's trials together.
     #[serde(deserialize_with = "positive")]
     pub max_total: Duration,
+    /// How baseline and candidate alternate: `auto` (switchback periods
+    /// where every knob's carryover is measured and short, the paired
+    /// `window`s otherwise), `switchback` or `pairs`.
+    pub design: crate::trial_run::DesignChoice,
+    /// A switchback period, its guard included.
+    #[serde(deserialize_with = "positive")]
+    pub period: Duration,
+    /// Discarded after each switch of a switchback trial (at least the
+    /// knob's measured carryover).
+    #[serde(deserialize_with = "any_duration")]
+    pub guard: Duration,
 }
 
 impl Default for TrialConfig {
     fn default() -> Self {
+        let sb = redoctor_advisor::experiment::Switchback::default();
         TrialConfig {
             window: Duration::from_secs(1),
             warmup: Duration::from_secs(1),
             min_pairs: 3,
             max_pairs: 10,
             max_total: Duration::from_secs(45),
+            design: crate::trial_run::DesignChoice::Auto,
+            period: sb.period,
+            guard: sb.guard,
+        }
+    }
+}
+
+impl TrialConfig {
+    /// The switchback parameters the trials start from.
+    pub fn switchback(&self) -> redoctor_advisor::experiment::Switchback {
+        redoctor_advisor::experiment::Switchback {
+            period: self.period,
+            guard: self.guard,
+            ..Default::default()
         }
     }
 }
@@ -490,6 +516,10 @@ impl Config {
                 ));
             }
             self.trial_plan(t)
+                .validate()
+                .map_err(|e| at(format!("trial: {e}")))?;
+            t.trial
+                .switchback()
                 .validate()
                 .map_err(|e| at(format!("trial: {e}")))?;
             let s = &t.sampling;

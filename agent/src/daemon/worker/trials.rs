@@ -171,11 +171,16 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
         }
     }
     let plan = w.shared.trial_plan(&w.t);
+    crate::trial_run::assign_designs(&mut admitted, w.t.trial.design, w.t.trial.switchback());
     let budget_end = Instant::now() + plan.max_total;
     let n = admitted.len();
     for (i, c) in admitted.into_iter().enumerate() {
+        let own = redoctor_advisor::experiment::Plan {
+            design: c.design.unwrap_or(plan.design),
+            ..plan.clone()
+        };
         let left = budget_end.saturating_duration_since(Instant::now());
-        if left < plan.min_time() || w.stopping() {
+        if left < own.min_time() || w.stopping() {
             break;
         }
         let names: Vec<String> = c.settings.keys().cloned().collect();
@@ -200,13 +205,14 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
         w.audit(
             "trial_started",
             json!({"candidate": c.label, "settings": c.settings, "baseline": baseline,
-                   "predicted_gain": c.predicted_gain, "plan": plan.describe(),
+                   "predicted_gain": c.predicted_gain,
+                   "plan": own.describe(),
                    "evidence": evidence(d, &c.settings)}),
         );
         w.status(|s| s.state = format!("trial: {}", show(&c.settings)));
         w.phase.pause();
-        let budget = share(left, n - i, &plan);
-        let rec = run_trial(&mut CounterBed { w }, &baseline, &c.settings, &plan, budget);
+        let budget = share(left, n - i, &own);
+        let rec = run_trial(&mut CounterBed { w }, &baseline, &c.settings, &own, budget);
         let kept = rec.outcome.kept();
         settle(w, &c.settings, &baseline, &rec)?;
         let m = Metrics::t(&w.t.name);
@@ -243,7 +249,7 @@ fn settle(w: &mut Worker, cand: &Settings, baseline: &Settings, rec: &TrialRecor
     let windows: Vec<serde_json::Value> = rec
         .windows
         .iter()
-        .map(|x| json!({"side": x.side, "commits_per_s": x.commits_per_s, "warmup": x.warmup}))
+        .map(|x| json!({"side": x.side, "commits_per_s": x.commits_per_s, "warmup": x.warmup, "secs": x.secs}))
         .collect();
     w.audit(
         "trial",
