@@ -88,7 +88,7 @@ pub struct DiagnoseArgs {
     #[arg(long, value_parser = redoctor_args::positive_duration)]
     trial_window: Option<Duration>,
     /// --trial: how baseline and candidate alternate. `auto`: switchback
-    /// periods for knobs whose carryover is measured and short (the
+    /// periods for knobs whose carryover is known and short (the
     /// bundled engine's), paired windows with a warm-up for the others;
     /// `switchback` or `pairs` for every candidate.
     #[arg(long, value_enum, default_value_t = crate::trial_run::DesignChoice::Auto)]
@@ -97,7 +97,7 @@ pub struct DiagnoseArgs {
     #[arg(long, default_value = "250ms", value_parser = redoctor_args::positive_duration)]
     trial_period: Duration,
     /// --trial: the switchback guard discarded after each switch (at
-    /// least the knob's measured carryover).
+    /// least the knob's known carryover).
     #[arg(long, default_value = "50ms", value_parser = redoctor_args::duration)]
     trial_guard: Duration,
     /// --trial: try exactly this candidate, NAME=VALUE (repeatable: the

@@ -288,7 +288,7 @@ pub fn plan(max_pairs: usize, window: Duration, max_total: Duration, floor: f64)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DesignChoice {
-    /// Switchback periods for knobs whose carryover is measured and short,
+    /// Switchback periods for knobs whose carryover is known and short,
     /// paired windows with a warm-up for the others.
     #[default]
     Auto,
@@ -299,7 +299,7 @@ pub enum DesignChoice {
 }
 
 /// Gives each candidate its trial design: with `choice` `Auto`,
-/// switchback (from `base`) where every knob's carryover is measured and
+/// switchback (from `base`) where every knob's carryover is known and
 /// short, paired windows otherwise
 /// (`redoctor_advisor::experiment::design_for`); the same for all
 /// otherwise. The label says which and why.

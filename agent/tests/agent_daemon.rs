@@ -590,7 +590,7 @@ fn a_bad_candidate_is_rolled_back_within_one_window() {
 }
 
 /// The same bad candidate in the daemon's default design: the knob's
-/// carryover is measured and short, so the trial runs switchback periods
+/// carryover is known and short, so the trial runs switchback periods
 /// and the floor guard undoes it within a period or two.
 #[test]
 fn a_bad_candidate_in_switchback_periods_is_rolled_back_within_a_second() {

@@ -167,7 +167,7 @@ fn trial_measures_interleaved_windows_and_applies_its_decision() {
     }
 }
 
-/// The bundled engine's redo mode has a short, measured carryover, so by
+/// The bundled engine's redo mode has a short, known carryover, so by
 /// default its trial is a switchback: periods of 250 ms in blocks of four
 /// (ABBA or BAAB), a guard exactly after each switch, one log-ratio per
 /// block, the decision applied; `--candidate` names the candidate, and one

@@ -1,8 +1,10 @@
 //! How long each knob's switch takes to settle (its carryover), and so
 //! which trial design it gets: switchback periods where the carryover is
-//! short and measured, paired long windows otherwise. Values from
-//! `agent/bench/carryover.py` (results in `agent/bench/RESULTS.md`); a knob
-//! not listed has not been measured and gets the paired design.
+//! short and known, paired long windows otherwise. The values are bounds
+//! from the bundled engine's mechanics (what a switch changes and when
+//! the engine next reads it, below); `redoctor meter --knob` measures a
+//! knob's carryover on a live server (`agent/bench/spectrum.py`, results
+//! in `agent/bench/RESULTS.md`). A knob not listed gets the paired design.
 
 use std::time::Duration;
 
@@ -27,7 +29,7 @@ pub const CARRYOVER: &[(&str, Duration)] = &[
     ("redoctor_debug_commit_sleep_us", Duration::from_millis(10)),
 ];
 
-/// The carryover of `knob`, when measured.
+/// The carryover of `knob`, when known.
 pub fn carryover(knob: &str) -> Option<Duration> {
     CARRYOVER.iter().find(|(k, _)| *k == knob).map(|(_, d)| *d)
 }
@@ -35,7 +37,7 @@ pub fn carryover(knob: &str) -> Option<Duration> {
 /// The design for a trial of `settings`, and why: switchback (from
 /// `base`, its guard at least the longest carryover among the knobs and
 /// its period at least five guards) when every knob's carryover is
-/// measured, else the paired design.
+/// known, else the paired design.
 pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
     let mut longest = Duration::ZERO;
     for k in settings.keys() {

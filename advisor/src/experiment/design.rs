@@ -39,8 +39,8 @@ pub struct Switchback {
 
 impl Default for Switchback {
     /// 250-ms periods with a 50-ms guard: the bundled engine's redo mode
-    /// settles within a few ms of a switch, its spin gate within 200 ms
-    /// (`agent/bench/RESULTS.md`, carryover).
+    /// takes effect within a few ms of a switch (the knobs' carryovers:
+    /// `super::carryover`).
     fn default() -> Switchback {
         Switchback {
             period: Duration::from_millis(250),

@@ -274,14 +274,14 @@ pub struct TrialConfig {
     #[serde(deserialize_with = "positive")]
     pub max_total: Duration,
     /// How baseline and candidate alternate: `auto` (switchback periods
-    /// where every knob's carryover is measured and short, the paired
+    /// where every knob's carryover is known and short, the paired
     /// `window`s otherwise), `switchback` or `pairs`.
     pub design: crate::trial_run::DesignChoice,
     /// A switchback period, its guard included.
     #[serde(deserialize_with = "positive")]
     pub period: Duration,
     /// Discarded after each switch of a switchback trial (at least the
-    /// knob's measured carryover).
+    /// knob's known carryover).
     #[serde(deserialize_with = "any_duration")]
     pub guard: Duration,
 }
