@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""What a live trial resolves at a load: known slowdowns injected into the
+bundled engine's commit path (`redoctor_debug_commit_spin_ns`, a CPU spin
+after each durable commit) and tried with `redoctor diagnose --trial
+--candidate`, as an operator would.
+
+1. **True effects.** For each spin, long interleaved static phases on one
+   running engine: spin 0 and spin X alternate every PHASE seconds (the
+   first 2 s of each discarded), PHASES phases a side, commits counted by
+   `Com_commit`: the ratio and its 95% interval (Welch on the phases' logs).
+2. **Trials.** TRIALS trials of each spin (and of spin 0 against itself:
+   A/A), each `redoctor diagnose --pid P --socket S --trial --candidate
+   redoctor_debug_commit_spin_ns=X --trial-max BUDGET` on the same engine,
+   the order shuffled. Detection: the trial rolled the slowdown back as
+   slower (worse, or likely slower); A/A: any decision is a false one.
+
+One JSON line per phase and per trial goes to OUT; the summary is printed.
+
+Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
+       [--spins 300,1000] [--trials 20] [--aa 40] [--budget 60]
+       [--phases 5] [--phase 20] [--design auto] [--workdir /var/tmp]
+       (root; release builds of redoctor and redoctor-engine)
+"""
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
+REDOCTOR = os.path.join(ROOT, "target/release/redoctor")
+KNOB = "redoctor_debug_commit_spin_ns"
+
+
+def mysql(socket, q):
+    return subprocess.run(
+        ["mariadb", "-uroot", "-S", socket, "-N", "-B", "-e", q],
+        capture_output=True, text=True, check=True,
+    ).stdout
+
+
+def commits(socket):
+    return int(mysql(socket, "SHOW GLOBAL STATUS LIKE 'Com_commit'").split()[1])
+
+
+def start(args, d):
+    sock = os.path.join(d, "admin.sock")
+    p = subprocess.Popen(
+        [ENGINE, "run", "--datadir", os.path.join(d, "data"), "--admin-socket", sock,
+         "--workload", args.workload, "--users", str(args.users), "--warmup", "0",
+         "--duration", "100000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    for _ in range(600):
+        if os.path.exists(sock):
+            try:
+                commits(sock)
+                time.sleep(3)  # the load settles
+                return p, sock
+            except subprocess.CalledProcessError:
+                pass
+        time.sleep(0.1)
+    p.kill()
+    sys.exit("the engine did not start its admin socket")
+
+
+def phase(sock, spin, secs):
+    mysql(sock, f"SET GLOBAL {KNOB} = {spin}")
+    time.sleep(2)
+    c0, t0 = commits(sock), time.monotonic()
+    time.sleep(secs - 2)
+    c1, t1 = commits(sock), time.monotonic()
+    return (c1 - c0) / (t1 - t0)
+
+
+def welch_ci(a, b):
+    """95% interval of exp(mean ln b - mean ln a), Welch's t (normal
+    quantile for the df, good enough at 5+ a side)."""
+    la, lb = [math.log(x) for x in a], [math.log(x) for x in b]
+    d = statistics.mean(lb) - statistics.mean(la)
+    se = math.sqrt(statistics.variance(la) / len(la) + statistics.variance(lb) / len(lb))
+    # Welch-Satterthwaite df, t quantile by a Cornish-Fisher step.
+    va, vb = statistics.variance(la) / len(la), statistics.variance(lb) / len(lb)
+    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    z = 1.959964
+    t = z + (z**3 + z) / (4 * df)
+    return math.exp(d), math.exp(d - t * se), math.exp(d + t * se)
+
+
+def trial(args, pid, sock, spin):
+    out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+    cmd = [REDOCTOR, "diagnose", "--pid", str(pid), "--socket", sock, "--duration", "1s",
+           "--model-priors", "--format", "json", "--out", out, "--trial",
+           "--trial-max", f"{args.budget}s", "--candidate", f"{KNOB}={spin}",
+           "--trial-design", args.design, "--state", out + ".state"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"error": p.stderr.strip()[-400:]}
+    t = json.load(open(out))["trial"]
+    os.unlink(out)
+    est = t.get("estimate") or {}
+    return {
+        "outcome": t["outcome"], "reason": t["reason"], "elapsed_s": t["elapsed_s"],
+        "units": len(t["log_ratios"]), "estimate": est.get("mean_ratio"),
+        "ci": [est.get("ci_low"), est.get("ci_high")],
+        "resolution": (t.get("resolving_power") or {}).get("detectable"),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--users", type=int, default=64)
+    ap.add_argument("--workload", default="update_index")
+    ap.add_argument("--spins", default="300,1000")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--aa", type=int, default=40)
+    ap.add_argument("--budget", type=int, default=60)
+    ap.add_argument("--phases", type=int, default=5)
+    ap.add_argument("--phase", type=float, default=20.0)
+    ap.add_argument("--design", default="auto")
+    ap.add_argument("--workdir", default="/var/tmp")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    spins = [int(s) for s in args.spins.split(",")]
+    rng = random.Random(args.seed)
+    out = open(args.out, "a")
+    with tempfile.TemporaryDirectory(dir=args.workdir) as d:
+        proc, sock = start(args, d)
+        try:
+            truth = {}
+            for spin in spins:
+                base, cand = [], []
+                for _ in range(args.phases):
+                    base.append(phase(sock, 0, args.phase))
+                    cand.append(phase(sock, spin, args.phase))
+                mysql(sock, f"SET GLOBAL {KNOB} = 0")
+                r, lo, hi = welch_ci(base, cand)
+                truth[spin] = (r, lo, hi)
+                rec = {"kind": "truth", "spin_ns": spin, "base": base, "cand": cand,
+                       "ratio": r, "ci": [lo, hi]}
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+                print(f"spin {spin} ns: true ratio {r:.4f} [{lo:.4f}, {hi:.4f}]", flush=True)
+            jobs = [s for s in spins for _ in range(args.trials)] + [0] * args.aa
+            rng.shuffle(jobs)
+            results = {s: [] for s in [0] + spins}
+            for n, spin in enumerate(jobs, 1):
+                r = trial(args, proc.pid, sock, spin)
+                r.update({"kind": "trial", "spin_ns": spin, "design": args.design})
+                out.write(json.dumps(r) + "\n")
+                out.flush()
+                results[spin].append(r)
+                print(f"[{n}/{len(jobs)}] spin {spin}: {r.get('outcome')} {r.get('estimate')}", flush=True)
+        finally:
+            proc.kill()
+            proc.wait()
+    print()
+    for spin, rs in results.items():
+        ok = [r for r in rs if "outcome" in r]
+        if spin == 0:
+            false = sum(1 for r in ok if r["outcome"] in ("kept", "rolled_back_worse"))
+            ests = [abs(r["estimate"] - 1) for r in ok if r.get("estimate")]
+            print(f"A/A: {len(ok)} trials, {false} decided ({false / max(len(ok), 1):.1%}), "
+                  f"median |estimate| {statistics.median(ests) if ests else float('nan'):.2%}")
+        else:
+            det = sum(1 for r in ok if r["outcome"] == "rolled_back_worse" or r["reason"].startswith("likely slower"))
+            kept = sum(1 for r in ok if r["outcome"] == "kept")
+            r0, lo, hi = truth[spin]
+            inside = sum(1 for r in ok if r["ci"][0] and r["ci"][0] <= r0 <= r["ci"][1])
+            res = [r["resolution"] for r in ok if r.get("resolution")]
+            print(f"spin {spin} ns (true {r0 - 1:+.1%}): detected {det} of {len(ok)} ({det / max(len(ok), 1):.0%}), "
+                  f"kept {kept}; the interval held the true ratio {inside} times; "
+                  f"stated resolution median {statistics.median(res) if res else float('nan'):.1%}")
+
+
+if __name__ == "__main__":
+    main()
