@@ -426,34 +426,6 @@ impl Run<'_> {
     }
 
     fn finish(&mut self, result: Result<(Outcome, String), ExperimentError>) {
-        let (outcome, reason) = match result {
-            Ok(x) => x,
-            Err(e) => {
-                let restored = self.tb.apply(&self.rec.baseline_settings.clone());
-                self.rec.error = Some(e.to_string());
-                self.rec.outcome = Outcome::Failed;
-                self.rec.reason = match restored {
-                    Ok(()) => format!("the trial failed ({e}): baseline restored"),
-                    Err(r) => format!(
-                        "the trial failed ({e}) and restoring the baseline failed too ({r})"
-                    ),
-                };
-                return;
-            }
-        };
-        let want = if outcome.kept() {
-            Side::Candidate
-        } else {
-            Side::Baseline
-        };
-        if self.at != want {
-            let s = self.settings(want);
-            if let Err(e) = self.tb.apply(&s) {
-                return self.finish(Err(e));
-            }
-            self.at = want;
-        }
-        self.rec.outcome = outcome;
-        self.rec.reason = reason;
+        super::trial::finish(&mut *self.tb, &mut self.rec, &mut self.at, result)
     }
 }

@@ -445,36 +445,49 @@ impl Run<'_> {
 
     /// Sets the outcome and reason, restoring the baseline unless kept.
     fn finish(&mut self, result: Result<(Outcome, String), ExperimentError>) {
-        let (outcome, reason) = match result {
-            Ok(x) => x,
-            Err(e) => {
-                let restored = self.tb.apply(&self.rec.baseline_settings.clone());
-                self.rec.error = Some(e.to_string());
-                self.rec.outcome = Outcome::Failed;
-                self.rec.reason = match restored {
-                    Ok(()) => format!("the trial failed ({e}): baseline restored"),
-                    Err(r) => format!(
-                        "the trial failed ({e}) and restoring the baseline failed too ({r})"
-                    ),
-                };
-                return;
-            }
-        };
-        let want = if outcome.kept() {
-            Side::Candidate
-        } else {
-            Side::Baseline
-        };
-        if self.at != want {
-            let s = self.settings(want).clone();
-            if let Err(e) = self.tb.apply(&s) {
-                return self.finish(Err(e));
-            }
-            self.at = want;
-        }
-        self.rec.outcome = outcome;
-        self.rec.reason = reason;
+        finish(&mut *self.tb, &mut self.rec, &mut self.at, result)
     }
+}
+
+/// Ends a trial of either design: sets the outcome and reason and leaves
+/// the testbed at the candidate if kept, else at the baseline; after an
+/// error, restores the baseline best-effort and records the failure.
+pub(super) fn finish(
+    tb: &mut dyn Testbed,
+    rec: &mut TrialRecord,
+    at: &mut Side,
+    result: Result<(Outcome, String), ExperimentError>,
+) {
+    let fail = |tb: &mut dyn Testbed, rec: &mut TrialRecord, e: ExperimentError| {
+        let restored = tb.apply(&rec.baseline_settings.clone());
+        rec.error = Some(e.to_string());
+        rec.outcome = Outcome::Failed;
+        rec.reason = match restored {
+            Ok(()) => format!("the trial failed ({e}): baseline restored"),
+            Err(r) => format!("the trial failed ({e}) and restoring the baseline failed too ({r})"),
+        };
+    };
+    let (outcome, reason) = match result {
+        Ok(x) => x,
+        Err(e) => return fail(tb, rec, e),
+    };
+    let want = if outcome.kept() {
+        Side::Candidate
+    } else {
+        Side::Baseline
+    };
+    if *at != want {
+        let s = match want {
+            Side::Baseline => rec.baseline_settings.clone(),
+            Side::Candidate => rec.candidate_settings.clone(),
+        };
+        if let Err(e) = tb.apply(&s) {
+            return fail(tb, rec, e);
+        }
+        *at = want;
+    }
+    rec.outcome = outcome;
+    rec.reason = reason;
 }
 
 /// "+5.3% (+2.1% to +8.6%, 99.4% interval) after 4 pairs, p = 0.0012".
