@@ -16,9 +16,15 @@ after each durable commit) and tried with `redoctor diagnose --trial
 
 One JSON line per phase and per trial goes to OUT; the summary is printed.
 
+`--pause-file PATH` (as `advisor/bench/eval/measure.py`): while PATH
+exists another job uses the CPUs, so the engine is stopped (SIGSTOP) and
+nothing is measured; a phase pair or trial that overlapped such a job
+(PATH.log grew) is measured again.
+
 Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
        [--spins 300,1000] [--trials 20] [--aa 40] [--budget 60]
        [--phases 5] [--phase 20] [--design auto] [--workdir /var/tmp]
+       [--pause-file /tmp/redoctor-busy]
        (root; release builds of redoctor and redoctor-engine)
 """
 import argparse
@@ -26,6 +32,7 @@ import json
 import math
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -79,6 +86,34 @@ def phase(sock, spin, secs):
     return (c1 - c0) / (t1 - t0)
 
 
+def busy_mark(pause_file):
+    """Whether another job holds the CPUs now, and how many it has started."""
+    if not pause_file:
+        return (False, 0)
+    try:
+        size = os.path.getsize(pause_file + ".log")
+    except OSError:
+        size = 0
+    return (os.path.exists(pause_file), size)
+
+
+def unbusy(args, proc, fn, *a):
+    """fn(*a) measured while no other job held the CPUs."""
+    while True:
+        if args.pause_file and os.path.exists(args.pause_file):
+            os.kill(proc.pid, signal.SIGSTOP)
+            while os.path.exists(args.pause_file):
+                time.sleep(1)
+            os.kill(proc.pid, signal.SIGCONT)
+            time.sleep(3)  # the load settles again
+        before = busy_mark(args.pause_file)
+        r = fn(*a)
+        after = busy_mark(args.pause_file)
+        if before == after and not before[0]:
+            return r
+        print("  overlapped another job: measured again", flush=True)
+
+
 def welch_ci(a, b):
     """95% interval of exp(mean ln b - mean ln a), Welch's t (normal
     quantile for the df, good enough at 5+ a side)."""
@@ -127,6 +162,7 @@ def main():
     ap.add_argument("--design", default="auto")
     ap.add_argument("--workdir", default="/var/tmp")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pause-file")
     args = ap.parse_args()
     spins = [int(s) for s in args.spins.split(",")]
     rng = random.Random(args.seed)
@@ -138,8 +174,10 @@ def main():
             for spin in spins:
                 base, cand = [], []
                 for _ in range(args.phases):
-                    base.append(phase(sock, 0, args.phase))
-                    cand.append(phase(sock, spin, args.phase))
+                    b, c = unbusy(args, proc, lambda: (phase(sock, 0, args.phase),
+                                                       phase(sock, spin, args.phase)))
+                    base.append(b)
+                    cand.append(c)
                 mysql(sock, f"SET GLOBAL {KNOB} = 0")
                 r, lo, hi = welch_ci(base, cand)
                 truth[spin] = (r, lo, hi)
@@ -152,7 +190,7 @@ def main():
             rng.shuffle(jobs)
             results = {s: [] for s in [0] + spins}
             for n, spin in enumerate(jobs, 1):
-                r = trial(args, proc.pid, sock, spin)
+                r = unbusy(args, proc, trial, args, proc.pid, sock, spin)
                 r.update({"kind": "trial", "spin_ns": spin, "design": args.design})
                 out.write(json.dumps(r) + "\n")
                 out.flush()

@@ -168,7 +168,8 @@ fn trial_measures_interleaved_windows_and_applies_its_decision() {
 }
 
 /// The bundled engine's redo mode has a short, known carryover, so by
-/// default its trial is a switchback: periods of 250 ms in blocks of four
+/// default its trial is a switchback: periods of 600 ms (a 300-ms guard,
+/// the measured carryover) in blocks of four
 /// (ABBA or BAAB), a guard exactly after each switch, one log-ratio per
 /// block, the decision applied; `--candidate` names the candidate, and one
 /// equal to the current setting is an A/A run that keeps nothing.
@@ -210,7 +211,7 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
         std::process::Command::new(env!("CARGO_BIN_EXE_redoctor"))
             .args(["diagnose", "--pid", &s.child.id().to_string()])
             .args(["--duration", "1s", "--model-priors", "--format", "json"])
-            .args(["--trial", "--trial-max", "12s", "--candidate", candidate])
+            .args(["--trial", "--trial-max", "24s", "--candidate", candidate])
             .arg("--socket")
             .arg(s.socket())
             .arg("--state")
@@ -249,7 +250,8 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
         assert_eq!(w["warmup"] == true, switched, "window {i}: {t}");
     }
     assert!(strikes <= 1 || t["outcome"] == "aborted_floor", "{t}");
-    assert!(t["elapsed_s"].as_f64().unwrap() <= 12.5, "{t}");
+    assert_eq!(t["plan"]["design"]["guard_s"], 0.3, "{}", t["plan"]);
+    assert!(t["elapsed_s"].as_f64().unwrap() <= 24.5, "{t}");
     let kept = t["outcome"] == "kept";
     // The verdict follows the trial of the named candidate.
     assert_eq!(v["verdict"]["basis"], "trial", "{}", v["verdict"]);

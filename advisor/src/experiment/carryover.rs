@@ -1,10 +1,11 @@
 //! How long each knob's switch takes to settle (its carryover), and so
 //! which trial design it gets: switchback periods where the carryover is
-//! short and known, paired long windows otherwise. The values are bounds
-//! from the bundled engine's mechanics (what a switch changes and when
-//! the engine next reads it, below); `redoctor meter --knob` measures a
-//! knob's carryover on a live server (`agent/bench/spectrum.py`, results
-//! in `agent/bench/RESULTS.md`). A knob not listed gets the paired design.
+//! short and known, paired long windows otherwise. The guards come from
+//! the knobs' measured mean trajectories after a switch (`redoctor meter
+//! --knob`, `agent/bench/spectrum.py`, results in `agent/bench/RESULTS.md`):
+//! the time until the mean rate is back within a few percent of the new
+//! setting's steady state, rounded up. A knob not listed gets the paired
+//! design.
 
 use std::time::Duration;
 
@@ -16,14 +17,15 @@ use super::Switchback;
 /// new setting's steady state.
 pub const CARRYOVER: &[(&str, Duration)] = &[
     // The bundled engine: a redo mode switch pauses or resumes its log
-    // threads in microseconds; the spin gate re-reads the CPU every 200
-    // ms, the guard covers the committers that spin on a stale figure.
-    ("innodb_log_writer_threads", Duration::from_millis(50)),
+    // threads in microseconds, but switching them ON costs 10-20% of the
+    // rate for ~250 ms (the committers' spin gate re-reads the CPU every
+    // 200 ms and the log threads' first batches are small).
+    ("innodb_log_writer_threads", Duration::from_millis(300)),
     // A gate or throttle change takes effect at the next admission; the
-    // guard covers the queue reshaping.
-    ("innodb_thread_concurrency", Duration::from_millis(50)),
-    ("innodb_admission_policy", Duration::from_millis(50)),
-    ("innodb_max_active_transactions", Duration::from_millis(50)),
+    // queue reshapes within ~150 ms (lifting a cap of 4: -12%).
+    ("innodb_thread_concurrency", Duration::from_millis(200)),
+    ("innodb_admission_policy", Duration::from_millis(200)),
+    ("innodb_max_active_transactions", Duration::from_millis(200)),
     // The debug spin and sleep act on the next commit.
     ("redoctor_debug_commit_spin_ns", Duration::from_millis(10)),
     ("redoctor_debug_commit_sleep_us", Duration::from_millis(10)),
@@ -36,8 +38,11 @@ pub fn carryover(knob: &str) -> Option<Duration> {
 
 /// The design for a trial of `settings`, and why: switchback (from
 /// `base`, its guard at least the longest carryover among the knobs and
-/// its period at least five guards) when every knob's carryover is
-/// known, else the paired design.
+/// its period at least two guards) when every knob's carryover is known,
+/// else the paired design. Two guards, not more: the host's noise is
+/// flicker-like (a period's spread hardly shrinks from 50 ms to 800 ms of
+/// measuring), so the number of periods, not their length, sets the
+/// resolution, and a shorter period buys more of them.
 pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
     let mut longest = Duration::ZERO;
     for k in settings.keys() {
@@ -54,7 +59,7 @@ pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
         }
     }
     let guard = base.guard.max(longest);
-    let period = base.period.max(guard * 5);
+    let period = base.period.max(guard * 2);
     (
         Design::Switchback(Switchback {
             guard,
@@ -90,7 +95,8 @@ mod tests {
             Switchback::default(),
         );
         assert!(
-            matches!(d, Design::Switchback(sb) if sb.guard == Duration::from_millis(50)),
+            matches!(d, Design::Switchback(sb)
+                if sb.guard == Duration::from_millis(300) && sb.period == Duration::from_millis(600)),
             "{d:?}"
         );
         assert!(why.starts_with("switchback"), "{why}");
@@ -106,7 +112,7 @@ mod tests {
             why.contains("thread_pool_size has not been measured"),
             "{why}"
         );
-        // A long carryover stretches the period to five guards.
+        // A long carryover stretches the period to two guards.
         let base = Switchback {
             guard: Duration::from_millis(10),
             period: Duration::from_millis(40),
@@ -114,7 +120,13 @@ mod tests {
         };
         let (d, _) = design_for(&s(&[("innodb_max_active_transactions", "16")]), base);
         let Design::Switchback(sb) = d else { panic!() };
-        assert_eq!(sb.guard, Duration::from_millis(50));
-        assert_eq!(sb.period, Duration::from_millis(250));
+        assert_eq!(sb.guard, Duration::from_millis(200));
+        assert_eq!(sb.period, Duration::from_millis(400));
+        // A short one keeps the base's period and guard.
+        let (d, _) = design_for(
+            &s(&[("redoctor_debug_commit_spin_ns", "300")]),
+            Switchback::default(),
+        );
+        assert_eq!(d, Design::Switchback(Switchback::default()));
     }
 }

@@ -38,15 +38,16 @@ pub struct Switchback {
 }
 
 impl Default for Switchback {
-    /// 250-ms periods with a 50-ms guard: the bundled engine's redo mode
-    /// takes effect within a few ms of a switch (the knobs' carryovers:
-    /// `super::carryover`).
+    /// 250-ms periods with a 50-ms guard, for knobs that act on the next
+    /// commit; a knob with a longer carryover stretches both
+    /// (`super::carryover`). Six blocks before the first look, so that a
+    /// 2-s period still gets its looks within a minute.
     fn default() -> Switchback {
         Switchback {
             period: Duration::from_millis(250),
             guard: Duration::from_millis(50),
             looks: 5,
-            min_blocks: 8,
+            min_blocks: 6,
             seed: 1,
         }
     }
