@@ -16,7 +16,8 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CRATES = ["engine", "engine/server", "engine/workload", "engine/harness", "engine/cli",
-          "engine/soak", "probes", "advisor", "advisor/stats", "agent", "agent/args"]
+          "engine/soak", "probes", "advisor", "agent", "common/args", "common/stats",
+          "common/probes-common"]
 
 
 def code(path):

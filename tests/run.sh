@@ -27,6 +27,8 @@ if [[ ! -d /sys/kernel/tracing/events && ! -d /sys/kernel/debug/tracing/events ]
 fi
 echo "== module import loops (tests/module_cycles.py)"
 python3 tests/module_cycles.py
+echo "== crate layers (tests/crate_layers.py)"
+python3 tests/crate_layers.py
 echo "== cargo test --release --workspace --all-targets"
 cargo test --release --workspace --all-targets
 echo "== loom model checks (engine/src/tests/loom_*.rs)"

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cel_interpreter::{Context, Program, Value};
-use redoctor_probes::Signals;
+use redoctor_probes_common::Signals;
 
 use crate::advice::*;
 use crate::decision::{decide, Assessment, Priors};

@@ -1,5 +1,5 @@
 //! redoctor advisor: rules as data (TOML files with CEL expressions) over
-//! the probes' [`Signals`](redoctor_probes::Signals) say which settings are
+//! the probes' [`Signals`](redoctor_probes_common::Signals) say which settings are
 //! worth considering; a calibrated what-if [`model`] predicts each
 //! candidate's commits/s and advice is given only beyond its error; the
 //! [`experiment`] module verifies a change live and the verdict follows it
@@ -8,7 +8,7 @@
 //! ```no_run
 //! use redoctor_advisor::{diagnose, Facts, RuleSet, summarize};
 //! use redoctor_advisor::model::Model;
-//! # let windows: Vec<redoctor_probes::Signals> = vec![];
+//! # let windows: Vec<redoctor_probes_common::Signals> = vec![];
 //! let rules = RuleSet::load(&["rules".into()])?;
 //! let facts = Facts::infer("redoctor-engine", &summarize(&windows), &[]);
 //! let d = diagnose(1234, windows, facts, &rules, &Model::uncalibrated())?;

@@ -4,6 +4,7 @@
 //! ALTER SYSTEM SET + pg_reload_conf() on PostgreSQL) after recording their
 //! current values for `redoctor revert`.
 
+use redoctor_args::{say, tell};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

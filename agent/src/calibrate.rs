@@ -13,6 +13,7 @@
 //! to those pairs and their held-out error measured. The result goes to the host's calibration file,
 //! which `redoctor diagnose` reads.
 
+use redoctor_args::{say, tell};
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -5,6 +5,7 @@
 //! of inferred. A PostgreSQL socket (directory) makes `postgresql` the
 //! default profile: `--pid` is then the postmaster's.
 
+use redoctor_args::say;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -7,9 +7,7 @@
 //! 0 pass, 1 regression, 2 error. A reader that stops early (`| head`)
 //! ends `probe` and `diagnose` with 0: it has what it asked for.
 
-#[macro_use]
-extern crate redoctor_args;
-
+use redoctor_args::say;
 mod admin;
 mod apply;
 mod calibrate;

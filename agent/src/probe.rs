@@ -1,5 +1,6 @@
 //! `redoctor probe --pid P [--interval 1s] [--duration D] [--json] [--profile NAME|FILE]`.
 
+use redoctor_args::say;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

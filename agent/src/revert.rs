@@ -2,6 +2,7 @@
 //! `redoctor apply` changed on that server to its value before the first
 //! change, and forgets them.
 
+use redoctor_args::tell;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -123,3 +123,21 @@ pub extern "C" fn redoctor_named_locks(
 ) {
     black_box((0x0bu8, table, count, generation));
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every probe point the probes attach to (the shared probe
+    /// interface, `redoctor_probes_common::abi`) is defined here with C
+    /// linkage and its exact name.
+    #[test]
+    fn every_probe_point_the_probes_attach_to_is_defined() {
+        let src = include_str!("probe_points.rs");
+        for (_, sym) in redoctor_probes_common::abi::PROBE_POINTS {
+            let def = format!("#[no_mangle]\n#[inline(never)]\npub extern \"C\" fn {sym}(");
+            assert!(
+                src.contains(&def),
+                "{sym} is in the probe interface but not defined as `{def}`"
+            );
+        }
+    }
+}

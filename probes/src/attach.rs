@@ -6,18 +6,10 @@
 use aya::programs::raw_trace_point::RawTracePointLink;
 use aya::programs::RawTracePoint;
 use aya::Ebpf;
-use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
 
-/// A measurement that is not available in this run, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Unavailable {
-    /// What is missing (a tracepoint group or a probe-point symbol).
-    pub what: String,
-    /// Why, and how to fix it.
-    pub why: String,
-}
+pub use redoctor_probes_common::Unavailable;
 
 pub(crate) fn program<'a, T>(bpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, ProbeError>
 where

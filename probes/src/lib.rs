@@ -36,7 +36,7 @@ pub mod procfs;
 pub mod profile;
 mod prune;
 pub mod sampler;
-pub mod signals;
+pub use redoctor_probes_common::signals;
 pub mod stack_roles;
 mod syscall_hooks;
 pub mod usdt;

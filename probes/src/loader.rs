@@ -49,29 +49,7 @@ const RUNQ_STAMP_TRACEPOINTS: &[(&str, &str)] = &[
     ("runq_wakeup_new", "sched_wakeup_new"),
 ];
 
-/// Probe points called once per redo write/flush batch. At very high commit
-/// rates a batch holds barely more than one commit, and each hit costs a
-/// uprobe trap (~1.4 µs), so they are attached only on request
-/// ([`AttachOptions::batch_points`]); the syscall tracepoints measure redo
-/// writes and fsyncs without them.
-pub const BATCH_PROBE_POINTS: &[&str] = &[
-    "redoctor_log_write",
-    "redoctor_log_flush",
-    "redoctor_flush_notified",
-];
-
-/// Uprobes: (program, symbol in the target binary).
-pub const PROBE_POINTS: &[(&str, &str)] = &[
-    ("log_write", "redoctor_log_write"),
-    ("log_flush", "redoctor_log_flush"),
-    ("flush_notified", "redoctor_flush_notified"),
-    ("mode_switch", "redoctor_mode_switch"),
-    ("checkpoint", "redoctor_checkpoint"),
-    ("fail_stop", "redoctor_fail_stop"),
-    ("counters_tick", "redoctor_counters_tick"),
-    ("idle_poll", "redoctor_idle_poll"),
-    ("named_locks", "redoctor_named_locks"),
-];
+pub use redoctor_probes_common::abi::{BATCH_PROBE_POINTS, PROBE_POINTS};
 
 /// The program that counts hits of a profile's commit point (its slot in
 /// `engine_probe_point_hits`): it adds one to the slot's `hits` atomically

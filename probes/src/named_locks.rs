@@ -11,13 +11,7 @@
 
 use crate::maps::NamedLocksTable;
 
-/// Bytes of one entry.
-pub const ENTRY_LEN: usize = 48;
-/// Bytes of a name field.
-pub const NAME_LEN: usize = 32;
-/// Largest table accepted (the bundled engine has about a thousand ranges
-/// per engine; a larger count is taken for garbage).
-pub const MAX_ENTRIES: u64 = 1 << 16;
+pub use redoctor_probes_common::abi::{NamedLockEntry, ENTRY_LEN, MAX_ENTRIES, NAME_LEN};
 
 /// One named range of the target's memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,9 +71,8 @@ pub fn parse_table(bytes: &[u8], count: u64) -> Result<Vec<NamedRange>, TableErr
     }
     let mut out: Vec<NamedRange> = Vec::with_capacity(count as usize);
     for (index, e) in bytes.chunks_exact(ENTRY_LEN).enumerate() {
-        let start = u64::from_le_bytes(e[0..8].try_into().expect("8 bytes"));
-        let len = u64::from_le_bytes(e[8..16].try_into().expect("8 bytes"));
-        let raw = &e[16..16 + NAME_LEN];
+        let entry = NamedLockEntry::from_bytes(e.try_into().expect("ENTRY_LEN bytes"));
+        let (start, len, raw) = (entry.start, entry.len, &entry.name);
         let end = raw
             .iter()
             .position(|&b| b == 0)

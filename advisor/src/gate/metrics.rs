@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use redoctor_probes::Signals;
+use redoctor_probes_common::Signals;
 use serde::{Deserialize, Serialize};
 
 use crate::summary::summarize;

@@ -137,7 +137,7 @@ impl Inputs {
 }
 
 /// Commits/s of each window that counted commits.
-pub fn window_rates(windows: &[redoctor_probes::Signals]) -> Vec<f64> {
+pub fn window_rates(windows: &[redoctor_probes_common::Signals]) -> Vec<f64> {
     windows
         .iter()
         .filter_map(|w| {
@@ -153,7 +153,7 @@ pub fn window_rates(windows: &[redoctor_probes::Signals]) -> Vec<f64> {
 impl Inputs {
     /// From observed windows and the facts about the server.
     pub fn from_windows(
-        windows: &[redoctor_probes::Signals],
+        windows: &[redoctor_probes_common::Signals],
         facts: &Facts,
     ) -> Result<Inputs, ModelError> {
         Inputs::from_summary(

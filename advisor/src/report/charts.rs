@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use plotters::prelude::*;
-use redoctor_probes::signals::Histogram;
-use redoctor_probes::FileKind;
+use redoctor_probes_common::signals::Histogram;
+use redoctor_probes_common::FileKind;
 
 use crate::advice::Diagnosis;
 use crate::error::AdvisorError;

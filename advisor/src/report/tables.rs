@@ -1,6 +1,6 @@
 //! The signal tables shared by every human-readable format: rows of cells.
 
-use redoctor_probes::Role;
+use redoctor_probes_common::Role;
 
 use crate::advice::Diagnosis;
 use crate::model::inputs::NOT_READ_BY_THE_MODEL;

@@ -12,7 +12,7 @@ mod totals;
 
 use std::collections::BTreeMap;
 
-use redoctor_probes::signals::{Histogram, Signals};
+use redoctor_probes_common::signals::{Histogram, Signals};
 
 pub use table::{SignalDef, SIGNALS};
 pub use totals::Totals;
@@ -51,11 +51,13 @@ pub fn merge_hists<'a>(hists: impl Iterator<Item = &'a Histogram>) -> Histogram 
     }
     let buckets = by
         .into_iter()
-        .map(|((lo_ns, hi_ns), count)| redoctor_probes::signals::Bucket {
-            lo_ns,
-            hi_ns,
-            count,
-        })
+        .map(
+            |((lo_ns, hi_ns), count)| redoctor_probes_common::signals::Bucket {
+                lo_ns,
+                hi_ns,
+                count,
+            },
+        )
         .collect();
     let mut h = Histogram {
         count,

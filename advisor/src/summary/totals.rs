@@ -1,7 +1,7 @@
 //! Sums over the windows that every summary signal is computed from.
 
-use redoctor_probes::signals::{FileIo, Histogram, RoleSignals, Signals};
-use redoctor_probes::{FileKind, Role};
+use redoctor_probes_common::signals::{FileIo, Histogram, RoleSignals, Signals};
+use redoctor_probes_common::{FileKind, Role};
 
 use super::{merge_hists, ratio};
 

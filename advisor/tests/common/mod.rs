@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use redoctor_probes::signals::*;
-use redoctor_probes::{FileKind, Role};
+use redoctor_probes_common::signals::*;
+use redoctor_probes_common::{FileKind, Role};
 
 /// What a test window should show.
 #[derive(Clone, Copy)]

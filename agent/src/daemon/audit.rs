@@ -2,6 +2,7 @@
 //! state dir), written and fsync'd before the agent acts on it further,
 //! rotated by size (`audit.jsonl.1` is the newest rotated file).
 
+use redoctor_args::say;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@
 //! one kept); SIGTERM or SIGINT stops every target (a trial in progress is
 //! rolled back), detaches every probe and exits 0.
 
+use redoctor_args::{say, tell};
 mod audit;
 mod config;
 mod external;

@@ -4,6 +4,7 @@
 //! the candidate value (the server restarted, or someone changed it since)
 //! is left as it is.
 
+use redoctor_args::say;
 use std::path::Path;
 
 use anyhow::Result;

@@ -3,6 +3,7 @@
 //! `--against` names one), compares with a baseline, and exits 0 pass,
 //! 1 regression, 2 error. Format, metrics and statistics: `agent/GATE.md`.
 
+use redoctor_args::say;
 mod scenario;
 mod target;
 

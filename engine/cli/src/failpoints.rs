@@ -6,6 +6,7 @@
 //! error, not a panic or a silently ignored point.
 
 use anyhow::{anyhow, bail, Context, Result};
+use redoctor_args::say;
 
 use redoctor_engine::failpoints::{self, FAILPOINTS};
 

@@ -19,9 +19,7 @@
 //! The sweep harness (grids, oracle, plots) is `redoctor-sweep`. Reports go
 //! to stdout, progress and errors to stderr.
 
-#[macro_use]
-extern crate redoctor_args;
-
+use redoctor_args::say;
 mod failpoints;
 mod open;
 mod recover;

@@ -2,6 +2,7 @@
 //! its report; optionally serve the MySQL protocol on the same engine while
 //! it runs (`--admin-socket`) for live `SET GLOBAL`.
 
+use redoctor_args::say;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
 //! `redoctor-engine serve`: command-line options and the run loop.
 
+use redoctor_args::say;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

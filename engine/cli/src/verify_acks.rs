@@ -2,6 +2,7 @@
 //! `--help`): recover, then check that every insert a crash test saw
 //! acknowledged (`run --ack-file`) is in the recovered tables.
 
+use redoctor_args::say;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io::Write;

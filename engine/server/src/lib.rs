@@ -24,9 +24,6 @@
 //!   [`Server::stop_serving`] does the same but leaves the engine running,
 //!   for a server in front of an engine someone else shuts down.
 
-#[macro_use]
-extern crate redoctor_args;
-
 pub mod admin;
 pub mod error;
 pub mod exec;

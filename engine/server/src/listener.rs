@@ -1,5 +1,6 @@
 //! Accepting connections, one thread each, and shutting down gracefully.
 
+use redoctor_args::say;
 use std::collections::HashMap;
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};

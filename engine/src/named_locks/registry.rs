@@ -13,54 +13,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 
-/// Bytes of a name in the table, NUL padding included (names are at most
-/// `NAME_LEN - 1` bytes; longer ones are cut at a character boundary).
-pub const NAME_LEN: usize = 32;
+pub use redoctor_probes_common::abi::NamedLockEntry;
 
 /// Published tables kept allocated (the newest and the one before it).
 pub const KEEP_TABLES: usize = 2;
-
-/// One row of the published table: a named range of the engine's memory.
-/// Layout (48 bytes, little endian): `start u64 | len u64 | name [u8; 32]`,
-/// the name UTF-8 and NUL-padded (at least one NUL).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NamedLockEntry {
-    /// First byte of the object (a futex word inside it names it).
-    pub start: u64,
-    /// The object's size in bytes.
-    pub len: u64,
-    /// Its name, NUL-padded.
-    pub name: [u8; NAME_LEN],
-}
-
-impl NamedLockEntry {
-    /// An entry for `[start, start + len)`; `name` is cut to fit.
-    pub fn new(name: &str, start: usize, len: usize) -> NamedLockEntry {
-        let mut cut = name.len().min(NAME_LEN - 1);
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let mut bytes = [0u8; NAME_LEN];
-        bytes[..cut].copy_from_slice(&name.as_bytes()[..cut]);
-        NamedLockEntry {
-            start: start as u64,
-            len: len as u64,
-            name: bytes,
-        }
-    }
-
-    /// The name (up to the first NUL).
-    pub fn name(&self) -> &str {
-        let end = self.name.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
-        std::str::from_utf8(&self.name[..end]).unwrap_or("")
-    }
-
-    /// Whether `addr` lies in `[start, start + len)`.
-    pub fn contains(&self, addr: u64) -> bool {
-        addr >= self.start && addr - self.start < self.len
-    }
-}
 
 /// A table handed to the probe point: `count` entries at `table`, sorted by
 /// start, for registry `generation`.
@@ -193,6 +149,7 @@ impl Drop for Registration<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redoctor_probes_common::abi::NAME_LEN;
 
     #[test]
     fn register_drop_and_generation() {

@@ -2,6 +2,7 @@
 //! with each target process, read every second, paused over their share
 //! of the budget and resumed when a sampled window counts a rate under it.
 
+use redoctor_args::say;
 use redoctor_probes::Signals;
 use serde_json::json;
 

@@ -3,6 +3,7 @@
 //! a duty cycle (or sooner after a phase change), diagnose, and in apply
 //! mode try the admitted candidates live, one kept change per evaluation.
 
+use redoctor_args::say;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

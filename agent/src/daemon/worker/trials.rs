@@ -5,6 +5,7 @@
 //! first kept candidate ends the evaluation (one change per stabilization
 //! window). Each trial is in the journal while it runs.
 
+use redoctor_args::say;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

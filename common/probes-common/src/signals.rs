@@ -11,10 +11,19 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{FileKind, Role};
+use crate::kinds::{FileKind, Role};
 
 /// Version of the [`Signals`] layout.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// A measurement that is not available in this run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unavailable {
+    /// What is missing (a tracepoint group or a probe-point symbol).
+    pub what: String,
+    /// Why, and how to fix it.
+    pub why: String,
+}
 
 /// One window of measurements of one process.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -64,7 +73,7 @@ pub struct Signals {
     /// statistics add to every event while on; empty in the other windows.
     pub probe_cost: Vec<ProgramCost>,
     /// Measurements that were not available, with why (e.g. stripped probe symbols).
-    pub unavailable: Vec<crate::attach::Unavailable>,
+    pub unavailable: Vec<Unavailable>,
     /// Events the programs could not record in the window because a hash
     /// map was full (map `events_lost_total`); 0 in a healthy run.
     #[serde(default)]
