@@ -29,6 +29,8 @@ echo "== module import loops (tests/module_cycles.py)"
 python3 tests/module_cycles.py
 echo "== crate layers (tests/crate_layers.py)"
 python3 tests/crate_layers.py
+echo "== no test skips on its own (tests/silent_skips.py)"
+python3 tests/silent_skips.py
 echo "== cargo test --release --workspace --all-targets"
 cargo test --release --workspace --all-targets
 echo "== loom model checks (engine/src/tests/loom_*.rs)"

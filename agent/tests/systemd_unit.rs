@@ -43,8 +43,11 @@ fn found(cmd: &str) -> bool {
 /// even on a value it ignores, so its output must be empty too).
 #[test]
 fn the_unit_verifies_without_warnings() {
-    if !found("systemd-analyze") {
-        eprintln!("skipped: systemd-analyze is not installed (apt-get install systemd)");
+    if redoctor_testkit::skip_if_missing(
+        "the_unit_verifies_without_warnings",
+        (!found("systemd-analyze"))
+            .then(|| "systemd-analyze is not installed (apt-get install systemd)".into()),
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -114,8 +117,10 @@ fn the_units_capabilities_are_enough_to_sample_and_advise() {
     if common::skip() {
         return;
     }
-    if !found("setpriv") {
-        eprintln!("skipped: setpriv is not installed (apt-get install util-linux)");
+    if redoctor_testkit::skip_if_missing(
+        "the_units_capabilities_are_enough_to_sample_and_advise",
+        (!found("setpriv")).then(|| "setpriv is not installed (apt-get install util-linux)".into()),
+    ) {
         return;
     }
     let unit = unit();

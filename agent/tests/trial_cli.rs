@@ -340,14 +340,10 @@ fn trial_under_sysbench_verdict_follows_the_measurement() {
     if common::skip() {
         return;
     }
-    if std::process::Command::new("sysbench")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!(
-            "SKIPPED: sysbench is not installed (apt-get install sysbench; .ci/run does this)"
-        );
+    if redoctor_testkit::skip_if_missing(
+        "sysbench",
+        redoctor_testkit::tool_missing("sysbench", "apt-get install sysbench; .ci/run does this"),
+    ) {
         return;
     }
     let s = Served::start();

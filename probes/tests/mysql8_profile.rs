@@ -127,16 +127,6 @@ fn fake_mysqld(dir: &Path) {
     std::process::exit(0);
 }
 
-fn kernel_lacks_features() -> Option<String> {
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("kernel has no BTF (/sys/kernel/btf/vmlinux)".into());
-    }
-    if !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists() {
-        return Some("kernel has no BPF syscall (CONFIG_BPF_SYSCALL)".into());
-    }
-    None
-}
-
 fn edge(s: &Signals, waker: Role, wakee: Role) -> u64 {
     s.wakeups
         .by_role
@@ -205,8 +195,7 @@ fn main() {
         fake_mysqld(Path::new(&dir));
         return;
     }
-    if let Some(why) = kernel_lacks_features() {
-        println!("SKIP mysql8_profile: {why}");
+    if redoctor_testkit::skip_if_missing("mysql8_profile", redoctor_testkit::bpf_missing()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -31,24 +31,11 @@ pub fn text(o: &Output) -> (String, String) {
     )
 }
 
-/// Why BPF tests cannot run on this kernel, if they cannot.
-pub fn kernel_lacks_bpf() -> Option<&'static str> {
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("kernel has no BTF");
-    }
-    if !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists() {
-        return Some("kernel has no BPF syscall");
-    }
-    None
-}
-
-/// True (after saying why) when a BPF test must be skipped.
+/// Whether a BPF test must stop here (`redoctor_testkit::skip_if_missing`:
+/// a failure naming the cause under `REDOCTOR_REQUIRE_ALL=1`).
 pub fn skip() -> bool {
-    if let Some(why) = kernel_lacks_bpf() {
-        eprintln!("skipped: {why}");
-        return true;
-    }
-    false
+    let test = std::thread::current().name().unwrap_or("test").to_string();
+    redoctor_testkit::skip_if_missing(&test, redoctor_testkit::bpf_missing())
 }
 
 /// Fails at once, naming the cause and the fix, when tracefs is not

@@ -11,7 +11,10 @@ fn probe_points_start_with_push_rbp() {
         .args(["-d", "--no-show-raw-insn", bin])
         .output()
     else {
-        println!("SKIP probe_points_start_with_push_rbp: objdump not installed (apt-get install binutils)");
+        assert!(redoctor_testkit::skip_if_missing(
+            "probe_points_start_with_push_rbp",
+            Some("objdump is not installed (apt-get install binutils)".into())
+        ));
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
@@ -53,7 +56,10 @@ fn setting_change_probe_point_is_in_the_binary() {
         .args(["-d", "--no-show-raw-insn", bin])
         .output()
     else {
-        println!("SKIP setting_change_probe_point_is_in_the_binary: objdump not installed (apt-get install binutils)");
+        assert!(redoctor_testkit::skip_if_missing(
+            "setting_change_probe_point_is_in_the_binary",
+            Some("objdump is not installed (apt-get install binutils)".into())
+        ));
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);

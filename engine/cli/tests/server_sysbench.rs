@@ -18,12 +18,14 @@ fn installed(tool: &str) -> bool {
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !found {
-        eprintln!(
-            "SKIPPED: `{tool}` is not installed (apt-get install sysbench mariadb-client; .ci/run does this)"
-        );
-    }
-    found
+    !redoctor_testkit::skip_if_missing(
+        tool,
+        (!found).then(|| {
+            format!(
+                "`{tool}` is not installed (apt-get install sysbench mariadb-client; .ci/run does this)"
+            )
+        }),
+    )
 }
 
 struct Served {
@@ -298,9 +300,10 @@ fn only_the_servers_user_may_connect() {
     if !installed("mariadb") {
         return;
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: needs root to run a client as another user");
+    if redoctor_testkit::skip_if_missing(
+        "only_the_servers_user_may_connect",
+        redoctor_testkit::root_missing("running a client as another user"),
+    ) {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
@@ -396,8 +399,12 @@ fn a_closed_stderr_pipe_does_not_stop_serve() {
         c.query_first("SELECT 1").unwrap().unwrap()
     };
     assert_eq!(select_one(), 1);
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 && installed("mariadb") {
+    let refusal = "the refusal part of a_closed_stderr_does_not_stop_the_server";
+    if !redoctor_testkit::skip_if_missing(
+        refusal,
+        redoctor_testkit::root_missing("running a client as another user"),
+    ) && installed("mariadb")
+    {
         use std::os::unix::fs::PermissionsExt;
         let dir = s.socket.parent().unwrap();
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -414,8 +421,6 @@ fn a_closed_stderr_pipe_does_not_stop_serve() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-    } else {
-        eprintln!("the refusal part skipped: needs root and the mariadb client");
     }
     assert_eq!(select_one(), 1);
     s.stop();

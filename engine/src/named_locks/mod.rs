@@ -229,22 +229,50 @@ mod tests {
         assert!(m.try_lock().is_some());
     }
 
+    /// A waiter parked on the condvar wakes when the state is set and
+    /// notified, and sees it: a lost wakeup fails after 10 s instead of
+    /// hanging the run (the stuck waiter is left behind, not joined). The
+    /// main thread finds the state "parked" while holding the mutex, which
+    /// the waiter gives up only inside `wait`: the notify always meets a
+    /// waiter.
     #[test]
     fn condvar_wakes_a_waiter() {
+        const PARKED: u8 = 1;
+        const GO: u8 = 2;
         let pair = Arc::new((
-            NamedMutex::new("test.flag", false),
+            NamedMutex::new("test.flag", 0u8),
             NamedCondvar::new("test.cv"),
         ));
         let p2 = pair.clone();
-        let t = std::thread::spawn(move || {
+        let (woke, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
             let mut g = p2.0.lock();
-            while !*g {
+            *g = PARKED;
+            let mut waits = 0;
+            while *g != GO {
                 g = p2.1.wait(g);
+                waits += 1;
             }
+            woke.send(waits).unwrap();
         });
-        std::thread::sleep(Duration::from_millis(20));
-        *pair.0.lock() = true;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut g = pair.0.lock();
+            if *g == PARKED {
+                *g = GO;
+                break;
+            }
+            drop(g);
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the waiter never started"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         pair.1.notify_all();
-        t.join().unwrap();
+        let waits = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the waiter was not woken within 10 s (a lost wakeup)");
+        assert!(waits >= 1);
     }
 }

@@ -16,8 +16,7 @@ use crate::child::EngineChild;
 type Check = fn() -> Result<(), String>;
 
 pub fn run_all() {
-    if let Some(why) = kernel_lacks_features() {
-        println!("SKIP live_engine: {why}");
+    if redoctor_testkit::skip_if_missing("live_engine", redoctor_testkit::bpf_missing()) {
         return;
     }
     let filter: Vec<String> = std::env::args()
@@ -85,17 +84,6 @@ pub fn run_all() {
     if failed > 0 {
         panic!("{failed} live check(s) failed");
     }
-}
-
-/// Why these tests cannot run on this kernel (then they are skipped).
-fn kernel_lacks_features() -> Option<String> {
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("kernel has no BTF (/sys/kernel/btf/vmlinux)".into());
-    }
-    if !Path::new("/proc/sys/kernel/unprivileged_bpf_disabled").exists() {
-        return Some("kernel has no BPF syscall (CONFIG_BPF_SYSCALL)".into());
-    }
-    None
 }
 
 macro_rules! ensure {
@@ -486,7 +474,12 @@ fn rt1_counts_match_engine_and_bpftrace() -> Result<(), String> {
         s.cpu
     );
     match bt {
-        None => println!("  (bpftrace not installed: cross-check against bpftrace skipped)"),
+        None => {
+            redoctor_testkit::skip_if_missing(
+                "the cross-check against bpftrace",
+                Some("bpftrace is not installed (apt-get install bpftrace)".into()),
+            );
+        }
         Some(bt) => {
             let get = |k: &str| bt.get(k).copied().unwrap_or(0);
             within_1pct(

@@ -33,15 +33,10 @@ pub fn missing() -> Option<String> {
     None
 }
 
-/// Prints why a live test is skipped and returns true, when it must be.
+/// Whether a live test must stop here (`redoctor_testkit::skip_if_missing`:
+/// a failure naming the cause under `REDOCTOR_REQUIRE_ALL=1`).
 pub fn skip(test: &str) -> bool {
-    match missing() {
-        Some(why) => {
-            eprintln!("SKIPPED {test}: {why}");
-            true
-        }
-        None => false,
-    }
+    redoctor_testkit::skip_if_missing(test, missing())
 }
 
 fn uid_of(user: &str) -> Option<(u32, u32)> {
