@@ -74,4 +74,19 @@ if [[ ${against[0]} == --against ]] && cmp -s target/release/redoctor-engine "${
     echo "the reference build and this build are the same file: the two builds were mixed up in target/" >&2
     exit 1
 fi
+baseline=tests/gate/engine-commit-path.baseline.json
+if [[ ${against[0]} == --against ]]; then
+    # The committed baseline follows the reference: when the reference
+    # commit moved, it is recorded again from the reference build (commit
+    # the file; agent/tests/gate.rs checks that the two agree).
+    recorded=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("source_commit", ""))' "$baseline")
+    if [[ $recorded != "$ref" ]]; then
+        echo "== the reference commit moved (${recorded:-none} -> $ref): recording $baseline from its build"
+        target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \
+            --bin target/gate-ref/redoctor-engine --baseline "$baseline" --update-baseline \
+            --source-commit "$ref"
+    fi
+fi
 target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml "${against[@]}"
+echo "== performance gate against the committed baseline (counts per commit; a user's CI)"
+target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml --baseline "$baseline"

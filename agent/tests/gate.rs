@@ -198,3 +198,27 @@ fn bad_inputs_exit_2_and_overwrite_nothing() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("did not appear"));
 }
+
+/// The committed baseline was recorded from the build the repository's own
+/// gate names as its reference (`tests/run.sh` records it again when the
+/// reference moves), so a user's CI that keeps the stored baseline judges
+/// against the same build the side-by-side gate does.
+#[test]
+fn the_committed_baseline_follows_the_reference_commit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let reference = std::fs::read_to_string(root.join("tests/gate/reference-commit")).unwrap();
+    let reference = reference
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .unwrap()
+        .trim();
+    let b: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("tests/gate/engine-commit-path.baseline.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        b["source_commit"], reference,
+        "tests/gate/engine-commit-path.baseline.json was not recorded from the reference \
+         commit: run bash tests/run.sh (it records it again) and commit the file"
+    );
+}

@@ -58,6 +58,10 @@ pub struct Baseline {
     pub created_unix_s: u64,
     pub host: Host,
     pub commands: Vec<String>,
+    /// The commit the measured build came from, when the recorder said
+    /// (`redoctor gate run --update-baseline --source-commit C`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_commit: Option<String>,
     pub runs: Vec<BTreeMap<String, f64>>,
 }
 
@@ -72,6 +76,7 @@ impl Baseline {
                 .map_or(0, |d| d.as_secs()),
             host: Host::this(),
             commands,
+            source_commit: None,
             runs,
         }
     }

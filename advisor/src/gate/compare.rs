@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use redoctor_stats::{mann_whitney_greater, median};
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{def_of, Direction, Threshold};
+use super::metrics::{def_of, Direction, Scope, Threshold};
 
 /// What the comparison says about one metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +20,21 @@ pub enum Verdict {
     /// Too few runs on a side (fewer than 2) or the metric is missing on
     /// one side: reported, not judged.
     NotCompared,
+    /// A metric that moves with the host ([`Scope::Host`]) against a
+    /// stored baseline: measured and shown, not judged unless asked.
+    HostDependent,
+}
+
+/// Which metrics a comparison judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judge {
+    /// Every metric: the two sides ran side by side on one host
+    /// (`--against`), or the user asked.
+    All,
+    /// Only what the code alone sets ([`Scope::Code`]): against a stored
+    /// baseline, which another host or another day recorded.
+    CodeOnly,
 }
 
 /// One metric's comparison.
@@ -51,11 +66,14 @@ pub struct Comparison {
 
 /// Compares the runs metric by metric. `overrides` replaces a metric's
 /// default threshold (by exact name; `wakeups_per_commit:*` for every
-/// role pair). Metrics the gate does not know are not compared.
+/// role pair). Metrics the gate does not know are not compared; with
+/// [`Judge::CodeOnly`] those that move with the host are shown as
+/// [`Verdict::HostDependent`].
 pub fn compare(
     baseline: &[BTreeMap<String, f64>],
     new: &[BTreeMap<String, f64>],
     overrides: &BTreeMap<String, Threshold>,
+    judge_which: Judge,
 ) -> Comparison {
     let names: BTreeSet<&String> = baseline.iter().chain(new).flat_map(|r| r.keys()).collect();
     let mut metrics = Vec::new();
@@ -78,7 +96,11 @@ pub fn compare(
                 .collect()
         };
         let (b, n) = (values(baseline), values(new));
-        metrics.push(judge(name, def.unit, def.direction, threshold, b, n));
+        let mut r = judge(name, def.unit, def.direction, threshold, b, n);
+        if judge_which == Judge::CodeOnly && def.scope == Scope::Host {
+            r.verdict = Verdict::HostDependent;
+        }
+        metrics.push(r);
     }
     let regressions = metrics
         .iter()
@@ -163,14 +185,17 @@ mod tests {
         let m = "voluntary_switches_per_commit";
         let base = runs(m, &[2.0, 2.1, 1.9, 2.05, 1.95]);
         let worse = runs(m, &[4.0, 4.1, 3.9, 4.2, 4.05]);
-        let c = compare(&base, &worse, &BTreeMap::new());
+        let c = compare(&base, &worse, &BTreeMap::new(), Judge::All);
         assert_eq!(c.regressions, 1);
         assert_eq!(c.metrics[0].verdict, Verdict::Regression);
         let same = runs(m, &[2.02, 1.98, 2.07, 1.93, 2.0]);
-        assert_eq!(compare(&base, &same, &BTreeMap::new()).regressions, 0);
+        assert_eq!(
+            compare(&base, &same, &BTreeMap::new(), Judge::All).regressions,
+            0
+        );
         // Better: reported, not failing.
         let better = runs(m, &[1.0, 1.1, 0.9, 1.05, 0.95]);
-        let c = compare(&base, &better, &BTreeMap::new());
+        let c = compare(&base, &better, &BTreeMap::new(), Judge::All);
         assert_eq!(
             (c.regressions, c.metrics[0].verdict),
             (0, Verdict::Improvement)
@@ -183,7 +208,10 @@ mod tests {
         let base = runs(m, &[1000.0, 1010.0, 990.0, 1005.0, 995.0]);
         let new = runs(m, &[850.0, 860.0, 840.0, 855.0, 845.0]);
         // -15%: inside the default 25%.
-        assert_eq!(compare(&base, &new, &BTreeMap::new()).regressions, 0);
+        assert_eq!(
+            compare(&base, &new, &BTreeMap::new(), Judge::All).regressions,
+            0
+        );
         let tight = BTreeMap::from([(
             m.to_string(),
             Threshold {
@@ -192,7 +220,7 @@ mod tests {
                 alpha: 0.05,
             },
         )]);
-        assert_eq!(compare(&base, &new, &tight).regressions, 1);
+        assert_eq!(compare(&base, &new, &tight, Judge::All).regressions, 1);
     }
 
     #[test]
@@ -201,8 +229,16 @@ mod tests {
         // +50% but only 0.005 fsyncs per commit: under min_abs 0.02.
         let base = runs(m, &[0.010, 0.011, 0.009, 0.010, 0.010]);
         let new = runs(m, &[0.015, 0.016, 0.014, 0.015, 0.015]);
-        assert_eq!(compare(&base, &new, &BTreeMap::new()).regressions, 0);
-        let c = compare(&runs(m, &[1.0]), &runs(m, &[5.0]), &BTreeMap::new());
+        assert_eq!(
+            compare(&base, &new, &BTreeMap::new(), Judge::All).regressions,
+            0
+        );
+        let c = compare(
+            &runs(m, &[1.0]),
+            &runs(m, &[5.0]),
+            &BTreeMap::new(),
+            Judge::All,
+        );
         assert_eq!(c.metrics[0].verdict, Verdict::NotCompared);
     }
 
@@ -213,9 +249,38 @@ mod tests {
             .map(|_| BTreeMap::from([("commits_per_s".to_string(), 100.0)]))
             .collect();
         let new = runs(m, &[1.0, 1.02, 0.98, 1.01, 0.99]);
-        let c = compare(&base, &new, &BTreeMap::new());
+        let c = compare(&base, &new, &BTreeMap::new(), Judge::All);
         let r = c.metrics.iter().find(|r| r.name == m).unwrap();
         assert_eq!(r.baseline, vec![0.0; 5]);
         assert_eq!(r.verdict, Verdict::Regression);
+    }
+
+    /// Against a stored baseline only what the code sets is judged: a host
+    /// half as fast (throughput, latency) is shown, not failed, while a
+    /// change in the wakeups per commit still fails.
+    #[test]
+    fn a_stored_baseline_judges_counts_per_commit_only() {
+        let mut base = runs("commits_per_s", &[1000.0, 1010.0, 990.0, 1005.0, 995.0]);
+        let mut new = runs("commits_per_s", &[500.0, 505.0, 495.0, 502.0, 498.0]);
+        let pair = "wakeups_per_commit:user->log_writer";
+        for (r, v) in base.iter_mut().zip([0.6, 0.61, 0.59, 0.6, 0.6]) {
+            r.insert(pair.into(), v);
+        }
+        for (r, v) in new.iter_mut().zip([0.6, 0.62, 0.58, 0.61, 0.6]) {
+            r.insert(pair.into(), v);
+        }
+        let verdict =
+            |c: &Comparison, name: &str| c.metrics.iter().find(|m| m.name == name).unwrap().verdict;
+        let c = compare(&base, &new, &BTreeMap::new(), Judge::CodeOnly);
+        assert_eq!(c.regressions, 0);
+        assert_eq!(verdict(&c, "commits_per_s"), Verdict::HostDependent);
+        assert_eq!(verdict(&c, pair), Verdict::Pass);
+        let c = compare(&base, &new, &BTreeMap::new(), Judge::All);
+        assert_eq!(verdict(&c, "commits_per_s"), Verdict::Regression);
+        for r in new.iter_mut() {
+            r.insert(pair.into(), 1.6);
+        }
+        let c = compare(&base, &new, &BTreeMap::new(), Judge::CodeOnly);
+        assert_eq!((c.regressions, verdict(&c, pair)), (1, Verdict::Regression));
     }
 }

@@ -52,6 +52,24 @@ pub struct MetricDef {
     /// CPU per commit, waits) and for throughput and latency, which vary
     /// 15-20% run to run on a shared 2-CPU machine (`agent/bench/GATE_RESULTS.md`).
     pub threshold: Threshold,
+    /// What the metric moves with: the code alone, or the host too.
+    pub scope: Scope,
+}
+
+/// What a metric moves with, and so what it can be judged against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Counts of the commit path's events per commit (switches a committer
+    /// makes, wakeups between roles): set by the code, the same on another
+    /// host of the same shape, so a stored baseline judges them.
+    Code,
+    /// Time and rates (throughput, latency, CPU and waits per commit) and
+    /// what follows the group-commit size (fsyncs and redo bytes per
+    /// commit, which follow the disk's fsync latency): they move with the
+    /// host and its day, so only a build run side by side (`--against`)
+    /// judges them by default.
+    Host,
 }
 
 const fn m(
@@ -61,6 +79,7 @@ const fn m(
     pct: f64,
     min_abs: f64,
     meaning: &'static str,
+    scope: Scope,
 ) -> MetricDef {
     MetricDef {
         name,
@@ -72,6 +91,7 @@ const fn m(
             min_abs,
             alpha: DEFAULT_ALPHA,
         },
+        scope,
     }
 }
 
@@ -87,6 +107,7 @@ pub const METRICS: &[MetricDef] = &[
         25.0,
         0.0,
         "commits per second (probes)",
+        Scope::Host,
     ),
     m(
         "p95_commit_latency_us",
@@ -95,6 +116,7 @@ pub const METRICS: &[MetricDef] = &[
         50.0,
         50.0,
         "95th percentile commit latency as the engine reports it",
+        Scope::Host,
     ),
     m(
         "voluntary_switches_per_commit",
@@ -103,6 +125,7 @@ pub const METRICS: &[MetricDef] = &[
         10.0,
         0.2,
         "voluntary context switches of the target's threads / commits",
+        Scope::Code,
     ),
     m(
         "involuntary_switches_per_commit",
@@ -111,6 +134,7 @@ pub const METRICS: &[MetricDef] = &[
         50.0,
         0.3,
         "involuntary context switches (preemptions) / commits",
+        Scope::Host,
     ),
     m(
         "commit_path_wakeups_per_commit",
@@ -119,6 +143,7 @@ pub const METRICS: &[MetricDef] = &[
         15.0,
         0.3,
         "wakeups between commit-path roles (users, log threads, binlog) / commits",
+        Scope::Code,
     ),
     m(
         "redo_fsyncs_per_commit",
@@ -127,6 +152,7 @@ pub const METRICS: &[MetricDef] = &[
         30.0,
         0.05,
         "fsync/fdatasync calls on redo files / commits",
+        Scope::Host,
     ),
     m(
         "redo_bytes_per_commit",
@@ -135,6 +161,7 @@ pub const METRICS: &[MetricDef] = &[
         20.0,
         64.0,
         "bytes written to redo files / commits",
+        Scope::Host,
     ),
     m(
         "cpu_us_per_commit",
@@ -143,6 +170,7 @@ pub const METRICS: &[MetricDef] = &[
         35.0,
         3.0,
         "on-CPU time of the target's threads / commits",
+        Scope::Host,
     ),
     m(
         "runq_wait_us_per_commit",
@@ -151,6 +179,7 @@ pub const METRICS: &[MetricDef] = &[
         100.0,
         10.0,
         "user threads' run-queue wait / commits",
+        Scope::Host,
     ),
     m(
         "futex_wait_us_per_commit",
@@ -159,6 +188,7 @@ pub const METRICS: &[MetricDef] = &[
         50.0,
         5.0,
         "user threads' futex wait (commit wait and lock waits) / commits",
+        Scope::Host,
     ),
 ];
 
@@ -183,6 +213,7 @@ pub fn def_of(name: &str) -> Option<MetricDef> {
         direction: Direction::LowerIsBetter,
         meaning: "wakeups from the first role to the second / commits",
         threshold: ROLE_PAIR,
+        scope: Scope::Code,
     })
 }
 

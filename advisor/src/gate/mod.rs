@@ -9,8 +9,8 @@ pub mod metrics;
 pub mod output;
 
 pub use baseline::{write_atomic, Baseline};
-pub use compare::{compare, Comparison, MetricResult, Verdict};
-pub use metrics::{Direction, Threshold, METRICS};
+pub use compare::{compare, Comparison, Judge, MetricResult, Verdict};
+pub use metrics::{Direction, Scope, Threshold, METRICS};
 pub use output::GateReport;
 
 /// Why the gate could not judge.

@@ -42,6 +42,7 @@ fn verdict(v: Verdict) -> &'static str {
         Verdict::Improvement => "improvement",
         Verdict::Pass => "pass",
         Verdict::NotCompared => "not compared",
+        Verdict::HostDependent => "not judged",
     }
 }
 
@@ -86,6 +87,18 @@ pub fn text(r: &GateReport) -> String {
             threshold(m)
         );
     }
+    if r.comparison
+        .metrics
+        .iter()
+        .any(|m| m.verdict == Verdict::HostDependent)
+    {
+        let _ = writeln!(
+            s,
+            "host-dependent metrics (time, rates, what follows the group-commit size) are shown, \
+             not judged, against a stored baseline: run the baseline's build side by side \
+             (--against OTHER_BIN) or pass --judge-host-metrics"
+        );
+    }
     s
 }
 
@@ -118,7 +131,7 @@ pub fn junit(r: &GateReport) -> String {
         .comparison
         .metrics
         .iter()
-        .filter(|m| m.verdict == Verdict::NotCompared)
+        .filter(|m| matches!(m.verdict, Verdict::NotCompared | Verdict::HostDependent))
         .count();
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -161,6 +174,13 @@ pub fn junit(r: &GateReport) -> String {
                 let _ = writeln!(
                     s,
                     ">\n      <skipped message=\"fewer than 2 runs on a side\"/>\n    </testcase>"
+                );
+            }
+            Verdict::HostDependent => {
+                let _ = writeln!(
+                    s,
+                    ">\n      <skipped message=\"moves with the host: judged side by side (--against) or with --judge-host-metrics\">{}</skipped>\n    </testcase>",
+                    xml_escape(&detail)
                 );
             }
             _ => {

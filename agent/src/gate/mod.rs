@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use redoctor_advisor::gate::{compare, output, write_atomic, Baseline, GateReport};
+use redoctor_advisor::gate::{compare, output, write_atomic, Baseline, GateReport, Judge};
 
 use scenario::Scenario;
 
@@ -49,6 +49,17 @@ struct RunArgs {
     /// build side by side, interleaved, and compare them (no baseline file needed).
     #[arg(long, value_name = "OTHER_BIN", conflicts_with = "update_baseline")]
     against: Option<PathBuf>,
+    /// Against a stored baseline, judge the metrics that move with the host too
+    /// (throughput, latency, CPU, waits, fsyncs and redo bytes per commit): only when the
+    /// baseline was recorded on this host, recently. By default a stored baseline judges
+    /// the counts per commit the code alone sets (switches, wakeups by role pair);
+    /// --against judges every metric.
+    #[arg(long, conflicts_with = "against")]
+    judge_host_metrics: bool,
+    /// Record the commit the baseline's build came from in the baseline file (with
+    /// --update-baseline; tests/run.sh passes the reference commit).
+    #[arg(long, requires = "update_baseline", value_name = "COMMIT")]
+    source_commit: Option<String>,
     /// The binary under test (`{bin}` in a [command] scenario; the bundled engine for an
     /// [engine] scenario). Default: redoctor-engine beside redoctor, or $REDOCTOR_ENGINE.
     #[arg(long, value_name = "BIN")]
@@ -154,7 +165,9 @@ fn run_gate(a: RunArgs) -> Result<ExitCode> {
     let new = runs.remove("new").unwrap_or_default();
     if a.update_baseline {
         let path = a.baseline.as_ref().expect("clap requires --baseline");
-        Baseline::new(&s.name, commands, new).save(path)?;
+        let mut b = Baseline::new(&s.name, commands, new);
+        b.source_commit = a.source_commit.clone();
+        b.save(path)?;
         say!("redoctor gate: baseline written to {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -172,7 +185,12 @@ fn run_gate(a: RunArgs) -> Result<ExitCode> {
         ),
         (None, None) => unreachable!("checked above"),
     };
-    let comparison = compare(&old, &new, &s.thresholds);
+    let judge = if a.against.is_some() || a.judge_host_metrics {
+        Judge::All
+    } else {
+        Judge::CodeOnly
+    };
+    let comparison = compare(&old, &new, &s.thresholds, judge);
     let report = GateReport {
         scenario: s.name.clone(),
         baseline_from,
