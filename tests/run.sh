@@ -25,18 +25,23 @@ if [[ ! -d /sys/kernel/tracing/events && ! -d /sys/kernel/debug/tracing/events ]
             "without it): the per-syscall tracepoint tests will fail and say so" >&2
     fi
 fi
-echo "== module import loops (tests/module_cycles.py)"
+echo "== [${SECONDS}s] module import loops (tests/module_cycles.py)"
 python3 tests/module_cycles.py
-echo "== crate layers (tests/crate_layers.py)"
+echo "== [${SECONDS}s] crate layers (tests/crate_layers.py)"
 python3 tests/crate_layers.py
-echo "== no test skips on its own (tests/silent_skips.py)"
+echo "== [${SECONDS}s] no test skips on its own (tests/silent_skips.py)"
 python3 tests/silent_skips.py
-echo "== cargo test --release --workspace --all-targets"
-cargo test --release --workspace --all-targets
-echo "== loom model checks (engine/src/tests/loom_*.rs)"
+echo "== [${SECONDS}s] cargo test --release --workspace --all-targets"
+# Each test binary's start and result lines carry the seconds since the
+# script started, so a log shows where the time goes.
+cargo test --release --workspace --all-targets 2>&1 |
+    awk -v t0="$(date +%s)" -v s0="$SECONDS" '
+        /^ *(Running|Doc-tests)|^test result/ { printf "[%ds] %s\n", s0 + systime() - t0, $0; fflush(); next }
+        { print; fflush() }'
+echo "== [${SECONDS}s] loom model checks (engine/src/tests/loom_*.rs)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release -p redoctor-engine --lib tests::loom_
-echo "== performance gate (tests/gate/engine-commit-path.toml)"
+echo "== [${SECONDS}s] performance gate (tests/gate/engine-commit-path.toml)"
 ref=$(grep -v '^#' tests/gate/reference-commit | head -1)
 against=(--baseline tests/gate/engine-commit-path.baseline.json)
 if git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
@@ -88,5 +93,5 @@ if [[ ${against[0]} == --against ]]; then
     fi
 fi
 target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml "${against[@]}"
-echo "== performance gate against the committed baseline (counts per commit; a user's CI)"
+echo "== [${SECONDS}s] performance gate against the committed baseline (counts per commit; a user's CI)"
 target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml --baseline "$baseline"

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::{Deserialize, Serialize};
 
+use crate::redo::RedoMode;
+
 macro_rules! counters {
     ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {
         /// Live counters (relaxed atomics; each is monotonic).
@@ -102,8 +104,9 @@ pub struct StatusSnapshot {
     pub flushed_lsn: u64,
     /// Newest durable checkpoint.
     pub checkpoint_lsn: u64,
-    /// "on" (dedicated log threads, RT1) or "off" (user threads write, RT0).
-    pub redo_mode: String,
+    /// On (dedicated log threads, RT1) or off (user threads write, RT0);
+    /// `"on"`/`"off"` in JSON.
+    pub redo_mode: RedoMode,
     pub flush_at_commit: u8,
     /// Set once an fdatasync failed: the engine acknowledges no more commits.
     pub fail_stop: Option<String>,

@@ -52,4 +52,4 @@ pub use error::EngineError;
 pub use recovery::{RecoveryError, RecoveryReport};
 pub use redo::log_file::StopReason;
 pub use redo::{Lsn, RedoMode, RedoOptions};
-pub use settings::{Setting, SettingChange, SettingsError, Variable, HISTORY_LEN};
+pub use settings::{Setting, SettingChange, SettingsError, Value, Variable, HISTORY_LEN};

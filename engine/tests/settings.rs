@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::status;
 use redoctor_engine::vfs::SimVfs;
 use redoctor_engine::RedoMode;
-use redoctor_engine::{Engine, EngineError, EngineOptions, SettingsError};
+use redoctor_engine::{Engine, EngineError, EngineOptions, SettingsError, Value};
 
 fn engine() -> Arc<Engine> {
     let vfs = Arc::new(SimVfs::new());
@@ -127,6 +127,57 @@ fn refused_values_change_nothing_and_name_the_range() {
         .contains("Unknown system variable 'innodb_no_such_thing'"));
     assert_eq!(e.variables(), before, "refused SETs changed nothing");
     assert!(e.setting_changes().is_empty());
+    e.shutdown().unwrap();
+}
+
+/// The engine's typed setters go through the registry without text: a
+/// value of the wrong kind or out of range is refused and changes nothing,
+/// an accepted one is applied and recorded like SET GLOBAL; the status
+/// snapshot carries the redo mode as a `RedoMode`.
+#[test]
+fn typed_values_are_checked_applied_and_recorded() {
+    let e = engine();
+    let before = e.variables();
+    for (name, v) in [
+        ("innodb_log_writer_threads", Value::UInt(0)),
+        ("innodb_flush_log_at_trx_commit", Value::UInt(3)),
+        ("innodb_flush_log_at_trx_commit", Value::Bool(true)),
+        ("innodb_admission_policy", Value::Enum("lifo")),
+    ] {
+        let err = e.set_global_value(name, v).unwrap_err();
+        assert!(matches!(err, SettingsError::InvalidValue { .. }), "{err}");
+        assert!(err.to_string().contains(name), "{err}");
+    }
+    assert_eq!(e.variables(), before);
+    assert!(e.setting_changes().is_empty());
+    e.set_redo_mode(RedoMode::Off).unwrap();
+    assert_eq!(e.status().redo_mode, RedoMode::Off);
+    e.set_global_value("innodb_admission_policy", Value::Enum("fifo"))
+        .unwrap();
+    assert_eq!(value(&e, "innodb_admission_policy"), "fifo");
+    let got: Vec<_> = e
+        .setting_changes()
+        .iter()
+        .map(|c| (c.name.clone(), c.old.clone(), c.new.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "innodb_log_writer_threads".into(),
+                "ON".into(),
+                "OFF".into()
+            ),
+            (
+                "innodb_admission_policy".into(),
+                "soft".into(),
+                "fifo".into()
+            ),
+        ]
+    );
+    // JSON keeps the old spelling.
+    let json = serde_json::to_value(e.status()).unwrap();
+    assert_eq!(json["redo_mode"], "off");
     e.shutdown().unwrap();
 }
 

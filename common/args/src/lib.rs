@@ -91,6 +91,16 @@ impl OnOff {
     }
 }
 
+impl From<bool> for OnOff {
+    fn from(on: bool) -> OnOff {
+        if on {
+            OnOff::On
+        } else {
+            OnOff::Off
+        }
+    }
+}
+
 impl std::str::FromStr for OnOff {
     type Err = String;
     fn from_str(s: &str) -> Result<OnOff, String> {
@@ -108,6 +118,7 @@ impl fmt::Display for OnOff {
     }
 }
 
+#[cfg(feature = "clap")]
 impl clap::ValueEnum for OnOff {
     fn value_variants<'a>() -> &'a [OnOff] {
         &[OnOff::On, OnOff::Off]

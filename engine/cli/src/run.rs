@@ -15,7 +15,7 @@ use clap::Args;
 
 use redoctor_args::OnOff;
 use redoctor_engine::{find_setting, SETTINGS};
-use redoctor_engine::{Engine, RedoMode, RedoOptions};
+use redoctor_engine::{Engine, RedoOptions};
 use redoctor_server as server;
 use redoctor_workload::{self as workload, procstat, KeyDist, Mix, RunConfig, WorkloadSpec};
 
@@ -150,7 +150,7 @@ fn start_admin_server(engine: &Arc<Engine>, path: &Path) -> Result<server::Serve
 /// The `--set` settings that can only be given at startup (read-only at
 /// run time, e.g. `log_bin`): they go into the engine's options. Unknown
 /// names are left for [`apply_settings`] to refuse.
-fn startup_settings(settings: &[(String, String)]) -> Vec<(String, String)> {
+pub fn startup_settings(settings: &[(String, String)]) -> Vec<(String, String)> {
     settings
         .iter()
         .filter(|(name, _)| find_setting(name).is_ok_and(|s| !s.dynamic()))
@@ -162,7 +162,7 @@ fn startup_settings(settings: &[(String, String)]) -> Vec<(String, String)> {
 /// engine's settings registry (validated; a refused value changes nothing
 /// and names the allowed range). A startup-only setting was applied when
 /// the engine opened: here it is only checked.
-fn apply_settings(engine: &Engine, settings: &[(String, String)]) -> Result<()> {
+pub fn apply_settings(engine: &Engine, settings: &[(String, String)]) -> Result<()> {
     for (name, value) in settings {
         let s = find_setting(name).map_err(|_| {
             let known: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
@@ -176,8 +176,8 @@ fn apply_settings(engine: &Engine, settings: &[(String, String)]) -> Result<()> 
                 .set_global(name, value)
                 .with_context(|| format!("--set {name}={value}"))?;
         } else {
-            let want = s.parse(value)?.to_string();
-            let have = engine.variable(name)?.value;
+            let want = s.parse(value)?;
+            let have = (s.get)(engine);
             if want != have {
                 bail!("--set {name}={value}: the engine opened with {name}={have}; it can only be set at startup");
             }
@@ -220,7 +220,7 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     ensure_writable_dir(&a.engine.datadir)?;
     let mut redo = RedoOptions::default();
     if let Some(mode) = a.redo_threads {
-        redo.mode = redo_mode(mode);
+        redo.mode = mode.into();
     }
     if let Some(f) = a.flush_at_commit {
         redo.flush_at_commit = f;
@@ -347,13 +347,4 @@ fn prepare_and_run(
         say!("admin socket closed");
     }
     outcome
-}
-
-/// The redo mode an on/off option names.
-pub fn redo_mode(v: OnOff) -> RedoMode {
-    if v.is_on() {
-        RedoMode::On
-    } else {
-        RedoMode::Off
-    }
 }

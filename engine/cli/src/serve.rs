@@ -9,16 +9,14 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use redoctor_args::OnOff;
-use redoctor_engine::{Engine, EngineOptions, RedoMode};
+use redoctor_engine::{RedoMode, RedoOptions};
 use redoctor_server::{wait_for_signal, Server, ServerConfig, DEFAULT_MAX_PACKET};
 
-use crate::run::redo_mode;
+use crate::open::{ensure_writable_dir, open_engine, EngineArgs};
+use crate::run::{apply_settings, startup_settings};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Data directory (created if missing; recovered if it holds a crashed engine).
-    #[arg(long)]
-    pub datadir: PathBuf,
     /// Unix socket path (created mode 0600; only the server's user may connect).
     #[arg(long)]
     pub socket: PathBuf,
@@ -32,9 +30,11 @@ pub struct ServeArgs {
     /// innodb_flush_log_at_trx_commit at start (0, 1, 2). Engine default (1) if absent.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub flush_at_commit: Option<u8>,
-    /// Redo log file size in MiB, fractions allowed (engine default if absent).
-    #[arg(long = "log-file-mb", value_name = "MB", value_parser = redoctor_args::mib)]
-    pub log_file_bytes: Option<u64>,
+    /// Set a server variable at start, `name=value` (repeatable), as `run --set`
+    /// takes it: startup-only settings when the engine opens, the rest through
+    /// SET GLOBAL before the first client connects.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = redoctor_args::setting)]
+    pub set: Vec<(String, String)>,
     /// innodb_lock_wait_timeout at start (`50`, `50s`; at least 1 s; engine default if absent).
     #[arg(long, value_parser = redoctor_args::duration)]
     pub lock_wait_timeout: Option<Duration>,
@@ -52,50 +52,41 @@ pub struct ServeArgs {
     /// `redoctor_net_spin_us`).
     #[arg(long, default_value = "50us", value_parser = redoctor_args::duration)]
     pub net_spin: Duration,
+    /// The engine's storage options, shared with `run` (data directory, created if
+    /// missing and recovered if it holds a crashed engine; redo buffer and file sizes;
+    /// checkpoint fill).
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// Opens the engine, serves until SIGTERM/SIGINT, shuts down gracefully.
 pub fn run(a: ServeArgs) -> Result<ExitCode> {
-    std::fs::create_dir_all(&a.datadir).with_context(|| {
-        format!(
-            "cannot create --datadir {}; pass a directory you can write to",
-            a.datadir.display()
-        )
-    })?;
-    let mut opts = EngineOptions::new(a.datadir.clone());
+    ensure_writable_dir(&a.engine.datadir)?;
+    let mut redo = RedoOptions::default();
     // Clients send multi-row INSERTs of ~512 KiB (sysbench's bulk load) as one
     // autocommit transaction: allow redo records up to 2 MiB (the link
     // buffer caps a record at half its slots; 4 Mi slots take 32 MiB).
-    opts.redo.link_slots = opts.redo.link_slots.max(1 << 22);
-    opts.redo.mode = match a.redo_threads {
-        Some(m) => redo_mode(m),
+    redo.link_slots = redo.link_slots.max(1 << 22);
+    redo.mode = match a.redo_threads {
+        Some(m) => m.into(),
         None => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             let mode = RedoMode::host_default(cpus);
             say!(
                 "redoctor-engine serve: innodb_log_writer_threads={} (MySQL 8.4's default: on \
                  from {} logical CPUs; this process may run on {cpus}; --redo-threads sets it)",
-                mode.to_string().to_uppercase(),
+                OnOff::from(mode).to_string().to_uppercase(),
                 RedoMode::DEDICATED_THREADS_MIN_CPUS
             );
             mode
         }
     };
     if let Some(f) = a.flush_at_commit {
-        opts.redo.flush_at_commit = f;
+        redo.flush_at_commit = f;
     }
-    if let Some(bytes) = a.log_file_bytes {
-        opts.redo.log_file_size = bytes;
-    }
-    if let Some(t) = a.lock_wait_timeout {
-        opts.lock_wait_timeout = t.max(Duration::from_secs(1));
-    }
-    let engine = Engine::open(opts).with_context(|| {
-        format!(
-            "cannot open the engine at {}; pass the --datadir of an earlier run or an empty directory",
-            a.datadir.display()
-        )
-    })?;
+    let lock_wait = a.lock_wait_timeout.map(|t| t.max(Duration::from_secs(1)));
+    let engine = open_engine(&a.engine, redo, lock_wait, startup_settings(&a.set))?;
+    apply_settings(&engine, &a.set)?;
     let mut cfg = ServerConfig::new(&a.socket);
     cfg.tcp_port = a.tcp;
     cfg.max_packet = a.max_packet;

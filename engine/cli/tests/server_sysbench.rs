@@ -425,3 +425,53 @@ fn a_closed_stderr_pipe_does_not_stop_serve() {
     assert_eq!(select_one(), 1);
     s.stop();
 }
+
+/// `serve` takes the same engine options as `run`: `--set` applies a live
+/// setting before the first client and a startup-only one when the engine
+/// opens; a refused value stops the server at once, naming the setting and
+/// what it allows, and nothing listens.
+#[test]
+fn serve_takes_the_shared_engine_options_and_set() {
+    let s = Served::start_with(
+        &[
+            "--set",
+            "innodb_thread_concurrency=4",
+            "--set",
+            "innodb_log_writer_threads=OFF",
+            "--log-buffer-mb",
+            "4",
+        ],
+        Stdio::inherit(),
+    );
+    let mut c = common::connect(&s.socket);
+    let cap: u64 = c
+        .query_first("SELECT @@innodb_thread_concurrency")
+        .unwrap()
+        .unwrap();
+    let mode: String = c
+        .query_first("SELECT @@innodb_log_writer_threads")
+        .unwrap()
+        .unwrap();
+    assert_eq!((cap, mode.as_str()), (4, "OFF"));
+    drop(c);
+    s.stop();
+
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("mysql.sock");
+    let out = Command::new(env!("CARGO_BIN_EXE_redoctor-engine"))
+        .arg("serve")
+        .arg("--datadir")
+        .arg(dir.path().join("data"))
+        .arg("--socket")
+        .arg(&socket)
+        .args(["--set", "innodb_thread_concurrency=5000"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("innodb_thread_concurrency") && err.contains("0..=1000"),
+        "{err}"
+    );
+    assert!(!socket.exists());
+}

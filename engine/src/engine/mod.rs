@@ -36,7 +36,7 @@ use crate::error::EngineError;
 use crate::probe_points;
 use crate::recovery::{self, RecoveryReport};
 use crate::redo::{Lsn, RedoLog, RedoMode, RedoOptions};
-use crate::settings::{self, Registry, Setting, SettingChange, SettingsError, Variable};
+use crate::settings::{self, Registry, Setting, SettingChange, SettingsError, Value, Variable};
 use crate::throttle::{Admitted, Throttle};
 use crate::trx_sys::{Registered, TrxSys};
 use crate::vfs::{OsVfs, Vfs};
@@ -558,24 +558,26 @@ impl Engine {
     /// `SET GLOBAL innodb_log_writer_threads` (through the settings
     /// registry, so the change is recorded).
     pub fn set_redo_mode(&self, mode: RedoMode) -> Result<(), EngineError> {
-        let v = if mode == RedoMode::On { "ON" } else { "OFF" };
-        Ok(self.set_global("innodb_log_writer_threads", v)?)
+        Ok(self.set_global_value(
+            "innodb_log_writer_threads",
+            Value::Bool(mode == RedoMode::On),
+        )?)
     }
 
     /// `SET GLOBAL innodb_flush_log_at_trx_commit` (recorded).
     pub fn set_flush_at_commit(&self, v: u8) -> Result<(), EngineError> {
-        Ok(self.set_global("innodb_flush_log_at_trx_commit", &v.to_string())?)
+        Ok(self.set_global_value("innodb_flush_log_at_trx_commit", Value::UInt(v.into()))?)
     }
 
     /// `SET GLOBAL innodb_log_spin_cpu_pct_hwm` (0..=100; recorded).
     pub fn set_log_spin_cpu_pct_hwm(&self, pct: u32) -> Result<(), EngineError> {
-        Ok(self.set_global("innodb_log_spin_cpu_pct_hwm", &pct.to_string())?)
+        Ok(self.set_global_value("innodb_log_spin_cpu_pct_hwm", Value::UInt(pct.into()))?)
     }
 
     /// `SET GLOBAL innodb_log_wait_for_flush_spin_hwm` (µs; recorded).
     /// Values above `u32::MAX` are refused and change nothing.
     pub fn set_log_wait_for_flush_spin_hwm(&self, us: u64) {
-        let _ = self.set_global("innodb_log_wait_for_flush_spin_hwm", &us.to_string());
+        let _ = self.set_global_value("innodb_log_wait_for_flush_spin_hwm", Value::UInt(us));
     }
 
     /// `log_bin` (fixed at startup).
@@ -592,13 +594,13 @@ impl Engine {
     /// never sync, as in MySQL). Errors only when the engine is shut down.
     /// With log_bin=OFF the value is kept and has no effect, as in MySQL.
     pub fn set_sync_binlog(&self, n: u32) -> Result<(), EngineError> {
-        Ok(self.set_global("sync_binlog", &n.to_string())?)
+        Ok(self.set_global_value("sync_binlog", Value::UInt(n.into()))?)
     }
 
     /// `SET GLOBAL binlog_group_commit_sync_delay` (µs, 0..=1000000, live,
     /// recorded); a refused value changes nothing.
     pub fn set_binlog_group_commit_sync_delay(&self, us: u64) -> Result<(), EngineError> {
-        Ok(self.set_global("binlog_group_commit_sync_delay", &us.to_string())?)
+        Ok(self.set_global_value("binlog_group_commit_sync_delay", Value::UInt(us))?)
     }
 
     /// `SET GLOBAL innodb_lock_wait_timeout` with sub-second precision (for
@@ -616,6 +618,12 @@ impl Engine {
     /// recorded in [`setting_changes`](Self::setting_changes).
     pub fn set_global(&self, name: &str, value: &str) -> Result<(), SettingsError> {
         self.settings.set_global(SETTINGS, self, name, value)
+    }
+
+    /// [`set_global`](Self::set_global) with a typed value: refused,
+    /// changing nothing, when it is not of the setting's kind or range.
+    pub fn set_global_value(&self, name: &str, value: Value) -> Result<(), SettingsError> {
+        self.settings.set_global_value(SETTINGS, self, name, value)
     }
 
     /// `SHOW GLOBAL VARIABLES`, with each setting's type, range, default,
@@ -675,7 +683,7 @@ impl Engine {
             write_lsn: self.redo.write_lsn(),
             flushed_lsn: self.redo.flushed_lsn(),
             checkpoint_lsn: self.redo.checkpoint_lsn(),
-            redo_mode: self.redo.mode().to_string(),
+            redo_mode: self.redo.mode(),
             flush_at_commit: self.redo.flush_at_commit(),
             fail_stop: self.fail_stop().map(ToString::to_string),
         }

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
+use redoctor_args::OnOff;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
@@ -66,11 +67,34 @@ pub enum RedoMode {
 
 impl FromStr for RedoMode {
     type Err = String;
+    /// On/off as every option spells it ([`OnOff`]), or the mode's names
+    /// `rt1`/`rt0`.
     fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "on" | "1" | "rt1" | "true" => Ok(RedoMode::On),
-            "off" | "0" | "rt0" | "false" => Ok(RedoMode::Off),
+        if let Ok(v) = s.parse::<OnOff>() {
+            return Ok(v.into());
+        }
+        match s.trim().to_ascii_lowercase().as_str() {
+            "rt1" => Ok(RedoMode::On),
+            "rt0" => Ok(RedoMode::Off),
             _ => Err(format!("'{s}' is not a redo mode; use on or off")),
+        }
+    }
+}
+
+impl From<OnOff> for RedoMode {
+    fn from(v: OnOff) -> RedoMode {
+        match v {
+            OnOff::On => RedoMode::On,
+            OnOff::Off => RedoMode::Off,
+        }
+    }
+}
+
+impl From<RedoMode> for OnOff {
+    fn from(m: RedoMode) -> OnOff {
+        match m {
+            RedoMode::On => OnOff::On,
+            RedoMode::Off => OnOff::Off,
         }
     }
 }

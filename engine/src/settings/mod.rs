@@ -88,6 +88,17 @@ impl Kind {
         }
     }
 
+    /// Whether `v` is of this kind and in its range (a typed value, as
+    /// [`Registry::set_global_value`] takes it).
+    pub fn admits(&self, v: &Value) -> bool {
+        match (self, v) {
+            (Kind::Bool, Value::Bool(_)) => true,
+            (Kind::UInt { min, max, .. }, Value::UInt(x)) => (*min..=*max).contains(x),
+            (Kind::Enum(names), Value::Enum(n)) => names.contains(n),
+            _ => false,
+        }
+    }
+
     /// Parses a MySQL-style value.
     pub fn parse(&self, text: &str) -> Option<Value> {
         let t = text.trim();
@@ -96,11 +107,10 @@ impl Kind {
             .and_then(|s| s.strip_suffix('\''))
             .unwrap_or(t);
         match self {
-            Kind::Bool => match t.to_ascii_uppercase().as_str() {
-                "ON" | "1" | "TRUE" => Some(Value::Bool(true)),
-                "OFF" | "0" | "FALSE" => Some(Value::Bool(false)),
-                _ => None,
-            },
+            Kind::Bool => t
+                .parse::<redoctor_args::OnOff>()
+                .ok()
+                .map(|v| Value::Bool(v.is_on())),
             Kind::UInt { min, max, .. } => {
                 if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
                     return None;
@@ -248,7 +258,9 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// `SET GLOBAL name = value` on `target`, a setting of `table`.
+    /// `SET GLOBAL name = value` on `target`, a setting of `table`: the
+    /// text parsed under the setting's kind, then applied as
+    /// [`set_global_value`](Self::set_global_value) does.
     pub fn set_global<T, O>(
         &self,
         table: &'static [Setting<T, O>],
@@ -257,10 +269,41 @@ impl Registry {
         value: &str,
     ) -> Result<(), SettingsError> {
         let s = find(table, name)?;
+        let v = s.parse(value)?;
+        self.apply(table, s, target, v)
+    }
+
+    /// `SET GLOBAL` with a typed value (the engine's own setters: no text
+    /// to format and parse back); refused, changing nothing, when the value
+    /// is not of the setting's kind or out of its range.
+    pub fn set_global_value<T, O>(
+        &self,
+        table: &'static [Setting<T, O>],
+        target: &T,
+        name: &str,
+        value: Value,
+    ) -> Result<(), SettingsError> {
+        let s = find(table, name)?;
+        if !s.kind.admits(&value) {
+            return Err(SettingsError::InvalidValue {
+                name: s.name,
+                value: value.to_string(),
+                allowed: s.kind.range_text(),
+            });
+        }
+        self.apply(table, s, target, value)
+    }
+
+    fn apply<T, O>(
+        &self,
+        table: &'static [Setting<T, O>],
+        s: &'static Setting<T, O>,
+        target: &T,
+        v: Value,
+    ) -> Result<(), SettingsError> {
         let Some(apply) = s.set else {
             return Err(SettingsError::ReadOnly { name: s.name });
         };
-        let v = s.parse(value)?;
         let mut history = self.history.lock();
         let old = (s.get)(target);
         apply(target, &v)?;

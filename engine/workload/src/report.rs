@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use hdrhistogram::Histogram;
+use redoctor_engine::RedoMode;
 use serde::Serialize;
 
 use super::kinds::WorkloadKind;
@@ -88,10 +89,10 @@ pub struct RunReport {
     pub users: usize,
     /// CPUs in the process's affinity mask.
     pub cpus: usize,
-    /// Redo mode when the run started: "on" (RT1) or "off" (RT0).
-    pub redo_mode: String,
+    /// Redo mode when the run started: `"on"` (RT1) or `"off"` (RT0) in JSON.
+    pub redo_mode: RedoMode,
     /// "RT1" or "RT0", the same thing in the notation of the reference.
-    pub redo_threads: String,
+    pub redo_threads: &'static str,
     /// innodb_flush_log_at_trx_commit when the run started.
     pub flush_at_commit: u8,
     /// Live redo mode switching interval, if any.
@@ -260,8 +261,8 @@ mod tests {
             warehouses: None,
             users: 16,
             cpus: 2,
-            redo_mode: "off".into(),
-            redo_threads: "RT0".into(),
+            redo_mode: RedoMode::Off,
+            redo_threads: "RT0",
             flush_at_commit: 1,
             switch_every_ms: None,
             mode_switches: 0,

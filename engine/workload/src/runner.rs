@@ -333,7 +333,7 @@ pub fn run_with_reports(
     let switcher = match (cfg.switch_every, spawn_error.is_none()) {
         (Some(every), true) => {
             let (engine, shared) = (Arc::clone(engine), Arc::clone(&shared));
-            let start_on = initial.redo_mode == "on";
+            let start_on = initial.redo_mode == RedoMode::On;
             match thread::Builder::new()
                 .name("mode-switch".into())
                 .spawn(move || switcher_loop(&engine, every, start_on, &shared))
@@ -717,13 +717,11 @@ fn build_report(
         warehouses: (cfg.workload == WorkloadKind::Tpcc).then_some(cfg.warehouses),
         users: cfg.users,
         cpus,
-        redo_mode: initial.redo_mode.clone(),
-        redo_threads: match initial.redo_mode.as_str() {
-            "on" => "RT1",
-            "off" => "RT0",
-            _ => "?",
-        }
-        .to_string(),
+        redo_mode: initial.redo_mode,
+        redo_threads: match initial.redo_mode {
+            RedoMode::On => "RT1",
+            RedoMode::Off => "RT0",
+        },
         flush_at_commit: initial.flush_at_commit,
         switch_every_ms: cfg.switch_every.map(|d| d.as_millis() as u64),
         mode_switches,
