@@ -207,6 +207,11 @@ fn config_errors_name_the_key_and_line_and_start_nothing() {
         ),
         ("process = \"x\"\n", vec!["line 4", "exactly one of pid"]),
         ("profile = \"oracle\"\n", vec!["line 4", "oracle"]),
+        (
+            "[agent.log]\nlevel = \"redoctor=loud\"\n",
+            vec!["agent.log.level", "not a log filter"],
+        ),
+        ("[agent.log]\nformat = \"xml\"\n", vec!["xml"]),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
@@ -1288,6 +1293,9 @@ fn a_kept_setting_changed_outside_the_agent_is_logged_once() {
     });
     std::fs::write(state.join("targets/engine.json"), journal.to_string()).unwrap();
     let cfg = hourly_observe_config(dir.path(), &state, &e, 1.0, true);
+    // Diagnostics as JSON lines (journald, a log shipper).
+    let body = std::fs::read_to_string(&cfg).unwrap() + "[agent.log]\nformat = \"json\"\n";
+    std::fs::write(&cfg, body).unwrap();
     let mut a = Agent::start(&cfg);
     wait("the drift logged", 30, || {
         !events(&state, "setting_changed_externally").is_empty()
@@ -1299,10 +1307,21 @@ fn a_kept_setting_changed_outside_the_agent_is_logged_once() {
         (Some("OFF"), Some("ON"))
     );
     assert_eq!(d["kept_unix_ms"], kept_at);
+    let line = a
+        .stderr()
+        .lines()
+        .find(|l| l.contains("changed outside the agent"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("not on stderr: {}", a.stderr()));
+    let j: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+    assert_eq!(j["level"], "WARN", "{j}");
     assert!(
-        a.stderr().contains("changed outside the agent"),
-        "{}",
-        a.stderr()
+        j["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("engine: innodb_log_writer_threads"),
+        "{j}"
     );
     // The agent does not change it back.
     assert_eq!(e.var("innodb_log_writer_threads"), "ON");

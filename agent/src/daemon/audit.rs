@@ -2,7 +2,6 @@
 //! state dir), written and fsync'd before the agent acts on it further,
 //! rotated by size (`audit.jsonl.1` is the newest rotated file).
 
-use redoctor_args::say;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -53,10 +52,7 @@ impl Audit {
         text.push('\n');
         let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(e) = self.write(&mut f, text.as_bytes()) {
-            say!(
-                "redoctor agent: error: writing the audit log {}: {e:#}",
-                self.path.display()
-            );
+            tracing::error!("writing the audit log {}: {e:#}", self.path.display());
         }
     }
 

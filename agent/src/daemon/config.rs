@@ -60,6 +60,31 @@ pub struct AgentSection {
     pub calibration: Option<PathBuf>,
     pub budget: Budget,
     pub audit: AuditConfig,
+    /// How the daemon's diagnostics are written to stderr.
+    pub log: LogConfig,
+}
+
+/// `[agent.log]`: the daemon's diagnostics (not the audit log, which is
+/// always JSON lines in the state directory).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// `text` (one line per event, for a terminal) or `json` (one JSON
+    /// object per line with level, target, message and fields: journald,
+    /// a log shipper).
+    pub format: LogFormat,
+    /// Which events, as `RUST_LOG` spells it (`info`, `warn`,
+    /// `redoctor::daemon=debug`); `RUST_LOG` in the environment wins.
+    pub level: Option<String>,
+}
+
+/// The daemon's diagnostics format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 impl Default for AgentSection {
@@ -71,6 +96,7 @@ impl Default for AgentSection {
             calibration: None,
             budget: Budget::default(),
             audit: AuditConfig::default(),
+            log: LogConfig::default(),
         }
     }
 }
@@ -407,6 +433,14 @@ impl Config {
                     a.metrics
                 ));
             }
+        }
+        if let Some(level) = &a.log.level {
+            tracing_subscriber::EnvFilter::try_new(level).map_err(|_| {
+                format!(
+                    "agent.log.level = {level:?}: not a log filter; use a level (error, warn, \
+                     info, debug, trace) or module=level pairs (redoctor::daemon=debug,info)"
+                )
+            })?;
         }
         let b = &a.budget;
         for (k, v) in [

@@ -9,13 +9,14 @@
 //! one kept); SIGTERM or SIGINT stops every target (a trial in progress is
 //! rolled back), detaches every probe and exits 0.
 
-use redoctor_args::{say, tell};
+use redoctor_args::tell;
 mod audit;
 mod config;
 mod external;
 mod fsyncs;
 mod guardrails;
 mod journal;
+mod logging;
 mod metrics;
 mod phase;
 mod reconcile;
@@ -195,6 +196,7 @@ fn shared_from(c: Config, keep: Option<&Shared>) -> Result<Shared> {
 
 fn run_agent(path: &Path) -> Result<ExitCode> {
     let c = Config::load(path)?;
+    logging::init(&c.agent.log)?;
     redoctor_probes::preflight::check_privileges()
         .context("the agent attaches eBPF probes (run it as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE, plus CAP_SYS_RESOURCE on kernels before 5.11, as the systemd unit grants)")?;
     if let Some(p) = &c.agent.calibration {
@@ -214,8 +216,8 @@ fn run_agent(path: &Path) -> Result<ExitCode> {
         json!({"pid": std::process::id(), "config": path.display().to_string(),
                "version": env!("CARGO_PKG_VERSION")}),
     );
-    say!(
-        "redoctor agent: audit log {}, status in {}",
+    tracing::info!(
+        "audit log {}, status in {}",
         shared.audit.path().display(),
         shared.state_dir.display()
     );
@@ -251,7 +253,7 @@ fn start(shared: &Arc<Shared>) -> Result<Running> {
             .spawn(move || match worker::Worker::new(t, shared.clone(), stop) {
                 Ok(w) => w.run(),
                 Err(e) => {
-                    say!("redoctor agent: {name}: not started: {e:#}");
+                    tracing::warn!("{name}: not started: {e:#}");
                     shared
                         .audit
                         .log(&name, "error", json!({"error": format!("{e:#}")}));
@@ -272,7 +274,7 @@ async fn halt(r: Running, limit: Duration) {
         }
     });
     if tokio::time::timeout(limit, join).await.is_err() {
-        say!("redoctor agent: warning: a target thread did not stop in time");
+        tracing::warn!("a target thread did not stop in time");
     }
 }
 
@@ -296,7 +298,7 @@ fn write_status(shared: &Shared, config: &Path) {
         targets,
     };
     if let Err(e) = status::write(&shared.state_dir, &s) {
-        say!("redoctor agent: warning: {e:#}");
+        tracing::warn!("{e:#}");
     }
 }
 
@@ -355,7 +357,7 @@ impl BudgetWatch {
                     json!({"resource": name, "used": used, "budget": limit, "sampling_backoff": next}),
                 );
                 if over {
-                    say!("redoctor agent: warning: {name} {used:.2} is over agent.budget ({limit}); sampling stretched {next}x");
+                    tracing::warn!("{name} {used:.2} is over agent.budget ({limit}); sampling stretched {next}x");
                 }
             }
         }
@@ -384,7 +386,7 @@ async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
             .parse()
             .expect("checked by the config");
         metrics::serve(addr, registry.clone()).await?;
-        say!("redoctor agent: metrics at http://{addr}/metrics");
+        tracing::info!("metrics at http://{addr}/metrics");
     }
     let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
@@ -413,11 +415,11 @@ async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
                         shared.status.lock().unwrap_or_else(|p| p.into_inner()).clear();
                         running = start(&shared)?;
                         shared.audit.log("-", "config_reloaded", json!({"config": path.display().to_string()}));
-                        say!("redoctor agent: configuration reloaded");
+                        tracing::info!("configuration reloaded");
                     }
                     Err(e) => {
                         shared.audit.log("-", "config_rejected", json!({"error": format!("{e:#}")}));
-                        say!("redoctor agent: error: reload refused, the running configuration stays: {e:#}");
+                        tracing::error!("reload refused, the running configuration stays: {e:#}");
                     }
                 }
             }
@@ -430,7 +432,7 @@ async fn supervise(path: PathBuf, mut shared: Arc<Shared>) -> Result<ExitCode> {
     shared
         .audit
         .log("-", "agent_stopped", json!({"pid": std::process::id()}));
-    say!("redoctor agent: stopped; every probe detached");
+    tracing::info!("stopped; every probe detached");
     Ok(ExitCode::SUCCESS)
 }
 

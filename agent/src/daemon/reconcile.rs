@@ -4,7 +4,6 @@
 //! the candidate value (the server restarted, or someone changed it since)
 //! is left as it is.
 
-use redoctor_args::say;
 use std::path::Path;
 
 use anyhow::Result;
@@ -43,14 +42,17 @@ pub fn restore(a: &mut Admin, open: &OpenTrial, target: &str, shared: &Shared) -
         .restores
         .get_or_create(&Metrics::t(target))
         .inc_by(restored.len() as f64);
-    say!(
-        "redoctor agent: {target}: a trial of {} was interrupted; restored {} setting(s) to the baseline{}",
+    tracing::info!(
+        "{target}: a trial of {} was interrupted; restored {} setting(s) to the baseline{}",
         show(&open.candidate),
         restored.len(),
         if left.is_empty() {
             String::new()
         } else {
-            format!(", left {} as found (no longer the candidate value)", left.len())
+            format!(
+                ", left {} as found (no longer the candidate value)",
+                left.len()
+            )
         }
     );
     Ok(())
@@ -76,7 +78,7 @@ pub fn at_start(state_dir: &Path, shared: &Shared) {
         let mut j = match Journal::load(&p, &name) {
             Ok(j) => j,
             Err(err) => {
-                say!("redoctor agent: warning: {err:#}");
+                tracing::warn!("{err:#}");
                 continue;
             }
         };
@@ -89,7 +91,7 @@ pub fn at_start(state_dir: &Path, shared: &Shared) {
             Ok(()) => {
                 j.open_trial = None;
                 if let Err(err) = j.save(&p) {
-                    say!("redoctor agent: warning: {err:#}");
+                    tracing::warn!("{err:#}");
                 }
             }
             Err(err) => {
@@ -98,8 +100,8 @@ pub fn at_start(state_dir: &Path, shared: &Shared) {
                     "restore_pending",
                     json!({"interrupted_trial": show(&open.candidate), "why": format!("{err:#}")}),
                 );
-                say!(
-                    "redoctor agent: {name}: a trial of {} was interrupted and its server is not reachable ({err:#}); it is restored when the agent next connects",
+                tracing::warn!(
+                    "{name}: a trial of {} was interrupted and its server is not reachable ({err:#}); it is restored when the agent next connects",
                     show(&open.candidate)
                 );
             }

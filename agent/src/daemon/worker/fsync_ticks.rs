@@ -2,7 +2,6 @@
 //! with each target process, read every second, paused over their share
 //! of the budget and resumed when a sampled window counts a rate under it.
 
-use redoctor_args::say;
 use redoctor_probes::Signals;
 use serde_json::json;
 
@@ -35,10 +34,7 @@ impl Worker {
             }
             Err(e) => {
                 let why = e.to_string();
-                say!(
-                    "redoctor agent: {}: warning: fsync counters not attached: {why}",
-                    self.t.name
-                );
+                tracing::warn!("{}: fsync counters not attached: {why}", self.t.name);
                 self.audit(
                     "fsync_counters_unavailable",
                     json!({"pid": pid, "why": why}),
@@ -104,10 +100,7 @@ impl Worker {
             Ok(r) => r,
             Err(e) => {
                 let why = e.to_string();
-                say!(
-                    "redoctor agent: {}: fsync counters detached: {why}",
-                    self.t.name
-                );
+                tracing::warn!("{}: fsync counters detached: {why}", self.t.name);
                 self.audit("fsync_counters_unavailable", json!({"why": why}));
                 self.detach_fsyncs();
                 return;
@@ -123,8 +116,8 @@ impl Worker {
             .get_or_create(&m)
             .set(cost);
         if w.over_budget(total, limit) {
-            say!(
-                "redoctor agent: {}: fsync counters paused: {total:.0} fsyncs/s cost ~{cost:.2}% \
+            tracing::warn!(
+                "{}: fsync counters paused: {total:.0} fsyncs/s cost ~{cost:.2}% \
                  of the target's CPUs, over their share of the budget ({limit:.2}%); \
                  a sampled window with fewer resumes them",
                 self.t.name

@@ -3,7 +3,6 @@
 //! a duty cycle (or sooner after a phase change), diagnose, and in apply
 //! mode try the admitted candidates live, one kept change per evaluation.
 
-use redoctor_args::say;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -161,7 +160,7 @@ impl Worker {
             let tick = Instant::now();
             if let Err(e) = self.step() {
                 let msg = format!("{e:#}");
-                say!("redoctor agent: {}: {msg}", self.t.name);
+                tracing::warn!("{}: {msg}", self.t.name);
                 self.status(|s| s.last_error = Some(msg.clone()));
                 self.admin = None;
                 self.last_poll = None;
@@ -198,8 +197,8 @@ impl Worker {
                 self.forget_process(old);
                 self.shared.metrics.up.get_or_create(&m).set(0.0);
                 self.audit("target_gone", json!({"pid": old}));
-                say!(
-                    "redoctor agent: {}: target pid {old} is gone; waiting for it to come back",
+                tracing::info!(
+                    "{}: target pid {old} is gone; waiting for it to come back",
                     self.t.name
                 );
             }
@@ -293,14 +292,14 @@ impl Worker {
         match self.last_pid.replace(pid) {
             Some(old) => {
                 self.audit("target_restarted", json!({"old_pid": old, "pid": pid}));
-                say!(
-                    "redoctor agent: {}: target restarted (pid {old} -> {pid}); re-attaching",
+                tracing::info!(
+                    "{}: target restarted (pid {old} -> {pid}); re-attaching",
                     self.t.name
                 );
             }
             None => {
                 self.audit("attached", json!({"pid": pid}));
-                say!("redoctor agent: {}: found pid {pid}", self.t.name);
+                tracing::info!("{}: found pid {pid}", self.t.name);
             }
         }
         self.shared.metrics.attaches.get_or_create(&m).inc();
@@ -382,7 +381,7 @@ impl Worker {
         let m = Metrics::t(&self.t.name);
         self.shared.metrics.phase_changes.get_or_create(&m).inc();
         self.audit("phase_change", json!({"change": what}));
-        say!("redoctor agent: {}: phase change: {what}", self.t.name);
+        tracing::info!("{}: phase change: {what}", self.t.name);
         self.rejected.clear();
         self.pending = Some(what);
         let now = Instant::now();
@@ -463,12 +462,7 @@ impl Worker {
             Probes::attach(&opts).with_context(|| format!("attaching the probes to pid {pid}"))?;
         if !self.warned_unavailable {
             for u in probes.unavailable() {
-                say!(
-                    "redoctor agent: {}: warning: {} unavailable: {}",
-                    self.t.name,
-                    u.what,
-                    u.why
-                );
+                tracing::warn!("{}: {} unavailable: {}", self.t.name, u.what, u.why);
             }
             self.warned_unavailable = true;
         }
@@ -564,8 +558,8 @@ impl Worker {
     /// Logs, once each, kept settings the server no longer has.
     fn note_external_changes(&mut self, stated: &[(String, String)]) {
         for d in self.external.check(&self.journal, stated) {
-            say!(
-                "redoctor agent: {}: {} was changed outside the agent: kept {}, now {}",
+            tracing::warn!(
+                "{}: {} was changed outside the agent: kept {}, now {}",
                 self.t.name,
                 d.setting,
                 d.kept,

@@ -5,7 +5,6 @@
 //! first kept candidate ends the evaluation (one change per stabilization
 //! window). Each trial is in the journal while it runs.
 
-use redoctor_args::say;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -293,19 +292,9 @@ fn settle(w: &mut Worker, cand: &Settings, baseline: &Settings, rec: &TrialRecor
             before: baseline.clone(),
             after: cand.clone(),
         });
-        say!(
-            "redoctor agent: {}: kept {} ({})",
-            w.t.name,
-            show(cand),
-            rec.reason
-        );
+        tracing::info!("{}: kept {} ({})", w.t.name, show(cand), rec.reason);
     } else {
-        say!(
-            "redoctor agent: {}: rolled back {} ({})",
-            w.t.name,
-            show(cand),
-            rec.reason
-        );
+        tracing::info!("{}: rolled back {} ({})", w.t.name, show(cand), rec.reason);
     }
     w.journal.open_trial = None;
     w.journal.save(&w.journal_path)
