@@ -44,8 +44,17 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 echo "== [${SECONDS}s] performance gate (tests/gate/engine-commit-path.toml)"
 ref=$(grep -v '^#' tests/gate/reference-commit | head -1)
 against=(--baseline tests/gate/engine-commit-path.baseline.json)
-if git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
-    echo "   against the reference build $ref, side by side"
+# The reference build is cached by commit and toolchain outside the clone
+# (REDOCTOR_GATE_CACHE, default ~/.cache/redoctor/gate-ref): the same
+# commit and compiler give the same engine, and building it costs minutes.
+cache="${REDOCTOR_GATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redoctor/gate-ref}/$ref-$(rustc -V | tr -c 'A-Za-z0-9.\n' _)"
+if [[ -x $cache/redoctor-engine ]] && git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
+    echo "   against the reference build $ref, side by side (cached in $cache)"
+    mkdir -p target/gate-ref
+    cp "$cache/redoctor-engine" target/gate-ref/redoctor-engine
+    against=(--against target/gate-ref/redoctor-engine)
+elif git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
+    echo "   against the reference build $ref, side by side (building it)"
     refsrc=$(mktemp -d)
     trap 'git worktree remove --force "$refsrc" >/dev/null 2>&1 || rm -rf "$refsrc"' EXIT
     git worktree add -q --detach "$refsrc" "$ref"
@@ -67,6 +76,9 @@ if git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     mkdir -p target/gate-ref
     cp target/release/redoctor-engine target/gate-ref/redoctor-engine
     rm -rf target/release/.fingerprint/redoctor*
+    mkdir -p "$cache"
+    cp target/gate-ref/redoctor-engine "$cache/redoctor-engine.part"
+    mv "$cache/redoctor-engine.part" "$cache/redoctor-engine"
     against=(--against target/gate-ref/redoctor-engine)
 else
     echo "   reference commit $ref is not in this checkout: against the committed baseline"

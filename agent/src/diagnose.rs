@@ -424,7 +424,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     match &args.out {
         Some(p) => {
             // Whole or not at all: an interrupted write leaves the old file.
-            redoctor_advisor::gate::write_atomic(p, out.as_bytes())
+            redoctor_files::write_atomic(p, out.as_bytes())
                 .with_context(|| format!("writing the report to {}", p.display()))?;
             say!(
                 "redoctor: {}; report written to {}",

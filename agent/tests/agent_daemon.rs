@@ -11,7 +11,9 @@ use common::{audit, bpf_prog_exists, events, program_ids, status_json, wait, wri
 use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use redoctor_testkit::KillOnDrop;
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
@@ -21,7 +23,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_redoctor");
 
 /// `redoctor-engine run` under load with an admin socket; killed on drop.
 struct Engine {
-    child: Child,
+    child: KillOnDrop,
     socket: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -46,7 +48,7 @@ impl Engine {
             .arg(dir.path().join("data"))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let child = common::spawn_copied(&mut cmd);
+        let child = KillOnDrop(common::spawn_copied(&mut cmd));
         let e = Engine {
             child,
             socket,
@@ -84,16 +86,9 @@ impl Engine {
     }
 }
 
-impl Drop for Engine {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A running agent; SIGKILLed on drop if still running.
 struct Agent {
-    child: Child,
+    child: KillOnDrop,
     log: PathBuf,
 }
 
@@ -109,7 +104,10 @@ impl Agent {
             .stderr(f)
             .spawn()
             .unwrap();
-        Agent { child, log }
+        Agent {
+            child: KillOnDrop(child),
+            log,
+        }
     }
 
     fn stderr(&self) -> String {
@@ -140,13 +138,6 @@ impl Agent {
     fn kill9(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -1040,7 +1031,7 @@ fn a_closed_stderr_pipe_does_not_stop_the_agent() {
         .unwrap();
     drop(child.stderr.take());
     let mut a = Agent {
-        child,
+        child: KillOnDrop(child),
         log: PathBuf::new(),
     };
     wait("the agent's status", 30, || {

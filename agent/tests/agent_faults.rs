@@ -12,7 +12,7 @@ use common::{bpf_prog_exists, events, program_ids, status_json, wait, write_conf
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -23,15 +23,7 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_redoctor");
 
-/// A child process, killed on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use redoctor_testkit::KillOnDrop as Proc;
 
 /// `redoctor-engine run` under an update load, with an admin socket.
 fn engine_run(dir: &Path, users: u32) -> (Proc, PathBuf) {

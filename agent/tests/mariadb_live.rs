@@ -239,15 +239,7 @@ impl Drop for Maria {
     }
 }
 
-/// Kills a child process on drop (a load or a probe left running by a failed check).
-struct Reap(Child);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use redoctor_testkit::KillOnDrop as Reap;
 
 fn finish(c: Child) {
     let o = c.wait_with_output().unwrap();

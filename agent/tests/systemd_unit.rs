@@ -11,7 +11,7 @@ use common::{events, status_json, wait, write_config};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_redoctor");
@@ -100,14 +100,7 @@ fn owned_dir(parent: &Path, name: &str) -> PathBuf {
     d
 }
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use redoctor_testkit::KillOnDrop as Killed;
 
 /// With only the unit's capabilities, as the server's user, the agent
 /// attaches, samples and advises; without CAP_BPF it refuses to start and

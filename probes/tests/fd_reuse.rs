@@ -14,7 +14,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{ChildStdout, Command, Stdio};
+
+use redoctor_testkit::KillOnDrop;
 
 use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler, Signals};
 
@@ -88,7 +90,7 @@ fn child_makes_wal_like_files() {
 }
 
 struct Driven {
-    child: Child,
+    child: KillOnDrop,
     out: std::io::Lines<BufReader<ChildStdout>>,
 }
 
@@ -98,13 +100,6 @@ impl Driven {
         writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
         self.out.next().unwrap().unwrap()
-    }
-}
-
-impl Drop for Driven {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -131,7 +126,10 @@ fn syncs_stay_with_their_file_when_the_descriptor_is_reused() {
         .spawn()
         .unwrap();
     let out = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut c = Driven { child, out };
+    let mut c = Driven {
+        child: KillOnDrop(child),
+        out,
+    };
     // The harness may print before the test runs: skip to the child's line.
     loop {
         let l = c.out.next().expect("the child's output").unwrap();

@@ -13,7 +13,6 @@
 //! it), so an interrupted update leaves the old baseline as it was.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -125,22 +124,13 @@ impl Baseline {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it,
-/// fsync'd, renamed over it; an error leaves `path` as it was.
+/// Writes `bytes` to `path` atomically (`redoctor_files::write_atomic`);
+/// an error leaves `path` as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), GateError> {
-    let io = |e: std::io::Error| GateError::Io {
+    redoctor_files::write_atomic(path, bytes).map_err(|e| GateError::Io {
         doing: format!("writing {}", path.display()),
         source: e,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    tmp.write_all(bytes).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    })
 }
 
 #[cfg(test)]

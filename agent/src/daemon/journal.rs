@@ -99,14 +99,9 @@ impl Journal {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
         let bytes = serde_json::to_vec_pretty(self)?;
-        redoctor_advisor::gate::write_atomic(p, &bytes)
-            .with_context(|| format!("writing the journal {}", p.display()))?;
-        if let Some(d) = p.parent() {
-            if let Ok(f) = std::fs::File::open(d) {
-                let _ = f.sync_all();
-            }
-        }
-        Ok(())
+        // Durable once written: the directory is fsync'd after the rename.
+        redoctor_files::write_atomic(p, &bytes)
+            .with_context(|| format!("writing the journal {}", p.display()))
     }
 
     /// When `setting` last changed (kept), if ever.

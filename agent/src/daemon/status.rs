@@ -101,7 +101,7 @@ pub struct Status {
 
 pub fn write(dir: &Path, s: &Status) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(s)?;
-    redoctor_advisor::gate::write_atomic(&dir.join("status.json"), &bytes)
+    redoctor_files::write_atomic(&dir.join("status.json"), &bytes)
         .context("writing the status file")
 }
 

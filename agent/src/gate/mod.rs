@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use redoctor_advisor::gate::{compare, output, write_atomic, Baseline, GateReport, Judge};
+use redoctor_advisor::gate::{compare, output, Baseline, GateReport, Judge};
+use redoctor_files::write_atomic;
 
 use scenario::Scenario;
 
@@ -228,12 +229,12 @@ fn emit(r: &GateReport, format: Format, out: Option<&Path>) -> Result<()> {
         Some(p) => {
             if format == Format::Md {
                 let svg = output::svg_chart(r)?;
-                write_atomic(
-                    Path::new(chart_name.as_deref().expect("out given")),
-                    svg.as_bytes(),
-                )?;
+                let chart = Path::new(chart_name.as_deref().expect("out given"));
+                write_atomic(chart, svg.as_bytes())
+                    .with_context(|| format!("writing the chart {}", chart.display()))?;
             }
-            write_atomic(p, text.as_bytes())?;
+            write_atomic(p, text.as_bytes())
+                .with_context(|| format!("writing the output {}", p.display()))?;
             // The verdict also goes to stderr, for the CI log.
             eprint!("{}", output::text(r));
         }

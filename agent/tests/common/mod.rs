@@ -115,7 +115,7 @@ pub fn spawn_copied(cmd: &mut Command) -> Child {
 
 /// A served engine in a temporary directory, killed on drop.
 pub struct Served {
-    pub child: Child,
+    pub child: redoctor_testkit::KillOnDrop,
     pub dir: tempfile::TempDir,
 }
 
@@ -136,7 +136,10 @@ impl Served {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let s = Served { child, dir };
+        let s = Served {
+            child: redoctor_testkit::KillOnDrop(child),
+            dir,
+        };
         let t = Instant::now();
         while !s.socket().exists() {
             assert!(
@@ -174,13 +177,6 @@ impl Served {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(self.state()).unwrap()).unwrap();
         v["entries"].as_array().unwrap().len()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -17,12 +17,13 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use redoctor_testkit::KillOnDrop;
 
 const BIN: &str = env!("CARGO_BIN_EXE_redoctor-engine");
 /// How long a child may take to open, prepare and acknowledge its first commit.
@@ -35,14 +36,7 @@ const LOG_BUFFER_MB: &str = "0.5";
 
 /// Kills the child on drop, so a failing assertion leaves no process behind.
 struct Running {
-    child: Child,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    child: KillOnDrop,
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -91,7 +85,9 @@ fn start_run(datadir: &Path, acks: &Path, redo_threads: &str, logs: &Path, seed:
         .stderr(File::create(logs.with_extension("err")).expect("create stderr log"))
         .spawn()
         .expect("spawn redoctor-engine run");
-    Running { child }
+    Running {
+        child: KillOnDrop(child),
+    }
 }
 
 /// Waits until `acks` holds at least one line; panics if the child exits first.

@@ -6,7 +6,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use redoctor_testkit::KillOnDrop;
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
@@ -29,7 +31,7 @@ fn installed(tool: &str) -> bool {
 }
 
 struct Served {
-    child: Child,
+    child: KillOnDrop,
     socket: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -64,7 +66,7 @@ impl Served {
             std::thread::sleep(Duration::from_millis(20));
         }
         Served {
-            child,
+            child: KillOnDrop(child),
             socket,
             _dir: dir,
         }
@@ -86,13 +88,6 @@ impl Served {
         let st = self.child.wait().unwrap();
         assert!(st.success(), "serve exited with {st}");
         assert!(!self.socket.exists(), "socket file left behind");
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -18,7 +18,9 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use redoctor_testkit::KillOnDrop;
 
 use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
 
@@ -27,7 +29,7 @@ use crate::child::EngineChild;
 /// A libbpf-tools program attached to the target, stopped with SIGINT
 /// (on which it prints its summary and exits).
 struct Tool {
-    child: Child,
+    child: KillOnDrop,
     name: &'static str,
 }
 
@@ -66,7 +68,10 @@ impl Tool {
             }
         }
         child.stdout = Some(out.into_inner());
-        Ok(Tool { child, name })
+        Ok(Tool {
+            child: KillOnDrop(child),
+            name,
+        })
     }
 
     /// SIGINT, then everything it printed after starting.
@@ -84,13 +89,6 @@ impl Tool {
             return Err(format!("{} exited {st}: {out}", self.name));
         }
         Ok(out)
-    }
-}
-
-impl Drop for Tool {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
