@@ -15,9 +15,14 @@ import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-CRATES = ["engine", "engine/server", "engine/workload", "engine/harness", "engine/cli",
-          "engine/soak", "probes", "advisor", "agent", "common/args", "common/stats",
-          "common/probes-common"]
+# Every crate of the workspace: each directory under the root with a
+# Cargo.toml and a src/ (found, not listed, so a new crate is not missed).
+CRATES = sorted(
+    os.path.relpath(d, ROOT)
+    for d, _, files in os.walk(ROOT)
+    if "Cargo.toml" in files and d != ROOT and "/target" not in d and "/." not in d
+    and os.path.isdir(os.path.join(d, "src"))
+)
 
 
 def code(path):

@@ -5,8 +5,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::{Deserialize, Serialize};
 
-use crate::redo::RedoMode;
-
 macro_rules! counters {
     ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {
         /// Live counters (relaxed atomics; each is monotonic).
@@ -90,24 +88,4 @@ counters! {
     redo_self_writes,
     /// fdatasyncs a committer made itself likewise.
     redo_self_flushes,
-}
-
-/// What `Engine::status` returns.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StatusSnapshot {
-    pub counters: CounterValues,
-    /// Reserved up to (the log's current lsn).
-    pub lsn: u64,
-    /// Written to the OS up to.
-    pub write_lsn: u64,
-    /// Durable up to.
-    pub flushed_lsn: u64,
-    /// Newest durable checkpoint.
-    pub checkpoint_lsn: u64,
-    /// On (dedicated log threads, RT1) or off (user threads write, RT0);
-    /// `"on"`/`"off"` in JSON.
-    pub redo_mode: RedoMode,
-    pub flush_at_commit: u8,
-    /// Set once an fdatasync failed: the engine acknowledges no more commits.
-    pub fail_stop: Option<String>,
 }

@@ -42,12 +42,12 @@ mod tests;
 // live tests use. Everything else is private to the engine.
 pub use binlog::file::read_xids as read_binlog_xids;
 pub use binlog::BinlogError;
-pub use counters::{CounterValues, StatusSnapshot};
+pub use counters::CounterValues;
 pub use data::catalog::DataError;
 pub use data::record::{RedoRecord, RowOp};
 pub use data::table::{Row, Shape, TableId};
 pub use data::trx::{Trx, TrxError};
-pub use engine::{find_setting, Engine, EngineOptions, SETTINGS};
+pub use engine::{find_setting, Engine, EngineOptions, StatusSnapshot, SETTINGS};
 pub use error::EngineError;
 pub use recovery::{RecoveryError, RecoveryReport};
 pub use redo::log_file::StopReason;

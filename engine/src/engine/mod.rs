@@ -24,7 +24,7 @@ use crate::admission::{ConcurrencyGate, GateSession};
 use crate::base_writer::BaseWriter;
 use crate::binlog::group_commit::{BinlogSettings, GroupCommit};
 use crate::checkpoint;
-use crate::counters::{Counters, StatusSnapshot};
+use crate::counters::Counters;
 use crate::data::catalog::Catalog;
 use crate::data::lock_sys::LockSys;
 use crate::data::record::{self, RedoRecord};
@@ -44,6 +44,7 @@ use crate::vfs::{OsVfs, Vfs};
 mod status;
 mod variables;
 
+pub use status::StatusSnapshot;
 pub use variables::SETTINGS;
 
 /// Looks one of the engine's settings up by its MySQL name

@@ -5,9 +5,32 @@
 //! `Innodb_<counter>` (`Binlog_<rest>` for `binlog_<rest>`) otherwise, so new counters show up without an edit
 //! here. Gate, throttle and trx-sys counters follow.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::Engine;
+use crate::counters::CounterValues;
+use crate::redo::RedoMode;
+
+/// What `Engine::status` returns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusSnapshot {
+    pub counters: CounterValues,
+    /// Reserved up to (the log's current lsn).
+    pub lsn: u64,
+    /// Written to the OS up to.
+    pub write_lsn: u64,
+    /// Durable up to.
+    pub flushed_lsn: u64,
+    /// Newest durable checkpoint.
+    pub checkpoint_lsn: u64,
+    /// On (dedicated log threads, RT1) or off (user threads write, RT0);
+    /// `"on"`/`"off"` in JSON.
+    pub redo_mode: RedoMode,
+    pub flush_at_commit: u8,
+    /// Set once an fdatasync failed: the engine acknowledges no more commits.
+    pub fail_stop: Option<String>,
+}
 
 /// Engine counter → MySQL status name.
 pub const MYSQL_NAMES: &[(&str, &str)] = &[
