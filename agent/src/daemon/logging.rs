@@ -35,9 +35,13 @@ fn filter_from(env: Option<String>, cfg: &LogConfig) -> Result<EnvFilter> {
 /// Installs the subscriber for this process (once; a second call, as on a
 /// configuration reload, keeps the first).
 pub fn init(cfg: &LogConfig) -> Result<()> {
+    // A failed write is dropped silently: the subscriber's own report of
+    // it would go to the same stderr with eprintln!, which panics when
+    // stderr is a pipe whose reader has gone.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter(cfg)?)
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_ansi(false);
     let installed = match cfg.format {
         LogFormat::Text => builder.try_init(),
