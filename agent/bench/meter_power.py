@@ -40,6 +40,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "advisor", "bench", "eval"))
+from measure import busy_mark  # noqa: E402  (the pause-file protocol's one reader)
 ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
 REDOCTOR = os.path.join(ROOT, "target/release/redoctor")
 KNOB = "redoctor_debug_commit_spin_ns"
@@ -84,17 +86,6 @@ def phase(sock, spin, secs):
     time.sleep(secs - 2)
     c1, t1 = commits(sock), time.monotonic()
     return (c1 - c0) / (t1 - t0)
-
-
-def busy_mark(pause_file):
-    """Whether another job holds the CPUs now, and how many it has started."""
-    if not pause_file:
-        return (False, 0)
-    try:
-        size = os.path.getsize(pause_file + ".log")
-    except OSError:
-        size = 0
-    return (os.path.exists(pause_file), size)
 
 
 def unbusy(args, proc, fn, *a):

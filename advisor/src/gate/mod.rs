@@ -8,7 +8,7 @@ pub mod compare;
 pub mod metrics;
 pub mod output;
 
-pub use baseline::{write_atomic, Baseline};
+pub use baseline::Baseline;
 pub use compare::{compare, Comparison, Judge, MetricResult, Verdict};
 pub use metrics::{Direction, Scope, Threshold, METRICS};
 pub use output::GateReport;

@@ -189,16 +189,9 @@ impl Served {
     }
 }
 
-/// Polls `ok` every 100 ms; panics after `secs` naming `what`.
-pub fn wait(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(
-            t.elapsed() < Duration::from_secs(secs),
-            "timed out after {secs} s waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// Polls `ok` until it holds (`redoctor_testkit::wait_until`); panics after `secs` naming `what`.
+pub fn wait(what: &str, secs: u64, ok: impl FnMut() -> bool) {
+    redoctor_testkit::wait_until(what, Duration::from_secs(secs), ok);
 }
 
 /// The daemon's audit log in `state` (every line must be JSON).

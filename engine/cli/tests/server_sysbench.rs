@@ -14,19 +14,12 @@ use std::time::{Duration, Instant};
 use mysql::prelude::Queryable;
 
 fn installed(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
     !redoctor_testkit::skip_if_missing(
         tool,
-        (!found).then(|| {
-            format!(
-                "`{tool}` is not installed (apt-get install sysbench mariadb-client; .ci/run does this)"
-            )
-        }),
+        redoctor_testkit::tool_missing(
+            tool,
+            "apt-get install sysbench mariadb-client; .ci/run does this",
+        ),
     )
 }
 
