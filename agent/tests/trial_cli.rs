@@ -249,7 +249,14 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
         let switched = w["side"] != windows[i - 1]["side"];
         assert_eq!(w["warmup"] == true, switched, "window {i}: {t}");
     }
-    assert!(strikes <= 1 || t["outcome"] == "aborted_floor", "{t}");
+    // Strikes that are not consecutive each cost one switch back; two in a
+    // row abort. So a trial that ran on has at most one per block (plus the
+    // unfinished one), an aborted one has its two.
+    if t["outcome"] == "aborted_floor" {
+        assert!(strikes >= 2, "{t}");
+    } else {
+        assert!(strikes <= blocks + 1, "{t}");
+    }
     assert_eq!(t["plan"]["design"]["guard_s"], 0.3, "{}", t["plan"]);
     assert!(t["elapsed_s"].as_f64().unwrap() <= 24.5, "{t}");
     let kept = t["outcome"] == "kept";

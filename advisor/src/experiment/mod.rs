@@ -44,7 +44,7 @@
 //!   next candidate window (after switching back) confirms or clears it.
 //!   A second candidate window in a row below the floor aborts the trial
 //!   ([`Outcome::AbortedFloor`]). A bad setting thus runs one window before
-//!   it is undone, and at most two in all; a load that stalls now and then
+//!   it is undone, and at most two in a row; a load that stalls now and then
 //!   on its own (lock waits, a disk hiccup) does not end a trial on one
 //!   unlucky window. Warm-up windows are transients and not compared.
 //! - **Stalled windows.** A pair with a window at 0 commits/s has no ratio
