@@ -21,6 +21,7 @@ use crate::error::ProbeError;
 const CHUNK: usize = 4096;
 
 const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
+const BPF_MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
 /// The kernel's internal "operation not supported" (not in libc).
 const ENOTSUPP: i32 = 524;
 
@@ -36,6 +37,53 @@ struct BatchAttr {
     map_fd: u32,
     elem_flags: u64,
     flags: u64,
+}
+
+/// `bpf_attr` for the element commands (include/uapi/linux/bpf.h).
+#[repr(C)]
+#[derive(Default)]
+struct ElemAttr {
+    map_fd: u32,
+    _pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+}
+
+/// The kernel cannot look up and delete in one step for this map.
+#[derive(Debug)]
+pub struct Unsupported;
+
+/// Reads and removes `key` from a hash map in one step; `None` if it is
+/// not there. [`Unsupported`] on kernels before 5.14 (or another error:
+/// the caller falls back to a lookup and a delete, which reports it).
+pub fn lookup_and_delete<K: Pod, V: Pod>(map: &MapData, key: &K) -> Result<Option<V>, Unsupported> {
+    let mut value = std::mem::MaybeUninit::<V>::zeroed();
+    let mut attr = ElemAttr {
+        map_fd: map.fd().as_fd().as_raw_fd() as u32,
+        key: key as *const K as u64,
+        value: value.as_mut_ptr() as u64,
+        ..ElemAttr::default()
+    };
+    // SAFETY: `attr` points at a key of the map's key size and a buffer of
+    // its value size (the caller's types match the map, as aya checked when
+    // the map was opened), both outliving the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_LOOKUP_AND_DELETE_ELEM,
+            &mut attr as *mut ElemAttr,
+            size_of::<ElemAttr>(),
+        )
+    };
+    if r == 0 {
+        // SAFETY: the kernel wrote a whole value; `Pod` admits any bits.
+        return Ok(Some(unsafe { value.assume_init() }));
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::ENOENT) => Ok(None),
+        _ => Err(Unsupported),
+    }
 }
 
 /// Every entry of a map: key `i` has values `values[i * per_key..][..per_key]`

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::error::ProbeError;
+use crate::file_index::FileIndex;
 use crate::loader::{AttachOptions, Probes};
 use crate::map_reads;
 use crate::maps::{self, FdIo, FileId, IoKey, Lookup, HIST_BUCKETS};
@@ -87,6 +88,10 @@ pub struct FsyncCounters {
     /// is known by device and inode): one process's listing names it for
     /// the others.
     file_kinds: HashMap<FileId, FileKind>,
+    /// Files no listing named, found by inode in the directories listed
+    /// files live in (a WAL segment a backend opened, synced and closed
+    /// between two listings).
+    index: FileIndex,
     totals: BTreeMap<FileKind, FsyncTotals>,
     last_tidy: Instant,
     tidy_every: Duration,
@@ -107,6 +112,7 @@ impl FsyncCounters {
             prev: HashMap::new(),
             kinds: HashMap::new(),
             file_kinds: HashMap::new(),
+            index: FileIndex::default(),
             totals: BTreeMap::new(),
             last_tidy: Instant::now(),
             tidy_every: TIDY_EVERY,
@@ -193,6 +199,7 @@ impl FsyncCounters {
             listed.insert(pid);
             for (fd, path, file) in found {
                 let kind = self.profile.kind_of(&path);
+                self.index.note(&path);
                 let key = IoKey { pid, fd, file };
                 if file != FileId::default() {
                     self.file_kinds.insert(file, kind);
@@ -204,10 +211,25 @@ impl FsyncCounters {
             }
         }
         // A file fsync'd by one process and listed in another (PostgreSQL's
-        // WAL, opened by backends and the WAL writer alike).
+        // WAL, opened by backends and the WAL writer alike); else a file in
+        // no listing, found by inode where the listed files live.
         // Else a descriptor its process no longer holds is `other` for
         // good (not listed again every second); a number reused for
         // another file is named afresh at the next tidy.
+        let unknown: HashSet<FileId> = io
+            .keys()
+            .filter(|k| {
+                k.file != FileId::default()
+                    && !self.kinds.contains_key(*k)
+                    && !self.file_kinds.contains_key(&k.file)
+            })
+            .map(|k| k.file)
+            .collect();
+        if !unknown.is_empty() {
+            for (file, path) in self.index.resolve(&unknown) {
+                self.file_kinds.insert(file, self.profile.kind_of(&path));
+            }
+        }
         for key in io.keys() {
             if !self.kinds.contains_key(key) {
                 let kind = match self.file_kinds.get(&key.file) {
@@ -245,18 +267,31 @@ impl FsyncCounters {
             })
             .map(|(k, _)| *k)
             .collect();
-        if follow {
+        // Taken out with their counts as of the delete: a descriptor number
+        // reopened on the same file after the listing (a PostgreSQL backend
+        // back on a WAL segment) counted on between the reading and now.
+        let last: Vec<Option<FdIo>> = if follow {
             let keys: Vec<maps::ProcFd> = dropped.iter().map(|&k| k.into()).collect();
-            map_reads::prune::<maps::ProcFd, FdIo>(&mut self.probes, "io_by_proc_fd", &keys)?;
+            map_reads::take::<maps::ProcFd, FdIo>(&mut self.probes, "io_by_proc_fd", &keys)?
         } else {
             let keys: Vec<u32> = dropped.iter().map(|k| k.fd).collect();
-            map_reads::prune::<u32, FdIo>(&mut self.probes, "io_by_fd", &keys)?;
+            map_reads::take::<u32, FdIo>(&mut self.probes, "io_by_fd", &keys)?
+        };
+        for (k, now) in dropped.iter().zip(&last) {
+            if let (Some(now), Some(was)) = (now, io.get(k)) {
+                if now.fsync_calls > was.fsync_calls {
+                    let kind = self.kinds.get(k).copied().unwrap_or(FileKind::Other);
+                    self.totals.entry(kind).or_default().add(now, was);
+                }
+            }
         }
         for k in &dropped {
             self.kinds.remove(k);
         }
         let held: HashSet<FileId> = open.iter().map(|k| k.file).collect();
         self.file_kinds.retain(|f, _| held.contains(f));
+        let counted: HashSet<FileId> = io.keys().map(|k| k.file).collect();
+        self.index.forget(|f| counted.contains(f));
         // The threads that timed an fsync and have exited.
         let (threads, _) = map_reads::read_threads(&self.probes, Lookup::Batch)?;
         let mut live = HashSet::new();

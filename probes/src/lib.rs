@@ -21,6 +21,7 @@ mod batch;
 pub mod bpf_stats;
 pub mod error;
 mod exit_watch;
+mod file_index;
 pub mod fsync_counters;
 mod glob;
 mod histogram;

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap as BpfHashMap, IterableMap, MapData, PerCpuArray};
 use aya::Pod;
 
 use crate::batch;
@@ -251,6 +251,53 @@ pub fn read_named_locks(p: &Probes) -> Result<NamedLocksTable, ProbeError> {
     let arr: Array<&MapData, NamedLocksTable> =
         Array::try_from(map(p, name)?).map_err(map_err(name))?;
     arr.get(&0, 0).map_err(map_err(name))
+}
+
+/// Deletes the given keys from a hash map and returns each one's value as
+/// it was when deleted (`None`: already gone), in the order of `keys`.
+///
+/// `BPF_MAP_LOOKUP_AND_DELETE_ELEM` (hash maps, Linux 5.14+) reads and
+/// removes an entry in one step, so a count made after the caller's last
+/// reading is returned, not lost; a count made after the delete starts a
+/// new entry. On an older kernel each entry is read and then deleted (a
+/// count landing between the two is lost).
+pub(crate) fn take<K: Pod, V: Pod>(
+    p: &mut Probes,
+    name: &'static str,
+    keys: &[K],
+) -> Result<Vec<Option<V>>, ProbeError> {
+    if keys.is_empty() {
+        return Ok(vec![]);
+    }
+    let m = p.bpf.map_mut(name).ok_or(ProbeError::Missing {
+        what: "map",
+        name: name.into(),
+    })?;
+    let mut h: BpfHashMap<&mut MapData, K, V> = match BpfHashMap::try_from(m) {
+        Ok(h) => h,
+        Err(e) => return Err(map_err(name)(e)),
+    };
+    let mut out = Vec::with_capacity(keys.len());
+    for k in keys {
+        match batch::lookup_and_delete::<K, V>(IterableMap::map(&h), k) {
+            Ok(v) => out.push(v),
+            Err(batch::Unsupported) => {
+                let v = match h.get(k, 0) {
+                    Ok(v) => Some(v),
+                    Err(aya::maps::MapError::KeyNotFound) => None,
+                    Err(e) => return Err(map_err(name)(e)),
+                };
+                match h.remove(k) {
+                    Ok(()) | Err(aya::maps::MapError::KeyNotFound) => {}
+                    Err(aya::maps::MapError::SyscallError(e))
+                        if e.io_error.raw_os_error() == Some(libc::ENOENT) => {}
+                    Err(e) => return Err(map_err(name)(e)),
+                }
+                out.push(v);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Deletes the given keys from a hash map (entries of threads that are gone

@@ -12,6 +12,16 @@ use crate::maps::{self, FutexKey, FutexWait, IoKey, MapsReading, WakePair};
 /// `MAX_FUTEX_KEYS` of the BPF source: capacity of `futex_wait_by_lock`.
 const FUTEX_KEYS: usize = 16384;
 
+/// Counts a pruned descriptor made after the window's reading: `now`
+/// (taken with the delete) less `was` (the reading) belongs to the next
+/// window.
+#[derive(Debug, Clone, Copy)]
+pub struct LateIo {
+    pub key: IoKey,
+    pub was: maps::FdIo,
+    pub now: maps::FdIo,
+}
+
 /// The descriptors `/proc` listed after the reading (see
 /// `Sampler::list_fds`).
 #[derive(Clone, Copy)]
@@ -33,7 +43,7 @@ pub fn dead_threads(
     cur: &mut MapsReading,
     live: &HashMap<u32, String>,
     open: OpenFds,
-) -> Result<(), ProbeError> {
+) -> Result<Vec<LateIo>, ProbeError> {
     let dead = |tid: u32| !live.contains_key(&tid);
     // A process of the target: one in the reading (with follow_children,
     // processes leave `tracked_tgids` when they exit).
@@ -82,7 +92,8 @@ pub fn dead_threads(
     // no longer holds at that descriptor (closed: a segment switch leaves
     // one per WAL segment), that had no call in this window. (A file
     // reopened at the same descriptor between the listing and the delete
-    // loses the calls it makes meanwhile.)
+    // counts on meanwhile: taken out with its counts as of the delete, that
+    // difference is returned for the next window.)
     let fds: Vec<IoKey> = if probes.follows_children() {
         cur.io
             .iter()
@@ -96,9 +107,13 @@ pub fn dead_threads(
         Vec::new()
     };
     let fd_keys: Vec<maps::ProcFd> = fds.iter().map(|&k| maps::ProcFd::from(k)).collect();
-    map_reads::prune::<maps::ProcFd, maps::FdIo>(probes, "io_by_proc_fd", &fd_keys)?;
-    for k in &fds {
-        cur.io.remove(k);
+    let last = map_reads::take::<maps::ProcFd, maps::FdIo>(probes, "io_by_proc_fd", &fd_keys)?;
+    let mut late = vec![];
+    for (k, now) in fds.iter().zip(last) {
+        let was = cur.io.remove(k).unwrap_or_default();
+        if let Some(now) = now.filter(|n| *n != was) {
+            late.push(LateIo { key: *k, was, now });
+        }
     }
     map_reads::forget_threads(probes, &threads)?;
     map_reads::prune::<WakePair, u64>(probes, "wakeups_by_pair", &pairs)?;
@@ -113,5 +128,5 @@ pub fn dead_threads(
     for k in &futexes {
         cur.futex.remove(k);
     }
-    Ok(())
+    Ok(late)
 }

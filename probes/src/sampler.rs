@@ -6,11 +6,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::bpf_stats::{CostMeter, DEFAULT_COST_EVERY};
 use crate::error::ProbeError;
 use crate::exit_watch::ExitWatch;
+use crate::file_index::FileIndex;
 use crate::histogram::{histogram, histogram_in};
 use crate::loader::Probes;
 use crate::lock_waits::lock_waits;
 use crate::map_reads;
-use crate::maps::{comm_family, point, FileId, IoKey, MapsReading, NamedLocksTable, HIST_BUCKETS};
+use crate::maps::{
+    comm_family, point, FdIo, FileId, IoKey, MapsReading, NamedLocksTable, HIST_BUCKETS,
+};
 use crate::named_locks::{self, NamedLocks, TableError};
 use crate::preflight;
 use crate::procfs;
@@ -40,6 +43,11 @@ pub struct Sampler {
     /// Path behind each descriptor, per process, as last listed whatever
     /// the file: the last resort for a count whose file no listing named.
     fd_last_paths: HashMap<(u32, u32), String>,
+    /// Files no listing named, found by inode ([`FileIndex`]).
+    index: FileIndex,
+    /// Counts pruned descriptors made after the last window's reading,
+    /// with their kinds: added to the next window.
+    late_io: Vec<(FileKind, prune::LateIo)>,
     /// Process of each thread seen (tid -> tgid).
     tid_pid: HashMap<u32, u32>,
     /// Title of each process of the target seen (exited ones keep theirs).
@@ -81,6 +89,8 @@ impl Sampler {
             fd_paths: HashMap::new(),
             file_paths: HashMap::new(),
             fd_last_paths: HashMap::new(),
+            index: FileIndex::default(),
+            late_io: Vec::new(),
             tid_pid: HashMap::new(),
             titles: HashMap::new(),
             exited: false,
@@ -250,6 +260,7 @@ impl Sampler {
             };
             listed.insert(pid);
             for (fd, path, file) in found {
+                self.index.note(&path);
                 if file != FileId::default() {
                     files.insert(file, path.clone());
                 }
@@ -273,6 +284,23 @@ impl Sampler {
                 last.entry((k.pid, k.fd)).or_insert_with(|| p.clone());
             }
         }
+        // A file in no listing (opened, used and closed between two): found
+        // by inode where the listed files live, before a descriptor's last
+        // path (which may have been another file) is taken for it.
+        let unknown: HashSet<FileId> = cur
+            .io
+            .keys()
+            .filter(|k| {
+                k.file != FileId::default()
+                    && !paths.contains_key(*k)
+                    && !files.contains_key(&k.file)
+            })
+            .map(|k| k.file)
+            .collect();
+        if !unknown.is_empty() {
+            files.extend(self.index.resolve(&unknown));
+        }
+        self.index.forget(|f| files.contains_key(f));
         self.fd_paths = paths;
         self.file_paths = files;
         self.fd_last_paths = last;
@@ -364,13 +392,24 @@ impl Sampler {
         self.read_usdt_names(&cur);
         let cost = self.cost.close(&self.probes);
         let sig = self.compute(&cur, cost, !alive, live.as_ref());
+        self.late_io.clear();
         let mut cur = cur;
         if let Some(live) = &live {
             let open = prune::OpenFds {
                 keys: &open_fds,
                 listed: &listed,
             };
-            prune::dead_threads(&mut self.probes, &self.prev, &mut cur, live, open)?;
+            let late = prune::dead_threads(&mut self.probes, &self.prev, &mut cur, live, open)?;
+            // Named now, while the listing still has them.
+            self.late_io = late
+                .into_iter()
+                .map(|l| {
+                    let kind = self
+                        .io_path(&l.key)
+                        .map_or(FileKind::Other, |p| self.profile.kind_of(p));
+                    (kind, l)
+                })
+                .collect();
         }
         self.prev = cur;
         self.exited |= !alive;
@@ -730,17 +769,11 @@ impl Sampler {
             let kind = self
                 .io_path(key)
                 .map_or(FileKind::Other, |p| self.profile.kind_of(p));
-            let (f, h) = io
-                .entry(kind)
-                .or_insert_with(|| (FileIo::default(), [0; HIST_BUCKETS]));
-            f.write_calls += now.write_calls.saturating_sub(was.write_calls);
-            f.write_bytes += now.write_bytes.saturating_sub(was.write_bytes);
-            f.fsync_calls += now.fsync_calls.saturating_sub(was.fsync_calls);
-            f.fsync_ns += now.fsync_ns.saturating_sub(was.fsync_ns);
-            f.fdatasync_calls += now.fdatasync_calls.saturating_sub(was.fdatasync_calls);
-            for (i, slot) in h.iter_mut().enumerate() {
-                *slot += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
-            }
+            add_io(&mut io, kind, now, &was);
+        }
+        // Counts of descriptors pruned last window made after its reading.
+        for (kind, l) in &self.late_io {
+            add_io(&mut io, *kind, &l.now, &l.was);
         }
         io.into_iter()
             .filter(|(_, (f, _))| f.write_calls + f.fsync_calls > 0)
@@ -879,6 +912,26 @@ fn take_out_idle_polling(
     cpu.oncpu_ns -= taken;
     cpu.idle_poll_ns = taken;
     cpu.derive(window_ns);
+}
+
+/// Adds what descriptor counts `was` -> `now` wrote and synced to `kind`.
+fn add_io(
+    io: &mut BTreeMap<FileKind, (FileIo, [u64; HIST_BUCKETS])>,
+    kind: FileKind,
+    now: &FdIo,
+    was: &FdIo,
+) {
+    let (f, h) = io
+        .entry(kind)
+        .or_insert_with(|| (FileIo::default(), [0; HIST_BUCKETS]));
+    f.write_calls += now.write_calls.saturating_sub(was.write_calls);
+    f.write_bytes += now.write_bytes.saturating_sub(was.write_bytes);
+    f.fsync_calls += now.fsync_calls.saturating_sub(was.fsync_calls);
+    f.fsync_ns += now.fsync_ns.saturating_sub(was.fsync_ns);
+    f.fdatasync_calls += now.fdatasync_calls.saturating_sub(was.fdatasync_calls);
+    for (i, slot) in h.iter_mut().enumerate() {
+        *slot += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
+    }
 }
 
 #[cfg(test)]
