@@ -142,9 +142,13 @@ serve_engine() {
     mariadb --socket="$sock" -uroot -e "CREATE DATABASE IF NOT EXISTS sbtest" 2>/dev/null || true
 }
 
+# The engine as MySQL 8.4 configures itself: dedicated log threads off
+# below 32 logical CPUs (serve's own default is MySQL 8.0's, on).
 start_engine() {
-    serve_engine engine
-    VERSION_engine="redoctor-engine $(git rev-parse --short HEAD)"
+    local rt=off
+    (($(nproc) >= 32)) && rt=on
+    serve_engine engine --redo-threads "$rt"
+    VERSION_engine="redoctor-engine $(git rev-parse --short HEAD) with MySQL 8.4's log threads ($rt)"
 }
 
 start_engine_rt0() {

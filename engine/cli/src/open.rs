@@ -8,7 +8,37 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use redoctor_args::OnOff;
 use redoctor_engine::{Engine, EngineOptions, RedoOptions};
+
+/// The redo log's startup options, shared by `run` and `serve` with one
+/// default: the engine's (dedicated log threads on, as MySQL 8.0; flush at
+/// every commit).
+#[derive(Args, Debug, Default)]
+pub struct RedoArgs {
+    /// Dedicated redo log threads at start: on (RT1) or off (RT0, user threads write).
+    /// Engine default (on, as MySQL 8.0; MySQL 8.4 turns them off below 32 logical CPUs) if absent.
+    #[arg(long, value_enum)]
+    pub redo_threads: Option<OnOff>,
+    /// innodb_flush_log_at_trx_commit at start: 1 write+fsync per commit, 2 write only, 0 neither.
+    /// Engine default (1) if absent.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub flush_at_commit: Option<u8>,
+}
+
+impl RedoArgs {
+    /// The engine's redo options with these applied.
+    pub fn options(&self) -> RedoOptions {
+        let mut redo = RedoOptions::default();
+        if let Some(mode) = self.redo_threads {
+            redo.mode = mode.into();
+        }
+        if let Some(f) = self.flush_at_commit {
+            redo.flush_at_commit = f;
+        }
+        redo
+    }
+}
 
 /// Options for opening the engine, shared by every subcommand.
 #[derive(Args, Debug)]

@@ -13,13 +13,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use redoctor_args::OnOff;
+use redoctor_engine::Engine;
 use redoctor_engine::{find_setting, SETTINGS};
-use redoctor_engine::{Engine, RedoOptions};
 use redoctor_server as server;
 use redoctor_workload::{self as workload, procstat, KeyDist, Mix, RunConfig, WorkloadSpec};
 
-use crate::open::{ensure_writable_dir, open_engine, EngineArgs};
+use crate::open::{ensure_writable_dir, open_engine, EngineArgs, RedoArgs};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -53,12 +52,9 @@ pub struct RunArgs {
     /// Unmeasured warm-up before the measured window (`1`, `500ms`).
     #[arg(long, default_value = "1", value_parser = redoctor_args::duration)]
     warmup: Duration,
-    /// Dedicated redo log threads: on (RT1) or off (RT0, user threads write). Engine default if absent.
-    #[arg(long, value_enum)]
-    redo_threads: Option<OnOff>,
-    /// innodb_flush_log_at_trx_commit: 1 write+fsync per commit, 2 write only, 0 neither. Engine default if absent.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=2))]
-    flush_at_commit: Option<u8>,
+    /// The redo log's startup options (shared with `serve`).
+    #[command(flatten)]
+    redo: RedoArgs,
     /// Number of sbtest tables.
     #[arg(long, default_value_t = 4)]
     tables: u32,
@@ -218,13 +214,7 @@ pub fn cmd_run(a: RunArgs) -> Result<ExitCode> {
         check_admin_socket(p)?;
     }
     ensure_writable_dir(&a.engine.datadir)?;
-    let mut redo = RedoOptions::default();
-    if let Some(mode) = a.redo_threads {
-        redo.mode = mode.into();
-    }
-    if let Some(f) = a.flush_at_commit {
-        redo.flush_at_commit = f;
-    }
+    let redo = a.redo.options();
     let startup = startup_settings(&a.set);
     if a.check_settings {
         let engine = open_engine(&a.engine, redo, a.lock_wait_timeout, startup)?;

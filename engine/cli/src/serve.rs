@@ -9,10 +9,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use redoctor_args::OnOff;
-use redoctor_engine::{RedoMode, RedoOptions};
+use redoctor_engine::RedoMode;
 use redoctor_server::{wait_for_signal, Server, ServerConfig, DEFAULT_MAX_PACKET};
 
-use crate::open::{ensure_writable_dir, open_engine, EngineArgs};
+use crate::open::{ensure_writable_dir, open_engine, EngineArgs, RedoArgs};
 use crate::run::{apply_settings, startup_settings};
 
 #[derive(Args, Debug)]
@@ -23,13 +23,9 @@ pub struct ServeArgs {
     /// Also listen on 127.0.0.1:PORT (off unless given; no peer check on TCP).
     #[arg(long, value_name = "PORT")]
     pub tcp: Option<u16>,
-    /// Dedicated redo log threads at start: on (RT1) or off (RT0). Default as MySQL 8.4's:
-    /// off on a host with fewer than 32 logical CPUs (those this process may run on), on from 32.
-    #[arg(long, value_enum)]
-    pub redo_threads: Option<OnOff>,
-    /// innodb_flush_log_at_trx_commit at start (0, 1, 2). Engine default (1) if absent.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=2))]
-    pub flush_at_commit: Option<u8>,
+    /// The redo log's startup options, with `run`'s defaults.
+    #[command(flatten)]
+    pub redo: RedoArgs,
     /// Set a server variable at start, `name=value` (repeatable), as `run --set`
     /// takes it: startup-only settings when the engine opens, the rest through
     /// SET GLOBAL before the first client connects.
@@ -62,27 +58,23 @@ pub struct ServeArgs {
 /// Opens the engine, serves until SIGTERM/SIGINT, shuts down gracefully.
 pub fn run(a: ServeArgs) -> Result<ExitCode> {
     ensure_writable_dir(&a.engine.datadir)?;
-    let mut redo = RedoOptions::default();
+    let mut redo = a.redo.options();
     // Clients send multi-row INSERTs of ~512 KiB (sysbench's bulk load) as one
     // autocommit transaction: allow redo records up to 2 MiB (the link
     // buffer caps a record at half its slots; 4 Mi slots take 32 MiB).
     redo.link_slots = redo.link_slots.max(1 << 22);
-    redo.mode = match a.redo_threads {
-        Some(m) => m.into(),
-        None => {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let mode = RedoMode::host_default(cpus);
+    if a.redo.redo_threads.is_none() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let host = RedoMode::host_default(cpus);
+        if host != redo.mode {
             say!(
-                "redoctor-engine serve: innodb_log_writer_threads={} (MySQL 8.4's default: on \
-                 from {} logical CPUs; this process may run on {cpus}; --redo-threads sets it)",
-                OnOff::from(mode).to_string().to_uppercase(),
-                RedoMode::DEDICATED_THREADS_MIN_CPUS
+                "redoctor-engine serve: innodb_log_writer_threads={} (the engine's default, as \
+                 MySQL 8.0's; MySQL 8.4 would choose {} for the {cpus} logical CPUs this process \
+                 may run on: --redo-threads sets it)",
+                OnOff::from(redo.mode).to_string().to_uppercase(),
+                OnOff::from(host).to_string().to_uppercase(),
             );
-            mode
         }
-    };
-    if let Some(f) = a.flush_at_commit {
-        redo.flush_at_commit = f;
     }
     let lock_wait = a.lock_wait_timeout.map(|t| t.max(Duration::from_secs(1)));
     let engine = open_engine(&a.engine, redo, lock_wait, startup_settings(&a.set))?;
