@@ -13,6 +13,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use redoctor_testkit::agent_config::{AgentConfig, Target};
 use redoctor_testkit::KillOnDrop;
 use std::time::{Duration, Instant};
 
@@ -248,33 +249,20 @@ fn observes_exports_metrics_on_loopback_reloads_and_stops() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let port = free_port();
-    let body = format!(
-        r#"[agent]
-state_dir = "{}"
-metrics = "127.0.0.1:{port}"
-[agent.budget]
-tps_percent = 20.0
-
-[[target]]
-name = "engine"
-pid = {}
-socket = "{}"
-mode = "observe"
-[target.sampling]
-every = "4s"
-warmup = "500ms"
-window = "1s"
-
-[[target]]
-name = "absent"
-process = "no-such-db"
-mode = "observe"
-"#,
-        state.display(),
-        e.pid(),
-        e.socket.display()
-    );
-    let cfg = write_config(dir.path(), &body);
+    // Both targets in `mode`.
+    let config = |mode: &str| {
+        AgentConfig::new(&state)
+            .metrics(format!("127.0.0.1:{port}"))
+            .budget("tps_percent", 20.0)
+            .target(
+                Target::pid("engine", e.pid())
+                    .socket(&e.socket)
+                    .set("mode", mode)
+                    .sampling("4s", "500ms", "1s"),
+            )
+            .target(Target::process("absent", "no-such-db").set("mode", mode))
+    };
+    let cfg = config("observe").write(dir.path());
     let mut a = Agent::start(&cfg);
     wait("a sampled observation", 60, || {
         http_get(port, "/metrics").contains("redoctor_samples_total{target=\"engine\"} 1")
@@ -448,21 +436,13 @@ mode = "observe"
     );
 
     // SIGHUP: a bad file is refused and the agent goes on; a good one reloads.
-    std::fs::write(
-        &cfg,
-        body.replace("mode = \"observe\"", "mode = \"sideways\""),
-    )
-    .unwrap();
+    config("sideways").write(dir.path());
     a.signal(libc::SIGHUP);
     wait("the reload refused", 20, || {
         !events(&state, "config_rejected").is_empty()
     });
     assert!(a.child.try_wait().unwrap().is_none());
-    std::fs::write(
-        &cfg,
-        body.replace("mode = \"observe\"", "mode = \"recommend\""),
-    )
-    .unwrap();
+    config("recommend").write(dir.path());
     a.signal(libc::SIGHUP);
     wait("the reload", 20, || {
         !events(&state, "config_reloaded").is_empty()
@@ -486,33 +466,21 @@ mode = "observe"
 /// and the trial aborted at the second.
 /// An apply-mode config for target `pid` over `socket` whose one
 /// candidate (a 5 ms sleep in every commit) is scripted to be bad.
-fn forced_bad_candidate(state: &Path, pid: u32, socket: &Path, design: &str) -> String {
-    format!(
-        r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 5.0
-
-[[target]]
-name = "engine"
-pid = {pid}
-socket = "{}"
-mode = "apply"
-knobs = ["redoctor_debug_commit_sleep_us"]
-candidates = [{{ redoctor_debug_commit_sleep_us = "5000" }}]
-[target.sampling]
-every = "30s"
-warmup = "500ms"
-window = "1s"
-[target.trial]
-design = "{design}"
-window = "1s"
-warmup = "500ms"
-"#,
-        state.display(),
-        socket.display()
-    )
+fn forced_bad_candidate(state: &Path, pid: u32, socket: &Path, design: &str) -> AgentConfig {
+    AgentConfig::new(state)
+        .metrics("off")
+        .budget("tps_percent", 5.0)
+        .target(
+            Target::pid("engine", pid)
+                .socket(socket)
+                .set("mode", "apply")
+                .knobs(&["redoctor_debug_commit_sleep_us"])
+                .candidates(&[&[("redoctor_debug_commit_sleep_us", "5000")]])
+                .sampling("30s", "500ms", "1s")
+                .trial("design", design)
+                .trial("window", "1s")
+                .trial("warmup", "500ms"),
+        )
 }
 
 #[test]
@@ -523,10 +491,7 @@ fn a_bad_candidate_is_rolled_back_within_one_window() {
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let cfg = write_config(
-        dir.path(),
-        &forced_bad_candidate(&state, e.pid(), &e.socket, "pairs"),
-    );
+    let cfg = forced_bad_candidate(&state, e.pid(), &e.socket, "pairs").write(dir.path());
     let mut a = Agent::start(&cfg);
     wait("the trial's outcome", 60, || {
         !events(&state, "trial").is_empty()
@@ -596,10 +561,7 @@ fn a_bad_candidate_in_switchback_periods_is_rolled_back_within_a_second() {
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let cfg = write_config(
-        dir.path(),
-        &forced_bad_candidate(&state, e.pid(), &e.socket, "auto"),
-    );
+    let cfg = forced_bad_candidate(&state, e.pid(), &e.socket, "auto").write(dir.path());
     let mut a = Agent::start(&cfg);
     wait("the trial's outcome", 60, || {
         !events(&state, "trial").is_empty()
@@ -644,10 +606,8 @@ fn another_servers_socket_is_refused_and_nothing_is_applied() {
     let (observed, other) = (Engine::start(2), Engine::start(2));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let cfg = write_config(
-        dir.path(),
-        &forced_bad_candidate(&state, observed.pid(), &other.socket, "pairs"),
-    );
+    let cfg =
+        forced_bad_candidate(&state, observed.pid(), &other.socket, "pairs").write(dir.path());
     let mut a = Agent::start(&cfg);
     let error = || {
         status_json(&state)["targets"]
@@ -688,39 +648,28 @@ fn kill9_mid_trial_is_undone_at_the_next_start_and_leaves_no_bpf_objects() {
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let cfg_text = format!(
-        r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 10.0
-
-[[target]]
-name = "engine"
-pid = {}
-socket = "{}"
-mode = "apply"
-knobs = ["redoctor_debug_commit_sleep_us"]
-candidates = [{{ redoctor_debug_commit_sleep_us = "50" }}]
-[target.sampling]
-every = "30s"
-warmup = "500ms"
-window = "1s"
-[target.guardrails]
-floor = 0.0
-[target.trial]
-window = "1s"
-warmup = "0s"
-design = "pairs"
-min_pairs = 40
-max_pairs = 40
-max_total = "120s"
-"#,
-        state.display(),
-        e.pid(),
-        e.socket.display()
-    );
-    let cfg = write_config(dir.path(), &cfg_text);
+    // In `mode`, sampled every `every` for `window`.
+    let config = |mode: &str, every: &str, window: &str| {
+        AgentConfig::new(&state)
+            .metrics("off")
+            .budget("tps_percent", 10.0)
+            .target(
+                Target::pid("engine", e.pid())
+                    .socket(&e.socket)
+                    .set("mode", mode)
+                    .knobs(&["redoctor_debug_commit_sleep_us"])
+                    .candidates(&[&[("redoctor_debug_commit_sleep_us", "50")]])
+                    .sampling(every, "500ms", window)
+                    .guardrail("floor", 0.0)
+                    .trial("window", "1s")
+                    .trial("warmup", "0s")
+                    .trial("design", "pairs")
+                    .trial("min_pairs", 40)
+                    .trial("max_pairs", 40)
+                    .trial("max_total", "120s"),
+            )
+    };
+    let cfg = config("apply", "30s", "1s").write(dir.path());
     let mut a = Agent::start(&cfg);
     wait("the candidate applied", 60, || {
         !events(&state, "trial_started").is_empty()
@@ -741,14 +690,7 @@ max_total = "120s"
     );
 
     // The next start, in observe mode: the restore comes first.
-    let observe = cfg_text
-        .replace("mode = \"apply\"", "mode = \"observe\"")
-        .replace("every = \"30s\"", "every = \"60s\"")
-        .replace(
-            "window = \"1s\"\n[target.guardrails]",
-            "window = \"20s\"\n[target.guardrails]",
-        );
-    std::fs::write(&cfg, &observe).unwrap();
+    config("observe", "60s", "20s").write(dir.path());
     let before = audit(&state).len();
     let mut b = Agent::start(&cfg);
     wait("the restore", 30, || {
@@ -837,7 +779,7 @@ fn follows_a_restarted_target_and_survives_its_death() {
     let cfg = restart_config(
         dir.path(),
         &state,
-        &format!("pidfile = \"{}\"", pidfile.display()),
+        Target::pidfile("engine", &pidfile),
         &format!("127.0.0.1:{port}"),
     );
     let mut a = Agent::start(&cfg);
@@ -932,7 +874,7 @@ fn follows_a_restarted_target_by_process_name() {
     };
     let first = Engine::start_bin(&bin, 2);
     assert_eq!(comm(first.pid()), name);
-    let cfg = restart_config(dir.path(), &state, &format!("process = \"{name}\""), "off");
+    let cfg = restart_config(dir.path(), &state, Target::process("engine", &name), "off");
     let mut a = Agent::start(&cfg);
     wait("attached", 30, || !events(&state, "attached").is_empty());
     let old = first.pid();
@@ -1020,7 +962,7 @@ fn a_closed_stderr_pipe_does_not_stop_the_agent() {
     let state = dir.path().join("state");
     let name = unique_comm("rdp");
     let bin = common::engine_named(dir.path(), &name);
-    let cfg = restart_config(dir.path(), &state, &format!("process = \"{name}\""), "off");
+    let cfg = restart_config(dir.path(), &state, Target::process("engine", &name), "off");
     let mut child = Command::new(BIN)
         .arg("agent")
         .arg("--config")
@@ -1060,30 +1002,14 @@ fn unique_comm(prefix: &str) -> String {
     name
 }
 
-/// The restart tests' config: one target in recommend mode, found by
-/// `find` (a `pidfile = ...` or `process = ...` line), sampled every 30 s.
-fn restart_config(dir: &Path, state: &Path, find: &str, metrics: &str) -> PathBuf {
-    write_config(
-        dir,
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "{metrics}"
-[agent.budget]
-tps_percent = 5.0
-
-[[target]]
-name = "engine"
-{find}
-mode = "recommend"
-[target.sampling]
-every = "30s"
-warmup = "500ms"
-window = "1s"
-"#,
-            state.display(),
-        ),
-    )
+/// The restart tests' config: target `t` (found by pidfile or process
+/// name) in recommend mode, sampled every 30 s.
+fn restart_config(dir: &Path, state: &Path, t: Target, metrics: &str) -> PathBuf {
+    AgentConfig::new(state)
+        .metrics(metrics)
+        .budget("tps_percent", 5.0)
+        .target(t.set("mode", "recommend").sampling("30s", "500ms", "1s"))
+        .write(dir)
 }
 
 /// An observe-mode config for engine `e`, sampled once an hour (1 s
@@ -1096,33 +1022,15 @@ fn hourly_observe_config(
     tps_percent: f64,
     socket: bool,
 ) -> PathBuf {
-    let socket = if socket {
-        format!("socket = \"{}\"\n", e.socket.display())
-    } else {
-        String::new()
-    };
-    write_config(
-        dir,
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = {tps_percent}
-
-[[target]]
-name = "engine"
-pid = {}
-{socket}mode = "observe"
-[target.sampling]
-every = "3600s"
-warmup = "0s"
-window = "1s"
-"#,
-            state.display(),
-            e.pid(),
-        ),
-    )
+    let mut t = Target::pid("engine", e.pid());
+    if socket {
+        t = t.socket(&e.socket);
+    }
+    AgentConfig::new(state)
+        .metrics("off")
+        .budget("tps_percent", tps_percent)
+        .target(t.set("mode", "observe").sampling("3600s", "0s", "1s"))
+        .write(dir)
 }
 
 /// The fsync counters pause, and say why, when the rate they count would
@@ -1335,30 +1243,17 @@ fn over_its_cpu_budget_the_agent_stretches_its_sampling_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let port = free_port();
-    let cfg = write_config(
-        dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "127.0.0.1:{port}"
-[agent.budget]
-tps_percent = 50
-cpu_percent = 0.0001
-rss_mib = 1
-
-[[target]]
-name = "engine"
-pid = {}
-mode = "observe"
-[target.sampling]
-every = "4s"
-warmup = "0s"
-window = "1s"
-"#,
-            state.display(),
-            e.pid(),
-        ),
-    );
+    let cfg = AgentConfig::new(&state)
+        .metrics(format!("127.0.0.1:{port}"))
+        .budget("tps_percent", 50)
+        .budget("cpu_percent", 0.0001)
+        .budget("rss_mib", 1)
+        .target(
+            Target::pid("engine", e.pid())
+                .set("mode", "observe")
+                .sampling("4s", "0s", "1s"),
+        )
+        .write(dir.path());
     let mut a = Agent::start(&cfg);
     wait("the first minute's budget check", 90, || {
         events(&state, "over_budget").len() >= 2

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{bpf_prog_exists, events, program_ids, status_json, wait, write_config as config};
+use common::{bpf_prog_exists, events, program_ids, status_json, wait};
 
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -23,6 +23,7 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_redoctor");
 
+use redoctor_testkit::agent_config::{AgentConfig, Target};
 use redoctor_testkit::KillOnDrop as Proc;
 
 /// `redoctor-engine run` under an update load, with an admin socket.
@@ -178,30 +179,16 @@ fn thread_churn_is_observed_within_budget_and_leaves_nothing() {
     );
     wait("serve's socket", 60, || socket.exists());
     let state = dir.path().join("state");
-    let cfg = config(
-        dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 50.0
-
-[[target]]
-name = "serve"
-pid = {}
-socket = "{}"
-mode = "recommend"
-[target.sampling]
-every = "3s"
-warmup = "200ms"
-window = "1s"
-"#,
-            state.display(),
-            server.0.id(),
-            socket.display()
-        ),
-    );
+    let cfg = AgentConfig::new(&state)
+        .metrics("off")
+        .budget("tps_percent", 50.0)
+        .target(
+            Target::pid("serve", server.0.id())
+                .socket(&socket)
+                .set("mode", "recommend")
+                .sampling("3s", "200ms", "1s"),
+        )
+        .write(dir.path());
     let log = dir.path().join("agent.log");
     let mut a = agent(&cfg, &log);
     wait("attached", 30, || !events(&state, "attached").is_empty());
@@ -264,28 +251,15 @@ fn target_killed_mid_window_is_reported_and_leaves_no_bpf_objects() {
     let dir = tempfile::tempdir().unwrap();
     let (mut e, _) = engine_run(dir.path(), 4);
     let state = dir.path().join("state");
-    let cfg = config(
-        dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 50.0
-
-[[target]]
-name = "engine"
-pid = {}
-mode = "observe"
-[target.sampling]
-every = "60s"
-warmup = "0s"
-window = "30s"
-"#,
-            state.display(),
-            e.0.id()
-        ),
-    );
+    let cfg = AgentConfig::new(&state)
+        .metrics("off")
+        .budget("tps_percent", 50.0)
+        .target(
+            Target::pid("engine", e.0.id())
+                .set("mode", "observe")
+                .sampling("60s", "0s", "30s"),
+        )
+        .write(dir.path());
     let log = dir.path().join("agent.log");
     let mut a = agent(&cfg, &log);
     let mut ids = vec![];
@@ -391,41 +365,25 @@ fn admin_socket_gone_mid_trial_is_recorded_and_reconciled() {
     let front = dir.path().join("front.sock");
     let mut fwd = Forwarder::start(&front, &real);
     let state = dir.path().join("state");
-    let cfg = config(
-        dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-[agent.budget]
-tps_percent = 5.0
-
-[[target]]
-name = "engine"
-pid = {}
-socket = "{}"
-mode = "apply"
-knobs = ["redoctor_debug_commit_sleep_us"]
-candidates = [{{ redoctor_debug_commit_sleep_us = "50" }}]
-[target.sampling]
-every = "30s"
-warmup = "500ms"
-window = "1s"
-[target.guardrails]
-floor = 0.0
-[target.trial]
-window = "1s"
-warmup = "0s"
-design = "pairs"
-min_pairs = 40
-max_pairs = 40
-max_total = "120s"
-"#,
-            state.display(),
-            e.0.id(),
-            front.display()
-        ),
-    );
+    let cfg = AgentConfig::new(&state)
+        .metrics("off")
+        .budget("tps_percent", 5.0)
+        .target(
+            Target::pid("engine", e.0.id())
+                .socket(&front)
+                .set("mode", "apply")
+                .knobs(&["redoctor_debug_commit_sleep_us"])
+                .candidates(&[&[("redoctor_debug_commit_sleep_us", "50")]])
+                .sampling("30s", "500ms", "1s")
+                .guardrail("floor", 0.0)
+                .trial("window", "1s")
+                .trial("warmup", "0s")
+                .trial("design", "pairs")
+                .trial("min_pairs", 40)
+                .trial("max_pairs", 40)
+                .trial("max_total", "120s"),
+        )
+        .write(dir.path());
     let log = dir.path().join("agent.log");
     let mut a = agent(&cfg, &log);
     wait("the candidate applied", 60, || {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{events, status_json, wait, write_config};
+use common::{events, status_json, wait};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -100,6 +100,7 @@ fn owned_dir(parent: &Path, name: &str) -> PathBuf {
     d
 }
 
+use redoctor_testkit::agent_config::{AgentConfig, Target};
 use redoctor_testkit::KillOnDrop as Killed;
 
 /// With only the unit's capabilities, as the server's user, the agent
@@ -160,28 +161,15 @@ fn the_units_capabilities_are_enough_to_sample_and_advise() {
         .stderr(Stdio::null());
     let engine = Killed(e.spawn().unwrap());
     wait("the engine's admin socket", 60, || socket.exists());
-    let cfg = write_config(
-        dir.path(),
-        &format!(
-            r#"[agent]
-state_dir = "{}"
-metrics = "off"
-
-[[target]]
-name = "engine"
-pid = {}
-socket = "{}"
-mode = "recommend"
-[target.sampling]
-every = "3600s"
-warmup = "0s"
-window = "1s"
-"#,
-            state.display(),
-            engine.0.id(),
-            socket.display()
-        ),
-    );
+    let cfg = AgentConfig::new(&state)
+        .metrics("off")
+        .target(
+            Target::pid("engine", engine.0.id())
+                .socket(&socket)
+                .set("mode", "recommend")
+                .sampling("3600s", "0s", "1s"),
+        )
+        .write(dir.path());
     std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
     let agent = |caps: &str, log: &Path| {
         let mut a = Command::new("setpriv");

@@ -10,6 +10,10 @@
 //!   a failed assertion included.
 //! - [`wait_until`]: polls a condition, fails naming it after a timeout
 //!   (a liveness check never hangs the run).
+//! - [`agent_config`]: the daemon's TOML configuration, built with typed
+//!   values instead of pasted text.
+
+pub mod agent_config;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
