@@ -26,7 +26,7 @@ use crate::decision::{decide, Assessment, Priors};
 use crate::error::AdvisorError;
 use crate::facts::{duration_ms, normalize, Facts};
 use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
-use crate::model::{Config, Inputs, Model, Prediction, Settings};
+use crate::model::{Config, Inputs, Model, Settings};
 use crate::num::fmt_num;
 use crate::rule::{Rule, RuleBasis};
 use crate::ruleset::RuleSet;
@@ -315,17 +315,6 @@ pub fn assess(a: &Assessment) -> String {
         pct(1.0 + a.low),
         pct(1.0 + a.high),
         a.p_worse * 100.0
-    )
-}
-
-/// A prediction in one phrase: `RT0 +18% [+6%, +31%]`.
-pub fn describe(p: &Prediction) -> String {
-    format!(
-        "{} {} [{}, {}]",
-        p.config,
-        pct(p.ratio),
-        pct(p.ratio_low),
-        pct(p.ratio_high)
     )
 }
 

@@ -16,26 +16,33 @@
 //! # Ok::<(), redoctor_advisor::AdvisorError>(())
 //! ```
 
+// The advisor's jobs, each a module with its own API: the advice it
+// gives, the decision rule and its priors, the what-if model, the live
+// trial's statistics, the reports, and the CI gate's judgement.
 pub mod advice;
 pub mod decision;
-pub mod error;
-pub mod evaluate;
 pub mod experiment;
-pub mod facts;
-pub mod follow_trial;
 pub mod gate;
 pub mod model;
-pub mod num;
-pub mod reads;
 pub mod report;
-pub mod rule;
-pub mod ruleset;
-pub mod summary;
+
+// The rules and how a diagnosis is put together: used through the
+// re-exports below.
+mod error;
+mod evaluate;
+mod facts;
+mod follow_trial;
+mod num;
+mod reads;
+mod rule;
+mod ruleset;
+mod summary;
 
 pub use advice::{Diagnosis, Recommendation, VerdictKind};
 pub use error::AdvisorError;
-pub use evaluate::{diagnose, diagnose_summary};
-pub use facts::Facts;
+pub use evaluate::{diagnose, diagnose_summary, what_if, WORTH_TRYING};
+pub use facts::{default_settings, Facts};
 pub use follow_trial::follow_trial;
-pub use ruleset::RuleSet;
-pub use summary::{summarize, Summary};
+pub use rule::Rule;
+pub use ruleset::{RuleSet, SHIPPED};
+pub use summary::{summarize, SignalDef, Summary, SIGNALS};

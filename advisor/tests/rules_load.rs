@@ -166,16 +166,13 @@ fn built_in_copy_matches_the_rules_directory() {
                 .is_some_and(|x| x == "toml")
         })
         .count();
-    assert_eq!(files, redoctor_advisor::ruleset::SHIPPED.len());
+    assert_eq!(files, redoctor_advisor::SHIPPED.len());
 }
 
 #[test]
 fn every_signal_the_shipped_rules_read_is_documented() {
     let set = RuleSet::load(&[common::shipped_rules()]).unwrap();
-    let documented: Vec<&str> = redoctor_advisor::summary::SIGNALS
-        .iter()
-        .map(|d| d.name)
-        .collect();
+    let documented: Vec<&str> = redoctor_advisor::SIGNALS.iter().map(|d| d.name).collect();
     for r in &set.rules {
         assert!(!r.reads.is_empty(), "{}", r.id);
         for path in r.reads.iter().filter_map(|p| p.strip_prefix("signals.")) {

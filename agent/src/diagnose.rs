@@ -17,7 +17,7 @@ use redoctor_probes::{AttachOptions, Profile};
 
 use crate::admin::Admin;
 use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
-use redoctor_advisor::facts::default_settings;
+use redoctor_advisor::default_settings;
 
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {
@@ -342,7 +342,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     };
     let mut d = diagnose(pid, windows, facts, &rules, &model)?;
     if let Some(n) = args.what_if_cpus {
-        if redoctor_advisor::evaluate::what_if(&mut d, &model, &rules.priors, n).is_none() {
+        if redoctor_advisor::what_if(&mut d, &model, &rules.priors, n).is_none() {
             say!("redoctor: no what-if for {n} CPUs: the model has no prediction for this observation (see the report's model note)");
         }
     }

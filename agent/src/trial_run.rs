@@ -138,7 +138,7 @@ fn target_alive(pid: u32) -> Result<(), ExperimentError> {
 pub const MAX_CANDIDATES: usize = 3;
 
 /// What to try, among the configurations whose predicted interval reaches
-/// [`WORTH_TRYING`](redoctor_advisor::evaluate::WORTH_TRYING) (the model's
+/// [`WORTH_TRYING`](redoctor_advisor::WORTH_TRYING) (the model's
 /// point estimate may be below 1: its held-out error is wide, and the
 /// trial is the judge):
 /// - the model's best configuration, when it changes more than one knob:
@@ -168,7 +168,7 @@ pub fn candidates(d: &Diagnosis) -> Vec<Candidate> {
         let worth = || {
             m.predictions
                 .iter()
-                .filter(|p| p.ratio_high >= redoctor_advisor::evaluate::WORTH_TRYING)
+                .filter(|p| p.ratio_high >= redoctor_advisor::WORTH_TRYING)
         };
         let (singles, combos): (Vec<_>, Vec<_>) =
             worth().partition(|p| knobs_of(&p.changes).len() == 1);

@@ -3,11 +3,11 @@
 //! (`[target.guardrails]`); the abort-and-restore floor is the trial's
 //! (`Plan::floor`).
 
-use redoctor_advisor::evaluate::WORTH_TRYING;
 use redoctor_advisor::experiment::{pct, show, Candidate, Settings};
 use redoctor_advisor::model::config::{CAP, THROTTLE};
 use redoctor_advisor::model::Model;
 use redoctor_advisor::Diagnosis;
+use redoctor_advisor::WORTH_TRYING;
 
 use super::config::Target;
 use super::journal::Journal;

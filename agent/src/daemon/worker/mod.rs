@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use redoctor_advisor::default_settings;
 use redoctor_advisor::experiment::{Candidate, Settings};
-use redoctor_advisor::facts::default_settings;
 use redoctor_advisor::model::Model;
 use redoctor_advisor::{diagnose_summary, summarize, Diagnosis, Facts};
 use redoctor_probes::{AttachOptions, Probes, Profile, Sampler, Signals};
