@@ -114,8 +114,9 @@ fn run_engine(s: &Scenario, e: &EngineTarget, bin: &Path) -> Result<RunResult> {
             .is_ok_and(|t| t.values().any(|c| c.starts_with("user/")))
     })
     .context("the engine's user threads did not start")?;
+    let started = std::time::Instant::now();
     let profile = Profile::builtin("redoctor-engine").context("the engine's profile")?;
-    let windows = watch(pid, profile, s)?;
+    let windows = watch(pid, profile, s, started)?;
     // The engine ends by itself after its measured window; read its report.
     let child = g.0.take().expect("started");
     let out = child
@@ -173,7 +174,7 @@ fn run_command(s: &Scenario, c: &CommandTarget, bin: &Path) -> Result<RunResult>
                 .with_context(|| format!("starting the load `{line}`"))?,
         );
     }
-    let watched = watch(pid, profile, s);
+    let watched = watch(pid, profile, s, std::time::Instant::now());
     drop(load);
     if let Err(e) = watched {
         // A command that died: say why in its own words.
@@ -270,13 +271,22 @@ fn wait_until(child: &mut Child, timeout: Duration, ready: impl Fn() -> bool) ->
     }
 }
 
-/// Attaches the probes, discards the warm-up, observes the duration.
-fn watch(pid: u32, profile: Profile, s: &Scenario) -> Result<Vec<redoctor_probes::Signals>> {
+/// Attaches the probes, discards what is left of the warm-up counted from
+/// `started` (attaching takes part of it: on a busy host more than a
+/// second, which the engine's one-second margin after the observation
+/// could not absorb), observes the duration.
+fn watch(
+    pid: u32,
+    profile: Profile,
+    s: &Scenario,
+    started: std::time::Instant,
+) -> Result<Vec<redoctor_probes::Signals>> {
     let opts = AttachOptions::for_profile(pid, &profile);
     let mut sampler = crate::probe::attach(&opts, profile)?;
     if !s.warmup.is_zero() {
+        let left = s.warmup.saturating_sub(started.elapsed());
         let w = sampler
-            .wait_window(s.warmup)
+            .wait_window(left.max(Duration::from_millis(100)))
             .context("reading the probes' maps")?;
         if w.target_exited {
             bail!("pid {pid} exited during the warm-up");
