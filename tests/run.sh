@@ -29,6 +29,9 @@ if [[ ! -d /sys/kernel/tracing/events && ! -d /sys/kernel/debug/tracing/events ]
             "without it): the per-syscall tracepoint tests will fail and say so" >&2
     fi
 fi
+# Build outputs: ./target, or where CARGO_TARGET_DIR says (.ci/run keeps a
+# cache there between clean clones).
+tgt=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 echo "== [${SECONDS}s] module import loops (tests/module_cycles.py)"
 python3 tests/module_cycles.py
 echo "== [${SECONDS}s] crate layers (tests/crate_layers.py)"
@@ -43,7 +46,7 @@ cargo test --release --workspace --all-targets 2>&1 |
         /^ *(Running|Doc-tests)|^test result/ { printf "[%ds] %s\n", s0 + systime() - t0, $0; fflush(); next }
         { print; fflush() }'
 echo "== [${SECONDS}s] loom model checks (engine/src/tests/loom_*.rs)"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$tgt/loom" \
     cargo test --release -p redoctor-engine --lib tests::loom_
 echo "== [${SECONDS}s] performance gate (tests/gate/engine-commit-path.toml)"
 ref=$(grep -v '^#' tests/gate/reference-commit | head -1)
@@ -54,9 +57,9 @@ against=(--baseline tests/gate/engine-commit-path.baseline.json)
 cache="${REDOCTOR_GATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redoctor/gate-ref}/$ref-$(rustc -V | tr -c 'A-Za-z0-9.\n' _)"
 if [[ -x $cache/redoctor-engine ]] && git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     echo "   against the reference build $ref, side by side (cached in $cache)"
-    mkdir -p target/gate-ref
-    cp "$cache/redoctor-engine" target/gate-ref/redoctor-engine
-    against=(--against target/gate-ref/redoctor-engine)
+    mkdir -p "$tgt"/gate-ref
+    cp "$cache/redoctor-engine" "$tgt"/gate-ref/redoctor-engine
+    against=(--against "$tgt"/gate-ref/redoctor-engine)
 elif git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     echo "   against the reference build $ref, side by side (building it)"
     refsrc=$(mktemp -d)
@@ -74,25 +77,24 @@ elif git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     # binary is set aside, and the workspace crates' fingerprints are
     # dropped so that this tree's crates are built again (below); the
     # dependencies stay built.
-    root=$PWD
     (cd "$refsrc" && cargo test --release -q --workspace --no-run --test cli_grammar \
-        --target-dir "$root/target")
-    mkdir -p target/gate-ref
-    cp target/release/redoctor-engine target/gate-ref/redoctor-engine
-    rm -rf target/release/.fingerprint/redoctor*
+        --target-dir "$tgt")
+    mkdir -p "$tgt"/gate-ref
+    cp "$tgt"/release/redoctor-engine "$tgt"/gate-ref/redoctor-engine
+    rm -rf "$tgt"/release/.fingerprint/redoctor*
     mkdir -p "$cache"
-    cp target/gate-ref/redoctor-engine "$cache/redoctor-engine.part"
+    cp "$tgt"/gate-ref/redoctor-engine "$cache/redoctor-engine.part"
     mv "$cache/redoctor-engine.part" "$cache/redoctor-engine"
-    against=(--against target/gate-ref/redoctor-engine)
+    against=(--against "$tgt"/gate-ref/redoctor-engine)
 else
     echo "   reference commit $ref is not in this checkout: against the committed baseline"
 fi
 cargo build --release -q -p redoctor-agent -p redoctor-engine-cli
-if [[ ${against[0]} == --against ]] && cmp -s target/release/redoctor-engine "${against[1]}"; then
+if [[ ${against[0]} == --against ]] && cmp -s "$tgt"/release/redoctor-engine "${against[1]}"; then
     # The two builds' debug info names their own source directories, so
     # they differ even when the engine's code is the same: the same file
     # means the builds were mixed up (as before the fingerprints were dropped).
-    echo "the reference build and this build are the same file: the two builds were mixed up in target/" >&2
+    echo "the reference build and this build are the same file: the two builds were mixed up in $tgt" >&2
     exit 1
 fi
 baseline=tests/gate/engine-commit-path.baseline.json
@@ -103,11 +105,11 @@ if [[ ${against[0]} == --against ]]; then
     recorded=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("source_commit", ""))' "$baseline")
     if [[ $recorded != "$ref" ]]; then
         echo "== the reference commit moved (${recorded:-none} -> $ref): recording $baseline from its build"
-        target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \
-            --bin target/gate-ref/redoctor-engine --baseline "$baseline" --update-baseline \
+        "$tgt"/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml \
+            --bin "$tgt"/gate-ref/redoctor-engine --baseline "$baseline" --update-baseline \
             --source-commit "$ref"
     fi
 fi
-target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml "${against[@]}"
+"$tgt"/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml "${against[@]}"
 echo "== [${SECONDS}s] performance gate against the committed baseline (counts per commit; a user's CI)"
-target/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml --baseline "$baseline"
+"$tgt"/release/redoctor gate run --scenario tests/gate/engine-commit-path.toml --baseline "$baseline"
