@@ -26,6 +26,7 @@ pub mod failpoints;
 mod file_error;
 pub mod idle_poll;
 mod named_locks;
+pub mod page_store;
 mod probe_points;
 mod recovery;
 mod redo;

@@ -120,7 +120,6 @@ impl NamedCondvar {
     pub fn notify_one(&self) {
         self.0.notify_one();
     }
-    #[cfg(test)]
     pub fn notify_all(&self) {
         self.0.notify_all();
     }

@@ -1,0 +1,531 @@
+//! The buffer pool: `innodb_buffer_pool_size` bytes of page frames caching
+//! the tablespaces' pages.
+//!
+//! - **Lookup and read.** A page hash maps a page to its frame. A miss
+//!   takes a frame from the free list (or evicts a clean page from the LRU
+//!   tail), reads the page with `pread` and verifies it (a page that fails
+//!   is never cached) (`Innodb_buffer_pool_reads`; every lookup is a
+//!   `read_request`).
+//! - **Replacement.** [`Lru`]: young/old sublists, a page read in enters
+//!   old, a second touch makes it young, eviction from the old tail.
+//! - **Dirty pages.** A change marks the frame dirty with the LSN of its
+//!   first change since its last write (`oldest`) and its newest; the flush
+//!   list orders dirty frames by `oldest`, so its head is the fuzzy
+//!   checkpoint's LSN ([`BufferPool::oldest_dirty_lsn`]).
+//! - **Page cleaners** (`innodb_page_cleaners` threads): each tick (100
+//!   ms, or at once when a user thread finds no free frame) an LRU batch
+//!   (the tail's clean pages freed, its dirty ones written as one batch
+//!   and freed, up to `innodb_lru_scan_depth`) while the free list is
+//!   short, and a flush-list batch of the oldest dirty pages
+//!   (`innodb_io_capacity` pages a second, more when dirty pages pass
+//!   `innodb_max_dirty_pages_pct`). Batches go through the doublewrite
+//!   buffer's batch path.
+//! - **Single-page flush.** A user thread that finds no free frame and no
+//!   clean page in the tail writes one dirty tail page itself through the
+//!   doublewrite buffer's single-page path and takes its frame
+//!   (`Innodb_buffer_pool_wait_free` counts each such wait).
+//!
+//! Latches: each frame's bytes are behind a reader-writer latch; the
+//! pool's lists behind one mutex. A thread takes the mutex, then at most
+//! `try_*` on latches (never blocking on one while holding the mutex); a
+//! thread holding a frame latch may take the mutex. A flush holds the
+//! frames' read latches across its writes (reads go on, changes wait), so
+//! a page is never marked clean with a change the write missed. A frame
+//! found in the hash is re-checked after its latch is taken (it may have
+//! been evicted in between).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+type FrameGuard<'a> = RwLockWriteGuard<'a, Box<[u8]>>;
+
+use super::doublewrite::{Doublewrite, PageWrite};
+use super::lru::Lru;
+use super::page::{self, PageId, PageState};
+use super::{Spaces, StoreError};
+
+/// The buffer pool's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// Frames (`innodb_buffer_pool_size` / page size).
+    pub frames: usize,
+    /// `innodb_page_cleaners`.
+    pub page_cleaners: usize,
+    /// `innodb_io_capacity`: pages a second the flush-list batches aim at.
+    pub io_capacity: u32,
+    /// `innodb_lru_scan_depth`: pages an LRU batch looks at.
+    pub lru_scan_depth: usize,
+    /// `innodb_max_dirty_pages_pct`.
+    pub max_dirty_pct: u32,
+    /// `innodb_old_blocks_pct`.
+    pub old_blocks_pct: u32,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            frames: 8192,
+            page_cleaners: 1,
+            io_capacity: 200,
+            lru_scan_depth: 1024,
+            max_dirty_pct: 90,
+            old_blocks_pct: 37,
+        }
+    }
+}
+
+/// The pool's counters (MySQL's status names in brackets).
+#[derive(Debug, Default)]
+pub struct PoolCounters {
+    /// Lookups (`Innodb_buffer_pool_read_requests`).
+    pub read_requests: AtomicU64,
+    /// Misses read from disk (`Innodb_buffer_pool_reads`).
+    pub reads: AtomicU64,
+    /// Dirty frames now (`Innodb_buffer_pool_pages_dirty`).
+    pub pages_dirty: AtomicU64,
+    /// A user thread found no free frame (`Innodb_buffer_pool_wait_free`).
+    pub wait_free: AtomicU64,
+    /// Pages written by user threads' single-page flushes.
+    pub single_page_flushes: AtomicU64,
+    /// Pages written by the page cleaners (LRU and flush-list batches).
+    pub cleaner_pages: AtomicU64,
+    /// Nanoseconds the page cleaners spent in their batches.
+    pub cleaner_ns: AtomicU64,
+}
+
+struct Meta {
+    id: Option<PageId>,
+    dirty: bool,
+    oldest: u64,
+    newest: u64,
+    /// Being written by a flush: not picked again.
+    flushing: bool,
+}
+
+struct Inner {
+    meta: Vec<Meta>,
+    hash: HashMap<PageId, u32>,
+    free: Vec<u32>,
+    lru: Lru,
+    /// Dirty frames by (oldest lsn, frame).
+    flush_list: BTreeSet<(u64, u32)>,
+}
+
+struct Frame {
+    /// The page id the frame holds, as `space << 32 | page_no`, or
+    /// `u64::MAX`: changed only with the mutex and the write latch held.
+    id: AtomicU64,
+    bytes: RwLock<Box<[u8]>>,
+}
+
+fn code(id: PageId) -> u64 {
+    (u64::from(id.space) << 32) | u64::from(id.page_no)
+}
+
+/// The buffer pool over `spaces`, writing through `dw`.
+pub struct BufferPool {
+    page_size: usize,
+    frames: Vec<Frame>,
+    inner: Mutex<Inner>,
+    wake_cleaners: Condvar,
+    spaces: Arc<Spaces>,
+    dw: Arc<Doublewrite>,
+    opts: PoolOptions,
+    pub counters: PoolCounters,
+    stop: AtomicBool,
+}
+
+impl BufferPool {
+    /// A pool of `opts.frames` frames; [`BufferPool::start_cleaners`]
+    /// starts its page cleaners.
+    pub fn new(
+        page_size: usize,
+        spaces: Arc<Spaces>,
+        dw: Arc<Doublewrite>,
+        opts: PoolOptions,
+    ) -> Arc<BufferPool> {
+        let n = opts.frames.max(16);
+        let frames = (0..n)
+            .map(|_| Frame {
+                id: AtomicU64::new(u64::MAX),
+                bytes: RwLock::new(vec![0u8; page_size].into_boxed_slice()),
+            })
+            .collect();
+        let meta = (0..n)
+            .map(|_| Meta {
+                id: None,
+                dirty: false,
+                oldest: 0,
+                newest: 0,
+                flushing: false,
+            })
+            .collect();
+        Arc::new(BufferPool {
+            page_size,
+            frames,
+            inner: Mutex::new(Inner {
+                meta,
+                hash: HashMap::new(),
+                free: (0..n as u32).rev().collect(),
+                lru: Lru::new(n, opts.old_blocks_pct),
+                flush_list: BTreeSet::new(),
+            }),
+            wake_cleaners: Condvar::new(),
+            spaces,
+            dw,
+            opts,
+            counters: PoolCounters::default(),
+            stop: AtomicBool::new(false),
+        })
+    }
+
+    /// Starts the page cleaner threads (named `page_cleaner/N`).
+    pub fn start_cleaners(self: &Arc<Self>) -> Vec<JoinHandle<Result<(), StoreError>>> {
+        (0..self.opts.page_cleaners.max(1))
+            .map(|i| {
+                let me = self.clone();
+                std::thread::Builder::new()
+                    .name(format!("page_cleaner/{i}"))
+                    .spawn(move || me.cleaner_loop())
+                    .expect("spawning a page cleaner")
+            })
+            .collect()
+    }
+
+    /// Stops the page cleaners (join the handles after).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _g = self.inner.lock();
+        self.wake_cleaners.notify_all();
+    }
+
+    pub fn frames(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The LSN below which every change is on disk: the oldest dirty
+    /// page's first change, or `None` with no dirty page.
+    pub fn oldest_dirty_lsn(&self) -> Option<u64> {
+        self.inner.lock().flush_list.first().map(|(l, _)| *l)
+    }
+
+    /// Reads page `id` through the pool.
+    pub fn read<R>(&self, id: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R, StoreError> {
+        loop {
+            let fr = self.fix(id)?;
+            let g = self.frames[fr as usize].bytes.read();
+            if self.frames[fr as usize].id.load(Ordering::Acquire) == code(id) {
+                return Ok(f(&g));
+            }
+        }
+    }
+
+    /// Changes page `id` (its body; the header is the store's) as of redo
+    /// `lsn`.
+    pub fn modify(
+        &self,
+        id: PageId,
+        lsn: u64,
+        f: impl FnOnce(&mut [u8]),
+    ) -> Result<(), StoreError> {
+        loop {
+            let fr = self.fix(id)?;
+            let mut g = self.frames[fr as usize].bytes.write();
+            if self.frames[fr as usize].id.load(Ordering::Acquire) != code(id) {
+                continue;
+            }
+            f(&mut g[page::HEADER..self.page_size - page::TRAILER]);
+            let mut inner = self.inner.lock();
+            let m = &mut inner.meta[fr as usize];
+            m.newest = m.newest.max(lsn);
+            if !m.dirty {
+                m.dirty = true;
+                m.oldest = lsn;
+                inner.flush_list.insert((lsn, fr));
+                self.counters.pages_dirty.fetch_add(1, Ordering::Relaxed);
+            }
+            return Ok(());
+        }
+    }
+
+    /// The frame holding `id`, read in on a miss.
+    fn fix(&self, id: PageId) -> Result<u32, StoreError> {
+        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        loop {
+            let mut inner = self.inner.lock();
+            if let Some(&fr) = inner.hash.get(&id) {
+                inner.lru.touch(fr);
+                return Ok(fr);
+            }
+            let Some((fr, mut g)) = self.free_frame(&mut inner) else {
+                drop(inner);
+                self.single_page_flush()?;
+                continue;
+            };
+            // Reserve the frame for `id` under its write latch: lookups of
+            // `id` from now on find it and wait for the read below.
+            self.frames[fr as usize]
+                .id
+                .store(code(id), Ordering::Release);
+            inner.meta[fr as usize].id = Some(id);
+            inner.hash.insert(id, fr);
+            inner.lru.insert(fr);
+            drop(inner);
+            self.counters.reads.fetch_add(1, Ordering::Relaxed);
+            let ts = self.spaces.get(id.space);
+            let got = ts.and_then(|ts| ts.read_verified(id.page_no, &mut g));
+            match got {
+                Ok(PageState::Written { .. }) => return Ok(fr),
+                Ok(PageState::Empty) => {
+                    // A page not written yet: a new page of the space.
+                    g.fill(0);
+                    return Ok(fr);
+                }
+                Err(e) => {
+                    let mut inner = self.inner.lock();
+                    inner.hash.remove(&id);
+                    inner.lru.remove(fr);
+                    inner.meta[fr as usize].id = None;
+                    self.frames[fr as usize]
+                        .id
+                        .store(u64::MAX, Ordering::Release);
+                    inner.free.push(fr);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// A free frame, write-latched: from the free list, else a clean page
+    /// from the LRU tail evicted; none when the tail is all dirty (or
+    /// latched).
+    fn free_frame(&self, inner: &mut Inner) -> Option<(u32, FrameGuard<'_>)> {
+        for _ in 0..inner.free.len() {
+            let fr = inner.free.pop()?;
+            if let Some(g) = self.frames[fr as usize].bytes.try_write() {
+                return Some((fr, g));
+            }
+            // A reader that looked it up before it was freed still holds
+            // it for a moment: keep it for later.
+            inner.free.insert(0, fr);
+        }
+        if inner.free.len() < self.opts.lru_scan_depth / 4 {
+            self.wake_cleaners.notify_one();
+        }
+        for fr in inner.lru.tail(64) {
+            let m = &inner.meta[fr as usize];
+            if m.dirty || m.flushing {
+                continue;
+            }
+            if let Some(g) = self.evict(inner, fr) {
+                return Some((fr, g));
+            }
+        }
+        None
+    }
+
+    /// Evicts clean frame `fr` if nobody holds its latch; returns the
+    /// latch, held.
+    fn evict(&self, inner: &mut Inner, fr: u32) -> Option<FrameGuard<'_>> {
+        let g = self.frames[fr as usize].bytes.try_write()?;
+        if let Some(id) = inner.meta[fr as usize].id.take() {
+            inner.hash.remove(&id);
+        }
+        inner.lru.remove(fr);
+        self.frames[fr as usize]
+            .id
+            .store(u64::MAX, Ordering::Release);
+        Some(g)
+    }
+
+    /// A user thread with no free frame writes the dirtiest tail page
+    /// itself (through the doublewrite buffer's single-page path); the
+    /// frame becomes clean and the caller's next try evicts it.
+    fn single_page_flush(&self) -> Result<(), StoreError> {
+        self.counters.wait_free.fetch_add(1, Ordering::Relaxed);
+        let picked = {
+            let mut inner = self.inner.lock();
+            self.wake_cleaners.notify_one();
+            let mut picked = None;
+            for fr in inner.lru.tail(self.opts.lru_scan_depth.max(64)) {
+                let m = &inner.meta[fr as usize];
+                if !m.dirty || m.flushing {
+                    continue;
+                }
+                if let Some(g) = self.frames[fr as usize].bytes.try_read() {
+                    inner.meta[fr as usize].flushing = true;
+                    picked = Some((fr, g));
+                    break;
+                }
+            }
+            picked.map(|(fr, g)| {
+                let m = &inner.meta[fr as usize];
+                (fr, m.id.expect("a dirty frame holds a page"), m.newest, g)
+            })
+        };
+        let Some((fr, id, newest, g)) = picked else {
+            // Every tail page is being written or latched: let them finish.
+            std::thread::sleep(Duration::from_micros(200));
+            return Ok(());
+        };
+        let copy = self.sealed(&g, id, newest);
+        let done = self
+            .dw
+            .write_single(PageWrite { id, bytes: &copy }, &self.spaces);
+        self.written(&[(fr, g)], done.is_ok());
+        done?;
+        self.counters
+            .single_page_flushes
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn sealed(&self, bytes: &[u8], id: PageId, lsn: u64) -> Vec<u8> {
+        let mut copy = bytes.to_vec();
+        page::seal(&mut copy, id, 1, lsn);
+        copy
+    }
+
+    /// After a flush of `frames` (read latches still held): clean them.
+    fn written(&self, frames: &[(u32, RwLockReadGuard<'_, Box<[u8]>>)], ok: bool) {
+        let mut inner = self.inner.lock();
+        for (fr, _) in frames {
+            let m = &mut inner.meta[*fr as usize];
+            m.flushing = false;
+            if ok && m.dirty {
+                m.dirty = false;
+                let oldest = m.oldest;
+                inner.flush_list.remove(&(oldest, *fr));
+                self.counters.pages_dirty.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Writes up to `n` dirty frames as one batch: from the LRU tail
+    /// (`lru`) or the flush list's oldest.
+    fn flush_batch(&self, lru: bool, n: usize) -> Result<usize, StoreError> {
+        let mut held = vec![];
+        let mut ids = vec![];
+        {
+            let mut inner = self.inner.lock();
+            let candidates: Vec<u32> = if lru {
+                inner.lru.tail(self.opts.lru_scan_depth)
+            } else {
+                inner
+                    .flush_list
+                    .iter()
+                    .map(|(_, f)| *f)
+                    .take(n * 2)
+                    .collect()
+            };
+            for fr in candidates {
+                if held.len() >= n {
+                    break;
+                }
+                let m = &inner.meta[fr as usize];
+                if !m.dirty || m.flushing {
+                    continue;
+                }
+                if let Some(g) = self.frames[fr as usize].bytes.try_read() {
+                    let m = &mut inner.meta[fr as usize];
+                    m.flushing = true;
+                    ids.push((m.id.expect("a dirty frame holds a page"), m.newest));
+                    held.push((fr, g));
+                }
+            }
+        }
+        if held.is_empty() {
+            return Ok(0);
+        }
+        let copies: Vec<Vec<u8>> = held
+            .iter()
+            .zip(&ids)
+            .map(|((_, g), (id, lsn))| self.sealed(g, *id, *lsn))
+            .collect();
+        let writes: Vec<PageWrite> = ids
+            .iter()
+            .zip(&copies)
+            .map(|((id, _), b)| PageWrite { id: *id, bytes: b })
+            .collect();
+        let done = if lru {
+            self.dw.write_lru_batch(&writes, &self.spaces)
+        } else {
+            self.dw.write_batch(&writes, &self.spaces)
+        };
+        self.written(&held, done.is_ok());
+        done?;
+        self.counters
+            .cleaner_pages
+            .fetch_add(held.len() as u64, Ordering::Relaxed);
+        Ok(held.len())
+    }
+
+    /// Frees the LRU tail's clean pages (up to the scan depth).
+    fn free_tail(&self) {
+        let mut inner = self.inner.lock();
+        let want = self.opts.lru_scan_depth;
+        if inner.free.len() >= want {
+            return;
+        }
+        for fr in inner.lru.tail(want) {
+            let m = &inner.meta[fr as usize];
+            if m.dirty || m.flushing {
+                continue;
+            }
+            if self.evict(&mut inner, fr).is_some() {
+                inner.free.push(fr);
+            }
+            if inner.free.len() >= want {
+                break;
+            }
+        }
+    }
+
+    fn cleaner_loop(&self) -> Result<(), StoreError> {
+        const TICK: Duration = Duration::from_millis(100);
+        while !self.stop.load(Ordering::SeqCst) {
+            let t0 = std::time::Instant::now();
+            let short = self.inner.lock().free.len() < self.opts.lru_scan_depth;
+            if short {
+                self.flush_batch(true, self.opts.lru_scan_depth.min(128))?;
+                self.free_tail();
+            }
+            let dirty = self.counters.pages_dirty.load(Ordering::Relaxed) as usize;
+            let per_tick = (self.opts.io_capacity as usize / 10).max(1);
+            let n = if dirty * 100 > self.frames.len() * self.opts.max_dirty_pct as usize {
+                per_tick * 4
+            } else {
+                per_tick
+            };
+            self.flush_batch(false, n)?;
+            self.counters
+                .cleaner_ns
+                .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let mut inner = self.inner.lock();
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            if inner.free.len() >= self.opts.lru_scan_depth / 4 {
+                self.wake_cleaners.wait_for(&mut inner, TICK);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty page (a clean shutdown, or a sharp checkpoint).
+    pub fn flush_all(&self) -> Result<(), StoreError> {
+        loop {
+            if self.flush_batch(false, 64)? == 0 && self.oldest_dirty_lsn().is_none() {
+                return Ok(());
+            }
+            if self.oldest_dirty_lsn().is_some() {
+                std::thread::yield_now();
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! A tablespace file: pages at `page_no * page_size`, read with `pread`
+//! and written with `pwrite` through the engine's [`Vfs`].
+
+use std::sync::Arc;
+
+use crate::vfs::{Vfs, VfsFile};
+
+use super::page::{self, PageCorrupt, PageId, PageState};
+use super::StoreError;
+
+/// One tablespace file, `space-<id>.ibd`.
+pub struct Tablespace {
+    pub(super) space: u32,
+    pub(super) page_size: usize,
+    pub(super) file: Arc<dyn VfsFile>,
+    name: String,
+}
+
+/// The file name of tablespace `space`.
+pub fn file_name(space: u32) -> String {
+    format!("space-{space:05}.ibd")
+}
+
+impl Tablespace {
+    /// Opens (creating when `create`) the file of `space`.
+    pub fn open(
+        vfs: &dyn Vfs,
+        space: u32,
+        page_size: usize,
+        create: bool,
+    ) -> Result<Tablespace, StoreError> {
+        let name = file_name(space);
+        let created = create && !vfs.exists(&name);
+        let file = vfs
+            .open(&name, create)
+            .map_err(|e| StoreError::io(&name, "opening", e))?;
+        if created {
+            // The new name is durable before any page is acknowledged.
+            vfs.sync_dir()
+                .map_err(|e| StoreError::io(&name, "creating", e))?;
+        }
+        Ok(Tablespace {
+            space,
+            page_size,
+            file,
+            name,
+        })
+    }
+
+    pub fn space(&self) -> u32 {
+        self.space
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Pages the file holds (whole pages only).
+    pub fn pages(&self) -> Result<u32, StoreError> {
+        let len = self
+            .file
+            .len()
+            .map_err(|e| StoreError::io(&self.name, "sizing", e))?;
+        Ok((len / self.page_size as u64) as u32)
+    }
+
+    fn offset(&self, page_no: u32) -> u64 {
+        u64::from(page_no) * self.page_size as u64
+    }
+
+    /// Reads page `page_no` into `buf` as it is on disk (past the end of
+    /// the file: zeros). Not verified: [`Tablespace::read_verified`].
+    pub fn read_raw(&self, page_no: u32, buf: &mut [u8]) -> Result<(), StoreError> {
+        let n = self
+            .file
+            .read_at(buf, self.offset(page_no))
+            .map_err(|e| StoreError::io(&self.name, "reading", e))?;
+        buf[n..].fill(0);
+        Ok(())
+    }
+
+    /// Reads page `page_no` and checks it: a page that fails is an error,
+    /// never handed on.
+    pub fn read_verified(&self, page_no: u32, buf: &mut [u8]) -> Result<PageState, StoreError> {
+        self.read_raw(page_no, buf)?;
+        page::verify(buf, self.id(page_no), self.page_size).map_err(StoreError::Corrupt)
+    }
+
+    /// Writes a sealed page to its place.
+    pub fn write(&self, page_no: u32, buf: &[u8]) -> Result<(), StoreError> {
+        debug_assert_eq!(buf.len(), self.page_size);
+        self.file
+            .write_at(buf, self.offset(page_no))
+            .map_err(|e| StoreError::io(&self.name, "writing", e))
+    }
+
+    /// `fdatasync`.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::io(&self.name, "syncing", e))
+    }
+
+    pub fn id(&self, page_no: u32) -> PageId {
+        PageId {
+            space: self.space,
+            page_no,
+        }
+    }
+
+    /// Every page that fails its check, with why.
+    pub fn scan(&self) -> Result<Vec<PageCorrupt>, StoreError> {
+        let mut bad = vec![];
+        let mut buf = vec![0u8; self.page_size];
+        for p in 0..self.pages()? {
+            match self.read_verified(p, &mut buf) {
+                Ok(_) => {}
+                Err(StoreError::Corrupt(c)) => bad.push(c),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(bad)
+    }
+}
