@@ -11,7 +11,8 @@
 //! [files]                # wildcards on the absolute path behind each fd
 //! redo = ["*/redo.log"]
 //! binlog = []
-//! data = ["*.ibd"]       # anything else is kind "other"
+//! data = ["*.ibd"]
+//! doublewrite = []       # the doublewrite buffer's own files; anything else is "other"
 //! [[commit_points]]      # optional: a function called once per commit;
 //! symbol = "..."         # the first symbol found in the target is probed
 //! ```
@@ -50,6 +51,8 @@ pub struct FileRules {
     pub binlog: Vec<String>,
     #[serde(default)]
     pub data: Vec<String>,
+    #[serde(default)]
+    pub doublewrite: Vec<String>,
 }
 
 /// One process-title rule: every thread of a process whose title
@@ -328,6 +331,8 @@ impl Profile {
             FileKind::Redo
         } else if any(&self.files.binlog) {
             FileKind::Binlog
+        } else if any(&self.files.doublewrite) {
+            FileKind::Doublewrite
         } else if any(&self.files.data) {
             FileKind::Data
         } else {
@@ -373,10 +378,17 @@ mod tests {
         assert_eq!(e.kind_of("/d/redo.log"), FileKind::Redo);
         assert_eq!(e.kind_of("/d/checkpoint.tmp"), FileKind::Data);
         assert_eq!(e.kind_of("socket:[123]"), FileKind::Other);
+        assert_eq!(e.kind_of("/d/dblwr-1.bin"), FileKind::Doublewrite);
+        assert_eq!(e.kind_of("/d/ibdata-dblwr.legacy"), FileKind::Doublewrite);
+        assert_eq!(e.kind_of("/d/space-00001.ibd"), FileKind::Data);
         let m = Profile::builtin("mysql8").unwrap();
         assert_eq!(m.role_of("ib_log_fl_notif"), Role::LogNotifier);
         assert_eq!(m.role_of("connection"), Role::User);
         assert_eq!(m.kind_of("/var/lib/mysql/binlog.000003"), FileKind::Binlog);
+        assert_eq!(
+            m.kind_of("/var/lib/mysql/#ib_16384_0.dblwr"),
+            FileKind::Doublewrite
+        );
         assert_eq!(
             m.kind_of("/var/lib/mysql/#innodb_redo/#ib_redo7"),
             FileKind::Redo

@@ -271,6 +271,24 @@ pub const SIGNALS: &[SignalDef] = &[
         |t| ratio(t.commits as f64, t.binlog.fsync_calls as f64),
     ),
     def(
+        "dblwr_fsyncs_per_s",
+        "1/s",
+        "fsync/fdatasync calls on the doublewrite buffer's own files per second (0 where it lives in the system tablespace or is off)",
+        |t| t.doublewrite.fsync_calls as f64 / t.secs(),
+    ),
+    def(
+        "dblwr_fsync_mean_us",
+        "us",
+        "time in doublewrite-file fsync/fdatasync / such calls (0 without calls)",
+        |t| ratio(t.doublewrite.fsync_ns as f64, t.doublewrite.fsync_calls as f64) / 1e3,
+    ),
+    def(
+        "dblwr_write_bytes_per_s",
+        "B/s",
+        "bytes written to the doublewrite buffer's own files per second",
+        |t| t.doublewrite.write_bytes as f64 / t.secs(),
+    ),
+    def(
         "commit_wait_us_per_commit",
         "us",
         "user threads' futex wait on the redo log's named locks (redo.*) / commits",

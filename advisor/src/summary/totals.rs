@@ -32,6 +32,9 @@ pub struct Totals {
     pub futex_waits: u64,
     pub redo: FileTotals,
     pub binlog: FileTotals,
+    /// The doublewrite buffer's own files (zero where it lives in a
+    /// system tablespace, or is off).
+    pub doublewrite: FileTotals,
     pub redo_fsync_hist: Histogram,
     pub user: RoleTotals,
     pub log: RoleTotals,
@@ -120,6 +123,7 @@ impl Totals {
                 .sum(),
             redo: files(windows, FileKind::Redo),
             binlog: files(windows, FileKind::Binlog),
+            doublewrite: files(windows, FileKind::Doublewrite),
             redo_fsync_hist: merge_hists(
                 windows
                     .iter()

@@ -79,16 +79,21 @@ pub enum FileKind {
     Redo,
     Binlog,
     Data,
+    /// The doublewrite buffer's own files (MySQL 8.0.20's `#ib_*.dblwr`,
+    /// the bundled engine's `dblwr-*.bin`); MariaDB keeps it inside its
+    /// system tablespace, counted as data.
+    Doublewrite,
     /// Anything else: sockets, pipes, logs, files closed before they could be named.
     Other,
 }
 
 impl FileKind {
     /// Every kind, in order (kept beside the enum: a new kind goes in both).
-    pub const ALL: [FileKind; 4] = [
+    pub const ALL: [FileKind; 5] = [
         FileKind::Redo,
         FileKind::Binlog,
         FileKind::Data,
+        FileKind::Doublewrite,
         FileKind::Other,
     ];
 }
@@ -99,6 +104,7 @@ impl fmt::Display for FileKind {
             FileKind::Redo => "redo",
             FileKind::Binlog => "binlog",
             FileKind::Data => "data",
+            FileKind::Doublewrite => "doublewrite",
             FileKind::Other => "other",
         })
     }
