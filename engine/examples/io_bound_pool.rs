@@ -211,10 +211,20 @@ fn main() -> Result<()> {
                 "{}",
                 serde_json::json!({
                     "summary": true, "users": u, "pool_fraction": frac, "rounds": rounds,
-                    "files_over_legacy_median": ratios[ratios.len() / 2],
+                    "files_over_legacy_median": median(&ratios),
                 })
             );
         }
     }
     Ok(())
+}
+
+/// The median of sorted `xs` (the mean of the middle two for an even count).
+fn median(xs: &[f64]) -> f64 {
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
 }
