@@ -705,6 +705,12 @@ fn context(summary: &Summary, facts: &Facts, rule: &Rule) -> Context<'static> {
         .filter_map(|(k, v)| Some((k.clone(), Value::Float(duration_ms(v)?))))
         .collect();
     f.insert("settings_ms".into(), settings_ms.into());
+    let counters: HashMap<String, Value> = facts
+        .counters
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::Float(*v)))
+        .collect();
+    f.insert("counters".into(), counters.into());
     ctx.add_variable_from_value("facts", f);
     let t: HashMap<String, Value> = rule
         .thresholds
@@ -759,6 +765,10 @@ fn evidence(summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> 
                     "binlog" => Some(facts.binlog.to_string()),
                     "allow_durability" => Some(facts.allow_durability.to_string()),
                     "engine" => Some(facts.engine.clone()),
+                    _ if rest.starts_with("counters.") => rest
+                        .strip_prefix("counters.")
+                        .and_then(|k| facts.counters.get(k))
+                        .map(|v| fmt_num(*v)),
                     _ => match rest.strip_prefix("settings_ms.") {
                         Some(k) => facts
                             .settings

@@ -24,6 +24,12 @@ pub struct Facts {
     /// (`--allow-durability-changes`): rules proposing one read it.
     #[serde(default)]
     pub allow_durability: bool,
+    /// The server's own counters over the observation, as rates and
+    /// ratios (`wal_fpi_per_s`, `dblwr_pages_written_per_s`, ...: see
+    /// `rules/README.md`); empty where the server was not asked (no
+    /// admin socket) or has none of them.
+    #[serde(default)]
+    pub counters: BTreeMap<String, f64>,
 }
 
 /// PostgreSQL's defaults of the settings its rules read (`SHOW` spelling).
@@ -33,6 +39,9 @@ pub const POSTGRESQL_SETTINGS: &[(&str, &str)] = &[
     ("wal_writer_delay", "200ms"),
     ("synchronous_commit", "on"),
     ("max_connections", "100"),
+    ("checkpoint_timeout", "5min"),
+    ("max_wal_size", "1GB"),
+    ("wal_compression", "off"),
 ];
 
 /// Defaults of the settings the rules read (the bundled engine's; MySQL 8.0's
@@ -108,6 +117,7 @@ impl Facts {
                 settings,
                 settings_source: source,
                 allow_durability: false,
+                counters: BTreeMap::new(),
             };
         }
         if defaults
@@ -137,6 +147,7 @@ impl Facts {
             settings,
             settings_source: source,
             allow_durability: false,
+            counters: BTreeMap::new(),
         }
     }
 }

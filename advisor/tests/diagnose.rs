@@ -888,3 +888,56 @@ fn pg_synchronous_commit_off_needs_consent_and_slow_lone_fsyncs() {
     let d = pg_sync_diagnosis(5_000, 5_000, slow, true, &[("synchronous_commit", "off")]);
     assert!(!mentions(&d, "synchronous_commit"), "{d:?}");
 }
+
+/// Full-page images most of the WAL (the server's counters over the
+/// observation): checkpoints twice as far apart and wal_compression are
+/// proposed, each on its evidence; with fewer images, or no counters (no
+/// admin socket), neither, and no rule fails to evaluate.
+#[test]
+fn pg_full_page_images_that_dominate_wal_propose_checkpoint_spacing_and_compression() {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let w = windows(3, small_groups());
+    let diagnosis = |counters: &[(&str, f64)]| {
+        let mut facts = Facts::infer("postgresql", &summarize(&w), &[]);
+        facts.counters = counters.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        diagnose(1, w.clone(), facts, &rules, &confident_model()).unwrap()
+    };
+    let d = diagnosis(&[("wal_fpi_bytes_share", 0.8), ("wal_bytes_per_s", 5e6)]);
+    let rec = |rule: &str| {
+        d.recommendations
+            .iter()
+            .find(|r| r.rule == rule)
+            .unwrap_or_else(|| panic!("{rule} not advised: {d:?}"))
+    };
+    let ct = rec("pg-fpi-checkpoint-timeout");
+    // 5min (the default) -> 600 s.
+    assert_eq!((ct.current.as_str(), ct.proposed.as_str()), ("5min", "600"));
+    assert!(
+        ct.evidence
+            .iter()
+            .any(|e| e.name == "facts.counters.wal_fpi_bytes_share" && e.value == "0.800"),
+        "{:?}",
+        ct.evidence
+    );
+    let wc = rec("pg-fpi-wal-compression");
+    assert_eq!((wc.current.as_str(), wc.proposed.as_str()), ("off", "ON"));
+    assert!(wc
+        .apply_postgresql
+        .as_deref()
+        .is_some_and(|a| a.contains("ALTER SYSTEM SET wal_compression")));
+    for counters in [
+        &[("wal_fpi_bytes_share", 0.3), ("wal_bytes_per_s", 5e6)][..],
+        &[][..],
+    ] {
+        let d = diagnosis(counters);
+        assert!(!mentions(&d, "wal_compression"), "{counters:?}: {d:?}");
+        assert!(!mentions(&d, "checkpoint_timeout"), "{counters:?}: {d:?}");
+        for rule in ["pg-fpi-checkpoint-timeout", "pg-fpi-wal-compression"] {
+            assert!(
+                status(&d, rule).is_none_or(|s| s.status != Status::Error),
+                "{rule}: {:?}",
+                status(&d, rule)
+            );
+        }
+    }
+}

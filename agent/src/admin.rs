@@ -228,6 +228,23 @@ impl Admin {
             .with_context(|| format!("status {name} = {v:?} is not a counter"))
     }
 
+    /// PostgreSQL: the first row of `sql`, every column a `bigint`
+    /// (`None`: SQL NULL); an error on a MySQL server.
+    pub fn pg_row(&mut self, sql: &str) -> Result<Vec<Option<i64>>> {
+        let Client::Postgres(c) = &mut self.conn else {
+            bail!("the server at {} is not PostgreSQL", self.socket);
+        };
+        let row = c
+            .query_one(sql, &[])
+            .with_context(|| format!("`{sql}` on the server at {}", self.socket))?;
+        (0..row.len())
+            .map(|i| {
+                row.try_get::<_, Option<i64>>(i)
+                    .with_context(|| format!("column {i} of `{sql}` is not a bigint"))
+            })
+            .collect()
+    }
+
     /// `SHOW GLOBAL {what} LIKE 'name'`: the value of the row named `name`.
     fn show(&mut self, what: &str, noun: &str, name: &str) -> Result<String> {
         check_name(name)?;

@@ -323,7 +323,14 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             bail!("pid {pid} exited during the warm-up");
         }
     }
+    // The server's own counters over the same span (buffer pool and
+    // doublewrite for MySQL/MariaDB, WAL full-page images for PostgreSQL).
+    let counters_before = admin.as_mut().map(crate::server_counters::read);
     let windows = crate::probe::observe(&mut sampler, pid, duration, args.interval)?;
+    let counters = match (counters_before, admin.as_mut()) {
+        (Some(b), Some(a)) => crate::server_counters::facts(&b, &crate::server_counters::read(a)),
+        _ => Default::default(),
+    };
     if let Some(e) = &demo {
         for (k, v) in &e.settings {
             if !stated.iter().any(|(s, _)| s == k) {
@@ -333,6 +340,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     }
     let mut facts = Facts::infer(&engine, &summarize(&windows), &stated);
     facts.allow_durability = args.allow_durability_changes;
+    facts.counters = counters;
     let model = match early_model {
         Some(m) => m,
         None => {

@@ -19,6 +19,7 @@ mod gate;
 mod meter;
 mod probe;
 mod revert;
+mod server_counters;
 mod state;
 mod table;
 mod trial_run;

@@ -608,6 +608,23 @@ fn diagnose_names_only_mariadb_settings(m: &Maria, t: &Tools) {
     let d: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(d["facts"]["engine"], "mariadb");
     assert!(d["summary"]["commits"].as_f64().unwrap() > 0.0);
+    // The server's buffer-pool and doublewrite counters over the
+    // observation (pages are flushed in the background, so the doublewrite
+    // rates may be zero in 5 s; the counters are there).
+    let c = &d["facts"]["counters"];
+    assert!(
+        c["buffer_pool_read_requests_per_s"].as_f64().unwrap() > 0.0,
+        "{c}"
+    );
+    for k in [
+        "buffer_pool_reads_per_s",
+        "buffer_pool_wait_free_per_s",
+        "buffer_pool_pages_flushed_per_s",
+        "dblwr_writes_per_s",
+        "dblwr_pages_written_per_s",
+    ] {
+        assert!(c[k].as_f64().is_some_and(|v| v >= 0.0), "{k}: {c}");
+    }
     let w = &d["windows"][0];
     assert_eq!(w["profile"], "mariadb");
     assert!(w["roles"]["user"]["threads"].as_u64().unwrap() >= 16);

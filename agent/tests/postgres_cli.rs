@@ -36,23 +36,40 @@ fn diagnose_a_loaded_cluster_from_its_postmaster() {
     let sock = pg.sock.to_str().unwrap();
     let pid = pg.pid.to_string();
     let t = Instant::now();
-    let o = redoctor(&[
-        "diagnose",
-        "--pid",
-        &pid,
-        "--socket",
-        sock,
-        "--duration",
-        "4s",
-        "--format",
-        "json",
-    ]);
+    // A checkpoint during the observation: the next change of each page
+    // logs a full-page image, which the server's counters show.
+    let o = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            pg.sql("postgres", "CHECKPOINT");
+        });
+        redoctor(&[
+            "diagnose",
+            "--pid",
+            &pid,
+            "--socket",
+            sock,
+            "--duration",
+            "4s",
+            "--format",
+            "json",
+        ])
+    });
     let took = t.elapsed();
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(took <= Duration::from_secs(10), "diagnose took {took:?}");
     let d: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(d["facts"]["engine"], "postgresql");
+    // The server's WAL counters over the observation: records, bytes and
+    // full-page images (after the checkpoint), the share images can
+    // account for, and the checkpoint itself.
+    let c = &d["facts"]["counters"];
+    for k in ["wal_records_per_s", "wal_bytes_per_s", "wal_fpi_per_s"] {
+        assert!(c[k].as_f64().is_some_and(|v| v > 0.0), "{k}: {c}");
+    }
+    let share = c["wal_fpi_bytes_share"].as_f64().unwrap();
+    assert!(share > 0.0 && share <= 1.0, "{c}");
     // Only PostgreSQL's settings, each as the server reports it.
     let settings = d["facts"]["settings"].as_object().unwrap();
     assert!(!settings.is_empty());

@@ -68,6 +68,15 @@ pub fn text(d: &Diagnosis) -> String {
             .collect();
         let _ = writeln!(o, "settings: {}", s.join(", "));
     }
+    if !d.facts.counters.is_empty() {
+        let c: Vec<String> = d
+            .facts
+            .counters
+            .iter()
+            .map(|(k, v)| format!("{k}={}", crate::num::fmt_num(*v)))
+            .collect();
+        let _ = writeln!(o, "server counters: {}", c.join(", "));
+    }
     for (i, r) in d.recommendations.iter().enumerate() {
         let _ = writeln!(
             o,

@@ -1,0 +1,169 @@
+//! The server's own counters, read before and after an observation and
+//! turned into rates and ratios (`Facts::counters`) that rules read and
+//! the report prints beside the probes' signals.
+//!
+//! - MySQL/MariaDB (`SHOW GLOBAL STATUS`): buffer-pool reads and read
+//!   requests, free-page waits, pages flushed, and the doublewrite
+//!   buffer's writes and pages (`Innodb_dblwr_*`), each `<name>_per_s`,
+//!   plus `dblwr_pages_per_write` (the batch size). A counter the server
+//!   does not have is left out.
+//! - PostgreSQL (`pg_stat_wal`, `pg_stat_bgwriter`): WAL records, full-page
+//!   images and bytes per second; `wal_fpi_bytes_share`, the share of WAL
+//!   bytes that full-page images can account for (each at most one block,
+//!   `block_size`: an upper bound, as holes and `wal_compression` make
+//!   images smaller); checkpoints requested by WAL volume against those by
+//!   `checkpoint_timeout` (`checkpoints_req_share`).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::admin::Admin;
+
+/// `SHOW GLOBAL STATUS` counters read, and the name each rate takes.
+const MYSQL: &[(&str, &str)] = &[
+    ("Innodb_buffer_pool_reads", "buffer_pool_reads"),
+    (
+        "Innodb_buffer_pool_read_requests",
+        "buffer_pool_read_requests",
+    ),
+    ("Innodb_buffer_pool_wait_free", "buffer_pool_wait_free"),
+    (
+        "Innodb_buffer_pool_pages_flushed",
+        "buffer_pool_pages_flushed",
+    ),
+    ("Innodb_dblwr_writes", "dblwr_writes"),
+    ("Innodb_dblwr_pages_written", "dblwr_pages_written"),
+];
+
+const PG_WAL: &str = "SELECT wal_records, wal_fpi, wal_bytes::bigint FROM pg_stat_wal";
+const PG_CHECKPOINTS: &str = "SELECT checkpoints_timed, checkpoints_req FROM pg_stat_bgwriter";
+const PG_BLOCK: &str = "SELECT current_setting('block_size')::bigint";
+
+/// One reading of the counters.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    at: Instant,
+    values: BTreeMap<&'static str, f64>,
+}
+
+/// Reads every counter the server has (none is an error: a server
+/// without them gives an empty reading).
+pub fn read(a: &mut Admin) -> Reading {
+    let mut values = BTreeMap::new();
+    if a.engine() == "postgresql" {
+        let mut put = |sql: &str, names: &[&'static str]| {
+            if let Ok(row) = a.pg_row(sql) {
+                for (n, v) in names.iter().zip(row) {
+                    if let Some(v) = v {
+                        values.insert(*n, v as f64);
+                    }
+                }
+            }
+        };
+        put(PG_WAL, &["wal_records", "wal_fpi", "wal_bytes"]);
+        put(PG_CHECKPOINTS, &["checkpoints_timed", "checkpoints_req"]);
+        put(PG_BLOCK, &["block_size"]);
+    } else {
+        for (status, name) in MYSQL {
+            if let Ok(v) = a.status(status) {
+                values.insert(*name, v as f64);
+            }
+        }
+    }
+    Reading {
+        at: Instant::now(),
+        values,
+    }
+}
+
+/// Rates and ratios between two readings.
+pub fn facts(before: &Reading, after: &Reading) -> BTreeMap<String, f64> {
+    let secs = after.at.duration_since(before.at).as_secs_f64();
+    let mut out = BTreeMap::new();
+    if secs <= 0.0 {
+        return out;
+    }
+    let delta =
+        |n: &str| -> Option<f64> { Some((after.values.get(n)? - before.values.get(n)?).max(0.0)) };
+    for name in after.values.keys() {
+        if *name == "block_size" {
+            continue;
+        }
+        if let Some(d) = delta(name) {
+            out.insert(format!("{name}_per_s"), d / secs);
+        }
+    }
+    if let (Some(p), Some(w)) = (delta("dblwr_pages_written"), delta("dblwr_writes")) {
+        if w > 0.0 {
+            out.insert("dblwr_pages_per_write".into(), p / w);
+        }
+    }
+    if let (Some(f), Some(b), Some(bs)) = (
+        delta("wal_fpi"),
+        delta("wal_bytes"),
+        after.values.get("block_size"),
+    ) {
+        if b > 0.0 {
+            out.insert("wal_fpi_bytes_share".into(), (f * bs / b).min(1.0));
+        }
+    }
+    if let (Some(r), Some(t)) = (delta("checkpoints_req"), delta("checkpoints_timed")) {
+        if r + t > 0.0 {
+            out.insert("checkpoints_req_share".into(), r / (r + t));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn reading(at: Instant, kv: &[(&'static str, f64)]) -> Reading {
+        Reading {
+            at,
+            values: kv.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn rates_and_shares_between_two_readings() {
+        let t0 = Instant::now();
+        let b = reading(
+            t0,
+            &[
+                ("wal_fpi", 100.0),
+                ("wal_bytes", 1e6),
+                ("block_size", 8192.0),
+                ("checkpoints_req", 1.0),
+                ("checkpoints_timed", 1.0),
+                ("dblwr_writes", 10.0),
+                ("dblwr_pages_written", 100.0),
+            ],
+        );
+        let a = reading(
+            t0 + Duration::from_secs(2),
+            &[
+                ("wal_fpi", 300.0),
+                ("wal_bytes", 3e6),
+                ("block_size", 8192.0),
+                ("checkpoints_req", 4.0),
+                ("checkpoints_timed", 2.0),
+                ("dblwr_writes", 20.0),
+                ("dblwr_pages_written", 400.0),
+            ],
+        );
+        let f = facts(&b, &a);
+        assert_eq!(f["wal_fpi_per_s"], 100.0);
+        assert_eq!(f["wal_bytes_per_s"], 1e6);
+        // 200 images of at most 8 KiB in 2 MB of WAL.
+        assert!((f["wal_fpi_bytes_share"] - 200.0 * 8192.0 / 2e6).abs() < 1e-9);
+        assert_eq!(f["checkpoints_req_share"], 0.75);
+        assert_eq!(f["dblwr_pages_per_write"], 30.0);
+        assert!(!f.contains_key("block_size_per_s"));
+        // A counter missing from one reading is left out.
+        let a2 = reading(t0 + Duration::from_secs(1), &[("wal_fpi", 5.0)]);
+        assert!(!facts(&b, &a2).contains_key("wal_bytes_per_s"));
+    }
+}
