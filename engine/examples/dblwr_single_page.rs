@@ -14,6 +14,9 @@
 //! per cell and round, then a summary line per thread count: the median
 //! of files/legacy over the rounds.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -93,65 +96,29 @@ fn cell(dir: &std::path::Path, design: Design, threads: u32, secs: f64) -> Resul
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let tmp;
-    let dir = match args.first() {
-        Some(d) => std::path::PathBuf::from(d),
-        None => {
-            tmp = tempfile::tempdir()?;
-            tmp.path().to_path_buf()
-        }
-    };
-    let secs: f64 = args
-        .get(1)
-        .map_or(Ok(2.0), |s| s.parse())
-        .context("SECONDS")?;
-    let threads: Vec<u32> = args
-        .get(2)
-        .map_or("1,4,8,16,32,64,128", |s| s.as_str())
-        .split(',')
-        .map(|s| s.parse().context("THREADS"))
-        .collect::<Result<_>>()?;
-    let rounds: u32 = args.get(3).map_or(Ok(3), |s| s.parse()).context("ROUNDS")?;
+    let (dir, _tmp) = support::bench_dir(&args)?;
+    let secs: f64 = support::arg(&args, 1, 2.0, "SECONDS")?;
+    let threads: Vec<u32> = support::list(&args, 2, "1,4,8,16,32,64,128", "THREADS")?;
+    let rounds: u32 = support::arg(&args, 3, 3, "ROUNDS")?;
     for &n in &threads {
-        let mut ratios = vec![];
-        for r in 0..rounds {
-            let order = if r % 2 == 0 {
-                [Design::Legacy, Design::Files]
-            } else {
-                [Design::Files, Design::Legacy]
-            };
-            let mut got = [0.0; 2];
-            for d in order {
-                let c = cell(&dir.join(d.name()), d, n, secs)?;
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "design": d.name(), "threads": n, "round": r,
-                        "flushes_per_s": c.flushes_per_s, "wait_share": c.wait_share,
-                    })
-                );
-                got[usize::from(d == Design::Files)] = c.flushes_per_s;
-            }
-            ratios.push(got[1] / got[0]);
-        }
-        ratios.sort_by(f64::total_cmp);
+        let ratio = support::paired_rounds(rounds, |d, r| {
+            let c = cell(&dir.join(d.name()), d, n, secs)?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "design": d.name(), "threads": n, "round": r,
+                    "flushes_per_s": c.flushes_per_s, "wait_share": c.wait_share,
+                })
+            );
+            Ok(c.flushes_per_s)
+        })?;
         println!(
             "{}",
             serde_json::json!({
                 "summary": true, "threads": n, "rounds": rounds,
-                "files_over_legacy_median": median(&ratios),
+                "files_over_legacy_median": ratio,
             })
         );
     }
     Ok(())
-}
-
-/// The median of sorted `xs` (the mean of the middle two for an even count).
-fn median(xs: &[f64]) -> f64 {
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
 }

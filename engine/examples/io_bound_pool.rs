@@ -17,6 +17,9 @@
 //! single-page flushes and waits per operation, the doublewrite wait
 //! share; then per users and pool the median files/legacy ratio.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -150,81 +153,40 @@ fn cell(
     })
 }
 
-fn list<T: std::str::FromStr>(s: Option<&String>, default: &str, what: &str) -> Result<Vec<T>> {
-    s.map_or(default, |s| s.as_str())
-        .split(',')
-        .map(|x| {
-            x.parse()
-                .map_err(|_| anyhow::anyhow!("{what}: `{x}` is not a number"))
-        })
-        .collect()
-}
-
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let tmp;
-    let dir = match args.first() {
-        Some(d) => std::path::PathBuf::from(d),
-        None => {
-            tmp = tempfile::tempdir()?;
-            tmp.path().to_path_buf()
-        }
-    };
-    let secs: f64 = args
-        .get(1)
-        .map_or(Ok(3.0), |s| s.parse())
-        .context("SECONDS")?;
-    let users: Vec<u32> = list(args.get(2), "1,4,16,64,128,256", "USERS")?;
-    let fracs: Vec<f64> = list(args.get(3), "1.2,0.5,0.33", "POOL_FRACTIONS")?;
-    let rounds: u32 = args.get(4).map_or(Ok(2), |s| s.parse()).context("ROUNDS")?;
+    let (dir, _tmp) = support::bench_dir(&args)?;
+    let secs: f64 = support::arg(&args, 1, 3.0, "SECONDS")?;
+    let users: Vec<u32> = support::list(&args, 2, "1,4,16,64,128,256", "USERS")?;
+    let fracs: Vec<f64> = support::list(&args, 3, "1.2,0.5,0.33", "POOL_FRACTIONS")?;
+    let rounds: u32 = support::arg(&args, 4, 2, "ROUNDS")?;
     let seed = dir.join("seed");
     fill(&seed)?;
     for &frac in &fracs {
         let frames = (f64::from(PAGES) * frac) as usize;
         for &u in &users {
-            let mut ratios = vec![];
-            for r in 0..rounds {
-                let order = if r % 2 == 0 {
-                    [Design::Legacy, Design::Files]
-                } else {
-                    [Design::Files, Design::Legacy]
-                };
-                let mut got = [0.0; 2];
-                for d in order {
-                    let c = cell(&seed, &dir.join("work"), d, u, frames, secs)?;
-                    println!(
-                        "{}",
-                        serde_json::json!({
-                            "design": d.name(), "users": u, "pool_fraction": frac, "round": r,
-                            "ops_per_s": c.ops_per_s, "misses_per_op": c.misses_per_op,
-                            "single_page_flushes_per_op": c.single_per_op,
-                            "dblwr_wait_share": c.dblwr_wait_share,
-                            "cleaner_pages_per_s": c.cleaner_pages_per_s,
-                        })
-                    );
-                    got[usize::from(d == Design::Files)] = c.ops_per_s;
-                }
-                ratios.push(got[1] / got[0]);
-            }
-            ratios.sort_by(f64::total_cmp);
+            let ratio = support::paired_rounds(rounds, |d, r| {
+                let c = cell(&seed, &dir.join("work"), d, u, frames, secs)?;
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "design": d.name(), "users": u, "pool_fraction": frac, "round": r,
+                        "ops_per_s": c.ops_per_s, "misses_per_op": c.misses_per_op,
+                        "single_page_flushes_per_op": c.single_per_op,
+                        "dblwr_wait_share": c.dblwr_wait_share,
+                        "cleaner_pages_per_s": c.cleaner_pages_per_s,
+                    })
+                );
+                Ok(c.ops_per_s)
+            })?;
             println!(
                 "{}",
                 serde_json::json!({
                     "summary": true, "users": u, "pool_fraction": frac, "rounds": rounds,
-                    "files_over_legacy_median": median(&ratios),
+                    "files_over_legacy_median": ratio,
                 })
             );
         }
     }
     Ok(())
-}
-
-/// The median of sorted `xs` (the mean of the middle two for an even count).
-fn median(xs: &[f64]) -> f64 {
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
 }

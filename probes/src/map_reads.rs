@@ -269,14 +269,7 @@ pub(crate) fn take<K: Pod, V: Pod>(
     if keys.is_empty() {
         return Ok(vec![]);
     }
-    let m = p.bpf.map_mut(name).ok_or(ProbeError::Missing {
-        what: "map",
-        name: name.into(),
-    })?;
-    let mut h: BpfHashMap<&mut MapData, K, V> = match BpfHashMap::try_from(m) {
-        Ok(h) => h,
-        Err(e) => return Err(map_err(name)(e)),
-    };
+    let mut h = hash_mut::<K, V>(p, name)?;
     let mut out = Vec::with_capacity(keys.len());
     for k in keys {
         match batch::lookup_and_delete::<K, V>(IterableMap::map(&h), k) {
@@ -287,12 +280,7 @@ pub(crate) fn take<K: Pod, V: Pod>(
                     Err(aya::maps::MapError::KeyNotFound) => None,
                     Err(e) => return Err(map_err(name)(e)),
                 };
-                match h.remove(k) {
-                    Ok(()) | Err(aya::maps::MapError::KeyNotFound) => {}
-                    Err(aya::maps::MapError::SyscallError(e))
-                        if e.io_error.raw_os_error() == Some(libc::ENOENT) => {}
-                    Err(e) => return Err(map_err(name)(e)),
-                }
+                remove(&mut h, name, k)?;
                 out.push(v);
             }
         }
@@ -311,21 +299,38 @@ pub(crate) fn prune<K: Pod, V: Pod>(
     if keys.is_empty() {
         return Ok(());
     }
+    let mut h = hash_mut::<K, V>(p, name)?;
+    for k in keys {
+        remove(&mut h, name, k)?;
+    }
+    Ok(())
+}
+
+/// The BPF hash map `name`, writable.
+fn hash_mut<'a, K: Pod, V: Pod>(
+    p: &'a mut Probes,
+    name: &'static str,
+) -> Result<BpfHashMap<&'a mut MapData, K, V>, ProbeError> {
     let m = p.bpf.map_mut(name).ok_or(ProbeError::Missing {
         what: "map",
         name: name.into(),
     })?;
-    let mut h: BpfHashMap<&mut MapData, K, V> = match BpfHashMap::try_from(m) {
-        Ok(h) => h,
-        Err(e) => return Err(map_err(name)(e)),
-    };
-    for k in keys {
-        match h.remove(k) {
-            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => {}
-            Err(aya::maps::MapError::SyscallError(e))
-                if e.io_error.raw_os_error() == Some(libc::ENOENT) => {}
-            Err(e) => return Err(map_err(name)(e)),
+    BpfHashMap::try_from(m).map_err(map_err(name))
+}
+
+/// Deletes `k` from `h`; a key already gone is not an error.
+fn remove<K: Pod, V: Pod>(
+    h: &mut BpfHashMap<&mut MapData, K, V>,
+    name: &'static str,
+    k: &K,
+) -> Result<(), ProbeError> {
+    match h.remove(k) {
+        Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+        Err(aya::maps::MapError::SyscallError(e))
+            if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
+        {
+            Ok(())
         }
+        Err(e) => Err(map_err(name)(e)),
     }
-    Ok(())
 }

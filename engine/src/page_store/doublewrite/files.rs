@@ -19,7 +19,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::vfs::{Vfs, VfsFile};
 
-use super::{slot_image, write_data, DoublewriteCounters, PageWrite};
+use super::{open_area, write_data, write_slots, DoublewriteCounters, PageWrite};
 use crate::page_store::{Spaces, StoreError};
 
 /// One-page segments per LRU file for single-page flushes.
@@ -106,16 +106,7 @@ impl Files {
         for i in 0..files {
             let is_lru = i % 2 == 1;
             let name = file_name(i);
-            let file = dir
-                .open(&name, true)
-                .map_err(|e| StoreError::io(&name, "opening", e))?;
-            let n = file_pages(is_lru, pages);
-            let want = u64::from(n) * page_size as u64;
-            if file.len().map_err(|e| StoreError::io(&name, "sizing", e))? < want {
-                file.write_at(&vec![0; page_size], want - page_size as u64)
-                    .and_then(|_| file.sync_data())
-                    .map_err(|e| StoreError::io(&name, "creating", e))?;
-            }
+            let file = open_area(dir.as_ref(), &name, file_pages(is_lru, pages), page_size)?;
             let batches = Segments::new((0..BATCH_SEGMENTS).map(|s| s * pages));
             let singles = is_lru
                 .then(|| Segments::new((0..SINGLE_SEGMENTS).map(|s| BATCH_SEGMENTS * pages + s)));
@@ -150,15 +141,14 @@ impl Files {
     }
 
     fn copy(&self, f: &DwFile, pages: &[PageWrite<'_>], at: u32) -> Result<(), StoreError> {
-        let ps = self.page_size;
-        let mut buf = vec![0u8; pages.len() * ps];
-        for (i, p) in pages.iter().enumerate() {
-            slot_image(p.bytes, self.detect_only, &mut buf[i * ps..(i + 1) * ps]);
-        }
-        f.file
-            .write_at(&buf, u64::from(at) * ps as u64)
-            .and_then(|_| f.file.sync_data())
-            .map_err(|e| StoreError::io(&f.name, "writing", e))
+        write_slots(
+            f.file.as_ref(),
+            &f.name,
+            pages,
+            at,
+            self.page_size,
+            self.detect_only,
+        )
     }
 
     /// A flush-list batch (an LRU batch goes through

@@ -21,7 +21,7 @@ use std::time::Instant;
 use crate::named_locks::{NamedCondvar, NamedMutex};
 use crate::vfs::{Vfs, VfsFile};
 
-use super::{slot_image, write_data, DoublewriteCounters, PageWrite};
+use super::{open_area, write_data, write_slots, DoublewriteCounters, PageWrite};
 use crate::page_store::{Spaces, StoreError};
 
 /// The area's file.
@@ -57,19 +57,9 @@ impl Legacy {
         detect_only: bool,
         counters: Arc<DoublewriteCounters>,
     ) -> Result<Legacy, StoreError> {
-        let file = dir
-            .open(FILE, true)
-            .map_err(|e| StoreError::io(FILE, "opening", e))?;
-        let want = u64::from(AREA_PAGES) * page_size as u64;
-        if file.len().map_err(|e| StoreError::io(FILE, "sizing", e))? < want {
-            // Allocated once, as InnoDB allocates its two extents at
-            // creation: later writes never extend the file.
-            file.write_at(&vec![0; page_size], want - page_size as u64)
-                .and_then(|_| file.sync_data())
-                .map_err(|e| StoreError::io(FILE, "creating", e))?;
-            dir.sync_dir()
-                .map_err(|e| StoreError::io(FILE, "creating", e))?;
-        }
+        let file = open_area(dir.as_ref(), FILE, AREA_PAGES, page_size)?;
+        dir.sync_dir()
+            .map_err(|e| StoreError::io(FILE, "creating", e))?;
         Ok(Legacy {
             file,
             page_size,
@@ -88,15 +78,14 @@ impl Legacy {
     }
 
     fn write_copies(&self, pages: &[PageWrite<'_>], first_slot: u32) -> Result<(), StoreError> {
-        let ps = self.page_size;
-        let mut buf = vec![0u8; pages.len() * ps];
-        for (i, p) in pages.iter().enumerate() {
-            slot_image(p.bytes, self.detect_only, &mut buf[i * ps..(i + 1) * ps]);
-        }
-        self.file
-            .write_at(&buf, u64::from(first_slot) * ps as u64)
-            .and_then(|_| self.file.sync_data())
-            .map_err(|e| StoreError::io(FILE, "writing", e))
+        write_slots(
+            self.file.as_ref(),
+            FILE,
+            pages,
+            first_slot,
+            self.page_size,
+            self.detect_only,
+        )
     }
 
     pub fn write_batch(&self, pages: &[PageWrite<'_>], spaces: &Spaces) -> Result<(), StoreError> {

@@ -260,6 +260,46 @@ pub(crate) fn write_data(pages: &[PageWrite<'_>], spaces: &Spaces) -> Result<(),
     Ok(())
 }
 
+/// Opens doublewrite file `name`, allocated once to `pages` pages (as
+/// InnoDB allocates its area at creation: later writes never extend it).
+/// The caller syncs the directory.
+pub(crate) fn open_area(
+    dir: &dyn Vfs,
+    name: &str,
+    pages: u32,
+    page_size: usize,
+) -> Result<Arc<dyn crate::vfs::VfsFile>, StoreError> {
+    let file = dir
+        .open(name, true)
+        .map_err(|e| StoreError::io(name, "opening", e))?;
+    let want = u64::from(pages) * page_size as u64;
+    if file.len().map_err(|e| StoreError::io(name, "sizing", e))? < want {
+        file.write_at(&vec![0; page_size], want - page_size as u64)
+            .and_then(|_| file.sync_data())
+            .map_err(|e| StoreError::io(name, "creating", e))?;
+    }
+    Ok(file)
+}
+
+/// Writes the slot images of `pages` to `file` from slot `first` on, in
+/// one write, and syncs it: the copies are durable before any data write.
+pub(crate) fn write_slots(
+    file: &dyn crate::vfs::VfsFile,
+    name: &str,
+    pages: &[PageWrite<'_>],
+    first: u32,
+    page_size: usize,
+    detect_only: bool,
+) -> Result<(), StoreError> {
+    let mut buf = vec![0u8; pages.len() * page_size];
+    for (p, slot) in pages.iter().zip(buf.chunks_exact_mut(page_size)) {
+        slot_image(p.bytes, detect_only, slot);
+    }
+    file.write_at(&buf, u64::from(first) * page_size as u64)
+        .and_then(|_| file.sync_data())
+        .map_err(|e| StoreError::io(name, "writing", e))
+}
+
 /// What goes into a doublewrite slot for `page`: the whole page, or with
 /// DETECT_ONLY its header alone (the rest zeros), enough to name it.
 pub(crate) fn slot_image(page: &[u8], detect_only: bool, out: &mut [u8]) {
