@@ -3,7 +3,7 @@
 use redoctor_args::say;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -151,20 +151,20 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode> {
     opts.runq_stamps = args.runq_stamps;
     let mut sampler = attach(&opts, profile)?;
     sampler.set_cost_every(args.cost_every);
-    let started = Instant::now();
     let stdout = std::io::stdout();
+    let mut observed = Duration::ZERO;
     loop {
-        let mut interval = args.interval;
-        if let Some(d) = args.duration {
-            let left = d.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return Ok(ExitCode::SUCCESS);
-            }
-            interval = interval.min(left);
-        }
+        let interval = match args.duration {
+            Some(d) => match next_window(observed, d, args.interval) {
+                Some(len) => len,
+                None => return Ok(ExitCode::SUCCESS),
+            },
+            None => args.interval,
+        };
         let signals = sampler
             .wait_window(interval)
             .context("reading the probes' maps")?;
+        observed += Duration::from_nanos(signals.window_ns);
         if !crate::reached_reader(print_window(&mut stdout.lock(), &signals, args.json))
             .context("writing a window to stdout")?
         {
@@ -197,6 +197,21 @@ fn print_window(out: &mut impl Write, signals: &Signals, json: bool) -> std::io:
     out.flush()
 }
 
+/// The next window's length after `observed` of `duration`, or `None`
+/// when the duration is covered. Windows of `interval`; a remainder under
+/// 100 ms joins the last window (a tiny window adds noise, not evidence).
+fn next_window(observed: Duration, duration: Duration, interval: Duration) -> Option<Duration> {
+    if observed + Duration::from_millis(1) >= duration {
+        return None;
+    }
+    let left = duration - observed;
+    Some(if left < interval + Duration::from_millis(100) {
+        left
+    } else {
+        interval
+    })
+}
+
 /// Collects windows for `duration` (the observation `diagnose`,
 /// `calibrate` and `gate` make).
 pub fn observe(
@@ -207,15 +222,7 @@ pub fn observe(
 ) -> Result<Vec<Signals>> {
     let mut windows: Vec<Signals> = Vec::new();
     let mut observed = Duration::ZERO;
-    // Windows of `interval`; a remainder under 100 ms joins the last window
-    // (a tiny window adds noise, not evidence).
-    while observed + Duration::from_millis(1) < duration {
-        let left = duration - observed;
-        let len = if left < interval + Duration::from_millis(100) {
-            left
-        } else {
-            interval
-        };
+    while let Some(len) = next_window(observed, duration, interval) {
         let w = sampler
             .wait_window(len)
             .context("reading the probes' maps")?;
@@ -228,4 +235,31 @@ pub fn observe(
         }
     }
     Ok(windows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_window;
+    use std::time::Duration;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn windows_cover_the_duration_without_a_tiny_tail() {
+        // Windows run a little longer than asked (reading the maps): the
+        // sum of what was observed decides, so no sliver window follows.
+        let mut observed = ms(0);
+        let mut lens = Vec::new();
+        while let Some(len) = next_window(observed, ms(6000), ms(400)) {
+            lens.push(len);
+            observed += len + ms(3);
+        }
+        assert_eq!(lens.len(), 15, "{lens:?}");
+        assert!(lens.iter().all(|&l| l >= ms(100)), "{lens:?}");
+        // A remainder under 100 ms joins the last window.
+        assert_eq!(next_window(ms(5550), ms(6000), ms(400)), Some(ms(450)));
+        assert_eq!(next_window(ms(6000), ms(6000), ms(400)), None);
+    }
 }
