@@ -45,6 +45,7 @@ pub use binlog::file::read_xids as read_binlog_xids;
 pub use binlog::BinlogError;
 pub use counters::CounterValues;
 pub use data::catalog::DataError;
+pub use data::paged_rows::{PagedError, PagedRows};
 pub use data::record::{RedoRecord, RowOp};
 pub use data::table::{Row, Shape, TableId};
 pub use data::trx::{Trx, TrxError};

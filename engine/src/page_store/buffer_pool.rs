@@ -20,6 +20,11 @@
 //!   (`innodb_io_capacity` pages a second, more when dirty pages pass
 //!   `innodb_max_dirty_pages_pct`). Batches go through the doublewrite
 //!   buffer's batch path.
+//! - **Write-ahead rule.** A page is written only once the redo of its
+//!   changes is durable: before a flush writes pages, the pool's redo hook
+//!   ([`BufferPool::set_redo_hook`]) is asked to make the log durable up
+//!   to their newest change (InnoDB's `log_write_up_to` before a page
+//!   write). Without a hook (the page store alone) nothing is asked.
 //! - **Single-page flush.** A user thread that finds no free frame and no
 //!   clean page in the tail writes one dirty tail page itself through the
 //!   doublewrite buffer's single-page path and takes its frame
@@ -36,7 +41,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -127,6 +132,9 @@ fn code(id: PageId) -> u64 {
     (u64::from(id.space) << 32) | u64::from(id.page_no)
 }
 
+/// Makes the redo log durable up to an LSN (the write-ahead rule).
+pub type RedoHook = Box<dyn Fn(u64) -> std::io::Result<()> + Send + Sync>;
+
 /// The buffer pool over `spaces`, writing through `dw`.
 pub struct BufferPool {
     page_size: usize,
@@ -138,6 +146,7 @@ pub struct BufferPool {
     opts: PoolOptions,
     pub counters: PoolCounters,
     stop: AtomicBool,
+    redo: OnceLock<RedoHook>,
 }
 
 impl BufferPool {
@@ -181,6 +190,7 @@ impl BufferPool {
             opts,
             counters: PoolCounters::default(),
             stop: AtomicBool::new(false),
+            redo: OnceLock::new(),
         })
     }
 
@@ -195,6 +205,21 @@ impl BufferPool {
                     .expect("spawning a page cleaner")
             })
             .collect()
+    }
+
+    /// Sets the hook that makes the redo log durable up to an LSN; every
+    /// flush calls it before it writes (once per pool: a second call is
+    /// ignored and returns false).
+    pub fn set_redo_hook(&self, hook: RedoHook) -> bool {
+        self.redo.set(hook).is_ok()
+    }
+
+    /// The write-ahead rule: the redo of changes up to `newest` durable.
+    fn redo_durable(&self, newest: u64) -> Result<(), StoreError> {
+        match self.redo.get() {
+            Some(hook) => hook(newest).map_err(|e| StoreError::io("redo log", "making durable", e)),
+            None => Ok(()),
+        }
     }
 
     /// Stops the page cleaners (join the handles after).
@@ -374,9 +399,10 @@ impl BufferPool {
             return Ok(());
         };
         let copy = self.sealed(&g, id, newest);
-        let done = self
-            .dw
-            .write_single(PageWrite { id, bytes: &copy }, &self.spaces);
+        let done = self.redo_durable(newest).and_then(|()| {
+            self.dw
+                .write_single(PageWrite { id, bytes: &copy }, &self.spaces)
+        });
         self.written(&[(fr, g)], done.is_ok());
         done?;
         self.counters
@@ -452,11 +478,14 @@ impl BufferPool {
             .zip(&copies)
             .map(|((id, _), b)| PageWrite { id: *id, bytes: b })
             .collect();
-        let done = if lru {
-            self.dw.write_lru_batch(&writes, &self.spaces)
-        } else {
-            self.dw.write_batch(&writes, &self.spaces)
-        };
+        let newest = ids.iter().map(|(_, lsn)| *lsn).max().unwrap_or(0);
+        let done = self.redo_durable(newest).and_then(|()| {
+            if lru {
+                self.dw.write_lru_batch(&writes, &self.spaces)
+            } else {
+                self.dw.write_batch(&writes, &self.spaces)
+            }
+        });
         self.written(&held, done.is_ok());
         done?;
         self.counters

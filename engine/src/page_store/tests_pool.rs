@@ -173,3 +173,57 @@ fn a_power_cut_under_load_leaves_no_torn_page_in_use() {
         "no torn page in 24 cuts: the cut came between flushes"
     );
 }
+
+/// The write-ahead rule: a page reaches its tablespace only after the redo
+/// hook was asked for an LSN at least its newest change's, and before that
+/// the tablespace still holds the old page. A hook that fails stops the
+/// write and leaves the page dirty.
+#[test]
+fn pages_are_written_only_after_their_redo_is_durable() {
+    let sim = Arc::new(SimVfs::new());
+    let vfs: Arc<dyn Vfs> = sim.clone();
+    let (bp, _) = pool(&vfs, Design::Files, 64);
+    let durable = Arc::new(AtomicU64::new(0));
+    let seen_old = Arc::new(AtomicU64::new(0));
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    {
+        let (durable, seen_old, fail, vfs) =
+            (durable.clone(), seen_old.clone(), fail.clone(), vfs.clone());
+        assert!(bp.set_redo_hook(Box::new(move |lsn| {
+            if fail.load(Ordering::SeqCst) {
+                return Err(std::io::Error::other("redo flush failed"));
+            }
+            // Asked before the write: page 7 on disk is still the old one.
+            let ts = Tablespace::open(vfs.as_ref(), 1, PS, false).unwrap();
+            let mut buf = vec![0u8; PS];
+            if let PageState::Empty = ts.read_verified(7, &mut buf).unwrap() {
+                seen_old.fetch_add(1, Ordering::SeqCst);
+            }
+            durable.fetch_max(lsn, Ordering::SeqCst);
+            Ok(())
+        })));
+    }
+    assert!(!bp.set_redo_hook(Box::new(|_| Ok(()))), "set twice");
+    let id = PageId {
+        space: 1,
+        page_no: 7,
+    };
+    for lsn in [10, 25, 40] {
+        bp.modify(id, lsn, |b| b[..8].copy_from_slice(&lsn.to_le_bytes()))
+            .unwrap();
+    }
+    // The redo cannot be made durable: the page is not written.
+    assert!(bp.flush_all().is_err());
+    assert_eq!(bp.oldest_dirty_lsn(), Some(10));
+    fail.store(false, Ordering::SeqCst);
+    bp.flush_all().unwrap();
+    assert_eq!(durable.load(Ordering::SeqCst), 40, "newest change's lsn");
+    assert!(seen_old.load(Ordering::SeqCst) >= 1);
+    let ts = Tablespace::open(vfs.as_ref(), 1, PS, false).unwrap();
+    let mut buf = vec![0u8; PS];
+    assert!(matches!(
+        ts.read_verified(7, &mut buf).unwrap(),
+        PageState::Written { .. }
+    ));
+    assert_eq!(counter(&buf[HEADER..]), 40);
+}
