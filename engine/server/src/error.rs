@@ -68,6 +68,16 @@ pub fn trx_error(e: TrxError, table: &str) -> SqlError {
         TrxError::RolledBack => SqlError::new(ErrorKind::ER_LOCK_DEADLOCK, e.to_string()),
         // The throttle refused to start the transaction: a retryable wait timeout.
         TrxError::Throttled(_) => SqlError::new(ErrorKind::ER_LOCK_WAIT_TIMEOUT, e.to_string()),
+        // A paged table's slot sizes (the statement checks CHAR lengths
+        // first; this is the engine's own guard).
+        TrxError::DataTooLong { column, id, .. } => SqlError::new(
+            ErrorKind::ER_DATA_TOO_LONG,
+            format!("Data too long for column '{column}' at row {id} of '{table}'"),
+        ),
+        TrxError::OutOfRange { id, .. } => SqlError::new(
+            ErrorKind::ER_WARN_DATA_OUT_OF_RANGE,
+            format!("Out of range value for column 'id' at row {id} of '{table}'"),
+        ),
     }
 }
 

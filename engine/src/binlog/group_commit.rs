@@ -470,7 +470,7 @@ impl GroupCommit {
             record::encode_commit_mark(t.xid, &mut mark);
             let r = match self.redo.append_without_space_wait(&mark) {
                 Ok((start, end)) => {
-                    trx.apply_commit();
+                    trx.apply_commit(start);
                     self.redo.mark_closed(start, end);
                     self.counters.commits.fetch_add(1, Ordering::Relaxed);
                     Ok(end)

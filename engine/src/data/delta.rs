@@ -520,7 +520,7 @@ mod tests {
                         if tb.update_k(trx, id, k) == crate::data::table::WriteResult::NotFound {
                             tb.insert(trx, id, row(k));
                         }
-                        tb.commit_rows(trx, [id]);
+                        tb.commit_rows(trx, [id], 0);
                     }
                 }
                 Op::Rollback { t, id } => {
@@ -534,7 +534,7 @@ mod tests {
                     if let Some(tb) = table(t) {
                         trx += 1;
                         tb.delete(trx, id);
-                        tb.commit_rows(trx, [id]);
+                        tb.commit_rows(trx, [id], 0);
                     }
                 }
                 Op::Bulk { t, id, k } => {
@@ -592,9 +592,9 @@ mod tests {
         );
         let tb = cat.table(t).unwrap();
         tb.update_k(7, 5, 1);
-        tb.commit_rows(7, [5]);
+        tb.commit_rows(7, [5], 0);
         tb.delete(8, 6);
-        tb.commit_rows(8, [6]);
+        tb.commit_rows(8, [6], 0);
         tb.update_k(9, 7, 1);
         tb.rollback_rows(9, [7]);
         let mut second = Vec::new();

@@ -70,6 +70,16 @@ pub enum TrxError {
     /// The transaction throttle did not let the transaction start in time.
     #[error(transparent)]
     Throttled(#[from] ThrottleTimeout),
+    /// A value longer than a paged table's column holds (MySQL error 1406).
+    #[error("Data too long for column '{column}' at row {id} in table with id {table}")]
+    DataTooLong {
+        table: TableId,
+        id: i64,
+        column: &'static str,
+    },
+    /// A primary key a paged table cannot hold (MySQL error 1264).
+    #[error("Out of range value for column 'id' at row {id} in table with id {table}")]
+    OutOfRange { table: TableId, id: i64 },
 }
 
 impl From<LockError> for TrxError {
@@ -389,7 +399,7 @@ impl Trx {
                 Ok(())
             }
             Err(e) => {
-                self.end(false);
+                self.end(None);
                 self.state = State::RolledBack;
                 Err(e.into())
             }
@@ -408,6 +418,13 @@ impl Trx {
             let i = t.table_index(table)?;
             t.lock_row(table, id)?;
             let result = write(&t.tables[i], t.id);
+            match result {
+                WriteResult::DataTooLong { column } => {
+                    return Err(TrxError::DataTooLong { table, id, column })
+                }
+                WriteResult::OutOfRange => return Err(TrxError::OutOfRange { table, id }),
+                _ => {}
+            }
             if let WriteResult::Applied { first_touch, after } = &result {
                 let after = after.clone();
                 if *first_touch {
@@ -533,25 +550,26 @@ impl Trx {
     // ---- end ---------------------------------------------------------------
 
     /// Makes every pending change committed (each table's changes at once),
-    /// then releases the locks. Call after the redo record is logged. A
-    /// transaction rolled back by a lock error commits nothing.
-    pub fn apply_commit(mut self) {
-        self.end(true);
+    /// then releases the locks. Call after the redo record is logged, with
+    /// the record's lsn (a paged table's pages record it). A transaction
+    /// rolled back by a lock error commits nothing.
+    pub fn apply_commit(mut self, lsn: u64) {
+        self.end(Some(lsn));
     }
 
     /// Drops every pending change and releases the locks.
     pub fn rollback(mut self) {
-        self.end(false);
+        self.end(None);
     }
 
-    /// Commits or drops the pending changes, releases the locks and marks
-    /// the transaction finished.
-    fn end(&mut self, commit: bool) {
+    /// Commits (as of redo `commit_lsn`) or drops the pending changes,
+    /// releases the locks and marks the transaction finished.
+    fn end(&mut self, commit_lsn: Option<u64>) {
         let trx_id = self.id;
         self.for_each_written_table(|table, rows| {
             let ids = rows.map(|w| w.id);
-            if commit {
-                table.commit_rows(trx_id, ids);
+            if let Some(lsn) = commit_lsn {
+                table.commit_rows(trx_id, ids, lsn);
             } else {
                 table.rollback_rows(trx_id, ids);
             }
@@ -569,7 +587,7 @@ impl Drop for Trx {
     /// An unfinished transaction rolls back.
     fn drop(&mut self) {
         if self.state != State::Finished {
-            self.end(false);
+            self.end(None);
         }
     }
 }
@@ -674,7 +692,7 @@ mod tests {
         assert!(b.is_read_only());
         f.check();
 
-        a.apply_commit();
+        a.apply_commit(0);
         // Read committed: b sees a's commit at once.
         assert_eq!(b.get(t, 1).unwrap().unwrap().k, 105);
         assert_eq!(ids(b.range(t, 1, 10).unwrap()), [1, 2, 4]);
@@ -717,7 +735,7 @@ mod tests {
         assert!(a.is_read_only());
         assert!(a.delete(f.table, 1).unwrap());
         a.insert(f.table, 1, row(3)).unwrap();
-        a.apply_commit();
+        a.apply_commit(0);
         assert_eq!(f.committed()[&1], row(3));
         assert!(f.lock_sys.is_idle());
     }
@@ -733,11 +751,11 @@ mod tests {
             let mut b = f2.begin();
             assert!(b.update_k(f2.table, 1, 1).unwrap());
             let dup = b.insert(f2.table, 7, row(8));
-            b.apply_commit();
+            b.apply_commit(0);
             dup
         });
         wait_until(|| f.lock_sys.stats().waits == 1);
-        a.apply_commit();
+        a.apply_commit(0);
         assert_eq!(
             b.join().unwrap(),
             Err(TrxError::DuplicateKey { table: 1, id: 7 })
@@ -758,7 +776,7 @@ mod tests {
         b.insert(t, 9, row(9)).unwrap();
         let a = thread::spawn(move || {
             let r = a.update_k(t, 2, 1);
-            a.apply_commit();
+            a.apply_commit(0);
             r
         });
         wait_until(|| f.lock_sys.stats().waits == 1);
@@ -793,7 +811,7 @@ mod tests {
         assert_eq!(b.delete(f.table, 1), Err(TrxError::LockWaitTimeout));
         assert_eq!(b.update_k(f.table, 3, 1), Err(TrxError::RolledBack));
         b.rollback();
-        a.apply_commit();
+        a.apply_commit(0);
         assert_eq!(f.committed()[&2].k, 100);
         assert_eq!(f.committed()[&1].k, 101);
         assert_eq!(f.lock_sys.stats().timeouts, 1);
@@ -848,7 +866,7 @@ mod tests {
         let mut image = Vec::new();
         f.catalog.write_image(&mut image);
         let replica = Catalog::read_image(&image).unwrap();
-        a.apply_commit();
+        a.apply_commit(0);
         replica.apply(&rec).unwrap();
         assert_eq!(replica.dump(), f.catalog.dump());
     }
@@ -969,14 +987,14 @@ mod tests {
                 }
                 prop_assert_eq!(trx.range(t, i64::MIN, i64::MAX).unwrap(), model_range(&view, i64::MIN, i64::MAX));
                 prop_assert_eq!(observer.range(t, i64::MIN, i64::MAX).unwrap(), model_range(&model, i64::MIN, i64::MAX));
-                observer.apply_commit();
+                observer.apply_commit(0);
                 match end {
                     End::Commit => {
                         let mut body = Vec::new();
                         if trx.encode_redo(&mut body) {
                             replica.apply(&record::decode(&body).unwrap()).unwrap();
                         }
-                        trx.apply_commit();
+                        trx.apply_commit(0);
                         model = view;
                     }
                     End::Rollback => trx.rollback(),
@@ -1045,7 +1063,7 @@ mod tests {
                             Ok(()) => {
                                 let mut body = Vec::new();
                                 assert!(trx.encode_redo(&mut body));
-                                trx.apply_commit();
+                                trx.apply_commit(0);
                             }
                             Err(e) => {
                                 assert!(

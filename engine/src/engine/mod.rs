@@ -520,7 +520,7 @@ impl Engine {
         // redo to become durable (below) holds no slot.
         trx.enter_commit();
         if trx.is_read_only() {
-            trx.apply_commit();
+            trx.apply_commit(self.redo.current_lsn());
             self.counters.commits.fetch_add(1, Ordering::Relaxed);
             return Ok(self.redo.current_lsn());
         }
@@ -542,7 +542,7 @@ impl Engine {
                 return Err(e.into());
             }
         };
-        trx.apply_commit();
+        trx.apply_commit(rec.start);
         self.redo.mark_closed(rec.start, rec.end);
         self.redo.wait_own(&rec)?;
         let end = rec.end;

@@ -1,4 +1,4 @@
-//! Sysbench-shaped tables held in memory.
+//! Sysbench-shaped tables, held in memory or with their committed rows on pages.
 //!
 //! A [`Table`] mirrors sysbench's `sbtest` table:
 //!
@@ -42,6 +42,8 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
+
+use crate::data::paged_rows::{PagedError, PagedRows};
 
 /// Identifies a table in the catalog (sequential from 1).
 pub type TableId = u32;
@@ -101,28 +103,71 @@ struct Pending {
     row: Option<Arc<Row>>,
 }
 
+/// A committed version: the row itself (an in-memory table) or, in a
+/// paged table, the `k` the index holds (the row is on its page).
+#[derive(Clone, Debug)]
+enum Committed {
+    Row(Arc<Row>),
+    Paged(i32),
+}
+
+impl Committed {
+    fn k(&self) -> i32 {
+        match self {
+            Committed::Row(r) => r.k,
+            Committed::Paged(k) => *k,
+        }
+    }
+
+    fn row(&self) -> Option<&Arc<Row>> {
+        match self {
+            Committed::Row(r) => Some(r),
+            Committed::Paged(_) => None,
+        }
+    }
+}
+
+/// The version a transaction sees: in memory, or on its page (with the
+/// `k` the index holds for it).
+enum Version<'a> {
+    Row(&'a Arc<Row>),
+    Paged(i32),
+}
+
+impl Version<'_> {
+    fn k(&self) -> i32 {
+        match self {
+            Version::Row(r) => r.k,
+            Version::Paged(k) => *k,
+        }
+    }
+}
+
 /// A row's versions in the primary index.
 #[derive(Clone, Debug, Default)]
 pub struct RowSlot {
     /// The committed version; `None` if the row does not exist committed.
-    committed: Option<Arc<Row>>,
+    committed: Option<Committed>,
     /// The pending change of the transaction holding the row's X lock.
     pending: Option<Pending>,
 }
 
 impl RowSlot {
     /// The version `trx_id` sees.
-    fn visible(&self, trx_id: u64) -> Option<&Arc<Row>> {
+    fn visible(&self, trx_id: u64) -> Option<Version<'_>> {
         match &self.pending {
-            Some(p) if p.trx_id == trx_id => p.row.as_ref(),
-            _ => self.committed.as_ref(),
+            Some(p) if p.trx_id == trx_id => p.row.as_ref().map(Version::Row),
+            _ => self.committed.as_ref().map(|c| match c {
+                Committed::Row(r) => Version::Row(r),
+                Committed::Paged(k) => Version::Paged(*k),
+            }),
         }
     }
 
     /// The `k` values the secondary index must hold for this slot.
     fn index_keys(&self) -> [Option<i32>; 2] {
         [
-            self.committed.as_ref().map(|r| r.k),
+            self.committed.as_ref().map(Committed::k),
             self.pending
                 .as_ref()
                 .and_then(|p| p.row.as_ref())
@@ -162,6 +207,10 @@ pub enum WriteResult {
     NotFound,
     /// A row is already visible to the transaction (insert).
     Duplicate,
+    /// A paged table's slot cannot hold the value of `column`.
+    DataTooLong { column: &'static str },
+    /// A paged table cannot address this primary key.
+    OutOfRange,
 }
 
 struct TableInner {
@@ -179,6 +228,8 @@ struct TableInner {
     /// The whole table counts as changed: it is new since the last
     /// checkpoint, or a tombstone replacing a dropped table.
     all_dirty: bool,
+    /// The committed rows are on pages: nothing for a checkpoint to copy.
+    paged: bool,
 }
 
 impl Default for TableInner {
@@ -189,6 +240,7 @@ impl Default for TableInner {
             committed: 0,
             dirty: BTreeMap::new(),
             all_dirty: true,
+            paged: false,
         }
     }
 }
@@ -220,8 +272,15 @@ impl TableInner {
     }
 
     /// Applies `f` to the version of row `id` visible to `trx_id`, installing
-    /// a pending copy of the committed version first if there is none.
-    fn modify(&mut self, trx_id: u64, id: i64, f: impl FnOnce(&mut Row)) -> WriteResult {
+    /// a pending copy of the committed version first if there is none (in a
+    /// paged table, `base`: the committed row read from its page).
+    fn modify(
+        &mut self,
+        trx_id: u64,
+        id: i64,
+        base: Option<Row>,
+        f: impl FnOnce(&mut Row),
+    ) -> WriteResult {
         let Some(slot) = self.rows.get_mut(&id) else {
             return WriteResult::NotFound;
         };
@@ -238,10 +297,11 @@ impl TableInner {
                 None => return WriteResult::NotFound,
             },
             None => {
-                let Some(committed) = &slot.committed else {
-                    return WriteResult::NotFound;
+                let mut row = match (&slot.committed, base) {
+                    (Some(Committed::Row(c)), _) => Row::clone(c),
+                    (Some(Committed::Paged(_)), Some(b)) => b,
+                    _ => return WriteResult::NotFound,
                 };
-                let mut row = Row::clone(committed);
                 f(&mut row);
                 let image = Arc::new(row);
                 slot.pending = Some(Pending {
@@ -296,9 +356,13 @@ impl TableInner {
                 (true, false) => self.committed -= 1,
                 _ => {}
             }
-            slot.committed = pending.row;
+            slot.committed = pending.row.map(|r| match self.paged {
+                true => Committed::Paged(r.k),
+                false => Committed::Row(r),
+            });
         }
-        let now = commit.then(|| slot.committed.clone());
+        let now =
+            (commit && !self.paged).then(|| slot.committed.as_ref().and_then(|c| c.row().cloned()));
         let after = slot.index_keys();
         let empty = slot.is_empty();
         if empty {
@@ -319,14 +383,19 @@ impl TableInner {
             (true, false) => self.committed -= 1,
             _ => {}
         }
-        slot.committed = row.map(Arc::new);
-        let now = slot.committed.clone();
+        slot.committed = row.map(|r| match self.paged {
+            true => Committed::Paged(r.k),
+            false => Committed::Row(Arc::new(r)),
+        });
+        let now = slot.committed.as_ref().and_then(|c| c.row().cloned());
         let after = slot.index_keys();
         if slot.is_empty() {
             self.rows.remove(&id);
         }
         self.reindex(id, before, after);
-        self.mark_dirty(id, now);
+        if !self.paged {
+            self.mark_dirty(id, now);
+        }
     }
 
     fn mark_dirty(&mut self, id: i64, committed: Option<Arc<Row>>) {
@@ -336,12 +405,15 @@ impl TableInner {
     }
 }
 
-/// An in-memory `sbtest`-shaped table.
+/// An `sbtest`-shaped table: in memory, or with its committed rows on
+/// pages ([`Table::paged`]).
 pub struct Table {
     id: TableId,
     name: String,
     shape: Shape,
     inner: RwLock<TableInner>,
+    /// Where a paged table's committed rows are.
+    pages: Option<Arc<PagedRows>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -350,20 +422,69 @@ impl std::fmt::Debug for Table {
             .field("id", &self.id)
             .field("name", &self.name)
             .field("shape", &self.shape)
+            .field("paged", &self.pages.is_some())
             .field("committed_rows", &self.len_committed())
             .finish()
     }
 }
 
+/// A rows taken under the latch: in memory, or to be read from its page
+/// (with the `k` the index gave).
+type Taken = (i64, Result<Arc<Row>, i32>);
+
+/// A page of a table's rows could not be read or written. The engine
+/// stops, as InnoDB stops on a failed page read: no answer comes from a
+/// page it cannot trust, and a commit already logged cannot be undone.
+fn page_failed(table: &str, e: PagedError) -> ! {
+    panic!(
+        "table {table}: {e}; the engine stops: restart it, and recovery restores a torn page \
+         from the doublewrite buffer (or reports it)"
+    )
+}
+
 impl Table {
-    /// An empty table.
+    /// An empty in-memory table.
     pub fn new(id: TableId, name: impl Into<String>, shape: Shape) -> Table {
         Table {
             id,
             name: name.into(),
             shape,
             inner: RwLock::new(TableInner::default()),
+            pages: None,
         }
+    }
+
+    /// A table whose committed rows live in `pages`: its primary-key
+    /// directory and index `k_1` are rebuilt from them (one scan).
+    pub fn paged(
+        id: TableId,
+        name: impl Into<String>,
+        shape: Shape,
+        pages: Arc<PagedRows>,
+    ) -> Result<Table, PagedError> {
+        let mut inner = TableInner {
+            all_dirty: false,
+            paged: true,
+            ..TableInner::default()
+        };
+        pages.for_each(|id, row| {
+            inner.rows.insert(
+                id,
+                RowSlot {
+                    committed: Some(Committed::Paged(row.k)),
+                    pending: None,
+                },
+            );
+            inner.by_k.insert((row.k, id));
+            inner.committed += 1;
+        })?;
+        Ok(Table {
+            id,
+            name: name.into(),
+            shape,
+            inner: RwLock::new(inner),
+            pages: Some(pages),
+        })
     }
 
     /// The table's columns.
@@ -381,31 +502,101 @@ impl Table {
         &self.name
     }
 
+    /// Whether the committed rows are on pages.
+    pub fn is_paged(&self) -> bool {
+        self.pages.is_some()
+    }
+
+    fn rows_on_pages(&self) -> &PagedRows {
+        self.pages
+            .as_deref()
+            .expect("only a paged table has rows on pages")
+    }
+
+    /// Row `id` read from its page.
+    fn page_row(&self, id: i64) -> Option<Row> {
+        self.rows_on_pages()
+            .get(id)
+            .unwrap_or_else(|e| page_failed(&self.name, e))
+    }
+
+    /// The rows `taken` under the latch, those on pages read after it
+    /// (`contiguous`: one scan of the ids' range, else one read each). A
+    /// row read from its page is the committed version at the read: one
+    /// committed since the latch shows its new version, one deleted since
+    /// is gone, and one whose `k` moved from the `k` the index gave is
+    /// left out (the index walk would not have found it there).
+    fn resolve(&self, taken: Vec<Taken>, contiguous: bool) -> Vec<(i64, Arc<Row>)> {
+        let on_pages: Vec<i64> = taken
+            .iter()
+            .filter(|(_, r)| r.is_err())
+            .map(|(id, _)| *id)
+            .collect();
+        if on_pages.is_empty() {
+            return taken
+                .into_iter()
+                .filter_map(|(id, r)| Some((id, r.ok()?)))
+                .collect();
+        }
+        let mut read: BTreeMap<i64, Arc<Row>> = BTreeMap::new();
+        if contiguous {
+            let (lo, hi) = (on_pages[0], on_pages[on_pages.len() - 1]);
+            self.rows_on_pages()
+                .scan(lo, hi, |id, row| {
+                    read.insert(id, Arc::new(row));
+                })
+                .unwrap_or_else(|e| page_failed(&self.name, e));
+        } else {
+            for &id in &on_pages {
+                if let Some(row) = self.page_row(id) {
+                    read.insert(id, Arc::new(row));
+                }
+            }
+        }
+        taken
+            .into_iter()
+            .filter_map(|(id, r)| match r {
+                Ok(row) => Some((id, row)),
+                Err(k) => read
+                    .get(&id)
+                    .filter(|row| row.k == k)
+                    .map(|row| (id, row.clone())),
+            })
+            .collect()
+    }
+
     // ---- reads -------------------------------------------------------------
 
     /// `SELECT * WHERE id = ?` as transaction `trx_id` sees it.
     pub fn get(&self, trx_id: u64, id: i64) -> Option<Row> {
-        let inner = self.inner.read();
-        inner.rows.get(&id)?.visible(trx_id).map(|r| Row::clone(r))
+        {
+            let inner = self.inner.read();
+            match inner.rows.get(&id)?.visible(trx_id)? {
+                Version::Row(r) => return Some(Row::clone(r)),
+                Version::Paged(_) => {}
+            }
+        }
+        self.page_row(id)
     }
 
     /// Calls `f` for every row with `lo <= id <= hi` visible to `trx_id`, in
     /// `id` order. The rows are the versions visible at one instant (taken
-    /// under one hold of the table's read latch); `f` runs after the latch
-    /// is released, so it may take its time. Rows are not cloned.
+    /// under one hold of the table's read latch; in a paged table, the
+    /// committed ones read from their pages right after); `f` runs after
+    /// the latch is released, so it may take its time. Rows are not cloned.
     pub fn scan_range(&self, trx_id: u64, lo: i64, hi: i64, f: impl FnMut(i64, &Row)) {
         if lo > hi {
             return;
         }
-        let seen: Vec<(i64, Arc<Row>)> = {
+        let taken: Vec<Taken> = {
             let inner = self.inner.read();
             inner
                 .rows
                 .range(lo..=hi)
-                .filter_map(|(&id, slot)| Some((id, Arc::clone(slot.visible(trx_id)?))))
+                .filter_map(|(&id, slot)| Some((id, taken(slot.visible(trx_id)?))))
                 .collect()
         };
-        report(seen, f);
+        report(self.resolve(taken, true), f);
     }
 
     /// `SELECT * WHERE id BETWEEN lo AND hi ORDER BY id` as `trx_id` sees it.
@@ -418,15 +609,9 @@ impl Table {
     /// `SELECT * WHERE k = ?` (through index `k_1`, ordered by `id`) as
     /// `trx_id` sees it.
     pub fn get_by_k(&self, trx_id: u64, k: i32) -> Vec<(i64, Row)> {
-        let inner = self.inner.read();
-        inner
-            .by_k
-            .range((k, i64::MIN)..=(k, i64::MAX))
-            .filter_map(|&(_, id)| {
-                let row = inner.rows.get(&id)?.visible(trx_id)?;
-                (row.k == k).then(|| (id, Row::clone(row)))
-            })
-            .collect()
+        let mut out = Vec::new();
+        self.scan_k_range(trx_id, k, k, |id, row| out.push((id, row.clone())));
+        out
     }
 
     /// Calls `f` for every row whose `k` is in `lo..=hi` and visible to
@@ -437,7 +622,7 @@ impl Table {
         if lo > hi {
             return;
         }
-        let seen: Vec<(i64, Arc<Row>)> = {
+        let taken: Vec<Taken> = {
             let inner = self.inner.read();
             inner
                 .by_k
@@ -446,26 +631,66 @@ impl Table {
                     // The index holds the committed and the pending k of a
                     // row: it is reported at the k of the version `trx_id`
                     // sees, once.
-                    let row = inner.rows.get(&id)?.visible(trx_id)?;
-                    (row.k == k).then(|| (id, Arc::clone(row)))
+                    let v = inner.rows.get(&id)?.visible(trx_id)?;
+                    (v.k() == k).then(|| (id, taken(v)))
                 })
                 .collect()
         };
-        report(seen, f);
+        report(self.resolve(taken, false), f);
     }
 
     // ---- write path (caller holds the row's X lock) -------------------------
 
+    /// Applies `f` to the version of `id` that `trx_id` sees (see
+    /// [`TableInner::modify`]). In a paged table the committed row is read
+    /// from its page first, outside the latch: the caller's X lock keeps
+    /// it from changing meanwhile.
+    fn modify(&self, trx_id: u64, id: i64, f: impl FnOnce(&mut Row)) -> WriteResult {
+        let base = match &self.pages {
+            Some(_) => {
+                let on_page = {
+                    let inner = self.inner.read();
+                    let v = inner.rows.get(&id).and_then(|s| s.visible(trx_id));
+                    matches!(v, Some(Version::Paged(_)))
+                };
+                if on_page {
+                    self.page_row(id)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        self.inner.write().modify(trx_id, id, base, f)
+    }
+
+    /// Whether row `id` can hold `row` (`None`: a delete): always in
+    /// memory; on pages, within the slot's sizes.
+    fn fits(&self, id: i64, row: Option<&Row>) -> Option<WriteResult> {
+        let pages = self.pages.as_ref()?;
+        match pages.check(id, row) {
+            Ok(()) => None,
+            Err(PagedError::TooLong { column, .. }) => Some(WriteResult::DataTooLong { column }),
+            Err(_) => Some(WriteResult::OutOfRange),
+        }
+    }
+
     /// `UPDATE SET k = k + delta WHERE id = ?` (wrapping on overflow).
     pub fn update_k(&self, trx_id: u64, id: i64, delta: i32) -> WriteResult {
-        self.inner
-            .write()
-            .modify(trx_id, id, |row| row.k = row.k.wrapping_add(delta))
+        self.modify(trx_id, id, |row| row.k = row.k.wrapping_add(delta))
     }
 
     /// `UPDATE SET c = ? WHERE id = ?`.
     pub fn update_c(&self, trx_id: u64, id: i64, c: String) -> WriteResult {
-        self.inner.write().modify(trx_id, id, |row| row.c = c)
+        let probe = Row {
+            k: 0,
+            c,
+            pad: String::new(),
+        };
+        if let Some(refused) = self.fits(id, Some(&probe)) {
+            return refused;
+        }
+        self.modify(trx_id, id, |row| row.c = probe.c)
     }
 
     /// `DELETE WHERE id = ?`.
@@ -485,6 +710,9 @@ impl Table {
     /// `INSERT (id, k, c, pad)`; [`WriteResult::Duplicate`] if a row with this
     /// `id` is visible to `trx_id`.
     pub fn insert(&self, trx_id: u64, id: i64, row: Row) -> WriteResult {
+        if let Some(refused) = self.fits(id, Some(&row)) {
+            return refused;
+        }
         let mut inner = self.inner.write();
         if inner
             .rows
@@ -498,8 +726,28 @@ impl Table {
     }
 
     /// Makes `trx_id`'s pending changes of rows `ids` committed, all under one
-    /// hold of the write lock (so readers see them atomically).
-    pub fn commit_rows(&self, trx_id: u64, ids: impl IntoIterator<Item = i64>) {
+    /// hold of the write lock (so readers see them atomically). `lsn` is
+    /// the commit's redo record: a paged table changes its pages as of it
+    /// first (a reader may see a page's new row a moment before the slot
+    /// turns; the commit is logged by then).
+    pub fn commit_rows(&self, trx_id: u64, ids: impl IntoIterator<Item = i64>, lsn: u64) {
+        let ids: Vec<i64> = ids.into_iter().collect();
+        if let Some(pages) = &self.pages {
+            let afters: Vec<(i64, Option<Arc<Row>>)> = {
+                let inner = self.inner.read();
+                ids.iter()
+                    .filter_map(|id| match &inner.rows.get(id)?.pending {
+                        Some(p) if p.trx_id == trx_id => Some((*id, p.row.clone())),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            for (id, row) in &afters {
+                pages
+                    .put(*id, row.as_deref(), lsn)
+                    .unwrap_or_else(|e| page_failed(&self.name, e));
+            }
+        }
         let mut inner = self.inner.write();
         for id in ids {
             inner.finish(trx_id, id, true);
@@ -518,22 +766,50 @@ impl Table {
 
     /// Inserts or replaces committed rows directly, under one write lock hold.
     pub fn upsert_committed(&self, rows: impl IntoIterator<Item = (i64, Row)>) {
+        self.upsert_committed_at(rows, 0);
+    }
+
+    /// [`upsert_committed`](Self::upsert_committed) as of redo `lsn` (a
+    /// paged table's pages record it).
+    pub fn upsert_committed_at(&self, rows: impl IntoIterator<Item = (i64, Row)>, lsn: u64) {
         let mut inner = self.inner.write();
         for (id, row) in rows {
+            if let Some(pages) = &self.pages {
+                pages
+                    .put(id, Some(&row), lsn)
+                    .unwrap_or_else(|e| page_failed(&self.name, e));
+            }
             inner.set_committed(id, Some(row));
         }
     }
 
     /// Removes the committed version of row `id`, if any.
     pub fn remove_committed(&self, id: i64) {
-        self.inner.write().set_committed(id, None);
+        self.remove_committed_at(id, 0);
     }
 
-    /// Calls `f` for every committed row in `id` order under the read lock.
+    /// [`remove_committed`](Self::remove_committed) as of redo `lsn`.
+    pub fn remove_committed_at(&self, id: i64, lsn: u64) {
+        let mut inner = self.inner.write();
+        if let Some(pages) = &self.pages {
+            pages
+                .put(id, None, lsn)
+                .unwrap_or_else(|e| page_failed(&self.name, e));
+        }
+        inner.set_committed(id, None);
+    }
+
+    /// Calls `f` for every committed row in `id` order (under the read
+    /// lock; a paged table's from its pages).
     pub fn for_each_committed(&self, mut f: impl FnMut(i64, &Row)) {
+        if let Some(pages) = &self.pages {
+            return pages
+                .for_each(|id, row| f(id, &row))
+                .unwrap_or_else(|e| page_failed(&self.name, e));
+        }
         let inner = self.inner.read();
         for (&id, slot) in &inner.rows {
-            if let Some(row) = &slot.committed {
+            if let Some(row) = slot.committed.as_ref().and_then(Committed::row) {
                 f(id, row);
             }
         }
@@ -544,12 +820,18 @@ impl Table {
     /// checkpoint base can be serialised later without holding the lock.
     /// (Taken in chunks instead, the snapshot queued behind the writers at
     /// each chunk: 1-2.3 s instead of ~0.1 s under the insert load, which
-    /// made commits wait for a full log; engine/bench/RESULTS.md.)
+    /// made commits wait for a full log; engine/bench/RESULTS.md.) A paged
+    /// table's are read from its pages.
     pub fn committed_snapshot(&self) -> Vec<(i64, Arc<Row>)> {
+        if self.pages.is_some() {
+            let mut out = Vec::new();
+            self.for_each_committed(|id, row| out.push((id, Arc::new(row.clone()))));
+            return out;
+        }
         let inner = self.inner.read();
         let mut out = Vec::with_capacity(inner.committed);
         for (&id, slot) in &inner.rows {
-            if let Some(row) = &slot.committed {
+            if let Some(row) = slot.committed.as_ref().and_then(Committed::row) {
                 out.push((id, Arc::clone(row)));
             }
         }
@@ -643,6 +925,15 @@ impl Table {
     }
 }
 
+/// What a version taken under the latch becomes: its row, or a read of
+/// its page to come.
+fn taken(v: Version<'_>) -> Result<Arc<Row>, i32> {
+    match v {
+        Version::Row(r) => Ok(Arc::clone(r)),
+        Version::Paged(k) => Err(k),
+    }
+}
+
 /// Hands the rows a scan took to its caller, latch released.
 fn report(seen: Vec<(i64, Arc<Row>)>, mut f: impl FnMut(i64, &Row)) {
     for (id, row) in &seen {
@@ -651,228 +942,6 @@ fn report(seen: Vec<(i64, Arc<Row>)>, mut f: impl FnMut(i64, &Row)) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(k: i32) -> Row {
-        Row {
-            k,
-            c: format!("c{k}"),
-            pad: "pad".into(),
-        }
-    }
-
-    const A: u64 = 1;
-    const B: u64 = 2;
-
-    /// `first_touch` and the after-image's `k` (None: a delete) of a write
-    /// that applied.
-    fn applied(r: WriteResult) -> (bool, Option<i32>) {
-        match r {
-            WriteResult::Applied { first_touch, after } => (first_touch, after.map(|r| r.k)),
-            other => panic!("not applied: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn pending_changes_are_visible_only_to_their_owner() {
-        let t = Table::new(1, "t", Shape::Sbtest);
-        t.upsert_committed([(1, row(10)), (2, row(20))]);
-
-        // Each write returns the owner's pending version (what it logs).
-        assert_eq!(applied(t.update_k(A, 1, 5)), (true, Some(15)));
-        assert_eq!(applied(t.update_k(A, 1, 1)), (false, Some(16)));
-        assert_eq!(applied(t.delete(A, 2)), (true, None));
-        assert_eq!(applied(t.insert(A, 3, row(30))), (true, Some(30)));
-
-        assert_eq!(t.get(A, 1).unwrap().k, 16);
-        assert_eq!(t.get(B, 1).unwrap().k, 10);
-        assert_eq!(t.get(A, 2), None);
-        assert_eq!(t.get(B, 2), Some(row(20)));
-        assert_eq!(t.get(A, 3), Some(row(30)));
-        assert_eq!(t.get(B, 3), None);
-
-        assert_eq!(t.get_by_k(A, 10), vec![]);
-        assert_eq!(t.get_by_k(A, 16).len(), 1);
-        assert_eq!(t.get_by_k(B, 10).len(), 1);
-        assert_eq!(t.get_by_k(B, 16), vec![]);
-        assert_eq!(
-            t.range(A, 0, 10).iter().map(|r| r.0).collect::<Vec<_>>(),
-            [1, 3]
-        );
-        assert_eq!(
-            t.range(B, 0, 10).iter().map(|r| r.0).collect::<Vec<_>>(),
-            [1, 2]
-        );
-        assert_eq!(t.len_committed(), 2);
-        t.check_invariants().unwrap();
-
-        t.commit_rows(A, [1, 2, 3]);
-        t.check_invariants().unwrap();
-        assert_eq!(t.get(B, 1).unwrap().k, 16);
-        assert_eq!(t.get(B, 2), None);
-        assert_eq!(t.get(B, 3), Some(row(30)));
-        assert_eq!(t.get_by_k(B, 10), vec![]);
-        assert_eq!(t.len_committed(), 2);
-        assert_eq!(
-            t.committed_rows()
-                .into_iter()
-                .map(|r| r.0)
-                .collect::<Vec<_>>(),
-            [1, 3]
-        );
-    }
-
-    /// A change set holds each row's committed version as of the take
-    /// (the delta serialises it without the table lock): a later commit
-    /// is in the next set only.
-    #[test]
-    fn a_taken_change_set_keeps_the_versions_it_took() {
-        let t = Table::new(1, "t", Shape::Sbtest);
-        t.upsert_committed([(1, row(10)), (2, row(20))]);
-        assert_eq!(t.take_dirty(), Dirty::All, "a new table is written whole");
-        t.update_k(A, 1, 1);
-        t.delete(A, 2);
-        t.commit_rows(A, [1, 2]);
-        let taken = t.take_dirty();
-        t.update_k(B, 1, 5);
-        t.commit_rows(B, [1]);
-        let Dirty::Rows(rows) = taken else {
-            panic!("{taken:?}")
-        };
-        let got: Vec<(i64, Option<i32>)> = rows
-            .iter()
-            .map(|(id, r)| (*id, r.as_ref().map(|r| r.k)))
-            .collect();
-        assert_eq!(got, [(1, Some(11)), (2, None)]);
-        let Dirty::Rows(next) = t.take_dirty() else {
-            panic!("rows expected")
-        };
-        assert_eq!(next.len(), 1);
-        assert_eq!(next[0].1.as_ref().unwrap().k, 16);
-    }
-
-    #[test]
-    fn rollback_restores_committed_view_and_index() {
-        let t = Table::new(1, "t", Shape::Sbtest);
-        t.upsert_committed([(1, row(10))]);
-        t.update_k(A, 1, 1);
-        t.insert(A, 2, row(20));
-        t.delete(A, 2);
-        assert_eq!(applied(t.insert(A, 2, row(21))), (false, Some(21)));
-        assert_eq!(t.insert(A, 2, row(22)), WriteResult::Duplicate);
-        t.check_invariants().unwrap();
-        t.rollback_rows(A, [1, 2]);
-        t.check_invariants().unwrap();
-        assert_eq!(t.committed_rows(), vec![(1, row(10))]);
-        assert_eq!(t.get_by_k(B, 10).len(), 1);
-        assert_eq!(t.get_by_k(B, 11), vec![]);
-        assert_eq!(t.get_by_k(B, 21), vec![]);
-    }
-
-    /// A writer commits while a range scan hands rows to its caller: the
-    /// commit does not wait for the caller (the latch is not held across
-    /// it), and the scan still reports the versions of the instant it
-    /// took them, the old ones on both sides of the commit.
-    #[test]
-    fn scans_hold_no_latch_while_their_caller_works() {
-        use std::sync::mpsc;
-        use std::time::Duration;
-
-        let t = Arc::new(Table::new(1, "t", Shape::Sbtest));
-        t.upsert_committed((1..=4).map(|id| (id, row(id as i32))));
-        for scan in 0..2 {
-            let mut seen = Vec::new();
-            let mut writer = None;
-            let mut on_row = |id: i64, r: &Row| {
-                if id == 2 {
-                    let (done, wait) = mpsc::channel();
-                    let t = Arc::clone(&t);
-                    let trx = 100 + scan;
-                    writer = Some(std::thread::spawn(move || {
-                        t.update_k(trx, 1, 100);
-                        t.update_k(trx, 4, 100);
-                        t.commit_rows(trx, [1, 4]);
-                        done.send(()).unwrap();
-                    }));
-                    let committed = wait.recv_timeout(Duration::from_secs(10));
-                    assert!(committed.is_ok(), "the commit waited for the scan's caller");
-                }
-                seen.push((id, r.k));
-            };
-            if scan == 0 {
-                t.scan_range(A, 1, 4, &mut on_row);
-            } else {
-                t.scan_k_range(A, i32::MIN, i32::MAX, &mut on_row);
-            }
-            writer.take().unwrap().join().unwrap();
-            // Rows 1 and 4 as they were before the commit, in id order for
-            // the first scan and in k order (their k is 101 and 104 since
-            // the first commit) for the second.
-            let expected: &[(i64, i32)] = if scan == 0 {
-                &[(1, 1), (2, 2), (3, 3), (4, 4)]
-            } else {
-                &[(2, 2), (3, 3), (1, 101), (4, 104)]
-            };
-            assert_eq!(seen, expected);
-            assert_eq!(t.get(B, 1).unwrap().k, 101 + 100 * scan as i32);
-            t.check_invariants().unwrap();
-        }
-    }
-
-    #[test]
-    fn missing_rows_are_reported() {
-        let t = Table::new(1, "t", Shape::Sbtest);
-        assert_eq!(t.update_k(A, 1, 1), WriteResult::NotFound);
-        assert_eq!(t.update_c(A, 1, "x".into()), WriteResult::NotFound);
-        assert_eq!(t.delete(A, 1), WriteResult::NotFound);
-        t.upsert_committed([(1, row(1))]);
-        t.delete(A, 1);
-        assert_eq!(t.update_k(A, 1, 1), WriteResult::NotFound);
-        assert_eq!(t.delete(A, 1), WriteResult::NotFound);
-        t.check_invariants().unwrap();
-    }
-
-    #[test]
-    #[should_panic(expected = "without its X lock")]
-    fn writing_a_row_pending_for_another_trx_panics() {
-        let t = Table::new(1, "t", Shape::Sbtest);
-        t.upsert_committed([(1, row(1))]);
-        t.update_k(A, 1, 1);
-        t.update_k(B, 1, 1);
-    }
-
-    #[test]
-    fn committed_maintenance_keeps_index_in_step() {
-        let t = Table::new(1, "t", Shape::Sbtest);
-        t.upsert_committed([(1, row(1)), (2, row(2))]);
-        t.upsert_committed([(1, row(3))]);
-        t.remove_committed(2);
-        t.remove_committed(7);
-        t.check_invariants().unwrap();
-        assert_eq!(t.len_committed(), 1);
-        assert_eq!(t.get_by_k(0, 3), vec![(1, row(3))]);
-        assert_eq!(t.get_by_k(0, 1), vec![]);
-    }
-
-    #[test]
-    fn k_ranges_report_each_visible_row_once_in_k_order() {
-        let t = Table::new(1, "t", Shape::Sbtest);
-        t.upsert_committed([(1, row(5)), (2, row(3)), (3, row(5)), (4, row(9))]);
-        // A moves row 1 from k 5 to 7 and row 4 from 9 to 4: the index
-        // holds both ks of each until A ends.
-        t.update_k(A, 1, 2);
-        t.update_k(A, 4, -5);
-        let scan = |trx, lo, hi| {
-            let mut seen = Vec::new();
-            t.scan_k_range(trx, lo, hi, |id, r| seen.push((r.k, id)));
-            seen
-        };
-        assert_eq!(scan(A, 0, 10), [(3, 2), (4, 4), (5, 3), (7, 1)]);
-        assert_eq!(scan(B, 0, 10), [(3, 2), (5, 1), (5, 3), (9, 4)]);
-        assert_eq!(scan(A, 5, 5), [(5, 3)]);
-        assert_eq!(scan(B, 6, 8), []);
-        assert_eq!(scan(B, 9, 3), []);
-        assert_eq!(scan(B, i32::MIN, i32::MAX).len(), 4);
-    }
-}
+mod tests;
+#[cfg(test)]
+mod tests_paged;
