@@ -42,7 +42,7 @@ fn cell(dir: &std::path::Path, design: Design, threads: u32, secs: f64) -> Resul
         std::fs::remove_dir_all(dir).with_context(|| format!("cleaning {}", dir.display()))?;
     }
     let vfs: Arc<dyn Vfs> = Arc::new(OsVfs::new(dir).context("creating the directory")?);
-    let mut spaces = Spaces::new();
+    let spaces = Spaces::new();
     spaces.insert(Tablespace::open(vfs.as_ref(), 1, DEFAULT_PAGE_SIZE, true)?);
     let counters = Arc::new(DoublewriteCounters::default());
     let opts = DoublewriteOptions {

@@ -84,7 +84,7 @@ fn cell(
     std::fs::copy(seed.join("space-00001.ibd"), work.join("space-00001.ibd"))
         .context("copying the data file")?;
     let vfs: Arc<dyn Vfs> = Arc::new(OsVfs::new(work)?);
-    let mut spaces = Spaces::new();
+    let spaces = Spaces::new();
     spaces.insert(Tablespace::open(vfs.as_ref(), 1, PS, false)?);
     let dwc = Arc::new(DoublewriteCounters::default());
     let o = DoublewriteOptions {

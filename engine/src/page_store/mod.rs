@@ -14,6 +14,7 @@ pub mod buffer_pool;
 pub mod doublewrite;
 mod lru;
 pub mod page;
+pub mod store;
 pub mod tablespace;
 
 use std::collections::BTreeMap;
@@ -50,30 +51,34 @@ impl StoreError {
     }
 }
 
-/// The open tablespaces, by id.
+/// The open tablespaces, by id. A table created while the engine runs
+/// adds its tablespace; the pool and the doublewrite buffer look spaces up
+/// on every write.
 #[derive(Default)]
-pub struct Spaces(BTreeMap<u32, Arc<Tablespace>>);
+pub struct Spaces(parking_lot::RwLock<BTreeMap<u32, Arc<Tablespace>>>);
 
 impl Spaces {
     pub fn new() -> Spaces {
         Spaces::default()
     }
 
-    pub fn insert(&mut self, ts: Tablespace) -> Arc<Tablespace> {
+    pub fn insert(&self, ts: Tablespace) -> Arc<Tablespace> {
         let ts = Arc::new(ts);
-        self.0.insert(ts.space(), ts.clone());
+        self.0.write().insert(ts.space(), ts.clone());
         ts
     }
 
-    pub fn get(&self, space: u32) -> Result<&Tablespace, StoreError> {
+    pub fn get(&self, space: u32) -> Result<Arc<Tablespace>, StoreError> {
         self.0
+            .read()
             .get(&space)
-            .map(|t| t.as_ref())
+            .cloned()
             .ok_or(StoreError::NoSpace(space))
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Tablespace> {
-        self.0.values().map(|t| t.as_ref())
+    /// Every open tablespace, by id.
+    pub fn all(&self) -> Vec<Arc<Tablespace>> {
+        self.0.read().values().cloned().collect()
     }
 }
 

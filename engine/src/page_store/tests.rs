@@ -48,7 +48,7 @@ fn open(
     vfs: &Arc<dyn Vfs>,
     opts: DoublewriteOptions,
 ) -> (Spaces, Doublewrite, Arc<DoublewriteCounters>) {
-    let mut spaces = Spaces::new();
+    let spaces = Spaces::new();
     spaces.insert(Tablespace::open(vfs.as_ref(), SPACE, PS, true).unwrap());
     let c = Arc::new(DoublewriteCounters::default());
     let dw = Doublewrite::open(vfs.clone(), opts, PS, c.clone()).unwrap();

@@ -25,7 +25,7 @@ fn pool(
     design: Design,
     frames: usize,
 ) -> (Arc<BufferPool>, Arc<DoublewriteCounters>) {
-    let mut spaces = Spaces::new();
+    let spaces = Spaces::new();
     spaces.insert(Tablespace::open(vfs.as_ref(), 1, PS, true).unwrap());
     let c = Arc::new(DoublewriteCounters::default());
     let o = DoublewriteOptions {
@@ -159,7 +159,7 @@ fn a_power_cut_under_load_leaves_no_torn_page_in_use() {
                 let _ = c.join().unwrap();
             }
             let after: Arc<dyn Vfs> = Arc::new(sim.crash(&mut rng));
-            let mut spaces = Spaces::new();
+            let spaces = Spaces::new();
             spaces.insert(Tablespace::open(after.as_ref(), 1, PS, false).unwrap());
             let r = recover(&after, &spaces, PS).unwrap();
             assert!(r.unrepaired.is_empty(), "{r:?}");

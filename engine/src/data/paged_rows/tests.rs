@@ -33,7 +33,7 @@ fn row(k: i32, c: &str) -> Row {
 /// Table 1 over `vfs` with a pool of `frames` frames (cleaners not
 /// started).
 fn rows(vfs: &Arc<dyn Vfs>, mode: DoublewriteMode, frames: usize) -> (Arc<BufferPool>, PagedRows) {
-    let mut spaces = Spaces::new();
+    let spaces = Spaces::new();
     let ts = Tablespace::open(vfs.as_ref(), 1, PS, true).unwrap();
     let pages = ts.pages().unwrap();
     spaces.insert(ts);
@@ -216,7 +216,7 @@ fn cut(mode: DoublewriteMode, seed: u64) -> (usize, usize) {
 
     // Restart: torn pages restored (or found), then the durable redo
     // replayed from the checkpoint.
-    let mut spaces = Spaces::new();
+    let spaces = Spaces::new();
     spaces.insert(Tablespace::open(after.as_ref(), 1, PS, false).unwrap());
     let rec = recover(&after, &spaces, PS).unwrap();
     let bad = spaces.get(1).unwrap().scan().unwrap();

@@ -26,7 +26,7 @@ fn row(k: i32) -> Row {
 }
 
 fn pool(vfs: &Arc<dyn Vfs>, frames: usize) -> (Arc<BufferPool>, u32) {
-    let mut spaces = Spaces::new();
+    let spaces = Spaces::new();
     let ts = Tablespace::open(vfs.as_ref(), 1, PS, true).unwrap();
     let pages = ts.pages().unwrap();
     spaces.insert(ts);

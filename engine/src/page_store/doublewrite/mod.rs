@@ -246,7 +246,7 @@ impl Doublewrite {
 
 /// Writes `pages` to their tablespaces and syncs each tablespace touched.
 pub(crate) fn write_data(pages: &[PageWrite<'_>], spaces: &Spaces) -> Result<(), StoreError> {
-    let mut touched: Vec<&Tablespace> = vec![];
+    let mut touched: Vec<std::sync::Arc<Tablespace>> = vec![];
     for p in pages {
         let ts = spaces.get(p.id.space)?;
         ts.write(p.id.page_no, p.bytes)?;
