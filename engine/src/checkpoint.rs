@@ -40,10 +40,13 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use crate::data::catalog::Catalog;
 use crate::data::snapshot::Snapshot;
 use crate::failpoints::{self, Target};
 use crate::file_error::{path_in, FileError};
+use crate::page_store::store::PageStore;
 use crate::redo::Lsn;
 use crate::vfs::Vfs;
 
@@ -412,7 +415,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-fn read_one(vfs: &dyn Vfs, name: &str) -> Result<Image, String> {
+fn read_one(vfs: &dyn Vfs, name: &str, store: Option<&Arc<PageStore>>) -> Result<Image, String> {
     let buf = read_file(vfs, name)?;
     let (body, crc) = checked(&buf, 8 + 16)?;
     if &body[..8] != MAGIC {
@@ -423,7 +426,8 @@ fn read_one(vfs: &dyn Vfs, name: &str) -> Result<Image, String> {
     if Some(lsn) != lsn_of(name) {
         return Err(format!("lsn {lsn} inside does not match the file name"));
     }
-    let catalog = Catalog::read_image(&body[24..]).map_err(|e| e.to_string())?;
+    let catalog =
+        Catalog::read_image_with(&body[24..], store.cloned()).map_err(|e| e.to_string())?;
     Ok(Image {
         file: name.to_string(),
         lsn,
@@ -502,7 +506,16 @@ pub type Skipped = Vec<(String, String)>;
 /// to the first missing or damaged one; and the newer files that were
 /// skipped (with why). The catalog comes back marked clean: the next
 /// delta holds only what changes after this.
+#[cfg(test)]
 pub fn load_newest(vfs: &dyn Vfs) -> io::Result<(Option<Image>, Skipped)> {
+    load_newest_with(vfs, None)
+}
+
+/// [`load_newest`] into catalogs whose tables keep their rows in `store`.
+pub fn load_newest_with(
+    vfs: &dyn Vfs,
+    store: Option<&Arc<PageStore>>,
+) -> io::Result<(Option<Image>, Skipped)> {
     let all = vfs.list()?;
     let mut names: Vec<(Lsn, String)> = all
         .iter()
@@ -511,7 +524,7 @@ pub fn load_newest(vfs: &dyn Vfs) -> io::Result<(Option<Image>, Skipped)> {
     names.sort_unstable_by_key(|n| std::cmp::Reverse(n.0));
     let mut skipped = Vec::new();
     for (base_lsn, name) in names {
-        let mut image = match read_one(vfs, &name) {
+        let mut image = match read_one(vfs, &name, store) {
             Ok(img) => img,
             Err(why) => {
                 skipped.push((name, why));

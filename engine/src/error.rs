@@ -26,6 +26,8 @@ pub enum EngineError {
     Settings(#[from] SettingsError),
     #[error(transparent)]
     Binlog(#[from] BinlogError),
+    #[error(transparent)]
+    Pages(#[from] crate::engine::pages::PagesError),
     #[error(
         "checkpoint failed: {0}; the engine stopped accepting commits (fail-stop). {fix}, \
          then restart: recovery starts from the previous checkpoint and replays the redo log",

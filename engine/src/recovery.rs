@@ -10,6 +10,7 @@
 //! file is formatted under a temporary name, an empty checkpoint at lsn 0 is
 //! written, and the rename of the redo file into place is the commit point.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -21,6 +22,7 @@ use crate::checkpoint;
 use crate::data::catalog::Catalog;
 use crate::data::record::{self, RedoRecord};
 use crate::file_error::{path_in, FileError};
+use crate::page_store::store::PageStore;
 use crate::redo::log_file::{self, Header, Layout, ScanReport, StopReason, PAYLOAD};
 use crate::redo::{Lsn, RedoOptions, ResumePoint};
 use crate::vfs::Vfs;
@@ -185,7 +187,18 @@ fn create_if_missing(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<bool, Recovery
 }
 
 /// Opens (creating if new) and recovers the data directory.
+#[cfg(test)]
 pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryError> {
+    recover_with(vfs, opts, None)
+}
+
+/// [`recover`], the tables' rows kept in `store` (its doublewrite recovery
+/// done when it was opened): the redo is replayed into their pages.
+pub fn recover_with(
+    vfs: &dyn Vfs,
+    opts: &RedoOptions,
+    store: Option<&Arc<PageStore>>,
+) -> Result<Recovered, RecoveryError> {
     let t0 = Instant::now();
     let created = create_if_missing(vfs, opts)?;
     let binlog = binlog::recover::recover(vfs)?;
@@ -199,7 +212,7 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
     let layout = Layout::for_file_size(header.file_size);
 
     let (image, mut skipped) =
-        checkpoint::load_newest(vfs).map_err(io_err(vfs, "reading checkpoints"))?;
+        checkpoint::load_newest_with(vfs, store).map_err(io_err(vfs, "reading checkpoints"))?;
     let Some(image) = image else {
         let skipped = skipped
             .iter()
@@ -236,7 +249,7 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
     let max_record = opts.max_record().max(layout.capacity() as usize / 4);
     let mut xa = XaReplay::new(&catalog, binlog.as_ref().map(|b| &b.xids));
     let scan: ScanReport =
-        log_file::scan(file.as_ref(), layout, image.lsn, max_record, |_, body| {
+        log_file::scan(file.as_ref(), layout, image.lsn, max_record, |lsn, body| {
             let rec = record::decode(body).map_err(|e| e.to_string())?;
             match &rec {
                 RedoRecord::Commit { trx_id, .. } => {
@@ -246,7 +259,7 @@ pub fn recover(vfs: &dyn Vfs, opts: &RedoOptions) -> Result<Recovered, RecoveryE
                 RedoRecord::Prepare { trx_id, .. } => max_trx_id = max_trx_id.max(*trx_id),
                 _ => {}
             }
-            xa.record(rec).map_err(|e| e.to_string())
+            xa.record(rec, lsn).map_err(|e| e.to_string())
         })
         .map_err(io_err(vfs, "scanning the redo log"))?;
     let xa = xa.finish().map_err(|e| {

@@ -470,7 +470,13 @@ impl GroupCommit {
             record::encode_commit_mark(t.xid, &mut mark);
             let r = match self.redo.append_without_space_wait(&mark) {
                 Ok((start, end)) => {
-                    trx.apply_commit(start);
+                    // Pages: the rows are in the prepare record (the
+                    // checkpoint may not pass it while they are unwritten);
+                    // the log durable past the mark before they are.
+                    trx.apply_commit(crate::page_store::buffer_pool::ChangeLsn {
+                        start: t.prepare_start,
+                        end,
+                    });
                     self.redo.mark_closed(start, end);
                     self.counters.commits.fetch_add(1, Ordering::Relaxed);
                     Ok(end)

@@ -43,7 +43,8 @@ pub struct XaReport {
 pub struct XaReplay<'a> {
     catalog: &'a Catalog,
     binlog: Option<&'a HashSet<u64>>,
-    pending: BTreeMap<u64, Vec<RowOp>>,
+    /// Prepared transactions by id: their prepare record's lsn and rows.
+    pending: BTreeMap<u64, (u64, Vec<RowOp>)>,
     pub report: XaReport,
 }
 
@@ -58,16 +59,20 @@ impl<'a> XaReplay<'a> {
         }
     }
 
-    fn apply_ops(&self, trx_id: u64, ops: Vec<RowOp>) -> Result<(), DataError> {
-        self.catalog.apply(&RedoRecord::Commit { trx_id, ops })
+    /// Applies a decided transaction's rows as of its prepare record (a
+    /// paged table's checkpoint may not pass that record while the rows
+    /// are unwritten: the replay needs it to find them).
+    fn apply_ops(&self, trx_id: u64, (lsn, ops): (u64, Vec<RowOp>)) -> Result<(), DataError> {
+        self.catalog
+            .apply_at(&RedoRecord::Commit { trx_id, ops }, lsn)
     }
 
-    /// Replays one record in log order.
-    pub fn record(&mut self, rec: RedoRecord) -> Result<(), DataError> {
+    /// Replays one record in log order; `lsn` is where it starts.
+    pub fn record(&mut self, rec: RedoRecord, lsn: u64) -> Result<(), DataError> {
         match rec {
             RedoRecord::Prepare { trx_id, ops } => {
                 self.report.prepared += 1;
-                self.pending.insert(trx_id, ops);
+                self.pending.insert(trx_id, (lsn, ops));
                 Ok(())
             }
             RedoRecord::CommitMark { trx_id } => {
@@ -86,7 +91,7 @@ impl<'a> XaReplay<'a> {
                     Ok(())
                 }
             }
-            other => self.catalog.apply(&other),
+            other => self.catalog.apply_at(&other, lsn),
         }
     }
 
@@ -134,39 +139,54 @@ mod tests {
         let binlog: HashSet<u64> = [1, 2, 4].into();
         let mut xa = XaReplay::new(&cat, Some(&binlog));
         // 1: prepared + marked + in binlog; 2 then changes the same row.
-        xa.record(RedoRecord::Prepare {
-            trx_id: 1,
-            ops: put(10, 1),
-        })
+        xa.record(
+            RedoRecord::Prepare {
+                trx_id: 1,
+                ops: put(10, 1),
+            },
+            0,
+        )
         .unwrap();
-        xa.record(RedoRecord::CommitMark { trx_id: 1 }).unwrap();
+        xa.record(RedoRecord::CommitMark { trx_id: 1 }, 0).unwrap();
         assert_eq!(k_of(&cat, 10), Some(1), "applied at its mark");
-        xa.record(RedoRecord::Prepare {
-            trx_id: 2,
-            ops: put(10, 2),
-        })
+        xa.record(
+            RedoRecord::Prepare {
+                trx_id: 2,
+                ops: put(10, 2),
+            },
+            0,
+        )
         .unwrap();
-        xa.record(RedoRecord::CommitMark { trx_id: 2 }).unwrap();
+        xa.record(RedoRecord::CommitMark { trx_id: 2 }, 0).unwrap();
         // 3: marked but its binlog event was lost: rolled back.
-        xa.record(RedoRecord::Prepare {
-            trx_id: 3,
-            ops: put(11, 3),
-        })
+        xa.record(
+            RedoRecord::Prepare {
+                trx_id: 3,
+                ops: put(11, 3),
+            },
+            0,
+        )
         .unwrap();
-        xa.record(RedoRecord::CommitMark { trx_id: 3 }).unwrap();
+        xa.record(RedoRecord::CommitMark { trx_id: 3 }, 0).unwrap();
         // 4: no mark, in binlog: committed at the end. 5: neither: rolled back.
-        xa.record(RedoRecord::Prepare {
-            trx_id: 4,
-            ops: put(12, 4),
-        })
+        xa.record(
+            RedoRecord::Prepare {
+                trx_id: 4,
+                ops: put(12, 4),
+            },
+            0,
+        )
         .unwrap();
-        xa.record(RedoRecord::Prepare {
-            trx_id: 5,
-            ops: put(13, 5),
-        })
+        xa.record(
+            RedoRecord::Prepare {
+                trx_id: 5,
+                ops: put(13, 5),
+            },
+            0,
+        )
         .unwrap();
         // A mark whose prepare is before the replay start is ignored.
-        xa.record(RedoRecord::CommitMark { trx_id: 99 }).unwrap();
+        xa.record(RedoRecord::CommitMark { trx_id: 99 }, 0).unwrap();
         assert_eq!(k_of(&cat, 12), None, "undecided until the end");
         let r = xa.finish().unwrap();
         assert_eq!(k_of(&cat, 10), Some(2));
@@ -190,16 +210,22 @@ mod tests {
         let cat = Catalog::new();
         cat.create_table_with_id(1, "t", Shape::Sbtest).unwrap();
         let mut xa = XaReplay::new(&cat, None);
-        xa.record(RedoRecord::Prepare {
-            trx_id: 1,
-            ops: put(1, 1),
-        })
+        xa.record(
+            RedoRecord::Prepare {
+                trx_id: 1,
+                ops: put(1, 1),
+            },
+            0,
+        )
         .unwrap();
-        xa.record(RedoRecord::CommitMark { trx_id: 1 }).unwrap();
-        xa.record(RedoRecord::Prepare {
-            trx_id: 2,
-            ops: put(2, 2),
-        })
+        xa.record(RedoRecord::CommitMark { trx_id: 1 }, 0).unwrap();
+        xa.record(
+            RedoRecord::Prepare {
+                trx_id: 2,
+                ops: put(2, 2),
+            },
+            0,
+        )
         .unwrap();
         let r = xa.finish().unwrap();
         assert_eq!(k_of(&cat, 1), Some(1));

@@ -32,8 +32,10 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use crate::data::paged_rows::PagedRows;
 use crate::data::record::{Reader, RecordError, RedoRecord, RowOp};
 use crate::data::table::{Row, Shape, Table, TableId};
+use crate::page_store::store::PageStore;
 
 /// Name prefix of dropped-table tombstones; table names starting with it are refused.
 pub const TOMBSTONE_PREFIX: &str = "#dropped-";
@@ -142,6 +144,13 @@ pub enum DataError {
     /// A checkpoint image failed validation.
     #[error("corrupt checkpoint image: {0}")]
     CorruptImage(String),
+    /// A paged table's tablespace could not be opened or read.
+    #[error("table '{name}' (id {id}): its pages cannot be read: {why}")]
+    Pages {
+        id: TableId,
+        name: String,
+        why: String,
+    },
 }
 
 impl From<RecordError> for DataError {
@@ -154,6 +163,8 @@ impl From<RecordError> for DataError {
 struct CatalogInner {
     tables: BTreeMap<TableId, Arc<Table>>,
     names: HashMap<String, TableId>,
+    /// Where tables keep their committed rows; `None`: in memory.
+    store: Option<Arc<PageStore>>,
 }
 
 impl CatalogInner {
@@ -164,11 +175,33 @@ impl CatalogInner {
         }
     }
 
-    fn insert(&mut self, id: TableId, name: &str, shape: Shape) -> Arc<Table> {
-        let table = Arc::new(Table::new(id, name, shape));
+    /// Adds table `name`: on pages of tablespace `id` when the catalog
+    /// has a page store (its rows, if the tablespace has any, found again),
+    /// else in memory. Tombstones are always in memory (they hold no rows).
+    fn insert(&mut self, id: TableId, name: &str, shape: Shape) -> Result<Arc<Table>, DataError> {
+        let table = match &self.store {
+            Some(store) if !is_tombstone(name) => {
+                let failed = |why: String| DataError::Pages {
+                    id,
+                    name: name.to_owned(),
+                    why,
+                };
+                let pages = store.open_space(id).map_err(|e| failed(e.to_string()))?;
+                let rows = PagedRows::new(
+                    store.pool().clone(),
+                    id,
+                    shape,
+                    store.options().page_size,
+                    pages,
+                );
+                Table::paged(id, name, shape, Arc::new(rows)).map_err(|e| failed(e.to_string()))?
+            }
+            _ => Table::new(id, name, shape),
+        };
+        let table = Arc::new(table);
         self.tables.insert(id, Arc::clone(&table));
         self.names.insert(name.to_owned(), id);
-        table
+        Ok(table)
     }
 }
 
@@ -185,9 +218,21 @@ impl std::fmt::Debug for Catalog {
 }
 
 impl Catalog {
-    /// An empty catalog.
+    /// An empty catalog of in-memory tables.
     pub fn new() -> Catalog {
         Catalog::default()
+    }
+
+    /// An empty catalog whose tables keep their committed rows in `store`.
+    pub fn with_pages(store: Option<Arc<PageStore>>) -> Catalog {
+        let c = Catalog::default();
+        c.inner.write().store = store;
+        c
+    }
+
+    /// The page store the tables are on, if any.
+    pub fn store(&self) -> Option<Arc<PageStore>> {
+        self.inner.read().store.clone()
     }
 
     /// Creates an empty sbtest-shaped table with the next id (ids are
@@ -206,7 +251,7 @@ impl Catalog {
             return Err(DataError::TableExists(name.to_owned()));
         }
         let id = inner.next_id().ok_or(DataError::TableIdsExhausted)?;
-        inner.insert(id, name, shape);
+        inner.insert(id, name, shape)?;
         Ok(id)
     }
 
@@ -245,7 +290,7 @@ impl Catalog {
                 existing,
             });
         }
-        inner.insert(id, name, shape);
+        inner.insert(id, name, shape)?;
         Ok(())
     }
 
@@ -261,7 +306,9 @@ impl Catalog {
             .remove(name)
             .ok_or_else(|| DataError::UnknownTable(name.to_owned()))?;
         inner.tables.remove(&id);
-        inner.insert(id, &tombstone_name(id), Shape::Sbtest);
+        inner
+            .insert(id, &tombstone_name(id), Shape::Sbtest)
+            .expect("a tombstone is in memory");
         Ok(id)
     }
 
@@ -277,7 +324,9 @@ impl Catalog {
             inner.names.remove(&name);
             inner.tables.remove(&id);
         }
-        inner.insert(id, &tombstone_name(id), Shape::Sbtest);
+        inner
+            .insert(id, &tombstone_name(id), Shape::Sbtest)
+            .expect("a tombstone is in memory");
     }
 
     /// Puts a new, empty table `name` under id `id` in place of whatever
@@ -304,7 +353,7 @@ impl Catalog {
         if let Some(old) = inner.tables.remove(&id) {
             inner.names.remove(old.name());
         }
-        Ok(inner.insert(id, name, shape))
+        inner.insert(id, name, shape)
     }
 
     /// The table with id `id`.
@@ -351,13 +400,30 @@ impl Catalog {
         table: TableId,
         rows: impl IntoIterator<Item = (i64, Row)>,
     ) -> Result<(), DataError> {
-        self.existing(table)?.upsert_committed(rows);
+        self.bulk_insert_at(table, rows, 0)
+    }
+
+    /// [`bulk_insert`](Self::bulk_insert) as of redo `lsn` (a paged
+    /// table's pages record it).
+    pub fn bulk_insert_at(
+        &self,
+        table: TableId,
+        rows: impl IntoIterator<Item = (i64, Row)>,
+        lsn: u64,
+    ) -> Result<(), DataError> {
+        self.existing(table)?.upsert_committed_at(rows, lsn);
         Ok(())
     }
 
     /// Replays a redo record: `Put` upserts the committed row, `Delete`
     /// removes it, `CreateTable` creates the table. Idempotent.
     pub fn apply(&self, rec: &RedoRecord) -> Result<(), DataError> {
+        self.apply_at(rec, 0)
+    }
+
+    /// [`apply`](Self::apply) of the record at redo `lsn` (a paged table's
+    /// pages record it).
+    pub fn apply_at(&self, rec: &RedoRecord, lsn: u64) -> Result<(), DataError> {
         match rec {
             RedoRecord::CreateTable { table, name, shape } => {
                 self.create_table_with_id(*table, name, *shape)
@@ -375,8 +441,10 @@ impl Catalog {
                         _ => self.existing(*table)?,
                     };
                     match op {
-                        RowOp::Put { id, row, .. } => t.upsert_committed([(*id, row.clone())]),
-                        RowOp::Delete { id, .. } => t.remove_committed(*id),
+                        RowOp::Put { id, row, .. } => {
+                            t.upsert_committed_at([(*id, row.clone())], lsn)
+                        }
+                        RowOp::Delete { id, .. } => t.remove_committed_at(*id, lsn),
                     }
                     cached = Some(t);
                 }
@@ -423,13 +491,22 @@ impl Catalog {
     /// [`write_image`](Self::write_image). Any corruption or truncation is
     /// reported as [`DataError::CorruptImage`] with the reason.
     pub fn read_image(image: &[u8]) -> Result<Catalog, DataError> {
+        Catalog::read_image_with(image, None)
+    }
+
+    /// [`read_image`](Self::read_image) into a catalog whose tables are in
+    /// `store` (a paged table's image holds no rows: they are on its pages).
+    pub fn read_image_with(
+        image: &[u8],
+        store: Option<Arc<PageStore>>,
+    ) -> Result<Catalog, DataError> {
         let (version, mut r) = checked_body(
             image,
             IMAGE_MAGIC,
             IMAGE_VERSION_SBTEST_ONLY..=IMAGE_VERSION,
             "image",
         )?;
-        let catalog = Catalog::new();
+        let catalog = Catalog::with_pages(store);
         let n_tables = r.u32("table count")?;
         let mut last_table = 0;
         for _ in 0..n_tables {

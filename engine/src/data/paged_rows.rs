@@ -34,7 +34,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::data::table::{Row, Shape};
-use crate::page_store::buffer_pool::BufferPool;
+use crate::page_store::buffer_pool::{BufferPool, ChangeLsn};
 use crate::page_store::page::{PageId, HEADER, TRAILER};
 use crate::page_store::StoreError;
 
@@ -156,8 +156,14 @@ impl PagedRows {
     }
 
     /// Sets row `id`'s committed version to `row` (`None`: deletes it) as
-    /// of redo `lsn`.
-    pub fn put(&self, id: i64, row: Option<&Row>, lsn: u64) -> Result<(), PagedError> {
+    /// of redo record `at`.
+    pub fn put(
+        &self,
+        id: i64,
+        row: Option<&Row>,
+        at: impl Into<ChangeLsn>,
+    ) -> Result<(), PagedError> {
+        let lsn = at.into();
         self.check(id, row)?;
         let (page, at) = self.locate(id)?;
         let (slot, shape) = (self.slot, self.shape);

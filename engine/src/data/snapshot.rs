@@ -42,7 +42,12 @@ impl Catalog {
                 id: t.id(),
                 name: t.name().to_owned(),
                 shape: t.shape(),
-                rows: t.committed_snapshot(),
+                // A paged table's rows are on its pages, not in images.
+                rows: if t.is_paged() {
+                    Vec::new()
+                } else {
+                    t.committed_snapshot()
+                },
             })
             .collect();
         Snapshot { tables }

@@ -553,8 +553,8 @@ impl Trx {
     /// then releases the locks. Call after the redo record is logged, with
     /// the record's lsn (a paged table's pages record it). A transaction
     /// rolled back by a lock error commits nothing.
-    pub fn apply_commit(mut self, lsn: u64) {
-        self.end(Some(lsn));
+    pub fn apply_commit(mut self, lsn: impl Into<crate::page_store::buffer_pool::ChangeLsn>) {
+        self.end(Some(lsn.into()));
     }
 
     /// Drops every pending change and releases the locks.
@@ -564,7 +564,7 @@ impl Trx {
 
     /// Commits (as of redo `commit_lsn`) or drops the pending changes,
     /// releases the locks and marks the transaction finished.
-    fn end(&mut self, commit_lsn: Option<u64>) {
+    fn end(&mut self, commit_lsn: Option<crate::page_store::buffer_pool::ChangeLsn>) {
         let trx_id = self.id;
         self.for_each_written_table(|table, rows| {
             let ids = rows.map(|w| w.id);

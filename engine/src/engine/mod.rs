@@ -33,6 +33,7 @@ use crate::data::table::{Row, Shape};
 use crate::data::trx::{EngineHooks, Trx, TrxError};
 use crate::debug_hooks::DebugHooks;
 use crate::error::EngineError;
+use crate::page_store::store::PageStore;
 use crate::probe_points;
 use crate::recovery::{self, RecoveryReport};
 use crate::redo::{Lsn, RedoLog, RedoMode, RedoOptions};
@@ -41,6 +42,7 @@ use crate::throttle::{Admitted, Throttle};
 use crate::trx_sys::{Registered, TrxSys};
 use crate::vfs::{OsVfs, Vfs};
 
+pub mod pages;
 mod status;
 mod variables;
 
@@ -78,6 +80,9 @@ pub struct EngineOptions {
     pub binlog_group_commit_sync_delay_us: u64,
     /// `max_binlog_size`: rotate to a new binlog file past this many bytes.
     pub max_binlog_size: u64,
+    /// `innodb_buffer_pool_size` and the page store's settings (startup
+    /// only): with a pool, tables keep their committed rows on pages.
+    pub pages: pages::PageSettings,
 }
 
 impl EngineOptions {
@@ -94,6 +99,7 @@ impl EngineOptions {
             sync_binlog: 1,
             binlog_group_commit_sync_delay_us: 0,
             max_binlog_size: 1 << 30,
+            pages: pages::PageSettings::default(),
         }
     }
 }
@@ -147,6 +153,11 @@ pub struct Engine {
     binlog_settings: Arc<BinlogSettings>,
     /// Commit-path regressions on purpose, for the CI gate's tests.
     debug: DebugHooks,
+    /// Where tables keep their committed rows when they are on pages.
+    store: Option<Arc<PageStore>>,
+    page_settings: pages::PageSettings,
+    /// What the doublewrite buffer restored at startup (tables on pages).
+    page_recovery: Option<crate::page_store::doublewrite::Recovered>,
 }
 
 thread_local! {
@@ -175,9 +186,18 @@ impl Engine {
                 })
             })?),
         };
-        let rec = recovery::recover(vfs.as_ref(), &opts.redo)?;
+        let (store, page_recovery) = pages::open(&vfs, &opts.pages)?.unzip();
+        let rec = recovery::recover_with(vfs.as_ref(), &opts.redo, store.as_ref())?;
         let counters = Arc::new(Counters::default());
         let redo = RedoLog::start(&opts.redo, rec.resume, counters.clone())?;
+        if let Some(s) = &store {
+            // The write-ahead rule: a page is written once its redo is durable.
+            let r = redo.clone();
+            s.set_redo_hook(Box::new(move |lsn| {
+                r.wait_flushed(lsn)
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+            }));
+        }
         let binlog = if opts.log_bin {
             Some(GroupCommit::open(
                 vfs.clone(),
@@ -212,6 +232,9 @@ impl Engine {
             binlog,
             binlog_settings,
             debug: DebugHooks::default(),
+            store,
+            page_settings: opts.pages,
+            page_recovery,
         });
         if let Err(e) = startup.apply_live(&engine) {
             let _ = engine.shutdown();
@@ -451,15 +474,19 @@ impl Engine {
                     id,
                     Row {
                         k: rng.gen_range(1..=rows.max(1) as i32),
-                        c: sysbench_chars(&mut rng, 11),
+                        c: sysbench_chars(&mut rng, 10),
                         pad: sysbench_chars(&mut rng, 5),
                     },
                 )
             });
-            self.catalog.bulk_insert(id, gen)?;
+            self.catalog
+                .bulk_insert_at(id, gen, self.redo.current_lsn())?;
             loaded = true;
         }
         if loaded {
+            // The load bypassed the redo log: on pages, it is durable once
+            // the pages are written (then the checkpoint moves past it).
+            self.flush_pages()?;
             self.checkpoint()?;
         }
         Ok(())
@@ -542,7 +569,10 @@ impl Engine {
                 return Err(e.into());
             }
         };
-        trx.apply_commit(rec.start);
+        trx.apply_commit(crate::page_store::buffer_pool::ChangeLsn {
+            start: rec.start,
+            end: rec.end,
+        });
         self.redo.mark_closed(rec.start, rec.end);
         self.redo.wait_own(&rec)?;
         let end = rec.end;
@@ -709,6 +739,16 @@ impl Engine {
         let mut st = self.checkpoint_lock.lock();
         self.check_fail_stop()?;
         let mut lsn = self.redo.closed_lsn();
+        // Tables on pages: never above a change not yet written to its
+        // page (the fuzzy checkpoint; the redo below the oldest dirty page
+        // is what the pages already hold).
+        if let Some(oldest) = self
+            .store
+            .as_ref()
+            .and_then(|s| s.pool().oldest_dirty_lsn())
+        {
+            lsn = lsn.min(oldest);
+        }
         // log_bin=ON: never above a prepared, undecided transaction's
         // record (read after the closed lsn: a prepare is registered before
         // it is closed), so recovery can still decide it.
@@ -823,6 +863,35 @@ impl Engine {
         }
     }
 
+    /// Writes every dirty page (tables on pages; nothing otherwise).
+    fn flush_pages(&self) -> Result<(), EngineError> {
+        match &self.store {
+            Some(s) => s
+                .pool()
+                .flush_all()
+                .map_err(|e| pages::PagesError::Store(e).into()),
+            None => Ok(()),
+        }
+    }
+
+    /// The page store, when tables are on pages.
+    pub fn page_store(&self) -> Option<&Arc<PageStore>> {
+        self.store.as_ref()
+    }
+
+    /// Pages the doublewrite buffer checked and restored at startup
+    /// (tables on pages), as (checked, restored).
+    pub fn pages_restored(&self) -> Option<(usize, usize)> {
+        self.page_recovery
+            .as_ref()
+            .map(|r| (r.checked, r.restored.len()))
+    }
+
+    /// The page store's startup settings.
+    pub fn page_settings(&self) -> &pages::PageSettings {
+        &self.page_settings
+    }
+
     /// The committed contents of every table (for tests and verification).
     pub fn dump(&self) -> BTreeMap<String, BTreeMap<i64, Row>> {
         self.catalog.dump()
@@ -836,12 +905,20 @@ impl Engine {
         }
         self.stop_background();
         // In fail-stop there is no final checkpoint (it would sync files
-        // whose fdatasync failed): the stop's cause is the result.
+        // whose fdatasync failed): the stop's cause is the result. With
+        // tables on pages, every page is written first, so the final
+        // checkpoint is at the end of the log.
         let cp = self
             .check_fail_stop()
+            .and_then(|()| self.flush_pages())
             .and_then(|()| self.checkpoint().map(|_| ()));
         self.abort_base_writer();
+        let pages: Result<(), EngineError> = match &self.store {
+            Some(s) => s.shutdown().map_err(|e| pages::PagesError::Store(e).into()),
+            None => Ok(()),
+        };
         let r = self.redo.shutdown();
+        pages?;
         cp?;
         Ok(r?)
     }
@@ -858,7 +935,8 @@ impl Drop for Engine {
     }
 }
 
-/// sysbench's `c`/`pad` values: groups of 11 random digits joined by '-'.
+/// sysbench's `c`/`pad` values: groups of 11 random digits joined by '-' (10 for
+/// `c`, 119 bytes of its CHAR(120); 5 for `pad`, 59 of CHAR(60)).
 fn sysbench_chars(rng: &mut SmallRng, groups: usize) -> String {
     let mut s = String::with_capacity(groups * 12);
     for g in 0..groups {

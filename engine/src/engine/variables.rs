@@ -5,8 +5,9 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use super::{Engine, EngineOptions};
+use super::{pages, Engine, EngineOptions};
 use crate::admission::Policy;
+use crate::page_store::doublewrite::Design;
 use crate::redo::RedoMode;
 use crate::settings::{Kind, Setting, SettingsError, Value};
 
@@ -207,6 +208,89 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
                 .map_err(|err| failed("binlog_group_commit_sync_delay")(err.into()))
         }),
         at_startup: Some(|o, v| o.binlog_group_commit_sync_delay_us = v.as_u64()),
+    },
+    Setting {
+        name: "innodb_buffer_pool_size",
+        kind: Kind::UInt { min: 0, max: 1 << 40, unit: "bytes; 0 = tables in memory" },
+        default: "0",
+        doc: "Tables keep their committed rows on 16 KiB pages in tablespace files, cached in a buffer pool of this many bytes (page cleaners, doublewrite buffer, fuzzy checkpoints); 0 (the engine's default, unlike MySQL's 128M) keeps them in memory with checkpoint images. Fixed at startup, and for the life of a data directory.",
+        get: |e| Value::UInt(e.page_settings().pool_bytes),
+        set: None,
+        at_startup: Some(|o, v| o.pages.pool_bytes = v.as_u64()),
+    },
+    Setting {
+        name: "innodb_page_size",
+        kind: Kind::UInt { min: 4096, max: 65536, unit: "bytes, a power of two" },
+        default: "16384",
+        doc: "Page size of tables on pages; fixed at startup.",
+        get: |e| Value::UInt(e.page_settings().page_size),
+        set: None,
+        at_startup: Some(|o, v| o.pages.page_size = v.as_u64()),
+    },
+    Setting {
+        name: "innodb_doublewrite",
+        kind: Kind::Enum(pages::DOUBLEWRITE_MODES),
+        default: "ON",
+        doc: "Pages are written to the doublewrite buffer (synced) before their place, so a torn page is restored at recovery (ON); OFF writes none (a torn page is detected and refused); DETECT_ONLY writes only each page's header (torn pages named, not restored). Fixed at startup.",
+        get: |e| Value::Enum(pages::mode_name(e.page_settings().doublewrite.mode)),
+        set: None,
+        at_startup: Some(|o, v| o.pages.doublewrite.mode = pages::mode_of(v.as_str())),
+    },
+    Setting {
+        name: "innodb_doublewrite_design",
+        kind: Kind::Enum(&["legacy", "files"]),
+        default: "files",
+        doc: "Not a MySQL setting. The doublewrite buffer before MySQL 8.0.20 (legacy: one 128-page area, one mutex, 8 single-page slots) or as 8.0.20 (files: own files, a segment per batch, no global mutex). Fixed at startup.",
+        get: |e| Value::Enum(pages::design_name(e.page_settings().doublewrite.design)),
+        set: None,
+        at_startup: Some(|o, v| {
+            o.pages.doublewrite.design = if v.as_str() == "legacy" { Design::Legacy } else { Design::Files };
+        }),
+    },
+    Setting {
+        name: "innodb_doublewrite_files",
+        kind: Kind::UInt { min: 2, max: 256, unit: "files, even" },
+        default: "2",
+        doc: "Doublewrite files of the files design (flush-list and LRU batches in pairs). Fixed at startup.",
+        get: |e| Value::UInt(u64::from(e.page_settings().doublewrite.files)),
+        set: None,
+        at_startup: Some(|o, v| o.pages.doublewrite.files = v.as_u64() as u32),
+    },
+    Setting {
+        name: "innodb_doublewrite_pages",
+        kind: Kind::UInt { min: 1, max: 512, unit: "pages" },
+        default: "64",
+        doc: "Pages of one batch segment of the files design. Fixed at startup.",
+        get: |e| Value::UInt(u64::from(e.page_settings().doublewrite.pages)),
+        set: None,
+        at_startup: Some(|o, v| o.pages.doublewrite.pages = v.as_u64() as u32),
+    },
+    Setting {
+        name: "innodb_page_cleaners",
+        kind: Kind::UInt { min: 1, max: 64, unit: "threads" },
+        default: "1",
+        doc: "Page cleaner threads (page_cleaner/N): write dirty pages from the LRU tail and the flush list. Fixed at startup.",
+        get: |e| Value::UInt(e.page_settings().page_cleaners),
+        set: None,
+        at_startup: Some(|o, v| o.pages.page_cleaners = v.as_u64()),
+    },
+    Setting {
+        name: "innodb_io_capacity",
+        kind: Kind::UInt { min: 100, max: U32_MAX, unit: "pages/s" },
+        default: "200",
+        doc: "Pages a second the page cleaners' flush-list batches aim at (four times that above 90% dirty pages). Fixed at startup here.",
+        get: |e| Value::UInt(e.page_settings().io_capacity),
+        set: None,
+        at_startup: Some(|o, v| o.pages.io_capacity = v.as_u64()),
+    },
+    Setting {
+        name: "innodb_lru_scan_depth",
+        kind: Kind::UInt { min: 100, max: U32_MAX, unit: "pages" },
+        default: "1024",
+        doc: "Pages an LRU batch looks at, and the free pages the page cleaners keep. Fixed at startup here.",
+        get: |e| Value::UInt(e.page_settings().lru_scan_depth),
+        set: None,
+        at_startup: Some(|o, v| o.pages.lru_scan_depth = v.as_u64()),
     },
     Setting {
         name: "redoctor_debug_commit_extra_hop",

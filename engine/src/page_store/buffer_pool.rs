@@ -132,6 +132,26 @@ fn code(id: PageId) -> u64 {
     (u64::from(id.space) << 32) | u64::from(id.page_no)
 }
 
+/// Where a change's redo record lies: the pool orders dirty pages by the
+/// `start` of their first change (the fuzzy checkpoint may not pass it)
+/// and makes the log durable up to the `end` of their newest before it
+/// writes them (the write-ahead rule: the whole record, not its first
+/// byte). A bare LSN is a record of no length at it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChangeLsn {
+    pub start: u64,
+    pub end: u64,
+}
+
+impl From<u64> for ChangeLsn {
+    fn from(lsn: u64) -> ChangeLsn {
+        ChangeLsn {
+            start: lsn,
+            end: lsn,
+        }
+    }
+}
+
 /// Makes the redo log durable up to an LSN (the write-ahead rule).
 pub type RedoHook = Box<dyn Fn(u64) -> std::io::Result<()> + Send + Sync>;
 
@@ -251,13 +271,14 @@ impl BufferPool {
     }
 
     /// Changes page `id` (its body; the header is the store's) as of redo
-    /// `lsn`.
+    /// record `at`.
     pub fn modify(
         &self,
         id: PageId,
-        lsn: u64,
+        at: impl Into<ChangeLsn>,
         f: impl FnOnce(&mut [u8]),
     ) -> Result<(), StoreError> {
+        let ChangeLsn { start: lsn, end } = at.into();
         loop {
             let fr = self.fix(id)?;
             let mut g = self.frames[fr as usize].bytes.write();
@@ -267,12 +288,20 @@ impl BufferPool {
             f(&mut g[page::HEADER..self.page_size - page::TRAILER]);
             let mut inner = self.inner.lock();
             let m = &mut inner.meta[fr as usize];
-            m.newest = m.newest.max(lsn);
+            m.newest = m.newest.max(end);
             if !m.dirty {
                 m.dirty = true;
                 m.oldest = lsn;
                 inner.flush_list.insert((lsn, fr));
                 self.counters.pages_dirty.fetch_add(1, Ordering::Relaxed);
+            } else if lsn < m.oldest {
+                // Changes reach a page out of LSN order (two commits
+                // applied in the other order): its oldest unwritten change
+                // is the smaller, or the fuzzy checkpoint would pass it.
+                let was = m.oldest;
+                m.oldest = lsn;
+                inner.flush_list.remove(&(was, fr));
+                inner.flush_list.insert((lsn, fr));
             }
             return Ok(());
         }

@@ -227,3 +227,22 @@ fn pages_are_written_only_after_their_redo_is_durable() {
     ));
     assert_eq!(counter(&buf[HEADER..]), 40);
 }
+
+/// Changes reach a page out of LSN order (a later commit applied first):
+/// the page's place in the flush list, hence the fuzzy checkpoint, is its
+/// oldest unwritten change, not its first.
+#[test]
+fn a_change_older_than_the_page_moves_the_checkpoint_back() {
+    let vfs: Arc<dyn Vfs> = Arc::new(SimVfs::new());
+    let (bp, _) = pool(&vfs, Design::Files, 16);
+    let id = |page_no| PageId { space: 1, page_no };
+    bp.modify(id(1), 110, |b| b[0] = 1).unwrap();
+    bp.modify(id(2), 120, |b| b[0] = 1).unwrap();
+    assert_eq!(bp.oldest_dirty_lsn(), Some(110));
+    bp.modify(id(1), 100, |b| b[1] = 1).unwrap();
+    assert_eq!(bp.oldest_dirty_lsn(), Some(100));
+    bp.modify(id(2), 130, |b| b[1] = 1).unwrap();
+    assert_eq!(bp.oldest_dirty_lsn(), Some(100));
+    bp.flush_all().unwrap();
+    assert_eq!(bp.oldest_dirty_lsn(), None);
+}

@@ -44,6 +44,7 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use crate::data::paged_rows::{PagedError, PagedRows};
+use crate::page_store::buffer_pool::ChangeLsn;
 
 /// Identifies a table in the catalog (sequential from 1).
 pub type TableId = u32;
@@ -730,7 +731,13 @@ impl Table {
     /// the commit's redo record: a paged table changes its pages as of it
     /// first (a reader may see a page's new row a moment before the slot
     /// turns; the commit is logged by then).
-    pub fn commit_rows(&self, trx_id: u64, ids: impl IntoIterator<Item = i64>, lsn: u64) {
+    pub fn commit_rows(
+        &self,
+        trx_id: u64,
+        ids: impl IntoIterator<Item = i64>,
+        lsn: impl Into<ChangeLsn>,
+    ) {
+        let lsn = lsn.into();
         let ids: Vec<i64> = ids.into_iter().collect();
         if let Some(pages) = &self.pages {
             let afters: Vec<(i64, Option<Arc<Row>>)> = {
@@ -771,7 +778,12 @@ impl Table {
 
     /// [`upsert_committed`](Self::upsert_committed) as of redo `lsn` (a
     /// paged table's pages record it).
-    pub fn upsert_committed_at(&self, rows: impl IntoIterator<Item = (i64, Row)>, lsn: u64) {
+    pub fn upsert_committed_at(
+        &self,
+        rows: impl IntoIterator<Item = (i64, Row)>,
+        lsn: impl Into<ChangeLsn>,
+    ) {
+        let lsn = lsn.into();
         let mut inner = self.inner.write();
         for (id, row) in rows {
             if let Some(pages) = &self.pages {
