@@ -27,7 +27,7 @@ pub enum EngineError {
     #[error(transparent)]
     Binlog(#[from] BinlogError),
     #[error(transparent)]
-    Pages(#[from] crate::engine::pages::PagesError),
+    Pages(#[from] crate::paged_tables::PagesError),
     #[error(
         "checkpoint failed: {0}; the engine stopped accepting commits (fail-stop). {fix}, \
          then restart: recovery starts from the previous checkpoint and replays the redo log",

@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::data::paged_rows::PagedRows;
 use crate::data::record::{Reader, RecordError, RedoRecord, RowOp};
+use crate::data::table::paged_rows::PagedRows;
 use crate::data::table::{Row, Shape, Table, TableId};
 use crate::page_store::store::PageStore;
 

@@ -3,7 +3,6 @@
 pub mod catalog;
 pub mod delta;
 pub mod lock_sys;
-pub mod paged_rows;
 pub mod record;
 pub mod snapshot;
 pub mod table;

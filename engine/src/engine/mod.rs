@@ -34,6 +34,7 @@ use crate::data::trx::{EngineHooks, Trx, TrxError};
 use crate::debug_hooks::DebugHooks;
 use crate::error::EngineError;
 use crate::page_store::store::PageStore;
+use crate::paged_tables;
 use crate::probe_points;
 use crate::recovery::{self, RecoveryReport};
 use crate::redo::{Lsn, RedoLog, RedoMode, RedoOptions};
@@ -42,7 +43,6 @@ use crate::throttle::{Admitted, Throttle};
 use crate::trx_sys::{Registered, TrxSys};
 use crate::vfs::{OsVfs, Vfs};
 
-pub mod pages;
 mod status;
 mod variables;
 
@@ -82,7 +82,7 @@ pub struct EngineOptions {
     pub max_binlog_size: u64,
     /// `innodb_buffer_pool_size` and the page store's settings (startup
     /// only): with a pool, tables keep their committed rows on pages.
-    pub pages: pages::PageSettings,
+    pub pages: paged_tables::PageSettings,
 }
 
 impl EngineOptions {
@@ -99,7 +99,7 @@ impl EngineOptions {
             sync_binlog: 1,
             binlog_group_commit_sync_delay_us: 0,
             max_binlog_size: 1 << 30,
-            pages: pages::PageSettings::default(),
+            pages: paged_tables::PageSettings::default(),
         }
     }
 }
@@ -155,7 +155,7 @@ pub struct Engine {
     debug: DebugHooks,
     /// Where tables keep their committed rows when they are on pages.
     store: Option<Arc<PageStore>>,
-    page_settings: pages::PageSettings,
+    page_settings: paged_tables::PageSettings,
     /// What the doublewrite buffer restored at startup (tables on pages).
     page_recovery: Option<crate::page_store::doublewrite::Recovered>,
 }
@@ -186,7 +186,7 @@ impl Engine {
                 })
             })?),
         };
-        let (store, page_recovery) = pages::open(&vfs, &opts.pages)?.unzip();
+        let (store, page_recovery) = paged_tables::open(&vfs, &opts.pages)?.unzip();
         let rec = recovery::recover_with(vfs.as_ref(), &opts.redo, store.as_ref())?;
         let counters = Arc::new(Counters::default());
         let redo = RedoLog::start(&opts.redo, rec.resume, counters.clone())?;
@@ -869,7 +869,7 @@ impl Engine {
             Some(s) => s
                 .pool()
                 .flush_all()
-                .map_err(|e| pages::PagesError::Store(e).into()),
+                .map_err(|e| paged_tables::PagesError::Store(e).into()),
             None => Ok(()),
         }
     }
@@ -888,7 +888,7 @@ impl Engine {
     }
 
     /// The page store's startup settings.
-    pub fn page_settings(&self) -> &pages::PageSettings {
+    pub fn page_settings(&self) -> &paged_tables::PageSettings {
         &self.page_settings
     }
 
@@ -914,7 +914,9 @@ impl Engine {
             .and_then(|()| self.checkpoint().map(|_| ()));
         self.abort_base_writer();
         let pages: Result<(), EngineError> = match &self.store {
-            Some(s) => s.shutdown().map_err(|e| pages::PagesError::Store(e).into()),
+            Some(s) => s
+                .shutdown()
+                .map_err(|e| paged_tables::PagesError::Store(e).into()),
             None => Ok(()),
         };
         let r = self.redo.shutdown();

@@ -43,8 +43,10 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::data::paged_rows::{PagedError, PagedRows};
+pub mod paged_rows;
+
 use crate::page_store::buffer_pool::ChangeLsn;
+use paged_rows::{PagedError, PagedRows};
 
 /// Identifies a table in the catalog (sequential from 1).
 pub type TableId = u32;
