@@ -10,6 +10,7 @@ use serde_json::Value as Json;
 
 use super::Engine;
 use crate::counters::CounterValues;
+use crate::page_store::store::PageStore;
 use crate::redo::RedoMode;
 
 /// What `Engine::status` returns.
@@ -47,6 +48,40 @@ pub const MYSQL_NAMES: &[(&str, &str)] = &[
     ("binlog_events", "Binlog_commits"),
     ("binlog_groups", "Binlog_group_commits"),
 ];
+
+/// The buffer pool's and the doublewrite buffer's rows (tables on pages),
+/// as MySQL names them, plus the engine's own (`Innodb_buffer_pool_pages_flushed_*`,
+/// `Innodb_page_cleaner_busy_us`, `Innodb_dblwr_*_waits`).
+fn page_status(store: &PageStore) -> Vec<(String, u64)> {
+    let c = &store.pool().counters;
+    let r = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let d = store.doublewrite();
+    let frames = store.pool().frames() as u64;
+    [
+        ("Innodb_buffer_pool_read_requests", r(&c.read_requests)),
+        ("Innodb_buffer_pool_reads", r(&c.reads)),
+        ("Innodb_buffer_pool_pages_dirty", r(&c.pages_dirty)),
+        ("Innodb_buffer_pool_pages_total", frames),
+        ("Innodb_buffer_pool_wait_free", r(&c.wait_free)),
+        (
+            "Innodb_buffer_pool_pages_flushed_single_page",
+            r(&c.single_page_flushes),
+        ),
+        (
+            "Innodb_buffer_pool_pages_flushed_by_cleaners",
+            r(&c.cleaner_pages),
+        ),
+        ("Innodb_page_cleaner_busy_us", r(&c.cleaner_ns) / 1000),
+        ("Innodb_dblwr_writes", d.writes),
+        ("Innodb_dblwr_pages_written", d.pages_written),
+        ("Innodb_dblwr_single_page_flushes", d.single_page_flushes),
+        ("Innodb_dblwr_waits", d.waits),
+        ("Innodb_dblwr_wait_us", d.wait_ns / 1000),
+    ]
+    .into_iter()
+    .map(|(n, v)| (n.to_string(), v))
+    .collect()
+}
 
 /// The status rows, sorted by name.
 pub fn global_status(engine: &Engine) -> Vec<(String, u64)> {
@@ -91,6 +126,10 @@ pub fn global_status(engine: &Engine) -> Vec<(String, u64)> {
     rows.push(("Innodb_trx_throttle_waits".into(), t.waits));
     rows.push(("Innodb_trx_throttle_timeouts".into(), t.timeouts));
     rows.push(("Innodb_trx_throttle_queue_length".into(), t.queued));
+
+    if let Some(store) = engine.page_store() {
+        rows.extend(page_status(store));
+    }
 
     let s = engine.trx_sys().stats();
     rows.push(("Innodb_active_transactions".into(), s.active));

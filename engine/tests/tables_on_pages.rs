@@ -1,0 +1,138 @@
+//! Tables on pages through the engine's public API: the startup settings,
+//! SHOW GLOBAL STATUS's buffer pool and doublewrite rows against what the
+//! load did, a clean restart, and the refusals that keep a data directory
+//! from being read the wrong way.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::status;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use redoctor_engine::vfs::SimVfs;
+use redoctor_engine::{Engine, EngineOptions, RedoMode};
+
+/// 4 KiB pages, a pool of `frames` frames, doublewrite `design`.
+fn opts(vfs: &Arc<SimVfs>, frames: u64, design: &str) -> EngineOptions {
+    let mut o = common::sim_opts(vfs.clone(), RedoMode::On, 1, 4 << 20);
+    for (k, v) in [
+        ("innodb_buffer_pool_size", (frames * 4096).to_string()),
+        ("innodb_page_size", "4096".into()),
+        ("innodb_lru_scan_depth", "100".into()),
+        ("innodb_doublewrite_design", design.into()),
+    ] {
+        o.settings.push((k.into(), v));
+    }
+    o
+}
+
+#[test]
+fn an_io_bound_load_is_counted_as_mysql_counts_it_and_survives_a_restart() {
+    for design in ["legacy", "files"] {
+        let vfs = Arc::new(SimVfs::new());
+        let e = Engine::open(opts(&vfs, 32, design)).unwrap();
+        assert_eq!(
+            e.variable("innodb_buffer_pool_size").unwrap().value,
+            "131072"
+        );
+        assert_eq!(
+            e.variable("innodb_doublewrite_design").unwrap().value,
+            design
+        );
+        // 2 x 3,000 rows: ~290 pages of 21 rows for a pool of 32.
+        e.prepare_sbtest(2, 3000).unwrap();
+        let mut rng = StdRng::seed_from_u64(1);
+        for _ in 0..1500 {
+            let mut trx = e.begin();
+            let t = e
+                .table_id(&format!("sbtest{}", rng.gen_range(1..=2)))
+                .unwrap();
+            let id = rng.gen_range(1..=3000);
+            assert!(trx.update_k(t, id, 1).unwrap());
+            let _ = trx.get(t, rng.gen_range(1..=3000)).unwrap();
+            e.commit(trx).unwrap();
+        }
+        let s = |n: &str| status(&e, n);
+        assert!(
+            s("Innodb_buffer_pool_reads") > 500,
+            "{design}: the pool held the data"
+        );
+        assert!(s("Innodb_buffer_pool_read_requests") >= s("Innodb_buffer_pool_reads") + 3000);
+        assert_eq!(s("Innodb_buffer_pool_pages_total"), 32);
+        let single = s("Innodb_buffer_pool_pages_flushed_single_page");
+        let by_cleaners = s("Innodb_buffer_pool_pages_flushed_by_cleaners");
+        assert!(s("Innodb_buffer_pool_wait_free") >= single);
+        assert_eq!(
+            s("Innodb_dblwr_pages_written"),
+            single + by_cleaners,
+            "{design}: every page written went through the doublewrite buffer"
+        );
+        assert_eq!(s("Innodb_dblwr_single_page_flushes"), single);
+        assert!(
+            s("Innodb_dblwr_writes") > 0
+                && s("Innodb_dblwr_writes") <= s("Innodb_dblwr_pages_written")
+        );
+        let before = e.dump();
+        e.shutdown().unwrap();
+        drop(e);
+
+        // A clean restart: the rows come back from the pages, nothing to replay.
+        let e = Engine::open(opts(&vfs, 32, design)).unwrap();
+        assert_eq!(e.recovery_report().records_replayed, 0);
+        assert_eq!(e.dump(), before);
+        assert_eq!(e.pages_restored().map(|(_, restored)| restored), Some(0));
+    }
+}
+
+#[test]
+fn a_directory_is_read_only_the_way_it_was_made() {
+    // Tables on pages, then opened without a pool: refused, named.
+    let vfs = Arc::new(SimVfs::new());
+    let e = Engine::open(opts(&vfs, 16, "files")).unwrap();
+    e.prepare_sbtest(1, 100).unwrap();
+    e.shutdown().unwrap();
+    drop(e);
+    let plain = common::sim_opts(vfs.clone(), RedoMode::On, 1, 4 << 20);
+    let err = Engine::open(plain)
+        .err()
+        .expect("opened without its pool")
+        .to_string();
+    assert!(
+        err.contains("keeps its tables on pages") && err.contains("innodb_buffer_pool_size"),
+        "{err}"
+    );
+
+    // An in-memory directory, then opened with a pool: refused, untouched.
+    let vfs = Arc::new(SimVfs::new());
+    let e = Engine::open(common::sim_opts(vfs.clone(), RedoMode::On, 1, 4 << 20)).unwrap();
+    e.prepare_sbtest(1, 100).unwrap();
+    e.shutdown().unwrap();
+    drop(e);
+    use redoctor_engine::vfs::Vfs;
+    let files = vfs.list().unwrap();
+    let err = Engine::open(opts(&vfs, 16, "files"))
+        .err()
+        .expect("opened with a pool")
+        .to_string();
+    assert!(
+        err.contains("in memory") && err.contains("new data directory"),
+        "{err}"
+    );
+    assert_eq!(vfs.list().unwrap(), files, "the refused open wrote nothing");
+
+    // Settings that cannot make a pool.
+    for (k, v, says) in [
+        ("innodb_buffer_pool_size", "32768", "at least 16 pages"),
+        ("innodb_page_size", "5000", "power of two"),
+        ("innodb_doublewrite_files", "3", "must be even"),
+    ] {
+        let mut o = opts(&Arc::new(SimVfs::new()), 16, "files");
+        o.settings.push((k.into(), v.into()));
+        let err = Engine::open(o)
+            .err()
+            .expect("bad settings accepted")
+            .to_string();
+        assert!(err.contains(says), "{k}={v}: {err}");
+    }
+}
