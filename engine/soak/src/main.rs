@@ -103,6 +103,10 @@ struct SoakArgs {
     /// Latest kill, in ms after the first acknowledged commit.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(11..=600_000))]
     max_kill_ms: u64,
+    /// Which trials keep their tables on pages (IO-bound: a buffer pool of
+    /// 16-64 pages of 4 KiB, both doublewrite designs).
+    #[arg(long, value_enum, default_value = "mixed")]
+    pages: trial::PagesAxis,
     /// How long a run may take to acknowledge its first commit before the trial fails.
     #[arg(long, default_value = "60s", value_parser = redoctor_args::positive_duration)]
     first_ack_timeout: Duration,
@@ -127,6 +131,12 @@ struct RecoverStateArgs {
     /// Open with log_bin=ON and sync_binlog=1 (as the crashed run did).
     #[arg(long)]
     log_bin: bool,
+    /// Tables on pages: the buffer pool in 4 KiB pages (as the run had it).
+    #[arg(long, value_name = "PAGES")]
+    pool_pages: Option<u64>,
+    /// Tables on pages: the doublewrite design (as the run had it).
+    #[arg(long, default_value = "files")]
+    dblwr_design: String,
     /// Exit without the clean shutdown (no final checkpoint), so the next open recovers again.
     #[arg(long)]
     no_shutdown: bool,
@@ -181,6 +191,7 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
     let limits = Limits {
         max_users: a.max_users as usize,
         max_kill_ms: a.max_kill_ms,
+        pages: a.pages,
     };
     let opts = SoakOptions {
         keep: a.keep,
@@ -199,6 +210,10 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
     }
     if limits.max_kill_ms != 2000 {
         limit_flags.push_str(&format!(" --max-kill-ms {}", limits.max_kill_ms));
+    }
+    if limits.pages != trial::PagesAxis::Mixed {
+        let name = clap::ValueEnum::to_possible_value(&limits.pages).expect("named");
+        limit_flags.push_str(&format!(" --pages {}", name.get_name()));
     }
     match a.replay {
         Some(s) => eprintln!(
@@ -334,6 +349,15 @@ fn recover_state(a: RecoverStateArgs) -> Result<ExitCode> {
             ("log_bin".into(), "ON".into()),
             ("sync_binlog".into(), "1".into()),
         ];
+    }
+    if let Some(pool_pages) = a.pool_pages {
+        let design: &'static str = if a.dblwr_design == "legacy" {
+            "legacy"
+        } else {
+            "files"
+        };
+        opts.settings
+            .extend(trial::Pages { pool_pages, design }.settings());
     }
     let engine =
         Engine::open(opts).with_context(|| format!("recovering {}", a.datadir.display()))?;

@@ -363,6 +363,10 @@ fn recover_command(
             "--checkpoint-fill-pct",
             &cfg.shape.checkpoint_fill_pct.to_string(),
         ]);
+    if let Some(p) = cfg.shape.pages {
+        cmd.args(["--pool-pages", &p.pool_pages.to_string()])
+            .args(["--dblwr-design", p.design]);
+    }
     if prepare {
         cmd.args(["--prepare", cfg.workload.name()])
             .args(["--tables", &cfg.shape.tables.to_string()])
@@ -416,6 +420,11 @@ pub fn engine_command(
                 "binlog_group_commit_sync_delay={}",
                 cfg.binlog_sync_delay_us
             ));
+        }
+    }
+    if let Some(p) = cfg.shape.pages {
+        for (k, v) in p.settings() {
+            cmd.arg("--set").arg(format!("{k}={v}"));
         }
     }
     cmd.arg("--journal")

@@ -40,6 +40,8 @@ pub struct Summary {
     pub redo_threads_on_at_start: usize,
     pub with_live_redo_switches: usize,
     pub reused_datadir: usize,
+    /// Trials with their tables on pages (IO-bound buffer pool).
+    pub on_pages: usize,
     pub users_max: usize,
     pub trials_with_256_users: usize,
     /// Acknowledged commits the checks required and found.
@@ -86,6 +88,7 @@ impl Summary {
         self.redo_threads_on_at_start += usize::from(c.redo_threads);
         self.with_live_redo_switches += usize::from(c.switch_every_ms.is_some());
         self.reused_datadir += usize::from(c.reuse_of.is_some());
+        self.on_pages += usize::from(c.shape.pages.is_some());
         self.users_max = self.users_max.max(c.users);
         self.trials_with_256_users += usize::from(c.users == 256);
         if let Some(rep) = &r.report {
@@ -148,11 +151,12 @@ impl fmt::Display for Summary {
         writeln!(f, "  workloads            {}", per.join(", "))?;
         writeln!(
             f,
-            "  binlog on {}, redo threads on at start {}, live redo switches {}, reused datadir {}, users up to {} ({} trials at 256)",
+            "  binlog on {}, redo threads on at start {}, live redo switches {}, reused datadir {}, tables on pages {}, users up to {} ({} trials at 256)",
             self.binlog_on,
             self.redo_threads_on_at_start,
             self.with_live_redo_switches,
             self.reused_datadir,
+            self.on_pages,
             self.users_max,
             self.trials_with_256_users
         )?;

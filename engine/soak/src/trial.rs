@@ -89,6 +89,46 @@ pub struct Shape {
     pub log_buffer_kib: u64,
     /// `--checkpoint-fill-pct`.
     pub checkpoint_fill_pct: u32,
+    /// Tables on pages, IO-bound (sysbench workloads only), or in memory.
+    pub pages: Option<Pages>,
+}
+
+/// Tables on pages: 4 KiB pages (21 sbtest rows each), a buffer pool of
+/// `pool_pages` (the smallest the engine takes is 16), doublewrite
+/// `design`: most tables are larger than the pool, so pages are evicted,
+/// flushed by the cleaners and by user threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Pages {
+    pub pool_pages: u64,
+    pub design: &'static str,
+}
+
+impl Pages {
+    pub const PAGE_SIZE: u64 = 4096;
+
+    /// The startup settings, as `(name, value)`.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "innodb_buffer_pool_size".into(),
+                (self.pool_pages * Pages::PAGE_SIZE).to_string(),
+            ),
+            ("innodb_page_size".into(), Pages::PAGE_SIZE.to_string()),
+            ("innodb_lru_scan_depth".into(), "100".into()),
+            ("innodb_doublewrite_design".into(), self.design.into()),
+        ]
+    }
+}
+
+/// Which trials keep their tables on pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+pub enum PagesAxis {
+    /// Never (tables in memory).
+    Never,
+    /// One sysbench trial pair in three.
+    Mixed,
+    /// Every sysbench trial pair (TPCC-lite stays in memory).
+    Always,
 }
 
 /// Bounds the command line puts on the matrix.
@@ -98,6 +138,8 @@ pub struct Limits {
     pub max_users: usize,
     /// Latest kill, in milliseconds after the first acknowledged commit.
     pub max_kill_ms: u64,
+    /// Which trials keep their tables on pages.
+    pub pages: PagesAxis,
 }
 
 impl Default for Limits {
@@ -105,6 +147,7 @@ impl Default for Limits {
         Limits {
             max_users: 256,
             max_kill_ms: 2000,
+            pages: PagesAxis::Mixed,
         }
     }
 }
@@ -175,7 +218,23 @@ fn draw_shape(rng: &mut SmallRng) -> Shape {
         log_file_kib,
         log_buffer_kib,
         checkpoint_fill_pct: pick(rng, &[10, 30, 50, 80]),
+        pages: None,
     }
+}
+
+/// The pages axis of the trial pair of `fresh_seed` (its own stream, so
+/// the other axes of a seed stay what they were before it existed).
+fn draw_pages(fresh_seed: u64, tpcc: bool, axis: PagesAxis) -> Option<Pages> {
+    let mut rng = SmallRng::seed_from_u64(fresh_seed ^ 0x0070_a9e5_0070_a9e5);
+    let on = match axis {
+        PagesAxis::Never => false,
+        PagesAxis::Mixed => rng.gen_ratio(1, 3),
+        PagesAxis::Always => true,
+    };
+    (on && !tpcc).then(|| Pages {
+        pool_pages: pick(&mut rng, &[16, 32, 64]),
+        design: pick(&mut rng, &["legacy", "files"]),
+    })
 }
 
 impl TrialConfig {
@@ -183,8 +242,9 @@ impl TrialConfig {
     pub fn from_seed(seed: u64, limits: &Limits) -> TrialConfig {
         let fresh_seed = seed & !1;
         let mut rng = SmallRng::seed_from_u64(fresh_seed);
-        let shape = draw_shape(&mut rng);
+        let mut shape = draw_shape(&mut rng);
         let mut workload = pick(&mut rng, &Workload::ALL);
+        shape.pages = draw_pages(fresh_seed, workload.is_tpcc(), limits.pages);
         let reuse_of = (seed & 1 == 1).then_some(fresh_seed);
         if reuse_of.is_some() {
             // Same directory, same tables: a sysbench workload may become
@@ -281,6 +341,9 @@ impl TrialConfig {
             self.shape.checkpoint_fill_pct,
             self.kill_after_ms
         ));
+        if let Some(p) = self.shape.pages {
+            s.push_str(&format!(" pages(pool={} {})", p.pool_pages, p.design));
+        }
         if self.reuse_of.is_some() {
             s.push_str(" reused");
         }
@@ -356,9 +419,18 @@ mod tests {
             .iter()
             .all(|c| (10..=2000).contains(&c.kill_after_ms)
                 && c.shape.log_buffer_kib * 8 <= c.shape.log_file_kib));
+        let paged = configs.iter().filter(|c| c.shape.pages.is_some()).count();
+        assert!(
+            (300..1000).contains(&paged),
+            "{paged} of 2000 trials on pages"
+        );
+        assert!(configs
+            .iter()
+            .all(|c| c.shape.pages.is_none() || !c.workload.is_tpcc()));
         let small = Limits {
             max_users: 16,
             max_kill_ms: 300,
+            pages: PagesAxis::Mixed,
         };
         let c = TrialConfig::from_seed(configs[0].seed, &small);
         assert!(c.users <= 16 && c.kill_after_ms <= 300);

@@ -134,6 +134,11 @@ pub struct RunReport {
     pub acks_written: u64,
     /// Every engine counter's change over the window.
     pub engine_counters_delta: BTreeMap<String, u64>,
+    /// Tables on pages: the buffer pool's and the doublewrite buffer's
+    /// counters (SHOW GLOBAL STATUS names) changed over the window; empty
+    /// with tables in memory.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub page_status_delta: BTreeMap<String, u64>,
     /// Settings applied before the run (`--set name=value`), as given.
     pub settings: BTreeMap<String, String>,
 }
@@ -293,6 +298,7 @@ mod tests {
             cpu_us_per_commit: Some(500.0),
             acks_written: 0,
             engine_counters_delta: BTreeMap::new(),
+            page_status_delta: BTreeMap::new(),
             settings: BTreeMap::new(),
         }
     }

@@ -152,6 +152,8 @@ impl ThreadStats {
 /// One sample of the engine counters and the process statistics.
 struct Sample {
     status: StatusSnapshot,
+    /// The page store's counters (tables on pages), by status name.
+    pages: BTreeMap<String, u64>,
     ctx: CtxSwitches,
     cpu: Duration,
 }
@@ -160,6 +162,7 @@ impl Sample {
     fn take(engine: &Engine) -> Result<Sample, WorkloadError> {
         Ok(Sample {
             status: engine.status(),
+            pages: page_counters(engine),
             ctx: procstat::ctx_switches().map_err(WorkloadError::ProcStat)?,
             cpu: procstat::cpu_time().map_err(WorkloadError::ProcStat)?,
         })
@@ -756,8 +759,32 @@ fn build_report(
         cpu_us_per_commit: per(cpu.as_secs_f64() * 1e6, commits),
         acks_written: acks,
         engine_counters_delta: counters_delta(&b.status.counters, &e.status.counters),
+        page_status_delta: e
+            .pages
+            .iter()
+            .map(|(k, v)| (k.clone(), v.saturating_sub(*b.pages.get(k).unwrap_or(&0))))
+            .collect(),
         settings: BTreeMap::new(),
     }
+}
+
+/// The buffer pool's and doublewrite buffer's counters (not the gauges
+/// `_pages_dirty`, `_pages_total`); none with tables in memory.
+fn page_counters(engine: &Engine) -> BTreeMap<String, u64> {
+    if engine.page_store().is_none() {
+        return BTreeMap::new();
+    }
+    engine
+        .global_status()
+        .into_iter()
+        .filter(|(n, _)| {
+            (n.starts_with("Innodb_buffer_pool_")
+                || n.starts_with("Innodb_dblwr_")
+                || n.starts_with("Innodb_page_cleaner_"))
+                && !n.ends_with("_pages_dirty")
+                && !n.ends_with("_pages_total")
+        })
+        .collect()
 }
 
 #[cfg(test)]
