@@ -28,7 +28,9 @@
 //!   blocks happened to run high); the record says so.
 //! - **Floor guard.** A candidate period below `floor` × the baseline's
 //!   lowest period among its last [`FLOOR_WINDOW`] (at least half their
-//!   median) restores the baseline at once; a second in a row aborts.
+//!   median) restores the baseline at once; a second in a row aborts. Each
+//!   such switch back costs one guard period beyond the blocks the budget
+//!   planned (the trial may run that much past `--trial-max`).
 
 use std::time::Duration;
 
