@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::page_store::buffer_pool::PoolOptions;
-use crate::page_store::doublewrite::{Design, DoublewriteMode, DoublewriteOptions, Recovered};
+use crate::page_store::doublewrite::{DoublewriteOptions, Recovered};
 use crate::page_store::page::{self, PageCorrupt};
 use crate::page_store::store::{PageStore, StoreOptions};
 use crate::page_store::StoreError;
@@ -150,28 +150,5 @@ fn mark(data: &dyn Vfs) -> Result<(), PagesError> {
         .map_err(PagesError::Marker)
 }
 
-/// `innodb_doublewrite`'s names, in [`DoublewriteMode`] order.
+/// `innodb_doublewrite`'s names (the setting's enumeration).
 pub const DOUBLEWRITE_MODES: &[&str] = &["OFF", "ON", "DETECT_ONLY"];
-
-pub fn mode_name(m: DoublewriteMode) -> &'static str {
-    match m {
-        DoublewriteMode::Off => "OFF",
-        DoublewriteMode::On => "ON",
-        DoublewriteMode::DetectOnly => "DETECT_ONLY",
-    }
-}
-
-pub fn mode_of(name: &str) -> DoublewriteMode {
-    match name {
-        "OFF" => DoublewriteMode::Off,
-        "DETECT_ONLY" => DoublewriteMode::DetectOnly,
-        _ => DoublewriteMode::On,
-    }
-}
-
-pub fn design_name(d: Design) -> &'static str {
-    match d {
-        Design::Legacy => "legacy",
-        Design::Files => "files",
-    }
-}

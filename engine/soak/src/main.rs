@@ -19,6 +19,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use redoctor_engine::page_store::doublewrite::Design;
 use redoctor_engine::{Engine, EngineOptions};
 use redoctor_soak::check;
 use redoctor_soak::runner::{self, SoakOptions, TrialResult};
@@ -351,11 +352,7 @@ fn recover_state(a: RecoverStateArgs) -> Result<ExitCode> {
         ];
     }
     if let Some(pool_pages) = a.pool_pages {
-        let design: &'static str = if a.dblwr_design == "legacy" {
-            "legacy"
-        } else {
-            "files"
-        };
+        let design = Design::parse(&a.dblwr_design).unwrap_or_default().name();
         opts.settings
             .extend(trial::Pages { pool_pages, design }.settings());
     }

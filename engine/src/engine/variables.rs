@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{Engine, EngineOptions};
 use crate::admission::Policy;
-use crate::page_store::doublewrite::Design;
+use crate::page_store::doublewrite::{Design, DoublewriteMode};
 use crate::paged_tables;
 use crate::redo::RedoMode;
 use crate::settings::{Kind, Setting, SettingsError, Value};
@@ -233,19 +233,21 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         kind: Kind::Enum(paged_tables::DOUBLEWRITE_MODES),
         default: "ON",
         doc: "Pages are written to the doublewrite buffer (synced) before their place, so a torn page is restored at recovery (ON); OFF writes none (a torn page is detected and refused); DETECT_ONLY writes only each page's header (torn pages named, not restored). Fixed at startup.",
-        get: |e| Value::Enum(paged_tables::mode_name(e.page_settings().doublewrite.mode)),
+        get: |e| Value::Enum(e.page_settings().doublewrite.mode.name()),
         set: None,
-        at_startup: Some(|o, v| o.pages.doublewrite.mode = paged_tables::mode_of(v.as_str())),
+        at_startup: Some(|o, v| {
+            o.pages.doublewrite.mode = DoublewriteMode::parse(v.as_str()).unwrap_or_default();
+        }),
     },
     Setting {
         name: "innodb_doublewrite_design",
         kind: Kind::Enum(&["legacy", "files"]),
         default: "files",
         doc: "Not a MySQL setting. The doublewrite buffer before MySQL 8.0.20 (legacy: one 128-page area, one mutex, 8 single-page slots) or as 8.0.20 (files: own files, a segment per batch, no global mutex). Fixed at startup.",
-        get: |e| Value::Enum(paged_tables::design_name(e.page_settings().doublewrite.design)),
+        get: |e| Value::Enum(e.page_settings().doublewrite.design.name()),
         set: None,
         at_startup: Some(|o, v| {
-            o.pages.doublewrite.design = if v.as_str() == "legacy" { Design::Legacy } else { Design::Files };
+            o.pages.doublewrite.design = Design::parse(v.as_str()).unwrap_or_default();
         }),
     },
     Setting {

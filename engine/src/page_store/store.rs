@@ -135,22 +135,34 @@ impl PageStore {
     /// shutdown); a cleaner's error is returned.
     pub fn shutdown(&self) -> Result<(), StoreError> {
         let flushed = self.pool.flush_all();
+        self.stop_cleaners()?;
+        flushed
+    }
+
+    /// Stops and joins the page cleaners; the first cleaner error.
+    fn stop_cleaners(&self) -> Result<(), StoreError> {
         self.pool.stop();
         let handles = std::mem::take(&mut *self.cleaners.lock().expect("cleaner list"));
+        let mut first = Ok(());
         for h in handles {
-            h.join().expect("a page cleaner panicked")?;
+            let r = h.join().unwrap_or_else(|_| {
+                Err(StoreError::io(
+                    "page cleaner",
+                    "running",
+                    std::io::Error::other("the thread panicked"),
+                ))
+            });
+            if first.is_ok() {
+                first = r;
+            }
         }
-        flushed
+        first
     }
 }
 
 impl Drop for PageStore {
     fn drop(&mut self) {
-        self.pool.stop();
-        let handles = std::mem::take(&mut *self.cleaners.lock().expect("cleaner list"));
-        for h in handles {
-            let _ = h.join();
-        }
+        let _ = self.stop_cleaners();
     }
 }
 

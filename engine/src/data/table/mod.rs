@@ -739,23 +739,28 @@ impl Table {
         ids: impl IntoIterator<Item = i64>,
         lsn: impl Into<ChangeLsn>,
     ) {
+        let Some(pages) = &self.pages else {
+            let mut inner = self.inner.write();
+            for id in ids {
+                inner.finish(trx_id, id, true);
+            }
+            return;
+        };
         let lsn = lsn.into();
         let ids: Vec<i64> = ids.into_iter().collect();
-        if let Some(pages) = &self.pages {
-            let afters: Vec<(i64, Option<Arc<Row>>)> = {
-                let inner = self.inner.read();
-                ids.iter()
-                    .filter_map(|id| match &inner.rows.get(id)?.pending {
-                        Some(p) if p.trx_id == trx_id => Some((*id, p.row.clone())),
-                        _ => None,
-                    })
-                    .collect()
-            };
-            for (id, row) in &afters {
-                pages
-                    .put(*id, row.as_deref(), lsn)
-                    .unwrap_or_else(|e| page_failed(&self.name, e));
-            }
+        let afters: Vec<(i64, Option<Arc<Row>>)> = {
+            let inner = self.inner.read();
+            ids.iter()
+                .filter_map(|id| match &inner.rows.get(id)?.pending {
+                    Some(p) if p.trx_id == trx_id => Some((*id, p.row.clone())),
+                    _ => None,
+                })
+                .collect()
+        };
+        for (id, row) in &afters {
+            pages
+                .put(*id, row.as_deref(), lsn)
+                .unwrap_or_else(|e| page_failed(&self.name, e));
         }
         let mut inner = self.inner.write();
         for id in ids {
