@@ -3,12 +3,15 @@
 //! cargo feature each point costs a read lock and a hash lookup when it is
 //! reached; without it, `fail_point!` expands to nothing.
 //!
-//! Names are `file::op::error`, for the three kinds of file the engine
-//! makes durable: `redo` (the log writer's block writes and the log
-//! flusher's fdatasync of `redo.log`), `binlog` (the FLUSH stage's event
-//! writes, the SYNC stage's fdatasync, the fdatasync before a rotation and
-//! the one a checkpoint does) and `checkpoint` (the write and fdatasync of
-//! `checkpoint.tmp`). Each has four points:
+//! Names are `file::op::error`, for the kinds of file the engine makes
+//! durable: `redo` (the log writer's block writes and the log flusher's
+//! fdatasync of `redo.log`), `binlog` (the FLUSH stage's event writes, the
+//! SYNC stage's fdatasync, the fdatasync before a rotation and the one a
+//! checkpoint does) and `checkpoint` (the write and fdatasync of
+//! `checkpoint.tmp`) have four points each; `page` (a data page written to
+//! its place in a tablespace, after its doublewrite copy) has one,
+//! `page::write::short`, for the torn page the doublewrite buffer exists
+//! for. The four:
 //!
 //! - `::write::eio`, `::write::enospc`: the write fails with `EIO` /
 //!   `ENOSPC`, nothing written;
@@ -19,7 +22,9 @@
 //!   the process kills itself with `SIGKILL` (action `return(kill)`), which
 //!   is what a crash in the middle of the write leaves on disk. A write
 //!   inside one sector cannot tear, so the point is not evaluated for it
-//!   (counts such as `3*return` count only writes that can tear);
+//!   (counts such as `3*return` count only writes that can tear); a write
+//!   of the bytes the file already holds is written whole and the action
+//!   stays for the next one (`N*off->return` still counts it among the N);
 //! - `::fsync::eio`: the fdatasync fails with `EIO` without syncing.
 //!
 //! The points sit where the engine knows which file it is writing — these
@@ -48,15 +53,17 @@ pub(crate) enum Target {
     Redo,
     Binlog,
     Checkpoint,
+    /// A data page's write to its tablespace (only `page::write::short`).
+    Page,
 }
 
-/// The points of one target.
+/// The points of one target (`None`: the target has no such point).
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
 struct Points {
-    write_eio: &'static str,
-    write_enospc: &'static str,
+    write_eio: Option<&'static str>,
+    write_enospc: Option<&'static str>,
     write_short: &'static str,
-    fsync_eio: &'static str,
+    fsync_eio: Option<&'static str>,
 }
 
 impl Target {
@@ -64,22 +71,28 @@ impl Target {
     fn points(self) -> Points {
         match self {
             Target::Redo => Points {
-                write_eio: "redo::write::eio",
-                write_enospc: "redo::write::enospc",
+                write_eio: Some("redo::write::eio"),
+                write_enospc: Some("redo::write::enospc"),
                 write_short: "redo::write::short",
-                fsync_eio: "redo::fsync::eio",
+                fsync_eio: Some("redo::fsync::eio"),
             },
             Target::Binlog => Points {
-                write_eio: "binlog::write::eio",
-                write_enospc: "binlog::write::enospc",
+                write_eio: Some("binlog::write::eio"),
+                write_enospc: Some("binlog::write::enospc"),
                 write_short: "binlog::write::short",
-                fsync_eio: "binlog::fsync::eio",
+                fsync_eio: Some("binlog::fsync::eio"),
             },
             Target::Checkpoint => Points {
-                write_eio: "checkpoint::write::eio",
-                write_enospc: "checkpoint::write::enospc",
+                write_eio: Some("checkpoint::write::eio"),
+                write_enospc: Some("checkpoint::write::enospc"),
                 write_short: "checkpoint::write::short",
-                fsync_eio: "checkpoint::fsync::eio",
+                fsync_eio: Some("checkpoint::fsync::eio"),
+            },
+            Target::Page => Points {
+                write_eio: None,
+                write_enospc: None,
+                write_short: "page::write::short",
+                fsync_eio: None,
             },
         }
     }
@@ -156,6 +169,14 @@ pub const FAILPOINTS: &[Failpoint] = &[
         name: "checkpoint::fsync::eio",
         behaviour: CHECKPOINT_STOP,
     },
+    Failpoint {
+        name: "page::write::short",
+        behaviour: "torn data page write (tables on pages), then EIO or, with return(kill), \
+             SIGKILL: the power cut the doublewrite buffer is for. On EIO the flush fails and \
+             the engine stops (a user thread's flush panics, as InnoDB aborts on a failed page \
+             write); at recovery the torn page is restored from its doublewrite copy \
+             (innodb_doublewrite=ON), or named and refused (OFF, DETECT_ONLY)",
+    },
 ];
 
 /// Whether `name` is one of [`FAILPOINTS`].
@@ -179,8 +200,12 @@ pub(crate) fn write_at(
     #[cfg(feature = "failpoints")]
     {
         let p = target.points();
-        fail::fail_point!(p.write_eio, |_| Err(errno(libc::EIO)));
-        fail::fail_point!(p.write_enospc, |_| Err(errno(libc::ENOSPC)));
+        if let Some(name) = p.write_eio {
+            fail::fail_point!(name, |_| Err(errno(libc::EIO)));
+        }
+        if let Some(name) = p.write_enospc {
+            fail::fail_point!(name, |_| Err(errno(libc::ENOSPC)));
+        }
         if let Some(cut) = torn_cut(offset, buf.len()) {
             fail::fail_point!(p.write_short, |arg| torn_write(
                 p.write_short,
@@ -198,7 +223,9 @@ pub(crate) fn write_at(
 /// `file.sync_data()` for `target`, through its fsync failpoint.
 #[cfg_attr(not(feature = "failpoints"), allow(unused_variables))]
 pub(crate) fn sync_data(target: Target, file: &dyn VfsFile) -> io::Result<()> {
-    fail::fail_point!(target.points().fsync_eio, |_| Err(errno(libc::EIO)));
+    if let Some(name) = target.points().fsync_eio {
+        fail::fail_point!(name, |_| Err(errno(libc::EIO)));
+    }
     file.sync_data()
 }
 
@@ -227,6 +254,13 @@ fn torn_write(
             )))
         }
     };
+    // A write of what the file already holds there cannot tear (both
+    // halves are the same): written whole, and a later write is torn (the
+    // action stays on). Recovery rewrites pages it replays this way.
+    let mut old = vec![0u8; buf.len()];
+    if file.read_at(&mut old, offset)? == buf.len() && old == buf {
+        return file.write_at(buf, offset);
+    }
     file.write_at(&buf[..(cut - offset) as usize], offset)?;
     if kill {
         // Nothing after this runs: no destructor, no flush, no further
@@ -245,13 +279,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_target_has_its_four_points_listed() {
-        for t in [Target::Redo, Target::Binlog, Target::Checkpoint] {
+    fn every_target_has_its_points_listed() {
+        let mut n = 0;
+        for t in [
+            Target::Redo,
+            Target::Binlog,
+            Target::Checkpoint,
+            Target::Page,
+        ] {
             let p = t.points();
-            for name in [p.write_eio, p.write_enospc, p.write_short, p.fsync_eio] {
+            for name in [
+                p.write_eio,
+                p.write_enospc,
+                Some(p.write_short),
+                p.fsync_eio,
+            ]
+            .into_iter()
+            .flatten()
+            {
                 assert!(is_known(name), "{name} is not in FAILPOINTS");
+                n += 1;
             }
         }
-        assert_eq!(FAILPOINTS.len(), 12);
+        assert_eq!(FAILPOINTS.len(), n);
+        assert_eq!(n, 13);
     }
 }

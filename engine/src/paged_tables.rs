@@ -17,7 +17,7 @@ pub const MARKER: &str = "pages.on";
 
 /// The page store's startup settings; `pool_bytes` 0 keeps tables in
 /// memory (the engine's default).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PageSettings {
     /// `innodb_buffer_pool_size` (bytes; 0: tables in memory).
     pub pool_bytes: u64,
@@ -32,6 +32,8 @@ pub struct PageSettings {
     pub io_capacity: u64,
     /// `innodb_lru_scan_depth`.
     pub lru_scan_depth: u64,
+    /// `innodb_doublewrite_dir` (None: the data directory).
+    pub doublewrite_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for PageSettings {
@@ -44,6 +46,7 @@ impl Default for PageSettings {
             page_cleaners: pool.page_cleaners as u64,
             io_capacity: u64::from(pool.io_capacity),
             lru_scan_depth: pool.lru_scan_depth as u64,
+            doublewrite_dir: None,
         }
     }
 }
@@ -72,6 +75,8 @@ pub enum PagesError {
     InMemoryTables,
     #[error("writing {MARKER}: {0}")]
     Marker(std::io::Error),
+    #[error("innodb_doublewrite_dir={dir}: {source}; give a directory this process can create and write")]
+    DoublewriteDir { dir: String, source: std::io::Error },
 }
 
 impl PageSettings {
@@ -134,7 +139,18 @@ pub fn open(
         }
         mark(data.as_ref())?;
     }
-    let (store, report) = PageStore::open(data.clone(), data.clone(), opts)?;
+    let dblwr: Arc<dyn Vfs> = match &settings.doublewrite_dir {
+        None => data.clone(),
+        Some(dir) => {
+            let bad = |source| PagesError::DoublewriteDir {
+                dir: dir.display().to_string(),
+                source,
+            };
+            std::fs::create_dir_all(dir).map_err(bad)?;
+            Arc::new(crate::vfs::OsVfs::new(dir.clone()).map_err(bad)?)
+        }
+    };
+    let (store, report) = PageStore::open(data.clone(), dblwr, opts)?;
     if !report.corrupt.is_empty() {
         return Err(PagesError::Torn(report.corrupt));
     }

@@ -136,3 +136,79 @@ fn a_directory_is_read_only_the_way_it_was_made() {
         assert!(err.contains(says), "{k}={v}: {err}");
     }
 }
+
+/// `innodb_doublewrite_dir`: the copies go to that directory (both
+/// designs), nothing of the doublewrite buffer is left in the data
+/// directory, a restart reads them there, SHOW VARIABLES names it; a
+/// relative path or a directory that cannot be made is refused by name.
+#[test]
+fn the_doublewrite_buffer_goes_where_innodb_doublewrite_dir_says() {
+    for (design, file) in [("legacy", "ibdata-dblwr.legacy"), ("files", "dblwr-0.bin")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (data, dw) = (tmp.path().join("data"), tmp.path().join("dw"));
+        let opts = || {
+            let mut o = EngineOptions::new(data.clone());
+            for (k, v) in [
+                ("innodb_buffer_pool_size", (32 * 4096).to_string()),
+                ("innodb_page_size", "4096".into()),
+                ("innodb_lru_scan_depth", "100".into()),
+                ("innodb_doublewrite_design", design.into()),
+                ("innodb_doublewrite_dir", dw.display().to_string()),
+            ] {
+                o.settings.push((k.into(), v));
+            }
+            o
+        };
+        let e = Engine::open(opts()).unwrap();
+        assert_eq!(
+            e.variable("innodb_doublewrite_dir").unwrap().value,
+            dw.display().to_string()
+        );
+        e.prepare_sbtest(2, 2000).unwrap();
+        let t = e.table_id("sbtest1").unwrap();
+        for id in 1..=500 {
+            let mut trx = e.begin();
+            assert!(trx.update_k(t, id, 1).unwrap());
+            e.commit(trx).unwrap();
+        }
+        assert!(status(&e, "Innodb_dblwr_pages_written") > 0);
+        let before = e.dump();
+        e.shutdown().unwrap();
+        drop(e);
+        assert!(
+            dw.join(file).is_file(),
+            "{design}: no {file} in the doublewrite dir"
+        );
+        let in_data: Vec<String> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("dblwr"))
+            .collect();
+        assert!(
+            in_data.is_empty(),
+            "{design}: {in_data:?} in the data directory"
+        );
+        let e = Engine::open(opts()).unwrap();
+        assert_eq!(e.dump(), before);
+        e.shutdown().unwrap();
+    }
+    for (dir, says) in [
+        ("relative/dir", "innodb_doublewrite_dir"),
+        (
+            "/proc/no-such-place/dw",
+            "innodb_doublewrite_dir=/proc/no-such-place/dw",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut o = EngineOptions::new(tmp.path().join("data"));
+        o.settings
+            .push(("innodb_buffer_pool_size".into(), (32 * 4096).to_string()));
+        o.settings.push(("innodb_page_size".into(), "4096".into()));
+        o.settings
+            .push(("innodb_lru_scan_depth".into(), "100".into()));
+        o.settings
+            .push(("innodb_doublewrite_dir".into(), dir.into()));
+        let err = Engine::open(o).err().expect("opened").to_string();
+        assert!(err.contains(says), "{dir}: {err}");
+    }
+}

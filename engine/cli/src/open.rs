@@ -89,6 +89,34 @@ pub fn open_engine(
     })
 }
 
+/// `--set` for the subcommands that only open a data directory (`recover`,
+/// `verify-acks`): startup settings the directory needs (a directory whose
+/// tables are on pages opens only with `innodb_buffer_pool_size`).
+#[derive(Args, Debug, Default)]
+pub struct StartupArgs {
+    /// A startup setting to open the directory with, NAME=VALUE (repeatable),
+    /// as the run that made it had them (e.g. innodb_buffer_pool_size).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = redoctor_args::setting)]
+    pub set: Vec<(String, String)>,
+}
+
+impl StartupArgs {
+    /// The settings, each checked to be a startup setting.
+    pub fn settings(&self) -> Result<Vec<(String, String)>> {
+        for (name, value) in &self.set {
+            let s = redoctor_engine::find_setting(name)
+                .map_err(|e| anyhow::anyhow!("--set {name}={value}: {e}"))?;
+            if s.dynamic() {
+                bail!(
+                    "--set {name}={value}: {name} is a live setting, which this subcommand has \
+                     no use for (it only opens the directory); pass startup settings only"
+                );
+            }
+        }
+        Ok(self.set.clone())
+    }
+}
+
 /// Creates `dir` if needed and checks that files can be created in it.
 pub fn ensure_writable_dir(dir: &Path) -> Result<()> {
     if dir.exists() && !dir.is_dir() {

@@ -13,7 +13,7 @@ use serde::Serialize;
 use redoctor_engine::RecoveryReport;
 use redoctor_engine::{Engine, RedoOptions};
 
-use crate::open::{ensure_existing_datadir, open_engine, EngineArgs};
+use crate::open::{ensure_existing_datadir, open_engine, EngineArgs, StartupArgs};
 
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
@@ -22,6 +22,8 @@ pub struct RecoverArgs {
     json: bool,
     #[command(flatten)]
     engine: EngineArgs,
+    #[command(flatten)]
+    startup: StartupArgs,
 }
 
 /// Row count per table.
@@ -38,15 +40,31 @@ pub fn cmd_recover(a: RecoverArgs) -> Result<ExitCode> {
     struct Output<'a> {
         datadir: &'a Path,
         recovery: &'a RecoveryReport,
+        /// Tables on pages: what the doublewrite buffer did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        doublewrite: Option<Doublewrite>,
         tables: BTreeMap<String, usize>,
+    }
+    #[derive(Serialize)]
+    struct Doublewrite {
+        checked: usize,
+        restored: usize,
     }
     ensure_existing_datadir(&a.engine.datadir)?;
     let started = Instant::now();
-    let engine = open_engine(&a.engine, RedoOptions::default(), None, vec![])?;
+    let engine = open_engine(
+        &a.engine,
+        RedoOptions::default(),
+        None,
+        a.startup.settings()?,
+    )?;
     let elapsed = started.elapsed();
     let out = Output {
         datadir: &a.engine.datadir,
         recovery: engine.recovery_report(),
+        doublewrite: engine
+            .pages_restored()
+            .map(|(checked, restored)| Doublewrite { checked, restored }),
         tables: row_counts(&engine),
     };
     if a.json {
@@ -61,6 +79,12 @@ pub fn cmd_recover(a: RecoverArgs) -> Result<ExitCode> {
             elapsed.as_secs_f64()
         );
         println!("{}", out.recovery.tail_summary());
+        if let Some(d) = &out.doublewrite {
+            println!(
+                "doublewrite buffer: {} page(s) checked, {} torn page(s) restored from their copy",
+                d.checked, d.restored
+            );
+        }
         match serde_json::to_value(out.recovery).context("serialising the recovery report")? {
             serde_json::Value::Object(fields) => {
                 for (k, v) in fields {

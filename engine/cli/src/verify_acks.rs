@@ -17,7 +17,7 @@ use redoctor_engine::RedoOptions;
 use redoctor_engine::TableId;
 use redoctor_workload::acks;
 
-use crate::open::{ensure_existing_datadir, open_engine, EngineArgs};
+use crate::open::{ensure_existing_datadir, open_engine, EngineArgs, StartupArgs};
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -29,6 +29,8 @@ pub struct VerifyArgs {
     no_shutdown: bool,
     #[command(flatten)]
     engine: EngineArgs,
+    #[command(flatten)]
+    startup: StartupArgs,
 }
 
 pub fn cmd_verify_acks(a: VerifyArgs) -> Result<ExitCode> {
@@ -48,7 +50,12 @@ pub fn cmd_verify_acks(a: VerifyArgs) -> Result<ExitCode> {
     }
     ensure_existing_datadir(&a.engine.datadir)?;
     let started = Instant::now();
-    let engine = open_engine(&a.engine, RedoOptions::default(), None, vec![])?;
+    let engine = open_engine(
+        &a.engine,
+        RedoOptions::default(),
+        None,
+        a.startup.settings()?,
+    )?;
     let recovered_in = started.elapsed();
 
     let names: HashMap<TableId, String> = engine

@@ -22,7 +22,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use redoctor_engine::page_store::doublewrite::Design;
 use redoctor_engine::{Engine, EngineOptions};
 use redoctor_soak::check;
-use redoctor_soak::runner::{self, SoakOptions, TrialResult};
+use redoctor_soak::runner::{self, SoakOptions, TearOutcome, TrialResult};
 use redoctor_soak::state;
 use redoctor_soak::summary::Summary;
 use redoctor_soak::trial::{self, Limits};
@@ -108,6 +108,11 @@ struct SoakArgs {
     /// 16-64 pages of 4 KiB, both doublewrite designs).
     #[arg(long, value_enum, default_value = "mixed")]
     pages: trial::PagesAxis,
+    /// Which trials on pages tear a data page's write (the engine kills
+    /// itself in the middle of it): recovery must restore the page from the
+    /// doublewrite buffer, or with innodb_doublewrite=OFF refuse it by name.
+    #[arg(long, value_enum, default_value = "mixed")]
+    tear: trial::TearAxis,
     /// How long a run may take to acknowledge its first commit before the trial fails.
     #[arg(long, default_value = "60s", value_parser = redoctor_args::positive_duration)]
     first_ack_timeout: Duration,
@@ -138,6 +143,9 @@ struct RecoverStateArgs {
     /// Tables on pages: the doublewrite design (as the run had it).
     #[arg(long, default_value = "files")]
     dblwr_design: String,
+    /// Tables on pages: innodb_doublewrite=OFF (as the run had it).
+    #[arg(long)]
+    dblwr_off: bool,
     /// Exit without the clean shutdown (no final checkpoint), so the next open recovers again.
     #[arg(long)]
     no_shutdown: bool,
@@ -193,6 +201,7 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
         max_users: a.max_users as usize,
         max_kill_ms: a.max_kill_ms,
         pages: a.pages,
+        tear: a.tear,
     };
     let opts = SoakOptions {
         keep: a.keep,
@@ -215,6 +224,10 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
     if limits.pages != trial::PagesAxis::Mixed {
         let name = clap::ValueEnum::to_possible_value(&limits.pages).expect("named");
         limit_flags.push_str(&format!(" --pages {}", name.get_name()));
+    }
+    if limits.tear != trial::TearAxis::Mixed {
+        let name = clap::ValueEnum::to_possible_value(&limits.tear).expect("named");
+        limit_flags.push_str(&format!(" --tear {}", name.get_name()));
     }
     match a.replay {
         Some(s) => eprintln!(
@@ -310,8 +323,16 @@ fn trial_line(n: usize, total: usize, r: &TrialResult) -> String {
             rep.acknowledged, rep.unacked_applied, rep.unacked_absent
         )
     });
+    let tear = match r.tear {
+        TearOutcome::NotArmed => String::new(),
+        TearOutcome::NotReached => "tear not reached; ".into(),
+        TearOutcome::Restored { pages } => {
+            format!("torn page write, {pages} page(s) restored from the doublewrite buffer; ")
+        }
+        TearOutcome::Refused => "torn page write, refused by recovery (doublewrite OFF); ".into(),
+    };
     match &r.failure {
-        None => format!("{head}: ok, {counts}{:.1} s", r.wall.as_secs_f64()),
+        None => format!("{head}: ok, {tear}{counts}{:.1} s", r.wall.as_secs_f64()),
         Some(f) => {
             let mut s = format!("{head}: FAILED: {f}\n  kept {}", r.dir.display());
             for c in &r.commands {
@@ -353,8 +374,14 @@ fn recover_state(a: RecoverStateArgs) -> Result<ExitCode> {
     }
     if let Some(pool_pages) = a.pool_pages {
         let design = Design::parse(&a.dblwr_design).unwrap_or_default().name();
-        opts.settings
-            .extend(trial::Pages { pool_pages, design }.settings());
+        opts.settings.extend(
+            trial::Pages {
+                pool_pages,
+                design,
+                doublewrite_on: !a.dblwr_off,
+            }
+            .settings(),
+        );
     }
     let engine =
         Engine::open(opts).with_context(|| format!("recovering {}", a.datadir.display()))?;

@@ -78,6 +78,23 @@ pub enum TrialFailure {
     Harness(#[from] SoakError),
 }
 
+/// What a trial's torn page write came to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub enum TearOutcome {
+    /// The trial tears no page write.
+    #[default]
+    NotArmed,
+    /// Armed, but the soak's SIGKILL came before the chosen write.
+    NotReached,
+    /// The engine killed itself in the middle of a page write; recovery
+    /// restored `pages` torn page(s) from the doublewrite buffer and the
+    /// check found every acknowledged commit.
+    Restored { pages: usize },
+    /// The same with `innodb_doublewrite=OFF`: recovery refused the
+    /// directory, naming the torn page (never using it).
+    Refused,
+}
+
 /// What recovery reported, summed over a soak.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RecoveryStats {
@@ -133,6 +150,7 @@ pub struct TrialResult {
     pub recovery: RecoveryStats,
     /// Acknowledged commits in the journal when the engine was killed.
     pub acks_at_kill: usize,
+    pub tear: TearOutcome,
     pub failure: Option<TrialFailure>,
     /// Not run: the trial before it on the same directory failed.
     pub skipped: bool,
@@ -148,6 +166,7 @@ impl TrialResult {
             report: None,
             recovery: RecoveryStats::default(),
             acks_at_kill: 0,
+            tear: TearOutcome::NotArmed,
             failure: None,
             skipped: false,
             wall: Duration::ZERO,
@@ -366,6 +385,9 @@ fn recover_command(
     if let Some(p) = cfg.shape.pages {
         cmd.args(["--pool-pages", &p.pool_pages.to_string()])
             .args(["--dblwr-design", p.design]);
+        if !p.doublewrite_on {
+            cmd.arg("--dblwr-off");
+        }
     }
     if prepare {
         cmd.args(["--prepare", cfg.workload.name()])
@@ -382,6 +404,12 @@ fn recover_command(
     }
     cmd
 }
+
+/// The failpoint that tears a data page's write.
+pub const TEAR_POINT: &str = "page::write::short";
+
+/// What recovery says when it refuses a torn page (innodb_doublewrite=OFF).
+const TORN_REFUSED: &str = "fail their checksum";
 
 /// `redoctor-engine run` for `cfg`, journaling to `journal`.
 pub fn engine_command(
@@ -427,6 +455,10 @@ pub fn engine_command(
             cmd.arg("--set").arg(format!("{k}={v}"));
         }
     }
+    if let Some(n) = cfg.tear_after_page_writes {
+        cmd.arg("--failpoint")
+            .arg(format!("{TEAR_POINT}={n}*off->return(kill)"));
+    }
     cmd.arg("--journal")
         .arg(journal)
         .arg("--datadir")
@@ -469,18 +501,28 @@ fn trial(
     let cmd = engine_command(opts, &cfg, &datadir, &journal_path);
     res.commands.push(command_line(&cmd));
     let mut run = spawn(cmd, &logs)?;
-    let exited = |run: &mut Running, when: &str| -> Option<TrialFailure> {
-        let status = run.child.try_wait().ok()??;
-        Some(TrialFailure::Run(format!(
+    // Ok(true): the run ended by its own tear (SIGKILL with the tear armed).
+    let armed = cfg.tear_after_page_writes.is_some();
+    let ended = |run: &mut Running, when: &str| -> Result<bool, TrialFailure> {
+        let Some(status) = run.child.try_wait().ok().flatten() else {
+            return Ok(false);
+        };
+        use std::os::unix::process::ExitStatusExt;
+        if armed && status.signal() == Some(libc::SIGKILL) {
+            return Ok(true);
+        }
+        Err(TrialFailure::Run(format!(
             "redoctor-engine run {} {when}; stderr:{}",
             describe_exit(status),
             tail(&logs.with_extension("err"), 20)
         )))
     };
+    let mut torn = false;
     let deadline = Instant::now() + opts.first_ack_timeout;
     while !has_ack(&journal_path) {
-        if let Some(f) = exited(&mut run, "before acknowledging a commit") {
-            return Err(f);
+        if ended(&mut run, "before acknowledging a commit")? {
+            torn = true;
+            break;
         }
         if Instant::now() >= deadline {
             return Err(TrialFailure::Run(format!(
@@ -492,31 +534,70 @@ fn trial(
         thread::sleep(Duration::from_millis(2));
     }
     let kill_at = Instant::now() + Duration::from_millis(cfg.kill_after_ms);
-    while Instant::now() < kill_at {
-        if let Some(f) = exited(&mut run, "before it was killed") {
-            return Err(f);
-        }
-        thread::sleep(Duration::from_millis(2).min(kill_at - Instant::now()));
+    while !torn && Instant::now() < kill_at {
+        torn = ended(&mut run, "before it was killed")?;
+        thread::sleep(
+            Duration::from_millis(2).min(kill_at.saturating_duration_since(Instant::now())),
+        );
     }
-    if let Some(f) = exited(&mut run, "before it was killed") {
-        return Err(f);
+    if !torn {
+        torn = ended(&mut run, "before it was killed")?;
     }
-    run.child
-        .kill()
-        .map_err(io_err("killing the engine run", &opts.engine))?;
+    if !torn {
+        run.child
+            .kill()
+            .map_err(io_err("killing the engine run", &opts.engine))?;
+    }
     run.child
         .wait()
         .map_err(io_err("reaping the engine run", &opts.engine))?;
     drop(run);
+    if armed {
+        res.tear = TearOutcome::NotReached;
+    }
     res.acks_at_kill = count_acks(&journal_path);
 
     // Recover in a child process and capture the state.
     let out = dir.join(format!("state-{n}.json"));
     let cmd = recover_command(opts, &cfg, &datadir, &out, false);
     res.commands.push(command_line(&cmd));
-    run_to_end(cmd, &dir.join(format!("recover-{n}")), opts.step_timeout)
-        .map_err(TrialFailure::Recovery)?;
+    let recovery = run_to_end(cmd, &dir.join(format!("recover-{n}")), opts.step_timeout);
+    let dblwr_on = cfg.shape.pages.is_some_and(|p| p.doublewrite_on);
+    if torn && !dblwr_on {
+        // No copy to restore from: recovery must refuse, naming the page.
+        return match recovery {
+            Err(why) if why.contains(TORN_REFUSED) && why.contains("[space ") => {
+                res.tear = TearOutcome::Refused;
+                // The directory ends here (a tear with doublewrite OFF is
+                // drawn only for the last trial on it).
+                Ok(base)
+            }
+            Err(why) => Err(TrialFailure::Recovery(format!(
+                "a page write was torn with innodb_doublewrite=OFF, and recovery failed \
+                 without naming a torn page: {why}"
+            ))),
+            Ok(()) => Err(TrialFailure::Recovery(
+                "a page write was torn with innodb_doublewrite=OFF, and recovery opened the \
+                 directory without reporting it: a torn page may be in use"
+                    .into(),
+            )),
+        };
+    }
+    recovery.map_err(TrialFailure::Recovery)?;
     let recovered = StateFile::read(&out)?;
+    if torn {
+        match recovered.pages_restored {
+            Some((_, restored)) if restored > 0 => {
+                res.tear = TearOutcome::Restored { pages: restored }
+            }
+            other => {
+                return Err(TrialFailure::Recovery(format!(
+                    "a page write was torn with innodb_doublewrite=ON, but recovery restored no \
+                     page from the doublewrite buffer (checked, restored: {other:?})"
+                )))
+            }
+        }
+    }
     res.recovery = RecoveryStats::of(&recovered, cfg.shape.log_file_kib * 1024);
 
     let base_path = match n {
@@ -537,7 +618,12 @@ fn trial(
         recheck.arg("--log-bin");
     }
     res.commands.push(command_line(&recheck));
-    let bytes = fs::read(&journal_path).map_err(io_err("reading the journal", &journal_path))?;
+    let bytes = match fs::read(&journal_path) {
+        // A tear in the run's first page writes can come before the
+        // journal is made: nothing was journaled, so nothing acknowledged.
+        Err(e) if torn && e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        r => r.map_err(io_err("reading the journal", &journal_path))?,
+    };
     let journal = journal::parse_journal(&bytes).map_err(|source| SoakError::BadJournal {
         path: journal_path.clone(),
         source,

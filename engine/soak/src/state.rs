@@ -52,6 +52,10 @@ pub struct StateFile {
     pub recovery: serde_json::Value,
     /// Present when the directory holds the TPCC-lite tables.
     pub tpcc: Option<TpccState>,
+    /// Tables on pages: pages the doublewrite buffer checked and restored
+    /// at this open, as (checked, restored).
+    #[serde(default)]
+    pub pages_restored: Option<(usize, usize)>,
 }
 
 impl StateFile {
@@ -175,5 +179,6 @@ pub fn capture(engine: &Engine, binlog_xids: Option<Vec<u64>>) -> Result<StateFi
         binlog_xids,
         recovery,
         tpcc,
+        pages_restored: engine.pages_restored(),
     })
 }

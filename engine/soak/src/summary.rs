@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::runner::{RecoveryStats, TrialResult};
+use crate::runner::{RecoveryStats, TearOutcome, TrialResult};
 
 /// One failed trial, for the report.
 #[derive(Debug, Clone, Serialize)]
@@ -32,8 +32,11 @@ pub struct Summary {
     pub failed: usize,
     /// Not run because the trial before them on the same directory failed.
     pub skipped: usize,
-    /// Trials that checked no acknowledged commit (they prove nothing).
+    /// Trials that checked no acknowledged commit (they prove nothing);
+    /// a torn trial whose tear came before the first acknowledgement is
+    /// counted apart, in `torn_before_first_ack`.
     pub no_evidence: usize,
+    pub torn_before_first_ack: usize,
     /// Trials run per workload / with each setting.
     pub per_workload: BTreeMap<String, usize>,
     pub binlog_on: usize,
@@ -42,6 +45,17 @@ pub struct Summary {
     pub reused_datadir: usize,
     /// Trials with their tables on pages (IO-bound buffer pool).
     pub on_pages: usize,
+    /// Trials on pages with innodb_doublewrite=OFF.
+    pub doublewrite_off: usize,
+    /// Trials armed to tear a page write whose SIGKILL came first.
+    pub tear_not_reached: usize,
+    /// Trials that tore a page write with doublewrite ON (recovered and
+    /// checked), and the pages recovery restored in them.
+    pub torn_restored: usize,
+    pub pages_restored: usize,
+    /// Trials that tore a page write with doublewrite OFF: recovery
+    /// refused the directory, naming the torn page.
+    pub torn_refused: usize,
     pub users_max: usize,
     pub trials_with_256_users: usize,
     /// Acknowledged commits the checks required and found.
@@ -89,12 +103,24 @@ impl Summary {
         self.with_live_redo_switches += usize::from(c.switch_every_ms.is_some());
         self.reused_datadir += usize::from(c.reuse_of.is_some());
         self.on_pages += usize::from(c.shape.pages.is_some());
+        self.doublewrite_off += usize::from(c.shape.pages.is_some_and(|p| !p.doublewrite_on));
+        match r.tear {
+            TearOutcome::NotArmed => {}
+            TearOutcome::NotReached => self.tear_not_reached += 1,
+            TearOutcome::Restored { pages } => {
+                self.torn_restored += 1;
+                self.pages_restored += pages;
+            }
+            TearOutcome::Refused => self.torn_refused += 1,
+        }
         self.users_max = self.users_max.max(c.users);
         self.trials_with_256_users += usize::from(c.users == 256);
         if let Some(rep) = &r.report {
             self.recoveries += 1;
             self.recovery.add(&r.recovery);
-            self.no_evidence += usize::from(rep.no_evidence());
+            let torn = matches!(r.tear, TearOutcome::Restored { .. });
+            self.no_evidence += usize::from(rep.no_evidence() && !torn);
+            self.torn_before_first_ack += usize::from(rep.no_evidence() && torn);
             self.acknowledged_commits_checked += rep.acknowledged;
             self.transactions_checked += rep.transactions;
             self.unacked_applied += rep.unacked_applied;
@@ -187,6 +213,16 @@ impl fmt::Display for Summary {
             self.recovery.xa_committed_without_mark,
             self.recovery.xa_rolled_back,
             self.recovery.redo_truncated_bytes
+        )?;
+        writeln!(
+            f,
+            "  torn page writes: {} trials restored ({} pages from the doublewrite buffer; {} torn before the first acknowledgement), {} refused with doublewrite OFF (of {} trials with it off); {} armed tears not reached",
+            self.torn_restored,
+            self.pages_restored,
+            self.torn_before_first_ack,
+            self.torn_refused,
+            self.doublewrite_off,
+            self.tear_not_reached
         )?;
         writeln!(f, "  wall time {:.1} s", self.wall_secs)?;
         for fail in &self.failures {

@@ -96,11 +96,14 @@ pub struct Shape {
 /// Tables on pages: 4 KiB pages (21 sbtest rows each), a buffer pool of
 /// `pool_pages` (the smallest the engine takes is 16), doublewrite
 /// `design`: most tables are larger than the pool, so pages are evicted,
-/// flushed by the cleaners and by user threads.
+/// flushed by the cleaners and by user threads. `doublewrite_on` false
+/// runs with `innodb_doublewrite=OFF`, where a torn page cannot be
+/// restored and recovery must name it instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Pages {
     pub pool_pages: u64,
     pub design: &'static str,
+    pub doublewrite_on: bool,
 }
 
 impl Pages {
@@ -116,8 +119,25 @@ impl Pages {
             ("innodb_page_size".into(), Pages::PAGE_SIZE.to_string()),
             ("innodb_lru_scan_depth".into(), "100".into()),
             ("innodb_doublewrite_design".into(), self.design.into()),
+            (
+                "innodb_doublewrite".into(),
+                if self.doublewrite_on { "ON" } else { "OFF" }.into(),
+            ),
         ]
     }
+}
+
+/// Which trials on pages tear a page write (`page::write::short`, then
+/// SIGKILL: a power cut in the middle of a data page's write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+pub enum TearAxis {
+    /// Never: every trial ends with the soak's SIGKILL.
+    Never,
+    /// Half of the trials on pages.
+    Mixed,
+    /// Every trial on pages (with doublewrite OFF, only the last trial on
+    /// its directory: a torn page there cannot be repaired, by design).
+    Always,
 }
 
 /// Which trials keep their tables on pages.
@@ -140,6 +160,8 @@ pub struct Limits {
     pub max_kill_ms: u64,
     /// Which trials keep their tables on pages.
     pub pages: PagesAxis,
+    /// Which trials on pages tear a page write.
+    pub tear: TearAxis,
 }
 
 impl Default for Limits {
@@ -148,6 +170,7 @@ impl Default for Limits {
             max_users: 256,
             max_kill_ms: 2000,
             pages: PagesAxis::Mixed,
+            tear: TearAxis::Mixed,
         }
     }
 }
@@ -173,6 +196,10 @@ pub struct TrialConfig {
     pub binlog_sync_delay_us: u64,
     /// SIGKILL this long after the first acknowledged commit.
     pub kill_after_ms: u64,
+    /// Tables on pages: tear the data page write after this many whole
+    /// ones (`page::write::short=N*off->return(kill)`); the engine kills
+    /// itself there, unless the soak's SIGKILL comes first.
+    pub tear_after_page_writes: Option<u32>,
     /// After verifying, shut the engine down cleanly (final checkpoint);
     /// otherwise exit without it, so the next open replays the same log again.
     pub clean_shutdown_after_verify: bool,
@@ -234,6 +261,28 @@ fn draw_pages(fresh_seed: u64, tpcc: bool, axis: PagesAxis) -> Option<Pages> {
     (on && !tpcc).then(|| Pages {
         pool_pages: pick(&mut rng, &[16, 32, 64]),
         design: pick(&mut rng, &["legacy", "files"]),
+        doublewrite_on: !rng.gen_ratio(1, 5),
+    })
+}
+
+/// Whether trial `seed` (on `pages`) tears a page write, and after how
+/// many whole ones (its own stream, as [`draw_pages`]). With doublewrite
+/// OFF only a reusing trial tears: recovery refuses the directory then.
+fn draw_tear(seed: u64, pages: Option<Pages>, axis: TearAxis) -> Option<u32> {
+    let p = pages?;
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x7ea2_7ea2_7ea2_7ea2);
+    let on = match axis {
+        TearAxis::Never => false,
+        TearAxis::Mixed => rng.gen_bool(0.5),
+        TearAxis::Always => true,
+    };
+    let last_on_dir = seed & 1 == 1;
+    (on && (p.doublewrite_on || last_on_dir)).then(|| {
+        // Log-uniform from the first write to the thousandth: early tears
+        // hit the first batches after the pool fills, late ones a pool in
+        // its steady state.
+        let x: f64 = rng.gen_range(0.0..1000f64.ln());
+        x.exp() as u32 - 1
     })
 }
 
@@ -246,6 +295,7 @@ impl TrialConfig {
         let mut workload = pick(&mut rng, &Workload::ALL);
         shape.pages = draw_pages(fresh_seed, workload.is_tpcc(), limits.pages);
         let reuse_of = (seed & 1 == 1).then_some(fresh_seed);
+        let shape_pages = shape.pages;
         if reuse_of.is_some() {
             // Same directory, same tables: a sysbench workload may become
             // another sysbench workload, TPCC-lite stays TPCC-lite.
@@ -297,6 +347,7 @@ impl TrialConfig {
             log_bin,
             binlog_sync_delay_us,
             kill_after_ms,
+            tear_after_page_writes: draw_tear(seed, shape_pages, limits.tear),
             clean_shutdown_after_verify: rng.gen_bool(0.5),
             run_seed: rng.gen(),
         }
@@ -342,7 +393,15 @@ impl TrialConfig {
             self.kill_after_ms
         ));
         if let Some(p) = self.shape.pages {
-            s.push_str(&format!(" pages(pool={} {})", p.pool_pages, p.design));
+            s.push_str(&format!(
+                " pages(pool={} {}{})",
+                p.pool_pages,
+                p.design,
+                if p.doublewrite_on { "" } else { " dblwr=OFF" }
+            ));
+        }
+        if let Some(n) = self.tear_after_page_writes {
+            s.push_str(&format!(" tear@{n}"));
         }
         if self.reuse_of.is_some() {
             s.push_str(" reused");
@@ -427,13 +486,30 @@ mod tests {
         assert!(configs
             .iter()
             .all(|c| c.shape.pages.is_none() || !c.workload.is_tpcc()));
+        let torn: Vec<&TrialConfig> = configs
+            .iter()
+            .filter(|c| c.tear_after_page_writes.is_some())
+            .collect();
+        assert!(
+            (paged / 3..paged * 2 / 3).contains(&torn.len()),
+            "{} of {paged} trials on pages tear a page",
+            torn.len()
+        );
+        assert!(torn.iter().all(|c| c.shape.pages.is_some()
+            && c.tear_after_page_writes < Some(1000)
+            && (c.shape.pages.is_some_and(|p| p.doublewrite_on) || c.seed & 1 == 1)));
+        assert!(torn
+            .iter()
+            .any(|c| c.shape.pages.is_some_and(|p| !p.doublewrite_on)));
         let small = Limits {
             max_users: 16,
             max_kill_ms: 300,
             pages: PagesAxis::Mixed,
+            tear: TearAxis::Never,
         };
         let c = TrialConfig::from_seed(configs[0].seed, &small);
         assert!(c.users <= 16 && c.kill_after_ms <= 300);
+        assert_eq!(c.tear_after_page_writes, None);
         assert_eq!(
             TrialConfig {
                 shape: Shape {

@@ -32,19 +32,17 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-#[test]
-fn forty_crash_trials_lose_nothing_acknowledged() {
+/// Runs `redoctor-soak` with `extra` flags; panics (keeping the failing
+/// trials' directories) unless every trial passed. Returns the summary.
+fn soak(trials: usize, seed: u64, extra: &[&str]) -> serde_json::Value {
     let engine = engine_beside();
-    let trials: usize = env_or("SOAK_TRIALS", 40);
-    let seed: u64 = env_or("SOAK_SEED", rand::random());
-    println!("soak: {trials} trials, SOAK_SEED={seed}");
     let dir = tempfile::Builder::new()
         .prefix("redoctor-soak-test-")
         .tempdir()
         .expect("create a temporary directory");
-    let started = Instant::now();
     let out = Command::new(SOAK)
         .args(["--trials", &trials.to_string(), "--seed", &seed.to_string()])
+        .args(extra)
         .arg("--json")
         .arg("--engine")
         .arg(&engine)
@@ -70,19 +68,57 @@ fn forty_crash_trials_lose_nothing_acknowledged() {
     }
     assert_eq!(summary["trials"].as_u64(), Some(trials as u64));
     assert_eq!(summary["passed"].as_u64(), Some(trials as u64));
-    // Every trial waits for an acknowledged commit before the kill.
+    // Every trial waits for an acknowledged commit before the kill (a
+    // torn page write may come earlier: counted apart).
     assert_eq!(summary["no_evidence"].as_u64(), Some(0), "{summary}");
-    let acked = summary["acknowledged_commits_checked"].as_u64().unwrap();
-    assert!(acked >= trials as u64, "{summary}");
+    // Every trial recovers and is checked, except those that tore a page
+    // with doublewrite OFF: their recovery must refuse the directory.
     assert_eq!(
-        summary["recoveries"].as_u64(),
-        Some(trials as u64),
+        summary["recoveries"].as_u64().unwrap() + summary["torn_refused"].as_u64().unwrap(),
+        trials as u64,
         "{summary}"
     );
+    summary
+}
+
+#[test]
+fn forty_crash_trials_lose_nothing_acknowledged() {
+    let trials: usize = env_or("SOAK_TRIALS", 40);
+    let seed: u64 = env_or("SOAK_SEED", rand::random());
+    println!("soak: {trials} trials, SOAK_SEED={seed}");
+    let started = Instant::now();
+    let summary = soak(trials, seed, &[]);
+    let acked = summary["acknowledged_commits_checked"].as_u64().unwrap();
+    assert!(acked >= trials as u64, "{summary}");
     println!(
         "soak: {trials} trials passed, {acked} acknowledged commits checked, {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// Trials on pages (a pool of 16-64 pages of 4 KiB), each tearing a data
+/// page's write and killing the engine there: recovery restores every torn
+/// page from the doublewrite buffer and loses no acknowledged commit.
+#[test]
+fn torn_page_writes_are_restored_and_lose_nothing() {
+    let trials: usize = env_or("SOAK_TORN_TRIALS", 12);
+    let seed: u64 = env_or("SOAK_SEED", rand::random());
+    println!("soak: {trials} torn-page trials, SOAK_SEED={seed}");
+    let summary = soak(
+        trials,
+        seed,
+        &["--pages", "always", "--tear", "always", "--max-users", "32"],
+    );
+    let torn = summary["torn_restored"].as_u64().unwrap();
+    let pages = summary["pages_restored"].as_u64().unwrap();
+    let on_pages = summary["on_pages"].as_u64().unwrap();
+    let off = summary["doublewrite_off"].as_u64().unwrap();
+    assert!(
+        torn * 2 >= on_pages - off,
+        "fewer than half the trials on pages with doublewrite ON tore a page: {summary}"
+    );
+    assert!(pages >= torn, "{summary}");
+    println!("soak: {torn} torn trials restored {pages} pages");
 }
 
 #[test]

@@ -247,8 +247,19 @@ impl Engine {
         // its rows, and the next recovery would replay the decision at the
         // end of the log, after them. A checkpoint now puts the decision in
         // the image and the prepare record behind the replay start.
+        // Tables on pages: the checkpoint is fuzzy (never above the oldest
+        // dirty page), and the decided rows are dirty as of their prepare
+        // record, so it would stay below it; every page is written first.
+        // (The soak's torn-page trials found it: a re-recovery replayed
+        // the decision after this life's changes to the same rows.)
         let xa = &engine.report.xa;
         if xa.committed_without_mark > 0 || xa.rolled_back > 0 {
+            if let Some(store) = &engine.store {
+                store
+                    .pool()
+                    .flush_all()
+                    .map_err(|e| EngineError::Pages(crate::paged_tables::PagesError::Store(e)))?;
+            }
             engine.checkpoint()?;
         }
         Ok(engine)

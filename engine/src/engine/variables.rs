@@ -269,6 +269,25 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         at_startup: Some(|o, v| o.pages.doublewrite.pages = v.as_u64() as u32),
     },
     Setting {
+        name: "innodb_doublewrite_dir",
+        kind: Kind::Path,
+        default: "",
+        doc: "Where the doublewrite buffer's files go (both designs); empty: the data directory. A directory on another device takes the copies' writes and syncs off the data's. Recovery reads the copies here: start a directory with the value it crashed with. Fixed at startup.",
+        get: |e| {
+            Value::Text(
+                e.page_settings()
+                    .doublewrite_dir
+                    .as_ref()
+                    .map_or("".into(), |d| d.display().to_string().into()),
+            )
+        },
+        set: None,
+        at_startup: Some(|o, v| {
+            let t = v.as_str();
+            o.pages.doublewrite_dir = (!t.is_empty()).then(|| std::path::PathBuf::from(t));
+        }),
+    },
+    Setting {
         name: "innodb_page_cleaners",
         kind: Kind::UInt { min: 1, max: 64, unit: "threads" },
         default: "1",

@@ -326,7 +326,14 @@ impl BufferPool {
             self.frames[fr as usize]
                 .id
                 .store(code(id), Ordering::Release);
-            inner.meta[fr as usize].id = Some(id);
+            // The frame's LSNs are this page's from now on: a frame
+            // reused from another page must not seal this one with that
+            // page's newer LSN (recovery restores the copy with the
+            // highest LSN, so a page's LSNs must only grow).
+            let m = &mut inner.meta[fr as usize];
+            m.id = Some(id);
+            m.newest = 0;
+            m.oldest = 0;
             inner.hash.insert(id, fr);
             inner.lru.insert(fr);
             drop(inner);
@@ -334,7 +341,13 @@ impl BufferPool {
             let ts = self.spaces.get(id.space);
             let got = ts.and_then(|ts| ts.read_verified(id.page_no, &mut g));
             match got {
-                Ok(PageState::Written { .. }) => return Ok(fr),
+                Ok(PageState::Written { lsn }) => {
+                    // Its next write carries at least the LSN it has.
+                    let mut inner = self.inner.lock();
+                    let m = &mut inner.meta[fr as usize];
+                    m.newest = m.newest.max(lsn);
+                    return Ok(fr);
+                }
                 Ok(PageState::Empty) => {
                     // A page not written yet: a new page of the space.
                     g.fill(0);

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::failpoints::{self, Target};
 use crate::vfs::{Vfs, VfsFile};
 
 use super::page::{self, PageCorrupt, PageId, PageState};
@@ -86,11 +87,11 @@ impl Tablespace {
         page::verify(buf, self.id(page_no), self.page_size).map_err(StoreError::Corrupt)
     }
 
-    /// Writes a sealed page to its place.
+    /// Writes a sealed page to its place (through the `page::write::short`
+    /// failpoint, which tears it).
     pub fn write(&self, page_no: u32, buf: &[u8]) -> Result<(), StoreError> {
         debug_assert_eq!(buf.len(), self.page_size);
-        self.file
-            .write_at(buf, self.offset(page_no))
+        failpoints::write_at(Target::Page, self.file.as_ref(), buf, self.offset(page_no))
             .map_err(|e| StoreError::io(&self.name, "writing", e))
     }
 
@@ -108,11 +109,17 @@ impl Tablespace {
         }
     }
 
-    /// Every page that fails its check, with why.
+    /// Every page that fails its check, with why; a page cut short at the
+    /// end of the file (its first write, torn) is checked too.
     pub fn scan(&self) -> Result<Vec<PageCorrupt>, StoreError> {
         let mut bad = vec![];
         let mut buf = vec![0u8; self.page_size];
-        for p in 0..self.pages()? {
+        let len = self
+            .file
+            .len()
+            .map_err(|e| StoreError::io(&self.name, "sizing", e))?;
+        let pages = len.div_ceil(self.page_size as u64) as u32;
+        for p in 0..pages {
             match self.read_verified(p, &mut buf) {
                 Ok(_) => {}
                 Err(StoreError::Corrupt(c)) => bad.push(c),

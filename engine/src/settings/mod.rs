@@ -56,6 +56,8 @@ pub enum Kind {
     },
     /// One of the names (case-insensitive; also accepts the index).
     Enum(&'static [&'static str]),
+    /// A directory: an absolute path, or empty for the default place.
+    Path,
 }
 
 impl Kind {
@@ -64,6 +66,7 @@ impl Kind {
             Kind::Bool => "boolean",
             Kind::UInt { .. } => "integer",
             Kind::Enum(_) => "enumeration",
+            Kind::Path => "path",
         }
     }
 
@@ -74,6 +77,7 @@ impl Kind {
             Kind::UInt { min, max, unit: "" } => format!("{min}..={max}"),
             Kind::UInt { min, max, unit } => format!("{min}..={max} ({unit})"),
             Kind::Enum(names) => names.join("|"),
+            Kind::Path => "an absolute directory path, or empty".into(),
         }
     }
 
@@ -95,6 +99,7 @@ impl Kind {
             (Kind::Bool, Value::Bool(_)) => true,
             (Kind::UInt { min, max, .. }, Value::UInt(x)) => (*min..=*max).contains(x),
             (Kind::Enum(names), Value::Enum(n)) => names.contains(n),
+            (Kind::Path, Value::Text(t)) => t.is_empty() || t.starts_with('/'),
             _ => false,
         }
     }
@@ -129,6 +134,9 @@ impl Kind {
                 let i: usize = t.parse().ok()?;
                 names.get(i).map(|n| Value::Enum(n))
             }
+            Kind::Path => {
+                (t.is_empty() || t.starts_with('/')).then(|| Value::Text(std::sync::Arc::from(t)))
+            }
         }
     }
 }
@@ -138,11 +146,13 @@ impl Kind {
 const ENUM_ALIASES: &[(&str, &str)] = &[("seed001", "soft")];
 
 /// A parsed setting value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Bool(bool),
     UInt(u64),
     Enum(&'static str),
+    /// A path ([`Kind::Path`]).
+    Text(std::sync::Arc<str>),
 }
 
 impl Value {
@@ -153,12 +163,13 @@ impl Value {
         match *self {
             Value::UInt(v) => v,
             Value::Bool(b) => b as u64,
-            Value::Enum(_) => 0,
+            Value::Enum(_) | Value::Text(_) => 0,
         }
     }
-    pub fn as_str(&self) -> &'static str {
-        match *self {
+    pub fn as_str(&self) -> &str {
+        match self {
             Value::Enum(s) => s,
+            Value::Text(t) => t,
             Value::Bool(true) => "ON",
             Value::Bool(false) => "OFF",
             Value::UInt(_) => "",
@@ -172,6 +183,7 @@ impl std::fmt::Display for Value {
             Value::Bool(b) => f.write_str(if *b { "ON" } else { "OFF" }),
             Value::UInt(v) => write!(f, "{v}"),
             Value::Enum(s) => f.write_str(s),
+            Value::Text(t) => f.write_str(t),
         }
     }
 }

@@ -465,8 +465,12 @@ impl Table {
         shape: Shape,
         pages: Arc<PagedRows>,
     ) -> Result<Table, PagedError> {
+        // Written whole by the next checkpoint delta, as a new in-memory
+        // table is: the section holds no rows (they are on the pages) but
+        // says the table exists, so a delta over a base made before the
+        // table applies (recovery marks a table it loaded clean).
         let mut inner = TableInner {
-            all_dirty: false,
+            all_dirty: true,
             paged: true,
             ..TableInner::default()
         };

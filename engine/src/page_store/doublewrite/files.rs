@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
+use crate::named_locks::{NamedCondvar, NamedMutex};
 
 use crate::vfs::{Vfs, VfsFile};
 
@@ -39,17 +39,19 @@ pub fn is_file_name(name: &str) -> bool {
         .is_some_and(|n| n.parse::<u32>().is_ok())
 }
 
-/// A queue of free segments (their first page numbers) of one file.
+/// A queue of free segments (their first page numbers) of one file; its
+/// lock and wait are named (`dblwr.segments`, `dblwr.segment_free`) so
+/// the probes tell a flush waiting for a segment from other waits.
 struct Segments {
-    free: Mutex<Vec<u32>>,
-    returned: Condvar,
+    free: NamedMutex<Vec<u32>>,
+    returned: NamedCondvar,
 }
 
 impl Segments {
     fn new(firsts: impl Iterator<Item = u32>) -> Segments {
         Segments {
-            free: Mutex::new(firsts.collect()),
-            returned: Condvar::new(),
+            free: NamedMutex::new("dblwr.segments", firsts.collect()),
+            returned: NamedCondvar::new("dblwr.segment_free"),
         }
     }
 
@@ -59,7 +61,7 @@ impl Segments {
             if let Some(s) = f.pop() {
                 return s;
             }
-            self.returned.wait(&mut f);
+            f = self.returned.wait(f);
         }
     }
 
