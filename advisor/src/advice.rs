@@ -158,6 +158,10 @@ pub struct NotApplied {
     pub proposed: Option<String>,
     pub status: Status,
     pub reason: String,
+    /// A static setting's change: its expected effect from the measured
+    /// restart priors (None: not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<crate::decision::restart::RestartEstimate>,
 }
 
 /// The whole diagnosis.

@@ -22,7 +22,7 @@ use cel_interpreter::{Context, Program, Value};
 use redoctor_probes_common::Signals;
 
 use crate::advice::*;
-use crate::decision::{decide, Assessment, Priors};
+use crate::decision::{decide, restart, Assessment, Priors};
 use crate::error::AdvisorError;
 use crate::facts::{duration_ms, normalize, Facts};
 use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
@@ -187,6 +187,7 @@ pub fn diagnose_summary(
     // trial can judge it.
     let (restart, fired): (Vec<Fired>, Vec<Fired>) =
         fired.into_iter().partition(|f| f.rule.restart);
+    let users = d.summary.get("user_threads").copied().unwrap_or(0.0);
     for f in &restart {
         let current = d
             .facts
@@ -194,15 +195,43 @@ pub fn diagnose_summary(
             .get(&f.rule.setting)
             .cloned()
             .unwrap_or_default();
-        d.not_applied.push(not_applied(
+        let estimate = restart::find(
+            &rules.priors.restart,
+            &f.rule.setting,
+            &current,
+            &f.proposed,
+            users,
+        )
+        .map(|p| p.estimate(rules.priors.loss_asymmetry, rules.priors.min_utility));
+        let expected = match &estimate {
+            Some(e) => format!(
+                "expected {} ({}..{} for a new scenario; {} measured, {}): {}",
+                pct(1.0 + e.gain),
+                pct(1.0 + e.low),
+                pct(1.0 + e.high),
+                e.n,
+                e.regime,
+                if e.worth_it {
+                    "worth a restart"
+                } else {
+                    "not worth a restart: the measured loss risk outweighs the gain"
+                }
+            ),
+            None => "expected gain not measured (no restart prior for this change): a restart \
+                     with the change, measured, would settle it"
+                .to_string(),
+        };
+        let mut n = not_applied(
             f.rule,
             Some(f.proposed.clone()),
             Status::NeedsRestart,
             format!(
-                "{} is static: it needs a restart (set {}={} in the server's option file, then restart; now {current}); not applied live, not tried",
+                "{} is static: it needs a restart (set {}={} in the server's option file, then restart; now {current}); not applied live, not tried; {expected}",
                 f.rule.setting, f.rule.setting, f.proposed
             ),
-        ));
+        );
+        n.restart = estimate;
+        d.not_applied.push(n);
     }
     let knobs = knobs(&fired, &mut d.not_applied);
     let inputs = Inputs::from_summary(&d.summary, &d.facts, window_rates);
@@ -560,8 +589,9 @@ fn verdict(
             return Verdict {
                 kind: VerdictKind::Change,
                 text: format!(
-                    "change advised: {} (on the evidence of {observed}; the what-if model does not cover these settings: a live trial (--trial) measures the gain)",
-                    list.join(", ")
+                    "change advised: {} (on the evidence of {observed}; the what-if model does not cover these settings: a live trial (--trial) measures the gain){}",
+                    list.join(", "),
+                    restart_clause(d)
                 ),
                 basis: Basis::Evidence,
             };
@@ -569,9 +599,10 @@ fn verdict(
         return Verdict {
             kind: VerdictKind::Change,
             text: format!(
-                "change advised: {} (expected {} over the observed {cps:.0} commits/s)",
+                "change advised: {} (expected {} over the observed {cps:.0} commits/s){}",
                 list.join(", "),
-                a.map_or("?".into(), assess)
+                a.map_or("?".into(), assess),
+                restart_clause(d)
             ),
             basis: Basis::Model,
         };
@@ -601,25 +632,72 @@ fn verdict(
             ),
         }
     };
-    let restart: Vec<String> = d
-        .not_applied
-        .iter()
-        .filter(|n| n.status == Status::NeedsRestart)
-        .map(|n| format!("{}={}", n.setting, n.proposed.as_deref().unwrap_or("?")))
-        .collect();
-    let text = if restart.is_empty() {
-        text
-    } else {
-        format!(
-            "{text}; worth a restart (static, not applied live): {}",
-            restart.join(", ")
-        )
-    };
+    let text = format!("{text}{}", restart_clause(d));
     Verdict {
         kind: VerdictKind::NoChange,
         text,
         basis: Basis::Model,
     }
+}
+
+/// A users' doublewrite wait share at which the verdict names the
+/// doublewrite buffer as a bottleneck (`dblwr-files-design`'s threshold).
+const DBLWR_BOTTLENECK: f64 = 0.05;
+
+/// The verdict's clause on static settings the rules proposed: worth a
+/// restart (measured gain), not measured, or measured not to pay.
+fn restart_clause(d: &Diagnosis) -> String {
+    let (mut worth, mut unmeasured, mut not_worth) = (vec![], vec![], vec![]);
+    for n in d
+        .not_applied
+        .iter()
+        .filter(|n| n.status == Status::NeedsRestart)
+    {
+        let what = format!(
+            "{}={} ({}",
+            n.setting,
+            n.proposed.as_deref().unwrap_or("?"),
+            n.rule
+        );
+        match &n.restart {
+            Some(e) if e.worth_it => worth.push((
+                e.utility,
+                format!("{what}, expected {})", pct(1.0 + e.gain)),
+            )),
+            Some(e) => not_worth.push(format!(
+                "{what}, expected {}, {}..{})",
+                pct(1.0 + e.gain),
+                pct(1.0 + e.low),
+                pct(1.0 + e.high)
+            )),
+            None => unmeasured.push(format!("{what}, gain not measured)")),
+        }
+    }
+    // The most useful first: the restart the diagnosis would make.
+    worth.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let worth: Vec<String> = worth.into_iter().map(|(_, w)| w).collect();
+    let mut out = String::new();
+    // The doublewrite buffer as the bottleneck, named (seed 002).
+    let dblwr = d.summary.get("dblwr_wait_share").copied().unwrap_or(0.0);
+    if dblwr >= DBLWR_BOTTLENECK {
+        out.push_str(&format!(
+            "; the users spend {:.0}% of their time queued on the doublewrite buffer (dblwr.* named locks)",
+            dblwr * 100.0
+        ));
+    }
+    for (list, head) in [
+        (
+            worth,
+            "worth a restart (static, not applied live; best first)",
+        ),
+        (unmeasured, "may be worth a restart (static; not measured)"),
+        (not_worth, "proposed but measured not to pay a restart"),
+    ] {
+        if !list.is_empty() {
+            out.push_str(&format!("; {head}: {}", list.join(", ")));
+        }
+    }
+    out
 }
 
 fn insufficient(text: String) -> Verdict {
@@ -642,6 +720,7 @@ fn not_applied(
         proposed,
         status,
         reason,
+        restart: None,
     }
 }
 

@@ -54,6 +54,10 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("innodb_max_active_transactions", "0"),
     ("log_bin", "OFF"),
     ("sync_binlog", "1"),
+    ("innodb_buffer_pool_size", "0"),
+    ("innodb_doublewrite", "ON"),
+    ("innodb_doublewrite_design", "files"),
+    ("innodb_page_cleaners", "1"),
 ];
 
 /// MariaDB 10.11's defaults of the settings its rules read

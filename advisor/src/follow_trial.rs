@@ -75,6 +75,7 @@ pub fn follow_trial(d: &mut Diagnosis, exp: Experiment, rules: &RuleSet) {
             reason: t.map_or("the trial did not try it (time budget)".into(), |t| {
                 format!("live trial: {}", describe(t))
             }),
+            restart: None,
         });
     }
     d.recommendations = stay;

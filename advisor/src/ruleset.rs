@@ -46,6 +46,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "rules/mariadb.toml",
         include_str!("../../rules/mariadb.toml"),
     ),
+    (
+        "rules/doublewrite.toml",
+        include_str!("../../rules/doublewrite.toml"),
+    ),
 ];
 
 impl RuleSet {

@@ -941,3 +941,79 @@ fn pg_full_page_images_that_dominate_wal_propose_checkpoint_spacing_and_compress
         }
     }
 }
+
+fn dblwr_bound() -> Shape {
+    Shape {
+        users: 256,
+        dblwr_wait_share: 0.4,
+        ..small_groups()
+    }
+}
+
+/// Users queued on the legacy doublewrite buffer: the rule names it and
+/// proposes the files design, a static setting, reported with the gain
+/// the committed sweep measured for the change at this many users (a small
+/// loss on this host: not worth a restart), never as a live change.
+#[test]
+fn a_doublewrite_bound_load_gets_the_restart_and_its_measured_gain() {
+    let legacy = [
+        ("innodb_doublewrite_design", "legacy"),
+        ("innodb_buffer_pool_size", "1048576"),
+    ];
+    let d = run(dblwr_bound(), 3, &legacy, &[]);
+    let share = d.summary["dblwr_wait_share"];
+    assert!((share - 0.4).abs() < 0.01, "{share}");
+    let n = status(&d, "dblwr-files-design").expect("the doublewrite rule fired");
+    assert_eq!(n.status, Status::NeedsRestart);
+    assert_eq!(n.proposed.as_deref(), Some("files"));
+    let e = n.restart.as_ref().expect("a measured restart prior");
+    assert_eq!(e.regime, "users>64");
+    assert!(!e.worth_it && e.gain < 0.0, "{e:?}");
+    assert!(
+        d.verdict
+            .text
+            .contains("the users spend 40% of their time queued on the doublewrite buffer"),
+        "{}",
+        d.verdict.text
+    );
+    assert!(
+        d.verdict
+            .text
+            .contains("innodb_doublewrite_design=files (dblwr-files-design, expected -5%"),
+        "{}",
+        d.verdict.text
+    );
+    assert!(d
+        .recommendations
+        .iter()
+        .all(|r| r.setting != "innodb_doublewrite_design"));
+
+    // A measured gain makes it worth a restart.
+    let mut priors = Priors::shipped();
+    for p in priors.restart.iter_mut() {
+        p.mean = 0.3;
+    }
+    let d = run_with_priors(dblwr_bound(), 3, &legacy, &[], &confident_model(), priors);
+    let e = status(&d, "dblwr-files-design")
+        .unwrap()
+        .restart
+        .clone()
+        .unwrap();
+    assert!(e.worth_it && e.low > 0.0, "{e:?}");
+    assert!(
+        d.verdict.text.contains("worth a restart (static, not applied live; best first): innodb_doublewrite_design=files"),
+        "{}",
+        d.verdict.text
+    );
+
+    // Already the files design, or no wait on the doublewrite: no proposal.
+    let d = run(
+        dblwr_bound(),
+        3,
+        &[("innodb_doublewrite_design", "files")],
+        &[],
+    );
+    assert!(status(&d, "dblwr-files-design").is_none());
+    let d = run(small_groups(), 3, &legacy, &[]);
+    assert!(status(&d, "dblwr-files-design").is_none());
+}

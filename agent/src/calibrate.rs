@@ -197,6 +197,8 @@ fn observe(
         workload: run.workload.into(),
         users: run.users,
         warehouses: None,
+        tables: None,
+        table_size: None,
         access: None,
         cpus: Some(cpus),
         settings: settings.clone(),

@@ -22,6 +22,9 @@ pub struct DemoWorkload {
     pub users: u32,
     /// TPCC-lite warehouses (the engine's default when None).
     pub warehouses: Option<u32>,
+    /// sbtest tables and rows per table (the engine's defaults when None).
+    pub tables: Option<u32>,
+    pub table_size: Option<u64>,
     /// Key access distribution (`uniform`, `zipf:0.8`, `pareto:0.2`; the
     /// engine's default, uniform, when None).
     pub access: Option<String>,
@@ -97,6 +100,12 @@ impl DemoEngine {
         }
         if let Some(n) = w.warehouses {
             cmd.args(["--warehouses", &n.to_string()]);
+        }
+        if let Some(n) = w.tables {
+            cmd.args(["--tables", &n.to_string()]);
+        }
+        if let Some(n) = w.table_size {
+            cmd.args(["--table-size", &n.to_string()]);
         }
         if let Some(a) = &w.access {
             cmd.args(["--access", a]);

@@ -146,6 +146,13 @@ pub struct DiagnoseArgs {
     /// --demo: concurrent users.
     #[arg(long, default_value_t = 64)]
     users: u32,
+    /// --demo: sbtest tables (the engine's default: 4).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    tables: Option<u32>,
+    /// --demo: rows per sbtest table (the engine's default: 10,000); with
+    /// --engine-set innodb_buffer_pool_size smaller than the data, an IO-bound load.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    table_size: Option<u64>,
     /// --demo: TPCC-lite warehouses (with `--workload tpcc`; the engine's default: 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     warehouses: Option<u32>,
@@ -219,6 +226,8 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             workload: args.workload.clone(),
             users: args.users,
             warehouses: args.warehouses,
+            tables: args.tables,
+            table_size: args.table_size,
             access: args.access.clone(),
             cpus: args.cpus,
             settings: args.engine_set.clone(),
@@ -255,9 +264,11 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     if args.trial && args.socket.is_none() && !args.demo {
         bail!("--trial changes settings live: pass the server's admin socket with --socket (or use --demo)");
     }
+    // The demo's engine serves its admin socket: its settings and status
+    // counters (buffer pool, doublewrite) are read there, as a server's.
     let socket = match (&args.socket, &demo) {
         (Some(s), _) => Some(s.clone()),
-        (None, Some(e)) if args.trial => Some(e.admin_socket().to_path_buf()),
+        (None, Some(e)) => Some(e.admin_socket().to_path_buf()),
         _ => None,
     };
     let mut admin = match &socket {

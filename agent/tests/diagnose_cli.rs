@@ -91,6 +91,85 @@ fn demo_end_to_end_json() {
     );
 }
 
+/// Seed 002's bottleneck on the bundled engine: tables on pages in a
+/// buffer pool of 0.4 of the data (4 x 50,000 rows: 575 pages of 16 KiB
+/// each), the legacy doublewrite buffer, 192 users. The diagnosis sees the
+/// users queued on the doublewrite buffer's named locks, names the rule
+/// and its static change, and gives the gain the committed sweep measured
+/// for it (rules/priors/restart.toml); nothing static is applied live.
+#[test]
+fn demo_with_the_doublewrite_as_bottleneck_names_it_and_its_restart() {
+    if skip() {
+        return;
+    }
+    let pool = (4 * 575 * 16384) * 2 / 5;
+    let pool_set = format!("innodb_buffer_pool_size={pool}");
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let (o, err) = demo(
+        &[
+            "--format",
+            "json",
+            "--users",
+            "192",
+            "--table-size",
+            "50000",
+            "--engine-set",
+            &pool_set,
+            "--engine-set",
+            "innodb_doublewrite_design=legacy",
+            "--engine-set",
+            "innodb_io_capacity=2000",
+        ],
+        out.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
+    assert_eq!(
+        v["facts"]["settings"]["innodb_doublewrite_design"],
+        "legacy"
+    );
+    let share = v["summary"]["dblwr_wait_share"].as_f64().unwrap();
+    assert!(
+        share >= 0.05,
+        "the users did not queue on the doublewrite buffer ({share}): {}",
+        v["summary"]
+    );
+    let rule = v["not_applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["rule"] == "dblwr-files-design")
+        .unwrap_or_else(|| panic!("the doublewrite rule did not fire: {}", v["not_applied"]));
+    assert_eq!(rule["status"], "needs_restart", "{rule}");
+    assert_eq!(rule["proposed"], "files", "{rule}");
+    assert_eq!(rule["restart"]["regime"], "users>64", "{rule}");
+    let text = v["verdict"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("innodb_doublewrite_design=files (dblwr-files-design")
+            && text.contains("queued on the doublewrite buffer"),
+        "{text}"
+    );
+    // The server's counters were read (free-page waits, pool misses): the
+    // page-flushing rules judged too.
+    assert!(
+        v["facts"]["counters"]["buffer_pool_wait_free_per_s"]
+            .as_f64()
+            .is_some_and(|w| w > 0.0),
+        "{}",
+        v["facts"]["counters"]
+    );
+    assert!(
+        v["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["setting"] != "innodb_doublewrite_design"),
+        "a static setting was recommended live: {}",
+        v["recommendations"]
+    );
+}
+
 #[test]
 fn demo_with_binlog_in_html_shows_the_models_predictions() {
     if skip() {

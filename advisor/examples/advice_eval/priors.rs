@@ -205,6 +205,8 @@ pub fn learn(
         min_utility,
         source,
         priors,
+        // Restart priors live in their own file (rules/priors/restart.toml).
+        restart: vec![],
     }
 }
 

@@ -18,6 +18,7 @@
 //! its 95% interval and the probability that it is worse.
 
 pub mod prior;
+pub mod restart;
 
 use serde::{Deserialize, Serialize};
 

@@ -242,6 +242,9 @@ pub struct Priors {
     pub source: String,
     #[serde(default, rename = "prior")]
     pub priors: Vec<Prior>,
+    /// Measured changes of static settings (a restart each).
+    #[serde(default, rename = "restart_prior")]
+    pub restart: Vec<super::restart::RestartPrior>,
 }
 
 /// Why a priors file was refused.
@@ -258,12 +261,30 @@ pub enum PriorsError {
 
 /// The shipped priors for the bundled engine (and MySQL 8's knobs).
 pub const SHIPPED: &str = include_str!("../../../rules/priors/redoctor-engine.toml");
+/// The shipped restart priors (static settings; measured by hand from the
+/// committed sweeps, kept apart from the file `advice_eval priors` makes).
+pub const SHIPPED_RESTART: &str = include_str!("../../../rules/priors/restart.toml");
 
 impl Priors {
     /// The priors built into the advisor.
     pub fn shipped() -> Priors {
-        Priors::parse(Path::new("rules/priors/redoctor-engine.toml"), SHIPPED)
-            .expect("the shipped priors parse (checked by a test)")
+        let mut p = Priors::parse(Path::new("rules/priors/redoctor-engine.toml"), SHIPPED)
+            .expect("the shipped priors parse (checked by a test)");
+        p.restart = Priors::shipped_restart();
+        p
+    }
+
+    /// The shipped restart priors (`rules/priors/restart.toml`).
+    pub fn shipped_restart() -> Vec<super::restart::RestartPrior> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            #[serde(rename = "restart_prior")]
+            restart: Vec<super::restart::RestartPrior>,
+        }
+        let f: File = toml::from_str(SHIPPED_RESTART)
+            .expect("the shipped restart priors parse (checked by a test)");
+        f.restart
     }
 
     /// No prior anywhere: every candidate is judged by the model alone
@@ -274,15 +295,22 @@ impl Priors {
             min_utility: 0.0,
             source: "no priors".into(),
             priors: vec![],
+            restart: vec![],
         }
     }
 
+    /// A priors file; without restart priors of its own it keeps the
+    /// shipped ones.
     pub fn load(path: &Path) -> Result<Priors, PriorsError> {
         let text = std::fs::read_to_string(path).map_err(|source| PriorsError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Priors::parse(path, &text)
+        let mut p = Priors::parse(path, &text)?;
+        if p.restart.is_empty() {
+            p.restart = Priors::shipped_restart();
+        }
+        Ok(p)
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Priors, PriorsError> {
@@ -312,6 +340,14 @@ impl Priors {
                 return Err(bad(format!(
                     "prior {:?} {} {}: mean must be finite, spread and model_error above zero",
                     x.from, x.transition, x.regime
+                )));
+            }
+        }
+        for x in &p.restart {
+            if !(x.mean.is_finite() && x.spread.is_finite() && x.spread > 0.0 && x.n > 0) {
+                return Err(bad(format!(
+                    "restart_prior {} {} -> {} ({}): mean must be finite, spread above zero, n at least 1",
+                    x.setting, x.from, x.to, x.regime
                 )));
             }
         }

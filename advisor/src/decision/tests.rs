@@ -80,6 +80,7 @@ fn priors(asymmetry: f64, list: Vec<Prior>) -> Priors {
         min_utility: 0.0,
         source: "test".into(),
         priors: list,
+        restart: vec![],
     }
 }
 
@@ -274,6 +275,10 @@ fn an_unseen_regime_takes_the_pooled_prior() {
 fn the_shipped_priors_parse_and_bad_files_are_refused() {
     let p = Priors::shipped();
     assert!(p.loss_asymmetry >= 1.0);
+    assert!(p
+        .restart
+        .iter()
+        .any(|r| r.setting == "innodb_doublewrite_design" && r.to == "files"));
     let path = std::path::Path::new("x.toml");
     for (text, says) in [
         ("loss_asymmetry = 0.5\nsource = \"x\"\n", "at least 1"),
@@ -283,6 +288,10 @@ fn the_shipped_priors_parse_and_bad_files_are_refused() {
             "spread",
         ),
         ("loss_asymmetry = \"a\"\n", "invalid type"),
+        (
+            "loss_asymmetry = 2\nsource = \"x\"\n[[restart_prior]]\nsetting = \"s\"\nfrom = \"a\"\nto = \"b\"\nregime = \"*\"\nmean = 0.1\nspread = 0.1\nn = 0\nsource = \"m\"\n",
+            "n at least 1",
+        ),
     ] {
         let e = Priors::parse(path, text).unwrap_err().to_string();
         assert!(e.contains("x.toml") && e.contains(says), "{e}");

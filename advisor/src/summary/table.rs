@@ -289,6 +289,12 @@ pub const SIGNALS: &[SignalDef] = &[
         |t| t.doublewrite.write_bytes as f64 / t.secs(),
     ),
     def(
+        "dblwr_wait_share",
+        "",
+        "user threads' futex wait on the doublewrite buffer's named locks (dblwr.*: the legacy design's mutex and single-page slots, the files design's segments) / (user threads x observed time): the share of the users' time spent queued to flush a page",
+        |t| ratio(t.user_dblwr_lock_ns, t.user_threads * t.window_ns as f64),
+    ),
+    def(
         "commit_wait_us_per_commit",
         "us",
         "user threads' futex wait on the redo log's named locks (redo.*) / commits",

@@ -42,6 +42,10 @@ pub struct Totals {
     /// the commit wait; and the number of such waits.
     pub user_redo_lock_ns: f64,
     pub user_redo_lock_waits: f64,
+    /// User threads' futex wait on the doublewrite buffer's named locks
+    /// (`dblwr.*`: the legacy design's mutex and slots, the files design's
+    /// segments): a user thread flushing a page itself, queued there.
+    pub user_dblwr_lock_ns: f64,
     /// Commits/s and user futex wait of the first and last half of the windows.
     pub tps_halves: Option<(f64, f64)>,
     pub user_futex_halves: Option<(f64, f64)>,
@@ -82,8 +86,11 @@ impl Totals {
             ws.iter().filter_map(|w| w.engine.commits).sum::<u64>() as f64 / ns.max(1) as f64
         };
         let user_futex = |ws: &[Signals]| roles(ws, &[Role::User]).futex_wait_ns as f64;
-        let (mut redo_ns, mut redo_waits) = (0.0, 0.0);
+        let (mut redo_ns, mut redo_waits, mut dblwr_ns) = (0.0, 0.0, 0.0);
         for l in windows.iter().flat_map(|w| &w.named_lock_waits) {
+            if l.lock.starts_with("dblwr.") {
+                dblwr_ns += l.wait_ns_by_role.get(&Role::User).copied().unwrap_or(0) as f64;
+            }
             if l.lock.starts_with("redo.") {
                 let user_ns = l.wait_ns_by_role.get(&Role::User).copied().unwrap_or(0) as f64;
                 redo_ns += user_ns;
@@ -133,6 +140,7 @@ impl Totals {
             log: roles(windows, &LOG_ROLES),
             user_redo_lock_ns: redo_ns,
             user_redo_lock_waits: redo_waits,
+            user_dblwr_lock_ns: dblwr_ns,
             tps_halves: (half > 0).then(|| (tps(first), tps(last))),
             user_futex_halves: (half > 0).then(|| (user_futex(first), user_futex(last))),
         }

@@ -24,6 +24,9 @@ pub struct Shape {
     pub user_futex_share: f64,
     /// User futex waits per commit (outside the redo log's locks: contention).
     pub lock_waits_per_commit: u64,
+    /// Share of the users' time waiting on the doublewrite buffer's named
+    /// locks (`dblwr.slot_free`).
+    pub dblwr_wait_share: f64,
 }
 
 impl Default for Shape {
@@ -42,8 +45,23 @@ impl Default for Shape {
             binlog_bytes: 0,
             user_futex_share: 0.1,
             lock_waits_per_commit: 1,
+            dblwr_wait_share: 0.0,
         }
     }
+}
+
+fn dblwr_waits(s: &Shape, window_ns: u64) -> Vec<NamedLockWait> {
+    if s.dblwr_wait_share <= 0.0 {
+        return vec![];
+    }
+    let ns = (s.dblwr_wait_share * f64::from(s.users) * window_ns as f64) as u64;
+    vec![NamedLockWait {
+        lock: "dblwr.slot_free".into(),
+        wait_ns: ns,
+        waits: s.commits / 5,
+        addresses: 1,
+        wait_ns_by_role: [(Role::User, ns)].into_iter().collect(),
+    }]
 }
 
 pub fn window(s: Shape) -> Signals {
@@ -157,7 +175,7 @@ pub fn window(s: Shape) -> Signals {
         },
         io,
         futex_waits: vec![],
-        named_lock_waits: vec![],
+        named_lock_waits: dblwr_waits(&s, window_ns),
         processes: vec![],
         engine: EngineEvents {
             commits: Some(s.commits),
