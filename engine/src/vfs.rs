@@ -316,9 +316,16 @@ impl SimVfs {
         shared.syncs_left.store(u64::MAX, Ordering::SeqCst);
         let shared = Arc::new(shared);
         let mut out = SimDir::default();
-        for name in names {
-            let f = &dir.durable[name];
-            let s = f.state.lock();
+        // Every file's state locked before any is copied: a power cut is
+        // one instant for all files. (Copied one after another, a writer
+        // could sync a doublewrite copy after the area was copied and
+        // write its page before the tablespace was: a torn page whose copy
+        // the "disk" never had.)
+        let states: Vec<_> = names
+            .iter()
+            .map(|&name| (name, dir.durable[name].state.lock()))
+            .collect();
+        for (name, s) in states {
             let mut img = s.durable.clone();
             for &sec in &s.dirty {
                 if rng.gen_bool(0.5) {
