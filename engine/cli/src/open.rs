@@ -117,6 +117,19 @@ impl StartupArgs {
     }
 }
 
+/// Opens (and so recovers) the existing directory of `args` with the
+/// startup settings of `startup`, as `recover` and `verify-acks` do; also
+/// returns how long opening took.
+pub fn open_existing(
+    args: &EngineArgs,
+    startup: &StartupArgs,
+) -> Result<(Arc<Engine>, std::time::Duration)> {
+    ensure_existing_datadir(&args.datadir)?;
+    let started = std::time::Instant::now();
+    let engine = open_engine(args, RedoOptions::default(), None, startup.settings()?)?;
+    Ok((engine, started.elapsed()))
+}
+
 /// Creates `dir` if needed and checks that files can be created in it.
 pub fn ensure_writable_dir(dir: &Path) -> Result<()> {
     if dir.exists() && !dir.is_dir() {

@@ -4,16 +4,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
+use redoctor_engine::Engine;
 use redoctor_engine::RecoveryReport;
-use redoctor_engine::{Engine, RedoOptions};
 
-use crate::open::{ensure_existing_datadir, open_engine, EngineArgs, StartupArgs};
+use crate::open::{open_existing, EngineArgs, StartupArgs};
 
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
@@ -50,15 +49,7 @@ pub fn cmd_recover(a: RecoverArgs) -> Result<ExitCode> {
         checked: usize,
         restored: usize,
     }
-    ensure_existing_datadir(&a.engine.datadir)?;
-    let started = Instant::now();
-    let engine = open_engine(
-        &a.engine,
-        RedoOptions::default(),
-        None,
-        a.startup.settings()?,
-    )?;
-    let elapsed = started.elapsed();
+    let (engine, elapsed) = open_existing(&a.engine, &a.startup)?;
     let out = Output {
         datadir: &a.engine.datadir,
         recovery: engine.recovery_report(),

@@ -8,16 +8,14 @@ use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
 
-use redoctor_engine::RedoOptions;
 use redoctor_engine::TableId;
 use redoctor_workload::acks;
 
-use crate::open::{ensure_existing_datadir, open_engine, EngineArgs, StartupArgs};
+use crate::open::{open_existing, EngineArgs, StartupArgs};
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -48,15 +46,7 @@ pub fn cmd_verify_acks(a: VerifyArgs) -> Result<ExitCode> {
         partial += usize::from(parsed.partial_tail);
         all.extend(parsed.acks);
     }
-    ensure_existing_datadir(&a.engine.datadir)?;
-    let started = Instant::now();
-    let engine = open_engine(
-        &a.engine,
-        RedoOptions::default(),
-        None,
-        a.startup.settings()?,
-    )?;
-    let recovered_in = started.elapsed();
+    let (engine, recovered_in) = open_existing(&a.engine, &a.startup)?;
 
     let names: HashMap<TableId, String> = engine
         .table_names()
