@@ -83,6 +83,37 @@ counters! {
     binlog_group_size_sum,
     /// Times a committer waited as a follower in a group-commit stage.
     binlog_stage_waits,
+    /// Replica: records the receiver appended to the relay log.
+    relay_log_writes,
+    /// Replica: relay-log bytes appended.
+    relay_log_bytes,
+    /// Replica: fdatasync calls on the relay log (`sync_relay_log`).
+    relay_log_fsyncs,
+    /// Replica: nanoseconds spent in relay-log fdatasync.
+    relay_log_fsync_ns,
+    /// Replica: times the receiver or the applier found the relay log's
+    /// lock held (`lock` arbitration) and waited for it.
+    relay_log_lock_waits,
+    /// Replica: nanoseconds spent waiting for the relay log's lock.
+    relay_log_lock_wait_ns,
+    /// Replica: times the applier slept because nothing was queued.
+    applier_waits,
+    /// Replica: times the receiver woke a sleeping applier.
+    receiver_applier_wakeups,
+    /// Replica: times the receiver waited for `relay_log_space_limit`.
+    receiver_space_waits,
+    /// Replica: source transactions applied (committed on the replica).
+    replica_trx_applied,
+    /// Replica: source transactions skipped as already applied (recovery).
+    replica_trx_skipped,
+    /// Replica: times the coordinator woke a sleeping worker.
+    applier_worker_wakeups,
+    /// Replica: times the coordinator waited for a worker (a full queue, a
+    /// commit-group barrier or a file boundary).
+    applier_worker_waits,
+    /// Replica: times a worker waited for its turn to commit
+    /// (`replica_preserve_commit_order`).
+    worker_commit_order_waits,
     /// Writes a committer made itself with dedicated threads on
     /// (`redoctor_log_idle_self_write`).
     redo_self_writes,

@@ -55,6 +55,8 @@ pub(crate) enum Target {
     Checkpoint,
     /// A data page's write to its tablespace (only `page::write::short`).
     Page,
+    /// A replica's relay log.
+    Relay,
 }
 
 /// The points of one target (`None`: the target has no such point).
@@ -94,6 +96,12 @@ impl Target {
                 write_short: "page::write::short",
                 fsync_eio: None,
             },
+            Target::Relay => Points {
+                write_eio: Some("relay::write::eio"),
+                write_enospc: None,
+                write_short: "relay::write::short",
+                fsync_eio: Some("relay::fsync::eio"),
+            },
         }
     }
 }
@@ -116,8 +124,24 @@ const CHECKPOINT_STOP: &str =
      and the errno, and no later commit is acknowledged; the previous image stays valid and \
      recovery replays the redo log from it";
 
+const RELAY_STOP: &str = "the receiver stops (Replica_IO_Running: No) with an error naming the \
+     relay file and the errno; the applier applies what was queued; START REPLICA fetches the rest \
+     again from the applied position, nothing lost or applied twice";
+
 /// Every failpoint the engine has.
 pub const FAILPOINTS: &[Failpoint] = &[
+    Failpoint {
+        name: "relay::write::eio",
+        behaviour: RELAY_STOP,
+    },
+    Failpoint {
+        name: "relay::write::short",
+        behaviour: RELAY_STOP,
+    },
+    Failpoint {
+        name: "relay::fsync::eio",
+        behaviour: RELAY_STOP,
+    },
     Failpoint {
         name: "redo::write::eio",
         behaviour: REDO_STOP,
@@ -286,6 +310,7 @@ mod tests {
             Target::Binlog,
             Target::Checkpoint,
             Target::Page,
+            Target::Relay,
         ] {
             let p = t.points();
             for name in [
@@ -302,6 +327,6 @@ mod tests {
             }
         }
         assert_eq!(FAILPOINTS.len(), n);
-        assert_eq!(n, 13);
+        assert_eq!(n, 16);
     }
 }

@@ -31,6 +31,8 @@ mod paged_tables;
 mod probe_points;
 mod recovery;
 mod redo;
+pub mod replica;
+pub mod replica_settings;
 mod settings;
 mod sync;
 mod throttle;
@@ -43,10 +45,12 @@ mod tests;
 // The public API: what the server, the load driver, the CLI and the probes'
 // live tests use. Everything else is private to the engine.
 pub use binlog::file::read_xids as read_binlog_xids;
+pub use binlog::file::{BinlogPos, LogicalClock, FILE_HDR as BINLOG_FILE_HDR};
+pub use binlog::published::DumpEvent;
 pub use binlog::BinlogError;
 pub use counters::CounterValues;
 pub use data::catalog::DataError;
-pub use data::record::{RedoRecord, RowOp};
+pub use data::record::{decode as decode_record, RedoRecord, RowOp};
 pub use data::table::paged_rows::{PagedError, PagedRows};
 pub use data::table::{Row, Shape, TableId};
 pub use data::trx::{Trx, TrxError};

@@ -124,6 +124,30 @@ pub extern "C" fn redoctor_named_locks(
     black_box((0x0bu8, table, count, generation));
 }
 
+/// Replica: a thread woke the one it hands work to. `kind` 0: the
+/// receiver woke the sleeping applier (a record queued); 1: the applier
+/// (coordinator) woke a sleeping worker (a transaction assigned).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_replica_wakeup(kind: u64) {
+    black_box((0x0du8, kind));
+}
+
+/// Replica: a relay-log fdatasync completed in `ns` (receiver).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_relay_sync(ns: u64) {
+    black_box((0x0eu8, ns));
+}
+
+/// Replica: the applier or a worker committed the source transaction that
+/// ends at `source_offset` of source binlog file `source_file`.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_replica_applied(source_file: u64, source_offset: u64) {
+    black_box((0x0fu8, source_file, source_offset));
+}
+
 #[cfg(test)]
 mod tests {
     /// Every probe point the probes attach to (the shared probe

@@ -138,7 +138,7 @@ fn every_failpoint_fails_stop_and_recovery_keeps_the_acks() {
     for point in FAILPOINTS
         .iter()
         .map(|p| p.name)
-        .filter(|n| !n.starts_with("page::"))
+        .filter(|n| !n.starts_with("page::") && !n.starts_with("relay::"))
     {
         for mode in [RedoMode::Off, RedoMode::On] {
             let scenario = FailScenario::setup();
@@ -363,6 +363,74 @@ fn failed_checkpoint_keeps_the_previous_image() {
         assert!(r.commits_replayed >= acked.len() as u64, "{point}: {r:?}");
         assert_acked_present(&engine, &acked, point);
         engine.shutdown().unwrap();
+        scenario.teardown();
+    }
+}
+
+/// A replica's relay-log failpoints: the receiver stops with an error
+/// naming the relay file, the operation and the errno; the applier stays
+/// up; once the failpoint is off, START REPLICA fetches again from the
+/// applied position and the replica ends equal to the source, nothing
+/// applied twice.
+#[test]
+fn relay_failpoints_stop_the_receiver_and_a_restart_catches_up() {
+    use redoctor_engine::replica::applied::TABLE as APPLIED;
+    use redoctor_engine::replica::{LocalSource, Replica};
+    use std::time::{Duration, Instant};
+    for point in FAILPOINTS
+        .iter()
+        .map(|p| p.name)
+        .filter(|n| n.starts_with("relay::"))
+    {
+        let scenario = FailScenario::setup();
+        let tmp = tempfile::tempdir().unwrap();
+        let (src, _) = open_with_acks(&tmp.path().join("src"), RedoMode::Off, true);
+        let rep = Engine::open(opts(&tmp.path().join("rep"), RedoMode::Off, true)).unwrap();
+        rep.prepare_sbtest(1, 10).unwrap();
+        rep.set_global("sync_relay_log", "1").unwrap();
+        let r = Replica::new(rep.clone());
+        fail::cfg(point, "return").unwrap();
+        r.start(Box::new(LocalSource(src.clone()))).unwrap();
+        let t = Instant::now();
+        let s = loop {
+            let s = r.status();
+            if !s.state.io_running {
+                break s;
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "{point}: {s:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let err = s.state.last_io_error.clone().unwrap_or_default();
+        let op = if point.contains("::fsync::") {
+            "fdatasync of"
+        } else {
+            "write to"
+        };
+        assert!(
+            err.contains(op) && err.contains("relay.000001") && err.contains(EIO),
+            "{point}: {err}"
+        );
+        assert!(err.contains("START REPLICA"), "{point}: no fix in {err}");
+        assert!(s.state.sql_running, "{point}: the applier stays up");
+        fail::remove(point);
+        r.stop();
+        r.start(Box::new(LocalSource(src.clone()))).unwrap();
+        let end = src.binlog_end().unwrap();
+        assert!(
+            r.wait_applied(end, Duration::from_secs(20)),
+            "{point}: {:?}",
+            r.status()
+        );
+        let strip = |e: &Engine| {
+            let mut d = e.dump();
+            d.remove(APPLIED);
+            d
+        };
+        assert_eq!(strip(&src), strip(&rep), "{point}");
+        r.stop();
+        drop(r);
+        rep.shutdown().unwrap();
+        src.shutdown().unwrap();
         scenario.teardown();
     }
 }

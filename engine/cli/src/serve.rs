@@ -48,6 +48,13 @@ pub struct ServeArgs {
     /// `redoctor_net_spin_us`).
     #[arg(long, default_value = "50us", value_parser = redoctor_args::duration)]
     pub net_spin: Duration,
+    /// Be a replica of the `serve` listening on this Unix socket (started
+    /// with `--set log_bin=ON`) and start replicating at once, as
+    /// `CHANGE REPLICATION SOURCE TO SOURCE_SOCKET='...'; START REPLICA`.
+    /// The replica must hold the source's tables and rows first (the same
+    /// bulk load): only transactions travel.
+    #[arg(long, value_name = "PATH")]
+    pub source_socket: Option<PathBuf>,
     /// The engine's storage options, shared with `run` (data directory, created if
     /// missing and recovered if it holds a crashed engine; redo buffer and file sizes;
     /// checkpoint fill).
@@ -85,6 +92,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     cfg.shutdown_grace = a.shutdown_grace;
     cfg.connect_timeout = a.connect_timeout.max(Duration::from_secs(1));
     cfg.net_spin = a.net_spin;
+    cfg.source_socket = a.source_socket.clone();
     let server = Server::start(engine, cfg).context("starting the server")?;
     match server.tcp_port() {
         Some(p) => say!(

@@ -23,6 +23,8 @@ pub enum Cell {
     Null,
     Int(i64),
     Str(String),
+    /// Binary (a `BINLOG DUMP` payload).
+    Bytes(Vec<u8>),
 }
 
 /// What a statement returns.

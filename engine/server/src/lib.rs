@@ -31,6 +31,8 @@ pub mod framing;
 mod listener;
 pub mod net_spin;
 pub mod peer;
+pub mod replication;
+mod replication_stmt;
 pub mod session;
 pub mod sql;
 pub mod stmt_timing;
@@ -72,6 +74,10 @@ pub struct ServerConfig {
     /// before it blocks, while the CPUs have idle time ([`net_spin`]);
     /// zero: never.
     pub net_spin: Duration,
+    /// `--source-socket`: be a replica of the `serve` on this socket and
+    /// start replicating at once (as `CHANGE REPLICATION SOURCE TO
+    /// SOURCE_SOCKET=...` then `START REPLICA`).
+    pub source_socket: Option<PathBuf>,
 }
 
 /// [`ServerConfig::net_spin`]'s default: longer than a local client takes
@@ -89,6 +95,7 @@ impl ServerConfig {
             thread_prefix: "conn".into(),
             log_prefix: "redoctor-engine serve".into(),
             net_spin: DEFAULT_NET_SPIN,
+            source_socket: None,
         }
     }
 }
@@ -133,6 +140,8 @@ pub struct Shared {
     pub log_prefix: String,
     /// Polling for the next request, and its counters.
     pub net_spin: Arc<net_spin::NetSpin>,
+    /// The replica (every server can become one).
+    pub replication: replication::Replication,
 }
 
 /// What the listener knows about one connection.

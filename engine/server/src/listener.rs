@@ -118,8 +118,11 @@ impl Server {
         let tcp_port = tcp
             .as_ref()
             .map(|l| l.local_addr().map(|a| a.port()).unwrap_or(0));
+        let replication =
+            crate::replication::Replication::new(engine.clone(), cfg.source_socket.clone());
         let shared = Arc::new(Shared {
             engine,
+            replication,
             auto_inc: Default::default(),
             shutting_down: AtomicBool::new(false),
             max_packet: cfg.max_packet,
@@ -135,6 +138,13 @@ impl Server {
             log_prefix: cfg.log_prefix.clone(),
             net_spin: Arc::new(NetSpin::new(cfg.net_spin, IdleGate::host())),
         });
+        if shared.replication.source().is_some() {
+            if let Err(e) = shared.replication.start() {
+                // As MySQL: the server runs; SHOW REPLICA STATUS says why
+                // replication did not start.
+                eprintln!("{}: START REPLICA failed: {e}", cfg.log_prefix);
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let conns: Conns = Arc::default();
         let acceptor = {
@@ -176,6 +186,7 @@ impl Server {
     /// then shuts the engine down.
     pub fn shutdown(mut self) -> Result<(), ServerError> {
         self.close();
+        self.shared.replication.stop();
         self.shared.engine.shutdown()?;
         Ok(())
     }
@@ -186,6 +197,7 @@ impl Server {
     /// running, for its owner to shut down.
     pub fn stop_serving(mut self) {
         self.close();
+        self.shared.replication.stop();
     }
 
     fn close(&mut self) {

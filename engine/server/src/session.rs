@@ -27,6 +27,7 @@ use super::admin::like;
 use super::error::SqlError;
 use super::exec::{self, column, select_columns, Args, Cell, Outcome};
 use super::framing::StmtParams;
+use super::replication_stmt;
 use super::sql::{self, ConstItem, Lit, Parsed, Stmt};
 use super::stmt_timing::Kind;
 use super::{ConnState, Shared};
@@ -248,6 +249,12 @@ impl Session {
                     .collect();
                 Ok(name_value(rows))
             }
+            Stmt::ChangeSource(_)
+            | Stmt::StartReplica
+            | Stmt::StopReplica
+            | Stmt::ShowReplicaStatus
+            | Stmt::BinlogDump { .. }
+            | Stmt::BinlogTable { .. } => replication_stmt::run(&self.shared, stmt),
             Stmt::ShowTables => Ok(Outcome::Rows {
                 cols: vec![column(&format!("Tables_in_{SCHEMA}"), false)],
                 rows: self
@@ -487,6 +494,7 @@ fn write_outcome<W: Read + Write>(
                         Cell::Int(i) if int => w.write_col(i)?,
                         Cell::Int(i) => w.write_col(i.to_string())?,
                         Cell::Str(s) => w.write_col(s)?,
+                        Cell::Bytes(b) => w.write_col(b.as_slice())?,
                     }
                 }
                 w.end_row()?;

@@ -120,7 +120,13 @@ impl Kind {
                 Kind::Set
             }
             Stmt::ShowVariables(_) | Stmt::ShowStatus(_) | Stmt::ShowTables => Kind::Show,
-            Stmt::SelectConst(_) => Kind::Other,
+            Stmt::ShowReplicaStatus => Kind::Show,
+            Stmt::SelectConst(_)
+            | Stmt::ChangeSource(_)
+            | Stmt::StartReplica
+            | Stmt::StopReplica
+            | Stmt::BinlogDump { .. }
+            | Stmt::BinlogTable { .. } => Kind::Other,
         }
     }
 }

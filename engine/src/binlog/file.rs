@@ -3,10 +3,17 @@
 //! ```text
 //! binlog.index      one file name per line, in order (replaced atomically:
 //!                   written to binlog.index.tmp, synced, renamed, dir synced)
-//! binlog.NNNNNN     header: magic "RDOCBIN1" | seq u64 | crc32 u32   (20 bytes)
-//!                   events: len u32 | xid u64 | payload[len] | crc32 u32
-//!                   (crc32 over len, xid and payload)
+//! binlog.NNNNNN     header: magic "RDOCBIN2" | seq u64 | crc32 u32   (20 bytes)
+//!                   events: len u32 | xid u64 | last_committed u64 |
+//!                           sequence u64 | payload[len] | crc32 u32
+//!                   (crc32 over everything before it)
 //! ```
+//!
+//! `sequence` numbers the events of a file from 1; `last_committed` is the
+//! sequence of the last event of the commit group before the event's own
+//! (0 at the start of a file). Events of one group were prepared together,
+//! so none waits for another's row locks: a replica may apply them in
+//! parallel (MySQL's `LOGICAL_CLOCK`).
 //!
 //! A new file is created, its header written and synced and the directory
 //! synced *before* the index names it; events go to a file only once the
@@ -28,11 +35,11 @@ use super::BinlogError;
 pub const INDEX: &str = "binlog.index";
 const INDEX_TMP: &str = "binlog.index.tmp";
 const PREFIX: &str = "binlog.";
-const MAGIC: &[u8; 8] = b"RDOCBIN1";
+const MAGIC: &[u8; 8] = b"RDOCBIN2";
 /// Bytes of a file header.
 pub const FILE_HDR: u64 = 20;
-/// Bytes of an event's length and xid.
-pub const EVENT_HDR: usize = 12;
+/// Bytes of an event's length, xid and logical clock.
+pub const EVENT_HDR: usize = 28;
 /// Bytes of an event's checksum.
 pub const EVENT_TRL: usize = 4;
 /// Largest payload accepted when reading (a sanity bound on the length field).
@@ -52,12 +59,23 @@ pub fn seq_of(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// An event's place among commit groups (MySQL's `LOGICAL_CLOCK`): events
+/// with the same `last_committed` may be applied in parallel once every
+/// event up to `last_committed` is applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogicalClock {
+    pub last_committed: u64,
+    pub sequence: u64,
+}
+
 /// Appends one framed event to `out`.
-pub fn encode_event(xid: u64, payload: &[u8], out: &mut Vec<u8>) {
+pub fn encode_event(xid: u64, clock: LogicalClock, payload: &[u8], out: &mut Vec<u8>) {
     let at = out.len();
     let len = u32::try_from(payload.len()).expect("binlog payload larger than 4 GiB");
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&xid.to_le_bytes());
+    out.extend_from_slice(&clock.last_committed.to_le_bytes());
+    out.extend_from_slice(&clock.sequence.to_le_bytes());
     out.extend_from_slice(payload);
     let crc = crc32fast::hash(&out[at..]);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -203,12 +221,37 @@ impl Window<'_> {
     }
 }
 
-/// Validates the header of `name` and calls `f(offset, xid, payload)` for
-/// each valid event, in order, up to the first invalid one.
+/// One valid event as a scan sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct EventView<'a> {
+    /// Where the event starts in its file.
+    pub offset: u64,
+    /// Where the next event starts.
+    pub end: u64,
+    pub xid: u64,
+    pub clock: LogicalClock,
+    pub payload: &'a [u8],
+}
+
+/// Validates the header of `name` and calls `f` for each valid event, in
+/// order, up to the first invalid one.
 pub fn scan_file(
     vfs: &dyn Vfs,
     name: &str,
-    mut f: impl FnMut(u64, u64, &[u8]),
+    f: impl FnMut(EventView<'_>) -> bool,
+) -> Result<FileScan, BinlogError> {
+    scan_file_from(vfs, name, FILE_HDR, u64::MAX, f)
+}
+
+/// Like [`scan_file`], from the event at `from` and before `upto`; stops
+/// early when `f` returns false (the scan's `valid_end` is then the end of
+/// the last event `f` accepted).
+pub fn scan_file_from(
+    vfs: &dyn Vfs,
+    name: &str,
+    from: u64,
+    upto: u64,
+    mut f: impl FnMut(EventView<'_>) -> bool,
 ) -> Result<FileScan, BinlogError> {
     let file = vfs.open(name, false).map_err(io_err("opening", name))?;
     let len = file.len().map_err(io_err("reading the length of", name))?;
@@ -226,9 +269,12 @@ pub fn scan_file(
             file: name.to_string(),
         });
     }
-    let mut off = FILE_HDR;
+    let mut off = from.max(FILE_HDR);
     let mut events = 0;
     let end = loop {
+        if off >= upto {
+            break FileEnd::Clean;
+        }
         let h = w.get(off, EVENT_HDR).map_err(io_err("reading", name))?;
         if h.is_empty() {
             break FileEnd::Clean;
@@ -242,6 +288,10 @@ pub fn scan_file(
         }
         let plen = u32::from_le_bytes(h[0..4].try_into().unwrap()) as usize;
         let xid = u64::from_le_bytes(h[4..12].try_into().unwrap());
+        let clock = LogicalClock {
+            last_committed: u64::from_le_bytes(h[12..20].try_into().unwrap()),
+            sequence: u64::from_le_bytes(h[20..28].try_into().unwrap()),
+        };
         if plen == 0 {
             let rest = w
                 .get(off, (len - off) as usize)
@@ -263,7 +313,16 @@ pub fn scan_file(
         if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
             break torn("event checksum mismatch");
         }
-        f(off, xid, &body[EVENT_HDR..]);
+        let view = EventView {
+            offset: off,
+            end: off + total as u64,
+            xid,
+            clock,
+            payload: &body[EVENT_HDR..],
+        };
+        if !f(view) {
+            break FileEnd::Clean;
+        }
         events += 1;
         off += total as u64;
     };
@@ -303,6 +362,7 @@ pub struct Event {
     pub file: String,
     pub offset: u64,
     pub xid: u64,
+    pub clock: LogicalClock,
     pub payload: Vec<u8>,
 }
 
@@ -315,13 +375,15 @@ pub fn read_all(vfs: &dyn Vfs) -> Result<Vec<Event>, BinlogError> {
     };
     let mut out = Vec::new();
     for (i, name) in names.iter().enumerate() {
-        let scan = scan_file(vfs, name, |offset, xid, payload| {
+        let scan = scan_file(vfs, name, |e| {
             out.push(Event {
                 file: name.clone(),
-                offset,
-                xid,
-                payload: payload.to_vec(),
-            })
+                offset: e.offset,
+                xid: e.xid,
+                clock: e.clock,
+                payload: e.payload.to_vec(),
+            });
+            true
         })?;
         check_not_torn_inside(&scan, i + 1 == names.len())?;
     }
@@ -358,15 +420,26 @@ pub struct BinlogWriter {
     seq: u64,
     offset: u64,
     max_size: u64,
+    /// The sequence of the last event in the current file (0: none yet).
+    sequence: u64,
+}
+
+/// Where an event ends in the binlog: file number and offset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BinlogPos {
+    pub file: u64,
+    pub offset: u64,
 }
 
 impl BinlogWriter {
-    /// Continues `names`' last file at `offset` (after recovery), or creates
-    /// the first file and the index when `names` is empty.
+    /// Continues `names`' last file at `offset` (after recovery), whose last
+    /// event has sequence `last_sequence`, or creates the first file and the
+    /// index when `names` is empty.
     pub fn open(
         vfs: Arc<dyn Vfs>,
         names: Vec<String>,
         offset: u64,
+        last_sequence: u64,
         max_size: u64,
     ) -> Result<BinlogWriter, BinlogError> {
         if names.is_empty() {
@@ -380,6 +453,7 @@ impl BinlogWriter {
                 seq: 1,
                 offset: FILE_HDR,
                 max_size,
+                sequence: 0,
             });
         }
         let last = names.last().expect("non-empty").clone();
@@ -394,7 +468,35 @@ impl BinlogWriter {
             seq,
             offset,
             max_size,
+            sequence: last_sequence,
         })
+    }
+
+    /// Frames one commit group's `(xid, payload)` events into `out`, giving
+    /// them the group's logical clock. Call [`BinlogWriter::append`] with
+    /// `out` next, before any other group is framed.
+    pub fn frame_group<'a>(
+        &mut self,
+        events: impl IntoIterator<Item = (u64, &'a [u8])>,
+        out: &mut Vec<u8>,
+    ) {
+        let last_committed = self.sequence;
+        for (xid, payload) in events {
+            self.sequence += 1;
+            let clock = LogicalClock {
+                last_committed,
+                sequence: self.sequence,
+            };
+            encode_event(xid, clock, payload, out);
+        }
+    }
+
+    /// The end of the last event written.
+    pub fn position(&self) -> BinlogPos {
+        BinlogPos {
+            file: self.seq,
+            offset: self.offset,
+        }
     }
 
     /// Writes `events` (framed by [`encode_event`]) at the end of the current file.
@@ -425,6 +527,7 @@ impl BinlogWriter {
         self.file = file;
         self.seq = seq;
         self.offset = FILE_HDR;
+        self.sequence = 0;
         Ok(())
     }
 

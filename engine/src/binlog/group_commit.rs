@@ -53,7 +53,8 @@ use crate::probe_points;
 use crate::redo::{Lsn, RedoError, RedoLog};
 use crate::vfs::{Vfs, VfsFile};
 
-use super::file::{self, BinlogWriter};
+use super::file::{self, BinlogPos, BinlogWriter};
+use super::published::Published;
 use super::recover::RecoveredBinlog;
 use super::{validate_sync_delay_us, BinlogError};
 
@@ -98,8 +99,10 @@ impl BinlogSettings {
 /// One committing transaction in the stages.
 struct Ticket {
     xid: u64,
-    /// Its framed binlog event.
-    event: Vec<u8>,
+    /// Its binlog event's payload (framed by the flush stage).
+    payload: Vec<u8>,
+    /// Set on the last ticket of a flush group: where its events end.
+    end: OnceLock<BinlogPos>,
     prepare_start: Lsn,
     prepare_end: Lsn,
     /// Per-commit hand-offs between owner and leader (unnamed: one per
@@ -198,6 +201,8 @@ pub struct GroupCommit {
     dir: String,
     /// Why group commit stopped (the first cause).
     failed: OnceLock<FileError>,
+    /// The end of the events replicas may read.
+    published: Arc<Published>,
 }
 
 /// The binlog file being appended to, and its path (for messages).
@@ -231,12 +236,13 @@ impl GroupCommit {
         counters: Arc<Counters>,
     ) -> Result<GroupCommit, BinlogError> {
         super::validate_max_binlog_size(max_binlog_size)?;
-        let (names, offset) = match recovered {
-            Some(r) => (r.files.clone(), r.end_offset),
-            None => (Vec::new(), file::FILE_HDR),
+        let (names, offset, last_sequence) = match recovered {
+            Some(r) => (r.files.clone(), r.end_offset, r.last_sequence),
+            None => (Vec::new(), file::FILE_HDR, 0),
         };
         let dir = vfs.describe();
-        let writer = BinlogWriter::open(vfs, names, offset, max_binlog_size)?;
+        let writer = BinlogWriter::open(vfs, names, offset, last_sequence, max_binlog_size)?;
+        let published = Arc::new(Published::new(writer.position()));
         Ok(GroupCommit {
             redo,
             counters,
@@ -251,7 +257,13 @@ impl GroupCommit {
             in_flight: NamedMutex::new("binlog.in_flight", BTreeSet::new()),
             dir,
             failed: OnceLock::new(),
+            published,
         })
+    }
+
+    /// The end of the binlog events replicas may read, and its waiters.
+    pub fn published(&self) -> &Arc<Published> {
+        &self.published
     }
 
     /// The lsn of the oldest prepared, undecided transaction's record.
@@ -308,21 +320,20 @@ impl GroupCommit {
             return Err(e.into());
         }
         let xid = trx.id();
-        let mut event = Vec::new();
         let prepared = BODY.with(|b| {
             let mut body = b.borrow_mut();
             body.clear();
             trx.encode_redo(&mut body);
-            file::encode_event(xid, &body, &mut event);
+            let payload = body.clone();
             record::commit_body_to_prepare(&mut body);
             let r = self.redo.append(&body)?;
             // Registered before it is closed: a checkpoint that sees the
             // record closed also sees it in flight.
             self.in_flight.lock().insert(r.0);
             self.redo.mark_closed(r.0, r.1);
-            Ok::<_, crate::redo::RedoError>(r)
+            Ok::<_, crate::redo::RedoError>((r.0, r.1, payload))
         });
-        let (prepare_start, prepare_end) = match prepared {
+        let (prepare_start, prepare_end, payload) = match prepared {
             Ok(r) => r,
             Err(e) => {
                 self.rollback(trx);
@@ -335,7 +346,8 @@ impl GroupCommit {
         trx.leave_gate();
         let ticket = Arc::new(Ticket {
             xid,
-            event,
+            payload,
+            end: OnceLock::new(),
             prepare_start,
             prepare_end,
             trx: Mutex::new(Some(trx)),
@@ -392,6 +404,11 @@ impl GroupCommit {
             drop(sync);
             return self.finish_failed(group, e);
         }
+        // Replicas may read the group's events now (after the fdatasync
+        // when sync_binlog says so, as MySQL's dump threads do).
+        if let Some(end) = group.iter().filter_map(|t| t.end.get()).max() {
+            self.published.publish(*end);
+        }
         // COMMIT
         if !self.commit_queue.enroll(group) {
             drop(sync);
@@ -408,12 +425,19 @@ impl GroupCommit {
         self.check_failed_stage()?;
         let upto = group.iter().map(|t| t.prepare_end).max().unwrap_or(0);
         self.redo.wait_for_commit(upto).map_err(StageError::Redo)?;
-        let bytes: usize = group.iter().map(|t| t.event.len()).sum();
+        let bytes: usize = group
+            .iter()
+            .map(|t| t.payload.len() + file::EVENT_HDR + file::EVENT_TRL)
+            .sum();
         let mut buf = Vec::with_capacity(bytes);
-        for t in group {
-            buf.extend_from_slice(&t.event);
-        }
+        writer.frame_group(
+            group.iter().map(|t| (t.xid, t.payload.as_slice())),
+            &mut buf,
+        );
         let write = writer.append(&buf).and_then(|()| {
+            if let Some(last) = group.last() {
+                let _ = last.end.set(writer.position());
+            }
             if writer.needs_rotation() {
                 writer.rotate()?;
                 *self.current_file.lock() = CurrentFile::of(&self.dir, writer);

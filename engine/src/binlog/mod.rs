@@ -5,6 +5,8 @@
 //! - [`group_commit`]: prepare in the redo log, then the FLUSH / SYNC /
 //!   COMMIT stages with leaders and followers, as in MySQL's
 //!   `MYSQL_BIN_LOG::ordered_commit`.
+//! - [`published`]: the end of the binlog replicas may read, and the
+//!   dump reader that follows it.
 //! - [`recover`]: reads the binlog after a crash (repairing the last file's
 //!   tail) and says which transaction ids it holds.
 //! - [`xa`]: replays two-phase redo records, committing a prepared
@@ -12,6 +14,7 @@
 
 pub mod file;
 pub mod group_commit;
+pub mod published;
 pub mod recover;
 pub mod xa;
 

@@ -22,6 +22,8 @@ pub struct RecoveredBinlog {
     pub files: Vec<String>,
     /// Where the next event goes in the last file.
     pub end_offset: u64,
+    /// The sequence of the last file's last event (0: none).
+    pub last_sequence: u64,
     pub report: BinlogRecoveryReport,
 }
 
@@ -63,10 +65,14 @@ pub fn recover(vfs: &dyn Vfs) -> Result<Option<RecoveredBinlog>, BinlogError> {
     };
     let mut xids = HashSet::new();
     let mut end_offset = file::FILE_HDR;
+    let mut last_sequence = 0;
     for (i, name) in names.iter().enumerate() {
         let last = i + 1 == names.len();
-        let scan = file::scan_file(vfs, name, |_, xid, _| {
-            xids.insert(xid);
+        last_sequence = 0;
+        let scan = file::scan_file(vfs, name, |e| {
+            xids.insert(e.xid);
+            last_sequence = e.clock.sequence;
+            true
         })?;
         file::check_not_torn_inside(&scan, last)?;
         report.events += scan.events;
@@ -83,6 +89,7 @@ pub fn recover(vfs: &dyn Vfs) -> Result<Option<RecoveredBinlog>, BinlogError> {
         xids,
         files: names,
         end_offset,
+        last_sequence,
         report,
     }))
 }

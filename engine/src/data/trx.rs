@@ -465,6 +465,13 @@ impl Trx {
         Ok(matches!(r, WriteResult::Applied { .. }))
     }
 
+    /// Writes `row` whether or not the row exists (a replica applying a
+    /// row event's after-image).
+    pub fn put(&mut self, table: TableId, id: i64, row: Row) -> Result<(), TrxError> {
+        self.write(table, id, |t, trx| t.put(trx, id, row))?;
+        Ok(())
+    }
+
     /// `INSERT INTO table VALUES (id, ...)`; [`TrxError::DuplicateKey`] if a
     /// row with this id is visible (after waiting for any transaction that
     /// holds the row's lock, as InnoDB does).

@@ -22,7 +22,9 @@ use rand::{Rng, SeedableRng};
 
 use crate::admission::{ConcurrencyGate, GateSession};
 use crate::base_writer::BaseWriter;
+use crate::binlog::file::BinlogPos;
 use crate::binlog::group_commit::{BinlogSettings, GroupCommit};
+use crate::binlog::published::{self, DumpEvent};
 use crate::checkpoint;
 use crate::counters::Counters;
 use crate::data::catalog::Catalog;
@@ -38,6 +40,7 @@ use crate::paged_tables;
 use crate::probe_points;
 use crate::recovery::{self, RecoveryReport};
 use crate::redo::{Lsn, RedoLog, RedoMode, RedoOptions};
+use crate::replica_settings::ReplicaSettings;
 use crate::settings::{self, Registry, Setting, SettingChange, SettingsError, Value, Variable};
 use crate::throttle::{Admitted, Throttle};
 use crate::trx_sys::{Registered, TrxSys};
@@ -83,6 +86,9 @@ pub struct EngineOptions {
     /// `innodb_buffer_pool_size` and the page store's settings (startup
     /// only): with a pool, tables keep their committed rows on pages.
     pub pages: paged_tables::PageSettings,
+    /// `log_replica_updates` (startup only): a replica writes the
+    /// transactions it applies to its own binlog.
+    pub log_replica_updates: bool,
 }
 
 impl EngineOptions {
@@ -100,6 +106,7 @@ impl EngineOptions {
             binlog_group_commit_sync_delay_us: 0,
             max_binlog_size: 1 << 30,
             pages: paged_tables::PageSettings::default(),
+            log_replica_updates: true,
         }
     }
 }
@@ -158,6 +165,9 @@ pub struct Engine {
     page_settings: paged_tables::PageSettings,
     /// What the doublewrite buffer restored at startup (tables on pages).
     page_recovery: Option<crate::page_store::doublewrite::Recovered>,
+    /// The replica settings (live; see `crate::replica`).
+    replica_settings: Arc<ReplicaSettings>,
+    max_binlog_size: u64,
 }
 
 thread_local! {
@@ -235,6 +245,8 @@ impl Engine {
             store,
             page_settings: opts.pages,
             page_recovery,
+            replica_settings: Arc::new(ReplicaSettings::new(opts.log_replica_updates)),
+            max_binlog_size: opts.max_binlog_size,
         });
         if let Err(e) = startup.apply_live(&engine) {
             let _ = engine.shutdown();
@@ -567,6 +579,32 @@ impl Engine {
             self.debug.after_commit();
             return Ok(r?);
         }
+        self.commit_redo(trx)
+    }
+
+    /// Commits through the redo log only, with log_bin=ON too: a replica's
+    /// own bookkeeping, and its applied transactions with
+    /// `log_replica_updates=OFF` (not written to its binlog).
+    pub fn commit_unlogged(&self, mut trx: Trx) -> Result<Lsn, EngineError> {
+        if let Err(e) = self.check_open() {
+            self.rollback(trx);
+            return Err(e);
+        }
+        if trx.is_rolled_back() {
+            let e = trx.end_error();
+            self.rollback(trx);
+            return Err(e.into());
+        }
+        trx.enter_commit();
+        if trx.is_read_only() {
+            trx.apply_commit(self.redo.current_lsn());
+            self.counters.commits.fetch_add(1, Ordering::Relaxed);
+            return Ok(self.redo.current_lsn());
+        }
+        self.commit_redo(trx)
+    }
+
+    fn commit_redo(&self, trx: Trx) -> Result<Lsn, EngineError> {
         let r = REDO_BODY.with(|b| {
             let mut body = b.borrow_mut();
             body.clear();
@@ -620,6 +658,64 @@ impl Engine {
     /// Values above `u32::MAX` are refused and change nothing.
     pub fn set_log_wait_for_flush_spin_hwm(&self, us: u64) {
         let _ = self.set_global_value("innodb_log_wait_for_flush_spin_hwm", Value::UInt(us));
+    }
+
+    /// The replica settings (every server has them, as in MySQL).
+    pub fn replica_settings(&self) -> &Arc<ReplicaSettings> {
+        &self.replica_settings
+    }
+
+    pub(crate) fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
+    pub(crate) fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.vfs
+    }
+
+    /// `max_binlog_size` (also the relay log's file size, as MySQL's
+    /// `max_relay_log_size=0`).
+    pub fn max_binlog_size(&self) -> u64 {
+        self.max_binlog_size
+    }
+
+    /// The name and shape of table `id`.
+    pub fn table_info(&self, id: TableId) -> Option<(String, Shape)> {
+        self.catalog
+            .table(id)
+            .map(|t| (t.name().to_string(), t.shape()))
+    }
+
+    /// A replica's fetch (`BINLOG DUMP`): up to `max` binlog events after
+    /// `from`, waiting up to `wait` for the next commit group when there
+    /// are none. Errors when log_bin is OFF.
+    pub fn binlog_dump(
+        &self,
+        from: BinlogPos,
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<DumpEvent>, EngineError> {
+        self.check_open()?;
+        let Some(b) = &self.binlog else {
+            return Err(crate::binlog::BinlogError::InvalidOption(
+                "this server has no binlog to send (log_bin=OFF): start the source with --set log_bin=ON".into(),
+            )
+            .into());
+        };
+        let mut end = b.published().end();
+        if end <= from {
+            end = b.published().wait_beyond(from, wait);
+        }
+        if end <= from {
+            return Ok(Vec::new());
+        }
+        let (events, _) = published::read_after(self.vfs.as_ref(), from, end, max)?;
+        Ok(events)
+    }
+
+    /// The end of the binlog replicas may read (None with log_bin=OFF).
+    pub fn binlog_end(&self) -> Option<BinlogPos> {
+        self.binlog.as_ref().map(|b| b.published().end())
     }
 
     /// `log_bin` (fixed at startup).

@@ -2,7 +2,8 @@
 //!
 //! Counters of [`Counters`](crate::counters::Counters) appear under the
 //! MySQL name where the meaning matches (see [`MYSQL_NAMES`]) and as
-//! `Innodb_<counter>` (`Binlog_<rest>` for `binlog_<rest>`) otherwise, so new counters show up without an edit
+//! `Innodb_<counter>` (`Binlog_<rest>` for `binlog_<rest>`, the replica's counters
+//! capitalised) otherwise, so new counters show up without an edit
 //! here. Gate, throttle and trx-sys counters follow.
 
 use serde::{Deserialize, Serialize};
@@ -83,6 +84,9 @@ fn page_status(store: &PageStore) -> Vec<(String, u64)> {
     .collect()
 }
 
+/// Counters of a replica's threads, shown under their own capitalised name.
+const REPLICA_PREFIXES: &[&str] = &["relay_log_", "replica_", "applier_", "receiver_", "worker_"];
+
 /// The status rows, sorted by name.
 pub fn global_status(engine: &Engine) -> Vec<(String, u64)> {
     let snap = engine.status();
@@ -93,9 +97,17 @@ pub fn global_status(engine: &Engine) -> Vec<(String, u64)> {
                 .iter()
                 .find(|(c, _)| *c == k)
                 .map(|(_, m)| m.to_string())
-                .unwrap_or_else(|| match k.strip_prefix("binlog_") {
-                    Some(rest) => format!("Binlog_{rest}"),
-                    None => format!("Innodb_{k}"),
+                .unwrap_or_else(|| {
+                    if let Some(rest) = k.strip_prefix("binlog_") {
+                        format!("Binlog_{rest}")
+                    } else if REPLICA_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                        // Replica counters: `Relay_log_writes`, `Replica_trx_applied`, ...
+                        let mut c = k.chars();
+                        let first = c.next().map(|f| f.to_ascii_uppercase());
+                        first.into_iter().chain(c).collect()
+                    } else {
+                        format!("Innodb_{k}")
+                    }
                 });
             rows.push((name, v.as_u64().unwrap_or(0)));
         }

@@ -10,6 +10,7 @@ use crate::admission::Policy;
 use crate::page_store::doublewrite::{Design, DoublewriteMode};
 use crate::paged_tables;
 use crate::redo::RedoMode;
+use crate::replica_settings::{Arbitration, ARBITRATION_NAMES, MAX_WORKERS};
 use crate::settings::{Kind, Setting, SettingsError, Value};
 
 /// Turns an engine error from a setter into a refusal naming the setting.
@@ -209,6 +210,76 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
                 .map_err(|err| failed("binlog_group_commit_sync_delay")(err.into()))
         }),
         at_startup: Some(|o, v| o.binlog_group_commit_sync_delay_us = v.as_u64()),
+    },
+    Setting {
+        name: "replica_parallel_workers",
+        kind: Kind::UInt { min: 0, max: MAX_WORKERS, unit: "worker threads; 0 = the applier applies alone" },
+        default: "4",
+        doc: "A replica's applier hands whole transactions to this many workers, scheduled by the source's commit groups (LOGICAL_CLOCK). Takes effect at the next START REPLICA.",
+        get: |e| Value::UInt(e.replica_settings().parallel_workers() as u64),
+        set: Some(|e, v| {
+            e.replica_settings().set_parallel_workers(v.as_u64() as u32);
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "replica_preserve_commit_order",
+        kind: Kind::Bool,
+        default: "ON",
+        doc: "Workers commit in the source's commit order (a worker waits for its predecessors before it commits). Takes effect at the next START REPLICA.",
+        get: |e| Value::Bool(e.replica_settings().preserve_commit_order()),
+        set: Some(|e, v| {
+            e.replica_settings().set_preserve_commit_order(v.as_bool());
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "sync_relay_log",
+        kind: Kind::UInt { min: 0, max: U32_MAX, unit: "transactions; 0 = never" },
+        default: "10000",
+        doc: "The replica's receiver fdatasyncs the relay log after every N queued transactions.",
+        get: |e| Value::UInt(e.replica_settings().sync_relay_log() as u64),
+        set: Some(|e, v| {
+            e.replica_settings().set_sync_relay_log(v.as_u64() as u32);
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "relay_log_space_limit",
+        kind: Kind::UInt { min: 0, max: 1 << 50, unit: "bytes; 0 = no limit" },
+        default: "0",
+        doc: "The receiver stops fetching while the relay log holds this many bytes the applier has not purged.",
+        get: |e| Value::UInt(e.replica_settings().relay_log_space_limit()),
+        set: Some(|e, v| {
+            e.replica_settings().set_relay_log_space_limit(v.as_u64());
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "replica_relay_log_arbitration",
+        kind: Kind::Enum(ARBITRATION_NAMES),
+        default: "position",
+        doc: "Not a MySQL setting. How a replica's receiver and applier share the hot relay log: lock (before MySQL 8.0.1: the relay log's lock for every write and read) or position (8.0.1: the applier reads up to the last fully queued position without the lock). Live.",
+        get: |e| Value::Enum(e.replica_settings().arbitration().name()),
+        set: Some(|e, v| {
+            let a = Arbitration::parse(v.as_str()).unwrap_or_default();
+            e.replica_settings().set_arbitration(a);
+            Ok(())
+        }),
+        at_startup: None,
+    },
+    Setting {
+        name: "log_replica_updates",
+        kind: Kind::Bool,
+        default: "ON",
+        doc: "A replica with log_bin=ON writes the transactions it applies to its own binlog (so it can be a source too). Fixed at startup.",
+        get: |e| Value::Bool(e.replica_settings().log_replica_updates),
+        set: None,
+        at_startup: Some(|o, v| o.log_replica_updates = v.as_bool()),
     },
     Setting {
         name: "innodb_buffer_pool_size",

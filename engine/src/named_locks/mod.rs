@@ -104,7 +104,6 @@ impl<T> NamedMutex<T> {
     pub fn lock(&self) -> MutexGuard<'_, T> {
         lock(&self.0)
     }
-    #[cfg(test)]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         try_lock(&self.0)
     }

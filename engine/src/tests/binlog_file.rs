@@ -19,7 +19,8 @@ fn payload(xid: u64) -> Vec<u8> {
 fn write(w: &mut BinlogWriter, first: u64, n: u64) {
     for xid in first..first + n {
         let mut ev = Vec::new();
-        file::encode_event(xid, &payload(xid), &mut ev);
+        let p = payload(xid);
+        w.frame_group([(xid, p.as_slice())], &mut ev);
         w.append(&ev).unwrap();
         if w.needs_rotation() {
             w.rotate().unwrap();
@@ -34,7 +35,7 @@ fn xids(vfs: &dyn Vfs) -> Vec<u64> {
 #[test]
 fn write_rotate_read_back() {
     let vfs = Arc::new(SimVfs::new());
-    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 4096).unwrap();
+    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 0, 4096).unwrap();
     write(&mut w, 1, 300);
     assert!(
         w.names().len() > 3,
@@ -61,25 +62,76 @@ fn write_rotate_read_back() {
     let rec = recover::recover(vfs.as_ref()).unwrap().unwrap();
     assert_eq!(rec.report.events, 300);
     assert_eq!(rec.xids.len(), 300);
-    let mut w = BinlogWriter::open(vfs.clone(), rec.files, rec.end_offset, 4096).unwrap();
+    let mut w = BinlogWriter::open(
+        vfs.clone(),
+        rec.files,
+        rec.end_offset,
+        rec.last_sequence,
+        4096,
+    )
+    .unwrap();
     write(&mut w, 301, 10);
     assert_eq!(xids(vfs.as_ref()), (1..=310).collect::<Vec<_>>());
+    // One-event groups: each file's sequences run 1, 2, ... and each
+    // event's last_committed is its predecessor, across the reopen too.
+    let events = file::read_all(vfs.as_ref()).unwrap();
+    let mut prev: Option<&file::Event> = None;
+    for e in &events {
+        let want = match prev {
+            Some(p) if p.file == e.file => p.clock.sequence + 1,
+            _ => 1,
+        };
+        assert_eq!(e.clock.sequence, want, "{e:?}");
+        assert_eq!(e.clock.last_committed, want - 1, "{e:?}");
+        prev = Some(e);
+    }
+}
+
+#[test]
+fn a_group_shares_its_last_committed() {
+    let vfs = Arc::new(SimVfs::new());
+    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 0, 1 << 20).unwrap();
+    let p = payload(1);
+    for group in [3usize, 1, 4] {
+        let mut buf = Vec::new();
+        w.frame_group((0..group).map(|i| (i as u64, p.as_slice())), &mut buf);
+        w.append(&buf).unwrap();
+    }
+    let clocks: Vec<(u64, u64)> = file::read_all(vfs.as_ref())
+        .unwrap()
+        .iter()
+        .map(|e| (e.clock.last_committed, e.clock.sequence))
+        .collect();
+    assert_eq!(
+        clocks,
+        vec![
+            (0, 1),
+            (0, 2),
+            (0, 3),
+            (3, 4),
+            (4, 5),
+            (4, 6),
+            (4, 7),
+            (4, 8)
+        ]
+    );
 }
 
 #[test]
 fn checksum_catches_corruption_and_recovery_repairs_the_tail() {
     let vfs = Arc::new(SimVfs::new());
-    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 1 << 20).unwrap();
+    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 0, 1 << 20).unwrap();
     write(&mut w, 1, 50);
     let events = file::read_all(vfs.as_ref()).unwrap();
     let victim = &events[30];
     // Flip one payload byte of event 31: the reader stops before it.
     let f = vfs.open(&victim.file, false).unwrap();
     let mut b = [0u8; 1];
-    f.read_at(&mut b, victim.offset + 14).unwrap();
-    f.write_at(&[b[0] ^ 0x40], victim.offset + 14).unwrap();
+    let at = victim.offset + file::EVENT_HDR as u64 + 2;
+    f.read_at(&mut b, at).unwrap();
+    f.write_at(&[b[0] ^ 0x40], at).unwrap();
     assert_eq!(xids(vfs.as_ref()), (1..=30).collect::<Vec<_>>());
-    let scan = file::scan_file(vfs.as_ref(), &victim.file, |_, _, _| {}).unwrap();
+    let scan = file::scan_file(vfs.as_ref(), &victim.file, |_| true).unwrap();
     assert!(
         matches!(&scan.end, FileEnd::Torn { offset, why } if *offset == victim.offset && why.contains("checksum")),
         "{:?}",
@@ -91,7 +143,14 @@ fn checksum_catches_corruption_and_recovery_repairs_the_tail() {
     assert!(rec.report.torn_tail.is_some());
     assert_eq!(rec.report.truncated_bytes, scan.len - victim.offset);
     assert_eq!(rec.end_offset, victim.offset);
-    let mut w = BinlogWriter::open(vfs.clone(), rec.files, rec.end_offset, 1 << 20).unwrap();
+    let mut w = BinlogWriter::open(
+        vfs.clone(),
+        rec.files,
+        rec.end_offset,
+        rec.last_sequence,
+        1 << 20,
+    )
+    .unwrap();
     write(&mut w, 1000, 1);
     let mut want: Vec<u64> = (1..=30).collect();
     want.push(1000);
@@ -104,7 +163,7 @@ fn checksum_catches_corruption_and_recovery_repairs_the_tail() {
 #[test]
 fn corruption_in_an_earlier_file_is_an_error() {
     let vfs = Arc::new(SimVfs::new());
-    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 4096).unwrap();
+    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 0, 4096).unwrap();
     write(&mut w, 1, 200);
     let first = &w.names()[0];
     let f = vfs.open(first, false).unwrap();
@@ -122,7 +181,7 @@ fn corruption_in_an_earlier_file_is_an_error() {
 #[test]
 fn missing_file_and_bad_index_are_reported() {
     let vfs = Arc::new(SimVfs::new());
-    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 4096).unwrap();
+    let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 0, 4096).unwrap();
     write(&mut w, 1, 100);
     vfs.remove(&w.names()[1].clone()).unwrap();
     let err = recover::recover(vfs.as_ref()).unwrap_err();
@@ -140,12 +199,13 @@ fn torn_tail_after_power_cut() {
     for seed in 0..40u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let vfs = Arc::new(SimVfs::new());
-        let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 8192).unwrap();
+        let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 0, 8192).unwrap();
         let mut synced = 0u64;
         let n = rng.gen_range(1..400u64);
         for xid in 1..=n {
             let mut ev = Vec::new();
-            file::encode_event(xid, &payload(xid), &mut ev);
+            let p = payload(xid);
+            w.frame_group([(xid, p.as_slice())], &mut ev);
             w.append(&ev).unwrap();
             if rng.gen_bool(0.1) {
                 w.file().sync_data().unwrap();
@@ -178,7 +238,14 @@ fn torn_tail_after_power_cut() {
                 assert!(rec.files.contains(&name), "seed {seed}: orphan {name} left");
             }
         }
-        let mut w = BinlogWriter::open(crashed.clone(), rec.files, rec.end_offset, 8192).unwrap();
+        let mut w = BinlogWriter::open(
+            crashed.clone(),
+            rec.files,
+            rec.end_offset,
+            rec.last_sequence,
+            8192,
+        )
+        .unwrap();
         write(&mut w, 10_000, 5);
         let after = xids(crashed.as_ref());
         assert_eq!(&after[..got.len()], &got[..]);

@@ -25,6 +25,7 @@ use redoctor_engine::Shape;
 
 /// Plain text INSERTs, parsed without building an AST.
 mod fast_insert;
+pub mod replication;
 
 /// A literal value.
 #[derive(Clone, Debug, PartialEq)]
@@ -184,6 +185,21 @@ pub enum Stmt {
     ShowStatus(Option<String>),
     ShowTables,
     Use,
+    /// `CHANGE REPLICATION SOURCE TO ...`.
+    ChangeSource(replication::ChangeSource),
+    StartReplica,
+    StopReplica,
+    ShowReplicaStatus,
+    /// A replica's fetch: events after (file, offset).
+    BinlogDump {
+        file: u64,
+        offset: u64,
+        limit: usize,
+    },
+    /// The name and shape of a source table (a replica's table map).
+    BinlogTable {
+        id: u32,
+    },
 }
 
 /// A statement and how many `?` it has.
@@ -219,6 +235,9 @@ const IGNORED_SESSION_VARS: &[&str] = &[
 pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
     if let Some(p) = fast_insert::parse(sql) {
         return Ok(p);
+    }
+    if let Some(r) = replication::parse(sql) {
+        return r.map(|stmt| Parsed { stmt, params: 0 });
     }
     parse_general(sql)
 }

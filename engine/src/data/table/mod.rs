@@ -714,6 +714,15 @@ impl Table {
         inner.set_pending(trx_id, id, None)
     }
 
+    /// Writes `row` as the row's after-image, whether or not a row is
+    /// visible (a replica applying a row event).
+    pub fn put(&self, trx_id: u64, id: i64, row: Row) -> WriteResult {
+        if let Some(refused) = self.fits(id, Some(&row)) {
+            return refused;
+        }
+        self.inner.write().set_pending(trx_id, id, Some(row))
+    }
+
     /// `INSERT (id, k, c, pad)`; [`WriteResult::Duplicate`] if a row with this
     /// `id` is visible to `trx_id`.
     pub fn insert(&self, trx_id: u64, id: i64, row: Row) -> WriteResult {
