@@ -58,6 +58,10 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("innodb_doublewrite", "ON"),
     ("innodb_doublewrite_design", "files"),
     ("innodb_page_cleaners", "1"),
+    ("replica_parallel_workers", "4"),
+    ("replica_preserve_commit_order", "ON"),
+    ("sync_relay_log", "10000"),
+    ("replica_relay_log_arbitration", "position"),
 ];
 
 /// MariaDB 10.11's defaults of the settings its rules read
@@ -74,6 +78,8 @@ pub const MARIADB_DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("thread_pool_max_threads", "65536"),
     ("binlog_commit_wait_count", "0"),
     ("binlog_commit_wait_usec", "100000"),
+    ("slave_parallel_threads", "0"),
+    ("slave_parallel_mode", "optimistic"),
 ];
 
 /// The settings (and their defaults) that exist on `engine` (a profile

@@ -50,6 +50,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "rules/doublewrite.toml",
         include_str!("../../rules/doublewrite.toml"),
     ),
+    (
+        "rules/replica.toml",
+        include_str!("../../rules/replica.toml"),
+    ),
 ];
 
 impl RuleSet {

@@ -9,6 +9,7 @@
 //!   `ALTER SYSTEM RESET` (back to the configuration files' value) and sets
 //!   it explicitly only when that is not the value to restore.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -226,6 +227,41 @@ impl Admin {
         v.trim()
             .parse()
             .with_context(|| format!("status {name} = {v:?} is not a counter"))
+    }
+
+    /// `SHOW SLAVE STATUS` (MySQL, MariaDB and the bundled engine all
+    /// accept this spelling) as column name -> value; None on a server
+    /// that is not a replica (no row) or on PostgreSQL.
+    pub fn replica_status(&mut self) -> Result<Option<BTreeMap<String, Option<String>>>> {
+        let Client::Mysql(conn) = &mut self.conn else {
+            return Ok(None);
+        };
+        let rows: Vec<mysql::Row> = conn
+            .query("SHOW SLAVE STATUS")
+            .with_context(|| format!("SHOW SLAVE STATUS on the server at {}", self.socket))?;
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let names: Vec<String> = row
+            .columns_ref()
+            .iter()
+            .map(|c| c.name_str().to_string())
+            .collect();
+        let values = row.unwrap();
+        Ok(Some(
+            names
+                .into_iter()
+                .zip(values)
+                .map(|(n, v)| {
+                    let v = match v {
+                        mysql::Value::NULL => None,
+                        mysql::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                        v => Some(v.as_sql(true)),
+                    };
+                    (n, v)
+                })
+                .collect(),
+        ))
     }
 
     /// PostgreSQL: the first row of `sql`, every column a `bigint`

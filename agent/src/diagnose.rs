@@ -19,6 +19,9 @@ use crate::admin::Admin;
 use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
 use redoctor_advisor::default_settings;
 
+/// A bundled-engine replica's applied-transaction counter (SHOW GLOBAL STATUS).
+const REPLICA_APPLIED: &str = "Replica_trx_applied";
+
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {
     /// Process id of the database server to diagnose.
@@ -117,7 +120,8 @@ pub struct DiagnoseArgs {
     trial_floor: f64,
     /// --trial: judge each window's commits/s by this `SHOW GLOBAL STATUS`
     /// counter, read over --socket, with the probes detached for the trial
-    /// (they cost the configurations compared unequally). Default: the
+    /// (they cost the configurations compared unequally). Default: on a
+    /// bundled-engine replica, its applier's Replica_trx_applied; else the
     /// profile's commit_counter (Com_commit for redoctor-engine,
     /// Handler_commit for mariadb and mysql8); postgresql has none, so its
     /// trials count commits with the probes.
@@ -289,11 +293,31 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         }
     }
     // How a trial reads commits/s; checked before anything is observed.
+    // A replica is judged by its applier's rate: on the bundled engine
+    // that is its own counter (its applied transactions are not client
+    // statements); MariaDB's Handler_commit counts the applier's commits.
+    let applying = admin
+        .as_mut()
+        .and_then(|a| a.replica_status().ok().flatten())
+        .is_some_and(|st| {
+            ["Replica_SQL_Running", "Slave_SQL_Running"]
+                .iter()
+                .any(|k| st.get(*k).cloned().flatten().as_deref() == Some("Yes"))
+        });
     let trial_counter = match (&args.trial_counter, args.trial_probes) {
         (Some(name), _) => Some(name.clone()),
+        (None, false) if applying && engine == "redoctor-engine" => {
+            Some(REPLICA_APPLIED.to_string())
+        }
         (None, false) => profile.commit_counter.clone(),
         (None, true) => None,
     };
+    if args.trial && applying {
+        say!(
+            "redoctor: the target is a replica: a trial judges its applier's rate ({})",
+            trial_counter.as_deref().unwrap_or("the probes' commits")
+        );
+    }
     if let (true, Some(name), Some(a)) = (args.trial, &trial_counter, admin.as_mut()) {
         a.status(name).with_context(|| {
             format!(

@@ -7,6 +7,10 @@
 //!   buffer's writes and pages (`Innodb_dblwr_*`), each `<name>_per_s`,
 //!   plus `dblwr_pages_per_write` (the batch size). A counter the server
 //!   does not have is left out.
+//! - A replica (`SHOW SLAVE STATUS` plus the bundled engine's replica
+//!   counters): `replica_running` (1 when both threads run),
+//!   `replica_lag_s` (Seconds_Behind_Source/Master), the applier's and
+//!   the relay log's counters as rates, `relay_log_lock_waits_per_trx`.
 //! - PostgreSQL (`pg_stat_wal`, `pg_stat_bgwriter`): WAL records, full-page
 //!   images and bytes per second; `wal_fpi_bytes_share`, the share of WAL
 //!   bytes that full-page images can account for (each at most one block,
@@ -33,7 +37,19 @@ const MYSQL: &[(&str, &str)] = &[
     ),
     ("Innodb_dblwr_writes", "dblwr_writes"),
     ("Innodb_dblwr_pages_written", "dblwr_pages_written"),
+    // A bundled-engine replica (engine/src/replica).
+    ("Replica_trx_applied", "replica_trx_applied"),
+    ("Relay_log_lock_waits", "relay_log_lock_waits"),
+    ("Relay_log_fsyncs", "relay_log_fsyncs"),
+    ("Applier_waits", "applier_waits"),
+    ("Receiver_applier_wakeups", "receiver_applier_wakeups"),
+    ("Applier_worker_wakeups", "applier_worker_wakeups"),
+    ("Applier_worker_waits", "applier_worker_waits"),
+    ("Worker_commit_order_waits", "worker_commit_order_waits"),
 ];
+
+/// Readings that are levels, not counters: reported as the last value.
+const GAUGES: &[&str] = &["replica_lag_s", "replica_running"];
 
 const PG_WAL: &str = "SELECT wal_records, wal_fpi, wal_bytes::bigint FROM pg_stat_wal";
 const PG_CHECKPOINTS: &str = "SELECT checkpoints_timed, checkpoints_req FROM pg_stat_bgwriter";
@@ -69,6 +85,20 @@ pub fn read(a: &mut Admin) -> Reading {
                 values.insert(*name, v as f64);
             }
         }
+        // A replica (MySQL, MariaDB, the bundled engine): its lag and
+        // whether both threads run.
+        if let Ok(Some(st)) = a.replica_status() {
+            let yes = |k: &str| st.get(k).cloned().flatten().as_deref() == Some("Yes");
+            let both = yes("Slave_IO_Running") && yes("Slave_SQL_Running")
+                || yes("Replica_IO_Running") && yes("Replica_SQL_Running");
+            values.insert("replica_running", f64::from(u8::from(both)));
+            let lag = ["Seconds_Behind_Source", "Seconds_Behind_Master"]
+                .iter()
+                .find_map(|k| st.get(*k).cloned().flatten());
+            if let Some(l) = lag.and_then(|l| l.parse::<f64>().ok()) {
+                values.insert("replica_lag_s", l);
+            }
+        }
     }
     Reading {
         at: Instant::now(),
@@ -89,8 +119,17 @@ pub fn facts(before: &Reading, after: &Reading) -> BTreeMap<String, f64> {
         if *name == "block_size" {
             continue;
         }
+        if GAUGES.contains(name) {
+            out.insert(name.to_string(), after.values[name]);
+            continue;
+        }
         if let Some(d) = delta(name) {
             out.insert(format!("{name}_per_s"), d / secs);
+        }
+    }
+    if let (Some(l), Some(n)) = (delta("relay_log_lock_waits"), delta("replica_trx_applied")) {
+        if n > 0.0 {
+            out.insert("relay_log_lock_waits_per_trx".into(), l / n);
         }
     }
     if let (Some(p), Some(w)) = (delta("dblwr_pages_written"), delta("dblwr_writes")) {

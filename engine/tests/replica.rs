@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -219,7 +219,7 @@ fn unordered_workers_converge_too() {
 }
 
 #[test]
-fn arbitration_switches_live_and_lock_mode_waits_on_the_lock() {
+fn arbitration_and_workers_switch_live_and_only_lock_waits_on_the_lock() {
     let src = source();
     let rep = engine(
         Arc::new(SimVfs::new()),
@@ -230,16 +230,25 @@ fn arbitration_switches_live_and_lock_mode_waits_on_the_lock() {
     );
     let r = Replica::new(rep.clone());
     r.start(Box::new(LocalSource(src.clone()))).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
     load(&src, 8, 600, 3);
     catch_up(&src, &r);
     let lock_waits = common::status(&rep, "Relay_log_lock_waits");
     rep.set_global("replica_relay_log_arbitration", "position")
         .unwrap();
     assert_eq!(r.status().arbitration.name(), "position");
-    load(&src, 8, 600, 4);
+    // The worker count changes under load too: the applier drains its
+    // workers and goes on with the new count.
+    let writer = {
+        let src = src.clone();
+        std::thread::spawn(move || load(&src, 8, 600, 4))
+    };
+    for n in ["0", "3", "1"] {
+        std::thread::sleep(Duration::from_millis(30));
+        rep.set_global("replica_parallel_workers", n).unwrap();
+    }
+    writer.join().unwrap();
     catch_up(&src, &r);
-    stop.store(true, Ordering::Relaxed);
+    assert_eq!(r.status().workers, 1);
     assert_eq!(
         common::status(&rep, "Relay_log_lock_waits"),
         lock_waits,

@@ -7,12 +7,14 @@
 //! description = "..."
 //! [[threads]]            # first matching rule wins; no match = role "other"
 //! pattern = "log_writer" # wildcard (*, ?, [a-z]) on the thread's comm
-//! role = "log_writer"    # log_writer | log_flusher | log_notifier | user | binlog | other
+//! role = "log_writer"    # log_writer | log_flusher | log_notifier | user | binlog |
+//!                        # receiver | applier | worker | ... | other
 //! [files]                # wildcards on the absolute path behind each fd
 //! redo = ["*/redo.log"]
 //! binlog = []
 //! data = ["*.ibd"]
-//! doublewrite = []       # the doublewrite buffer's own files; anything else is "other"
+//! doublewrite = []       # the doublewrite buffer's own files
+//! relay = []             # a replica's relay log; anything else is "other"
 //! [[commit_points]]      # optional: a function called once per commit;
 //! symbol = "..."         # the first symbol found in the target is probed
 //! ```
@@ -53,6 +55,9 @@ pub struct FileRules {
     pub data: Vec<String>,
     #[serde(default)]
     pub doublewrite: Vec<String>,
+    /// A replica's relay log.
+    #[serde(default)]
+    pub relay: Vec<String>,
 }
 
 /// One process-title rule: every thread of a process whose title
@@ -327,8 +332,12 @@ impl Profile {
     /// The kind of the file at `path`.
     pub fn kind_of(&self, path: &str) -> FileKind {
         let any = |pats: &[String]| pats.iter().any(|p| glob::matches(p, path));
+        // The relay log before the binlog: MariaDB's `*-relay-bin.N` also
+        // matches its binlog pattern `*-bin.N`.
         if any(&self.files.redo) {
             FileKind::Redo
+        } else if any(&self.files.relay) {
+            FileKind::Relay
         } else if any(&self.files.binlog) {
             FileKind::Binlog
         } else if any(&self.files.doublewrite) {
@@ -380,6 +389,10 @@ mod tests {
         assert_eq!(e.kind_of("socket:[123]"), FileKind::Other);
         assert_eq!(e.kind_of("/d/dblwr-1.bin"), FileKind::Doublewrite);
         assert_eq!(e.kind_of("/d/ibdata-dblwr.legacy"), FileKind::Doublewrite);
+        assert_eq!(e.kind_of("/d/relay.000003"), FileKind::Relay);
+        assert_eq!(e.role_of("rpl_receiver"), Role::Receiver);
+        assert_eq!(e.role_of("rpl_applier"), Role::Applier);
+        assert_eq!(e.role_of("rpl_worker_12"), Role::Worker);
         assert_eq!(e.kind_of("/d/space-00001.ibd"), FileKind::Data);
         let m = Profile::builtin("mysql8").unwrap();
         assert_eq!(m.role_of("ib_log_fl_notif"), Role::LogNotifier);
@@ -400,6 +413,11 @@ mod tests {
             "_Z24mysql_bin_log_commit_posP3THDPyPPKc"
         );
         assert_eq!(md.kind_of("/var/lib/mysql/ib_logfile0"), FileKind::Redo);
+        assert_eq!(
+            md.kind_of("/var/lib/mysql/db-relay-bin.000002"),
+            FileKind::Relay
+        );
+        assert_eq!(md.kind_of("/var/lib/mysql/db-bin.000002"), FileKind::Binlog);
     }
 
     /// PostgreSQL's roles come from the process title (`/proc/PID/cmdline`

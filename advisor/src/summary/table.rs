@@ -295,6 +295,60 @@ pub const SIGNALS: &[SignalDef] = &[
         |t| ratio(t.user_dblwr_lock_ns, t.user_threads * t.window_ns as f64),
     ),
     def(
+        "replica_applier_threads",
+        "",
+        "a replica's applier threads seen (0 on a server that is not a replica)",
+        |t| t.applier_threads,
+    ),
+    def(
+        "receiver_applier_wakeups_per_commit",
+        "",
+        "wakeups between a replica's receiver and applier, either way / commits (each applied transaction commits once): the hand-off ping-pong on the relay log",
+        |t| t.per_commit(t.receiver_applier_wakeups as f64),
+    ),
+    def(
+        "applier_worker_wakeups_per_commit",
+        "",
+        "wakeups between a replica's applier and its workers, either way / commits",
+        |t| t.per_commit(t.applier_worker_wakeups as f64),
+    ),
+    def(
+        "relay_lock_wait_share",
+        "",
+        "receiver and applier futex wait on the relay log's lock (relay_log.lock: the `lock` arbitration design) / (2 x observed time): the share of the two threads' time spent blocking each other",
+        |t| ratio(t.relay_lock_ns, 2.0 * t.window_ns as f64),
+    ),
+    def(
+        "applier_busy_share",
+        "",
+        "a replica's applier on CPU or runnable / observed time (1 = the single applier is the bottleneck)",
+        |t| ratio(
+            (t.applier.oncpu_ns + t.applier.runq_wait_ns) as f64,
+            t.applier_threads.max(1.0) * t.window_ns as f64,
+        ),
+    ),
+    def(
+        "worker_busy_share",
+        "",
+        "a replica's workers on CPU or runnable / (workers x observed time)",
+        |t| ratio(
+            (t.workers.oncpu_ns + t.workers.runq_wait_ns) as f64,
+            t.worker_threads * t.window_ns as f64,
+        ),
+    ),
+    def(
+        "relay_fsyncs_per_commit",
+        "",
+        "fsync/fdatasync calls on the relay log / commits (sync_relay_log=1 makes it ~1)",
+        |t| t.per_commit(t.relay.fsync_calls as f64),
+    ),
+    def(
+        "relay_fsync_mean_us",
+        "us",
+        "time in relay-log fsync/fdatasync / such calls (0 without calls)",
+        |t| ratio(t.relay.fsync_ns as f64, t.relay.fsync_calls as f64) / 1e3,
+    ),
+    def(
         "commit_wait_us_per_commit",
         "us",
         "user threads' futex wait on the redo log's named locks (redo.*) / commits",

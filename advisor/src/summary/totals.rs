@@ -46,6 +46,21 @@ pub struct Totals {
     /// (`dblwr.*`: the legacy design's mutex and slots, the files design's
     /// segments): a user thread flushing a page itself, queued there.
     pub user_dblwr_lock_ns: f64,
+    /// A replica's threads (zero elsewhere): receiver, applier, workers.
+    pub receiver: RoleTotals,
+    pub applier: RoleTotals,
+    pub workers: RoleTotals,
+    pub applier_threads: f64,
+    pub worker_threads: f64,
+    /// The relay log's file I/O.
+    pub relay: FileTotals,
+    /// Receiver and applier futex wait on the relay log's lock
+    /// (`relay_log.lock`, the `lock` arbitration design).
+    pub relay_lock_ns: f64,
+    /// Wakeups between receiver and applier, and between applier and
+    /// workers (either direction).
+    pub receiver_applier_wakeups: u64,
+    pub applier_worker_wakeups: u64,
     /// Commits/s and user futex wait of the first and last half of the windows.
     pub tps_halves: Option<(f64, f64)>,
     pub user_futex_halves: Option<(f64, f64)>,
@@ -87,7 +102,14 @@ impl Totals {
         };
         let user_futex = |ws: &[Signals]| roles(ws, &[Role::User]).futex_wait_ns as f64;
         let (mut redo_ns, mut redo_waits, mut dblwr_ns) = (0.0, 0.0, 0.0);
+        let mut relay_lock_ns = 0.0;
         for l in windows.iter().flat_map(|w| &w.named_lock_waits) {
+            if l.lock == "relay_log.lock" {
+                relay_lock_ns += [Role::Receiver, Role::Applier]
+                    .iter()
+                    .filter_map(|r| l.wait_ns_by_role.get(r))
+                    .sum::<u64>() as f64;
+            }
             if l.lock.starts_with("dblwr.") {
                 dblwr_ns += l.wait_ns_by_role.get(&Role::User).copied().unwrap_or(0) as f64;
             }
@@ -141,6 +163,15 @@ impl Totals {
             user_redo_lock_ns: redo_ns,
             user_redo_lock_waits: redo_waits,
             user_dblwr_lock_ns: dblwr_ns,
+            receiver: roles(windows, &[Role::Receiver]),
+            applier: roles(windows, &[Role::Applier]),
+            workers: roles(windows, &[Role::Worker]),
+            applier_threads: role_threads(Role::Applier),
+            worker_threads: role_threads(Role::Worker),
+            relay: files(windows, FileKind::Relay),
+            relay_lock_ns,
+            receiver_applier_wakeups: wake_edges(windows, Role::Receiver, Role::Applier),
+            applier_worker_wakeups: wake_edges(windows, Role::Applier, Role::Worker),
             tps_halves: (half > 0).then(|| (tps(first), tps(last))),
             user_futex_halves: (half > 0).then(|| (user_futex(first), user_futex(last))),
         }
@@ -181,6 +212,16 @@ fn files(windows: &[Signals], kind: FileKind) -> FileTotals {
             fsync_calls: t.fsync_calls + io.fsync_calls,
             fsync_ns: t.fsync_ns + io.fsync_ns,
         })
+}
+
+/// Wakeups between roles `a` and `b`, either way.
+fn wake_edges(windows: &[Signals], a: Role, b: Role) -> u64 {
+    windows
+        .iter()
+        .flat_map(|w| &w.wakeups.by_role)
+        .filter(|e| (e.waker, e.wakee) == (a, b) || (e.waker, e.wakee) == (b, a))
+        .map(|e| e.count)
+        .sum()
 }
 
 fn roles(windows: &[Signals], which: &[Role]) -> RoleTotals {

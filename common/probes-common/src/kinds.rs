@@ -33,6 +33,15 @@ pub enum Role {
     /// Ships or receives the log for replicas (PostgreSQL's walsender and
     /// walreceiver).
     Replication,
+    /// A replica's receiver: fetches the source's events into the relay
+    /// log (MySQL's I/O thread, the bundled engine's `rpl_receiver`).
+    Receiver,
+    /// A replica's applier: reads the relay log and applies or hands out
+    /// transactions (MySQL's SQL thread / coordinator, `rpl_applier`).
+    Applier,
+    /// A replica's parallel worker (`replica_parallel_workers`,
+    /// `rpl_worker_N`).
+    Worker,
     /// Any other thread of the target.
     #[default]
     Other,
@@ -60,6 +69,9 @@ impl Role {
             Role::PageWriter => "page_writer",
             Role::Maintenance => "maintenance",
             Role::Replication => "replication",
+            Role::Receiver => "receiver",
+            Role::Applier => "applier",
+            Role::Worker => "worker",
             Role::Other => "other",
             Role::External => "external",
         }
@@ -83,17 +95,21 @@ pub enum FileKind {
     /// the bundled engine's `dblwr-*.bin`); MariaDB keeps it inside its
     /// system tablespace, counted as data.
     Doublewrite,
+    /// A replica's relay log (the bundled engine's `relay.NNNNNN`,
+    /// MySQL's `*-relay-bin.*`, MariaDB's `*-relay-bin.*`).
+    Relay,
     /// Anything else: sockets, pipes, logs, files closed before they could be named.
     Other,
 }
 
 impl FileKind {
     /// Every kind, in order (kept beside the enum: a new kind goes in both).
-    pub const ALL: [FileKind; 5] = [
+    pub const ALL: [FileKind; 6] = [
         FileKind::Redo,
         FileKind::Binlog,
         FileKind::Data,
         FileKind::Doublewrite,
+        FileKind::Relay,
         FileKind::Other,
     ];
 }
@@ -105,6 +121,7 @@ impl fmt::Display for FileKind {
             FileKind::Binlog => "binlog",
             FileKind::Data => "data",
             FileKind::Doublewrite => "doublewrite",
+            FileKind::Relay => "relay",
             FileKind::Other => "other",
         })
     }

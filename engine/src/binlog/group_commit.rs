@@ -313,9 +313,14 @@ impl GroupCommit {
     }
 
     /// Two-phase commit of a transaction with changes: prepare, then the
-    /// ordered FLUSH / SYNC / COMMIT stages. Returns its commit mark's end lsn.
-    pub fn commit(&self, mut trx: Trx) -> Result<Lsn, CommitError> {
+    /// ordered FLUSH / SYNC / COMMIT stages. Returns its commit mark's end
+    /// lsn. Calls `enrolled` once the transaction is in the FLUSH queue (its binlog and commit order are fixed from then
+    /// on) or has failed before: a replica's worker lets the next one in
+    /// commit order go then, as MySQL's commit-order manager does, so the
+    /// two can still share a group.
+    pub fn commit_enrolled(&self, mut trx: Trx, enrolled: &dyn Fn()) -> Result<Lsn, CommitError> {
         if let Err(e) = self.check_failed() {
+            enrolled();
             self.rollback(trx);
             return Err(e.into());
         }
@@ -336,6 +341,7 @@ impl GroupCommit {
         let (prepare_start, prepare_end, payload) = match prepared {
             Ok(r) => r,
             Err(e) => {
+                enrolled();
                 self.rollback(trx);
                 return Err(e.into());
             }
@@ -355,7 +361,7 @@ impl GroupCommit {
             done: AtomicBool::new(false),
             result: Mutex::new(None),
         });
-        self.ordered_commit(&ticket);
+        self.ordered_commit(&ticket, enrolled);
         let result = named_locks::lock(&ticket.result)
             .take()
             .expect("a finished ticket has a result");
@@ -377,9 +383,11 @@ impl GroupCommit {
         }
     }
 
-    fn ordered_commit(&self, me: &Arc<Ticket>) {
+    fn ordered_commit(&self, me: &Arc<Ticket>, enrolled: &dyn Fn()) {
         // FLUSH
-        if !self.flush_queue.enroll(vec![me.clone()]) {
+        let leader = self.flush_queue.enroll(vec![me.clone()]);
+        enrolled();
+        if !leader {
             return self.wait_done(me);
         }
         let mut writer = self.flush_lock.lock();

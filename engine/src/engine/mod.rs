@@ -554,13 +554,38 @@ impl Engine {
 
     /// Commits: returns the commit's end lsn once it is as durable as
     /// innodb_flush_log_at_trx_commit says. A read-only transaction writes no redo.
-    pub fn commit(&self, mut trx: Trx) -> Result<Lsn, EngineError> {
+    pub fn commit(&self, trx: Trx) -> Result<Lsn, EngineError> {
+        self.commit_ordered(trx, true, &|| {})
+    }
+
+    /// Commits through the redo log only, with log_bin=ON too: a replica's
+    /// own bookkeeping, and its applied transactions with
+    /// `log_replica_updates=OFF` (not written to its binlog).
+    pub fn commit_unlogged(&self, trx: Trx) -> Result<Lsn, EngineError> {
+        self.commit_ordered(trx, false, &|| {})
+    }
+
+    /// Commits as [`Engine::commit`] (`binlogged`, when log_bin=ON) or
+    /// [`Engine::commit_unlogged`], calling `entered` once the commit's
+    /// place among commits is fixed: in the binlog's FLUSH queue, or (redo
+    /// only) once its changes are visible, before the wait for durability;
+    /// or at once when it fails first. A replica's workers chain their
+    /// commits through it (`replica_preserve_commit_order`) and still share
+    /// commit groups, as MySQL's commit-order manager lets them.
+    pub fn commit_ordered(
+        &self,
+        mut trx: Trx,
+        binlogged: bool,
+        entered: &dyn Fn(),
+    ) -> Result<Lsn, EngineError> {
         if let Err(e) = self.check_open() {
+            entered();
             self.rollback(trx);
             return Err(e);
         }
         if trx.is_rolled_back() {
             // A lock error (or the throttle) already ended it: nothing to commit.
+            entered();
             let e = trx.end_error();
             self.rollback(trx);
             return Err(e.into());
@@ -571,40 +596,19 @@ impl Engine {
         trx.enter_commit();
         if trx.is_read_only() {
             trx.apply_commit(self.redo.current_lsn());
+            entered();
             self.counters.commits.fetch_add(1, Ordering::Relaxed);
             return Ok(self.redo.current_lsn());
         }
-        if let Some(binlog) = &self.binlog {
-            let r = binlog.commit(trx);
+        if let (Some(binlog), true) = (&self.binlog, binlogged) {
+            let r = binlog.commit_enrolled(trx, entered);
             self.debug.after_commit();
             return Ok(r?);
         }
-        self.commit_redo(trx)
+        self.commit_redo(trx, entered)
     }
 
-    /// Commits through the redo log only, with log_bin=ON too: a replica's
-    /// own bookkeeping, and its applied transactions with
-    /// `log_replica_updates=OFF` (not written to its binlog).
-    pub fn commit_unlogged(&self, mut trx: Trx) -> Result<Lsn, EngineError> {
-        if let Err(e) = self.check_open() {
-            self.rollback(trx);
-            return Err(e);
-        }
-        if trx.is_rolled_back() {
-            let e = trx.end_error();
-            self.rollback(trx);
-            return Err(e.into());
-        }
-        trx.enter_commit();
-        if trx.is_read_only() {
-            trx.apply_commit(self.redo.current_lsn());
-            self.counters.commits.fetch_add(1, Ordering::Relaxed);
-            return Ok(self.redo.current_lsn());
-        }
-        self.commit_redo(trx)
-    }
-
-    fn commit_redo(&self, trx: Trx) -> Result<Lsn, EngineError> {
+    fn commit_redo(&self, trx: Trx, entered: &dyn Fn()) -> Result<Lsn, EngineError> {
         let r = REDO_BODY.with(|b| {
             let mut body = b.borrow_mut();
             body.clear();
@@ -614,6 +618,7 @@ impl Engine {
         let rec = match r {
             Ok(r) => r,
             Err(e) => {
+                entered();
                 self.rollback(trx);
                 return Err(e.into());
             }
@@ -622,6 +627,7 @@ impl Engine {
             start: rec.start,
             end: rec.end,
         });
+        entered();
         self.redo.mark_closed(rec.start, rec.end);
         self.redo.wait_own(&rec)?;
         let end = rec.end;

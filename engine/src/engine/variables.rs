@@ -215,7 +215,7 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         name: "replica_parallel_workers",
         kind: Kind::UInt { min: 0, max: MAX_WORKERS, unit: "worker threads; 0 = the applier applies alone" },
         default: "4",
-        doc: "A replica's applier hands whole transactions to this many workers, scheduled by the source's commit groups (LOGICAL_CLOCK). Takes effect at the next START REPLICA.",
+        doc: "A replica's applier hands whole transactions to this many workers, scheduled by the source's commit groups (LOGICAL_CLOCK). Live: a running applier drains its workers and starts the new count (MySQL needs STOP/START REPLICA SQL_THREAD).",
         get: |e| Value::UInt(e.replica_settings().parallel_workers() as u64),
         set: Some(|e, v| {
             e.replica_settings().set_parallel_workers(v.as_u64() as u32);
@@ -227,7 +227,7 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         name: "replica_preserve_commit_order",
         kind: Kind::Bool,
         default: "ON",
-        doc: "Workers commit in the source's commit order (a worker waits for its predecessors before it commits). Takes effect at the next START REPLICA.",
+        doc: "Workers commit in the source's commit order (a worker waits for its predecessors before it commits). Live.",
         get: |e| Value::Bool(e.replica_settings().preserve_commit_order()),
         set: Some(|e, v| {
             e.replica_settings().set_preserve_commit_order(v.as_bool());

@@ -47,11 +47,8 @@ pub struct Applier {
 
 impl Applier {
     pub fn run(mut self) -> Result<(), ReplicaError> {
-        let workers = match self.workers {
-            0 => None,
-            n => Some(Workers::start(n, self.ctx.clone())?),
-        };
-        let r = self.coordinate(workers.as_ref());
+        let mut workers = self.start_workers(self.workers)?;
+        let r = self.coordinate(&mut workers);
         let worker_error = workers.and_then(|w| {
             let e = w.failed.lock().take();
             w.join();
@@ -72,7 +69,39 @@ impl Applier {
         }
     }
 
-    fn coordinate(&mut self, workers: Option<&Workers>) -> Result<(), ReplicaError> {
+    fn start_workers(&mut self, n: u32) -> Result<Option<Workers>, ReplicaError> {
+        self.workers = n;
+        match n {
+            0 => Ok(None),
+            n => Workers::start(n, self.ctx.clone()).map(Some),
+        }
+    }
+
+    /// `SET GLOBAL replica_parallel_workers` while running: drain the
+    /// workers (every dispatched transaction applied), then start the new
+    /// count (MySQL needs STOP/START REPLICA SQL_THREAD for this).
+    fn follow_worker_setting(
+        &mut self,
+        workers: &mut Option<Workers>,
+        last: u64,
+    ) -> Result<(), ReplicaError> {
+        let want = self.ctx.engine.replica_settings().parallel_workers();
+        if want == self.workers {
+            return Ok(());
+        }
+        self.drain(last, workers.as_ref())?;
+        if let Some(w) = workers.take() {
+            let failed = w.failed.lock().take();
+            w.join();
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+        *workers = self.start_workers(want)?;
+        Ok(())
+    }
+
+    fn coordinate(&mut self, workers: &mut Option<Workers>) -> Result<(), ReplicaError> {
         let counters = self.ctx.engine.counters().clone();
         let mut reader = RelayReader::open(self.vfs.clone(), self.first_relay_file)?;
         let mut tables: HashMap<u32, TableId> = HashMap::new();
@@ -83,6 +112,7 @@ impl Applier {
             if self.ctx.stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
+            self.follow_worker_setting(workers, ticket_n)?;
             let at = reader.position();
             let queued = self.hot.queued();
             let hot = queued.file == at.file;
@@ -123,7 +153,7 @@ impl Applier {
             if source_file != Some(source_end.file) {
                 // Sequence numbers start again in each source file: every
                 // transaction of the previous one must be applied first.
-                self.drain(ticket_n, workers)?;
+                self.drain(ticket_n, workers.as_ref())?;
                 // Every transaction of the file before this one is applied
                 // (it is the first after the start position, or the file
                 // is new and this is its first).
@@ -143,7 +173,7 @@ impl Applier {
             }
             let ops = map_ops(decode_ops(&payload, source_end)?, &tables, source_end)?;
             let job = Job { ticket, ops };
-            match workers {
+            match workers.as_ref() {
                 None => self.ctx.apply(&job, 0)?,
                 Some(w) => self.dispatch(w, job, clock.last_committed)?,
             }

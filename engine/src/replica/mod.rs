@@ -133,7 +133,6 @@ struct Running {
     applier: JoinHandle<()>,
     progress: Arc<Progress>,
     space: Arc<receiver::Space>,
-    workers: u32,
 }
 
 /// A replica: `START REPLICA` / `STOP REPLICA` / `SHOW REPLICA STATUS`.
@@ -206,7 +205,6 @@ impl Replica {
             engine: e.clone(),
             applied_table: table,
             log_updates: settings.log_replica_updates,
-            preserve_order: settings.preserve_commit_order(),
             progress: progress.clone(),
             stop: stop.clone(),
         });
@@ -255,7 +253,6 @@ impl Replica {
             applier,
             progress,
             space,
-            workers,
         });
         Ok(())
     }
@@ -274,17 +271,17 @@ impl Replica {
     /// `SHOW REPLICA STATUS`.
     pub fn status(&self) -> ReplicaStatus {
         let running = crate::named_locks::lock(&self.running);
-        let (applied, space, workers) = match running.as_ref() {
-            Some(r) => (r.progress.low_water(), r.space.used(), r.workers),
+        let (applied, space) = match running.as_ref() {
+            Some(r) => (r.progress.low_water(), r.space.used()),
             None => (
                 applied::load(&self.engine)
                     .ok()
                     .flatten()
                     .map_or(applied::binlog_start(), |a| a.low_water),
                 0,
-                self.engine.replica_settings().parallel_workers(),
             ),
         };
+        let workers = self.engine.replica_settings().parallel_workers();
         ReplicaStatus {
             state: self.status.snapshot(applied),
             relay_log_space: space,

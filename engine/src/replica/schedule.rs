@@ -9,9 +9,10 @@
 //! and the sequence number (for `LOGICAL_CLOCK`: a transaction whose
 //! `last_committed` is at most the watermark's sequence waits for nothing).
 //! With `replica_preserve_commit_order`, a worker commits ticket `t` only
-//! once every ticket before it is done (the low-water mark reached `t - 1`).
+//! once every ticket before it is done or has entered its commit (MySQL's
+//! commit-order manager: the next one may join the same binlog group).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::binlog::file::BinlogPos;
@@ -34,6 +35,9 @@ struct State {
     /// sequence (its file's sequence; 0 after a file change).
     low_water: BinlogPos,
     low_water_seq: u64,
+    /// Tickets at or after `next` whose commit has entered its place
+    /// (the binlog's FLUSH queue, or visible): see [`Progress::entered`].
+    entered: BTreeSet<u64>,
 }
 
 pub struct Progress {
@@ -53,6 +57,7 @@ impl Progress {
                     done: BTreeMap::new(),
                     low_water,
                     low_water_seq: 0,
+                    entered: BTreeSet::new(),
                 },
             ),
             changed: NamedCondvar::new("replica.progress_changed"),
@@ -68,6 +73,7 @@ impl Progress {
             let Some(d) = s.done.remove(&next) else { break };
             s.low_water = d.pos;
             s.low_water_seq = d.sequence;
+            s.entered.remove(&next);
             s.next += 1;
         }
         drop(s);
@@ -129,12 +135,26 @@ impl Progress {
         self.state.lock().low_water_seq = applied;
     }
 
-    /// Commit-order turnstile: waits until ticket `n - 1` committed (or
-    /// `stop` says to give up); true when it is `n`'s turn.
+    /// Ticket `n`'s commit has its place in the commit order (it is in the
+    /// binlog's FLUSH queue, or visible): the next ticket may commit.
+    pub fn entered(&self, n: u64) {
+        let mut s = self.state.lock();
+        if n >= s.next {
+            s.entered.insert(n);
+        }
+        drop(s);
+        self.changed.notify_all();
+    }
+
+    /// Commit-order turnstile: waits until every ticket before `n` is done
+    /// or has entered its commit (or `stop` says to give up); true when it
+    /// is `n`'s turn. Waiting for the predecessors to *enter* rather than
+    /// finish lets consecutive tickets share a commit group.
     pub fn wait_turn(&self, n: u64, stop: &dyn Fn() -> bool) -> bool {
         let mut s = self.state.lock();
         loop {
-            if s.next >= n {
+            let ready = (s.next..n).all(|k| s.entered.contains(&k) || s.done.contains_key(&k));
+            if ready {
                 return true;
             }
             if stop() {

@@ -41,7 +41,6 @@ pub struct ApplyCtx {
     pub engine: Arc<Engine>,
     pub applied_table: TableId,
     pub log_updates: bool,
-    pub preserve_order: bool,
     pub progress: Arc<Progress>,
     pub stop: Arc<AtomicBool>,
 }
@@ -95,7 +94,8 @@ impl ApplyCtx {
             e.rollback(trx);
             return Err(err);
         }
-        if self.preserve_order {
+        let ordered = e.replica_settings().preserve_commit_order();
+        if ordered {
             let t = Instant::now();
             let waited = self.progress.wait_turn(job.ticket.n, &|| self.stopping());
             if !waited {
@@ -108,11 +108,12 @@ impl ApplyCtx {
                     .fetch_add(1, Ordering::Relaxed);
             }
         }
-        if self.log_updates {
-            e.commit(trx)?;
-        } else {
-            e.commit_unlogged(trx)?;
-        }
+        let entered = || {
+            if ordered {
+                self.progress.entered(job.ticket.n);
+            }
+        };
+        e.commit_ordered(trx, self.log_updates, &entered)?;
         Ok(true)
     }
 }
