@@ -8,13 +8,15 @@
 //! ([`results`]), so an interrupted sweep resumes ([`driver`]). The [`oracle`]
 //! names the best configuration of each scenario and whether it wins beyond
 //! run-to-run noise (Welch's t-test, from `redoctor-stats`); [`plot`]
-//! draws it. The `redoctor-sweep` binary drives all three.
+//! draws it. The `redoctor-sweep` binary drives all three, and charts the
+//! replica bench ([`replica_plot`]).
 
 pub mod cell;
 pub mod driver;
 pub mod grid;
 pub mod oracle;
 pub mod plot;
+pub mod replica_plot;
 pub mod results;
 
 pub use cell::CellRunner;

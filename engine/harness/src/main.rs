@@ -36,6 +36,18 @@ enum Command {
     Oracle(OracleArgs),
     /// SVG charts and an index.html from a results file.
     Plot(PlotArgs),
+    /// Charts and a markdown table of the replica bench's JSON lines
+    /// (engine/workload/examples/replica_apply.rs).
+    PlotReplica(PlotReplicaArgs),
+}
+
+#[derive(Args, Debug)]
+struct PlotReplicaArgs {
+    /// The bench's output (one JSON object per line).
+    results: PathBuf,
+    /// Directory for the SVG files (created if needed).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -90,6 +102,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => cmd_sweep(a),
         Command::Oracle(a) => cmd_oracle(a),
         Command::Plot(a) => cmd_plot(a),
+        Command::PlotReplica(a) => cmd_plot_replica(a),
     };
     match result {
         Ok(code) => code,
@@ -191,6 +204,19 @@ fn cmd_oracle(a: OracleArgs) -> Result<ExitCode> {
     } else {
         print!("{report}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_plot_replica(a: PlotReplicaArgs) -> Result<ExitCode> {
+    let cells = sweep::replica_plot::load(&a.results)?;
+    anyhow::ensure!(
+        cells.iter().all(|c| c.tables_equal),
+        "{}: a cell's replica differs from its source",
+        a.results.display()
+    );
+    let files = sweep::replica_plot::plot(&cells, &a.out)?;
+    print!("{}", sweep::replica_plot::table(&cells));
+    println!("wrote {} charts in {}", files.len(), a.out.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,12 +4,12 @@
 //!
 //! ```text
 //! cargo run --release -p redoctor-workload --example replica_apply -- \
-//!     [DIR] [BACKLOG_TRX] [ROUNDS] [WORKERS,..] [WORKLOADS,..]
+//!     [DIR] [BACKLOG_TRX] [ROUNDS] [WORKERS,..] [WORKLOADS,..] [durable|nondurable|both]
 //! ```
 //!
 //! Per cell: a source engine (`log_bin=ON`) and a replica engine are
 //! prepared alike on real files under DIR (4 tables × 10 000 rows); the
-//! workload runs on the source with 64 users, in half-second runs, until
+//! workload runs on the source with 64 users, in quarter-second runs, until
 //! its binlog holds BACKLOG_TRX transactions (default 20 000) while the
 //! replica is stopped (the backlog); then the replica starts, and while 4
 //! source threads keep writing (single-row `k` updates), the time until
@@ -143,7 +143,7 @@ fn run_cell(dir: &Path, c: &Cell<'_>) -> serde_json::Value {
     cfg.tables = TABLES;
     cfg.table_size = ROWS;
     cfg.warmup = Duration::ZERO;
-    cfg.duration = Duration::from_millis(500);
+    cfg.duration = Duration::from_millis(250);
     let mut chunk = 0;
     while status(&src, "Binlog_commits") < c.backlog_trx {
         cfg.seed = Some(chunk);
@@ -226,9 +226,14 @@ fn main() {
         .map(|w| w.parse().expect("worker counts are integers"))
         .collect();
     let workloads = list(&args, 4, "update_index,read_write");
+    let durabilities: Vec<bool> = match args.get(5).map(String::as_str) {
+        Some("durable") => vec![true],
+        Some("nondurable") => vec![false],
+        _ => vec![true, false],
+    };
     for round in 0..rounds {
         for wl in &workloads {
-            for durable in [true, false] {
+            for &durable in &durabilities {
                 for &w in &workers {
                     let designs = if round % 2 == 0 {
                         ["lock", "position"]
