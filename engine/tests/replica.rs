@@ -98,6 +98,16 @@ fn load(e: &Arc<Engine>, users: usize, n: usize, seed: u64) {
     }
 }
 
+/// Every event of `e`'s binlog, in order.
+fn binlog_events(e: &Engine) -> Vec<redoctor_engine::DumpEvent> {
+    e.binlog_dump(
+        redoctor_engine::BinlogPos::default(),
+        1 << 20,
+        Duration::ZERO,
+    )
+    .unwrap()
+}
+
 type Tables = BTreeMap<String, BTreeMap<i64, Row>>;
 
 fn user_tables(e: &Engine) -> Tables {
@@ -141,13 +151,7 @@ fn check(settings: &[(&str, &str)]) -> (Arc<Engine>, Arc<Engine>, Replica) {
 /// Each binlog event's row changes by table name (the applied-position
 /// table left out), in binlog order.
 fn binlog_changes(e: &Engine) -> Vec<Vec<(String, i64, Option<Row>)>> {
-    let events = e
-        .binlog_dump(
-            redoctor_engine::BinlogPos::default(),
-            1 << 20,
-            Duration::ZERO,
-        )
-        .unwrap();
+    let events = binlog_events(e);
     events
         .into_iter()
         .map(|ev| {
@@ -176,14 +180,7 @@ fn replica_equals_source_in_every_design_and_worker_count() {
                 ("sync_relay_log", "1"),
             ]);
             let applied = common::status(&rep, "Replica_trx_applied");
-            let events = src
-                .binlog_dump(
-                    redoctor_engine::BinlogPos::default(),
-                    1 << 20,
-                    Duration::ZERO,
-                )
-                .unwrap()
-                .len() as u64;
+            let events = binlog_events(&src).len() as u64;
             assert_eq!(
                 applied, events,
                 "{arb} {workers}: each source trx applied once"
@@ -280,14 +277,7 @@ fn power_cut_during_apply_loses_nothing_and_applies_nothing_twice() {
         let r = Replica::new(rep.clone());
         r.start(Box::new(LocalSource(src.clone()))).unwrap();
         // Cut power somewhere in the middle of applying.
-        let events = src
-            .binlog_dump(
-                redoctor_engine::BinlogPos::default(),
-                1 << 20,
-                Duration::ZERO,
-            )
-            .unwrap()
-            .len() as u64;
+        let events = binlog_events(&src).len() as u64;
         let target = rng.gen_range(10..events * 4 / 5);
         let t0 = std::time::Instant::now();
         while common::status(&rep, "Replica_trx_applied") < target {
@@ -310,35 +300,14 @@ fn power_cut_during_apply_loses_nothing_and_applies_nothing_twice() {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let rep = Engine::open(o).unwrap();
-        let before = rep
-            .binlog_dump(
-                redoctor_engine::BinlogPos::default(),
-                1 << 20,
-                Duration::ZERO,
-            )
-            .unwrap()
-            .len();
+        let before = binlog_events(&rep).len();
         let r = Replica::new(rep.clone());
         r.start(Box::new(LocalSource(src.clone()))).unwrap();
         catch_up(&src, &r);
         r.stop();
         assert_eq!(user_tables(&src), user_tables(&rep), "seed {seed}");
-        let total = src
-            .binlog_dump(
-                redoctor_engine::BinlogPos::default(),
-                1 << 20,
-                Duration::ZERO,
-            )
-            .unwrap()
-            .len();
-        let after = rep
-            .binlog_dump(
-                redoctor_engine::BinlogPos::default(),
-                1 << 20,
-                Duration::ZERO,
-            )
-            .unwrap()
-            .len();
+        let total = binlog_events(&src).len();
+        let after = binlog_events(&rep).len();
         let applied_now = common::status(&rep, "Replica_trx_applied") as usize;
         assert_eq!(after, total, "seed {seed}: each source trx in the replica's binlog once ({before} survived the cut, {applied_now} applied after)");
         assert_eq!(before + applied_now, total, "seed {seed}");

@@ -68,26 +68,48 @@ pub struct LogicalClock {
     pub sequence: u64,
 }
 
-/// Appends one framed event to `out`.
-pub fn encode_event(xid: u64, clock: LogicalClock, payload: &[u8], out: &mut Vec<u8>) {
+/// The running checksum of a payload, computed where the payload is made
+/// (the committing thread), so that framing it (the FLUSH stage's leader,
+/// serially for its group) only checksums the 28-byte header.
+pub fn payload_crc(payload: &[u8]) -> crc32fast::Hasher {
+    let mut h = crc32fast::Hasher::new();
+    h.update(payload);
+    h
+}
+
+/// Appends one framed event to `out`; `crc` is [`payload_crc`] of `payload`.
+pub fn encode_event(
+    xid: u64,
+    clock: LogicalClock,
+    payload: &[u8],
+    crc: &crc32fast::Hasher,
+    out: &mut Vec<u8>,
+) {
     let at = out.len();
     let len = u32::try_from(payload.len()).expect("binlog payload larger than 4 GiB");
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&xid.to_le_bytes());
     out.extend_from_slice(&clock.last_committed.to_le_bytes());
     out.extend_from_slice(&clock.sequence.to_le_bytes());
+    let mut h = crc32fast::Hasher::new();
+    h.update(&out[at..]);
+    h.combine(crc);
     out.extend_from_slice(payload);
-    let crc = crc32fast::hash(&out[at..]);
-    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&h.finalize().to_le_bytes());
 }
 
-fn header(seq: u64) -> Vec<u8> {
+/// A file header: `magic | seq u64 | crc32` (the binlog's and the relay log's).
+pub(crate) fn file_header(magic: &[u8; 8], seq: u64) -> Vec<u8> {
     let mut h = Vec::with_capacity(FILE_HDR as usize);
-    h.extend_from_slice(MAGIC);
+    h.extend_from_slice(magic);
     h.extend_from_slice(&seq.to_le_bytes());
     let crc = crc32fast::hash(&h);
     h.extend_from_slice(&crc.to_le_bytes());
     h
+}
+
+fn header(seq: u64) -> Vec<u8> {
+    file_header(MAGIC, seq)
 }
 
 pub(crate) fn io_err<'a>(
@@ -472,22 +494,22 @@ impl BinlogWriter {
         })
     }
 
-    /// Frames one commit group's `(xid, payload)` events into `out`, giving
+    /// Frames one commit group's `(xid, payload, payload_crc)` events into `out`, giving
     /// them the group's logical clock. Call [`BinlogWriter::append`] with
     /// `out` next, before any other group is framed.
     pub fn frame_group<'a>(
         &mut self,
-        events: impl IntoIterator<Item = (u64, &'a [u8])>,
+        events: impl IntoIterator<Item = (u64, &'a [u8], &'a crc32fast::Hasher)>,
         out: &mut Vec<u8>,
     ) {
         let last_committed = self.sequence;
-        for (xid, payload) in events {
+        for (xid, payload, crc) in events {
             self.sequence += 1;
             let clock = LogicalClock {
                 last_committed,
                 sequence: self.sequence,
             };
-            encode_event(xid, clock, payload, out);
+            encode_event(xid, clock, payload, crc, out);
         }
     }
 

@@ -99,8 +99,10 @@ impl BinlogSettings {
 /// One committing transaction in the stages.
 struct Ticket {
     xid: u64,
-    /// Its binlog event's payload (framed by the flush stage).
+    /// Its binlog event's payload (framed by the flush stage) and the
+    /// payload's checksum, computed by the committing thread.
     payload: Vec<u8>,
+    payload_crc: crc32fast::Hasher,
     /// Set on the last ticket of a flush group: where its events end.
     end: OnceLock<BinlogPos>,
     prepare_start: Lsn,
@@ -330,15 +332,16 @@ impl GroupCommit {
             body.clear();
             trx.encode_redo(&mut body);
             let payload = body.clone();
+            let crc = file::payload_crc(&payload);
             record::commit_body_to_prepare(&mut body);
             let r = self.redo.append(&body)?;
             // Registered before it is closed: a checkpoint that sees the
             // record closed also sees it in flight.
             self.in_flight.lock().insert(r.0);
             self.redo.mark_closed(r.0, r.1);
-            Ok::<_, crate::redo::RedoError>((r.0, r.1, payload))
+            Ok::<_, crate::redo::RedoError>((r.0, r.1, payload, crc))
         });
-        let (prepare_start, prepare_end, payload) = match prepared {
+        let (prepare_start, prepare_end, payload, payload_crc) = match prepared {
             Ok(r) => r,
             Err(e) => {
                 enrolled();
@@ -353,6 +356,7 @@ impl GroupCommit {
         let ticket = Arc::new(Ticket {
             xid,
             payload,
+            payload_crc,
             end: OnceLock::new(),
             prepare_start,
             prepare_end,
@@ -439,7 +443,9 @@ impl GroupCommit {
             .sum();
         let mut buf = Vec::with_capacity(bytes);
         writer.frame_group(
-            group.iter().map(|t| (t.xid, t.payload.as_slice())),
+            group
+                .iter()
+                .map(|t| (t.xid, t.payload.as_slice(), &t.payload_crc)),
             &mut buf,
         );
         let write = writer.append(&buf).and_then(|()| {

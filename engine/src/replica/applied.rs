@@ -105,44 +105,22 @@ pub fn record(
 /// One transaction: writes `low_water` and removes every row below it.
 /// Every transaction up to `low_water` must be committed.
 pub fn compact(engine: &Engine, table: TableId, low_water: BinlogPos) -> Result<(), EngineError> {
-    let lw = key(low_water);
-    let mut trx = engine.begin();
-    let below = match trx.range(table, i64::MIN, lw - 1) {
-        Ok(r) => r,
-        Err(e) => {
-            engine.rollback(trx);
-            return Err(e.into());
-        }
-    };
-    let r = (|| {
-        for (id, _) in below {
-            trx.delete(table, id)?;
-        }
-        record(&mut trx, table, low_water, 0)
-    })();
-    match r {
-        Ok(()) => engine.commit_unlogged(trx).map(|_| ()),
-        Err(e) => {
-            engine.rollback(trx);
-            Err(e)
-        }
-    }
+    rewrite(engine, table, key(low_water) - 1, low_water)
 }
 
 /// `CHANGE REPLICATION SOURCE TO ... SOURCE_LOG_FILE/POS`: starts the
 /// record over at `at` (everything before it counts as applied).
 pub fn reset(engine: &Engine, at: BinlogPos) -> Result<(), EngineError> {
     let table = ensure_table(engine)?;
+    rewrite(engine, table, i64::MAX, at)
+}
+
+/// One redo-only transaction: removes the rows up to `upto` and writes
+/// the low-water row `at`.
+fn rewrite(engine: &Engine, table: TableId, upto: i64, at: BinlogPos) -> Result<(), EngineError> {
     let mut trx = engine.begin();
-    let rows = match trx.range(table, i64::MIN, i64::MAX) {
-        Ok(r) => r,
-        Err(e) => {
-            engine.rollback(trx);
-            return Err(e.into());
-        }
-    };
     let r = (|| {
-        for (id, _) in rows {
+        for (id, _) in trx.range(table, i64::MIN, upto)? {
             trx.delete(table, id)?;
         }
         record(&mut trx, table, at, 0)

@@ -30,8 +30,8 @@ use super::ReplicaError;
 
 const PREFIX: &str = "relay.";
 const MAGIC: &[u8; 8] = b"RDOCRLY1";
-/// Bytes of a relay file header.
-pub const FILE_HDR: u64 = 20;
+/// Bytes of a relay file header (laid out as the binlog's).
+pub const FILE_HDR: u64 = crate::binlog::file::FILE_HDR;
 const REC_HDR: usize = 5;
 const REC_TRL: usize = 4;
 const KIND_TABLE_MAP: u8 = 1;
@@ -142,12 +142,7 @@ impl RelayRecord {
 }
 
 fn header(seq: u64) -> Vec<u8> {
-    let mut h = Vec::with_capacity(FILE_HDR as usize);
-    h.extend_from_slice(MAGIC);
-    h.extend_from_slice(&seq.to_le_bytes());
-    let crc = crc32fast::hash(&h);
-    h.extend_from_slice(&crc.to_le_bytes());
-    h
+    crate::binlog::file::file_header(MAGIC, seq)
 }
 
 fn io_err<'a>(what: &'static str, file: &'a str) -> impl Fn(io::Error) -> ReplicaError + 'a {

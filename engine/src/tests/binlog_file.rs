@@ -20,7 +20,8 @@ fn write(w: &mut BinlogWriter, first: u64, n: u64) {
     for xid in first..first + n {
         let mut ev = Vec::new();
         let p = payload(xid);
-        w.frame_group([(xid, p.as_slice())], &mut ev);
+        let crc = file::payload_crc(&p);
+        w.frame_group([(xid, p.as_slice(), &crc)], &mut ev);
         w.append(&ev).unwrap();
         if w.needs_rotation() {
             w.rotate().unwrap();
@@ -92,9 +93,10 @@ fn a_group_shares_its_last_committed() {
     let vfs = Arc::new(SimVfs::new());
     let mut w = BinlogWriter::open(vfs.clone(), Vec::new(), FILE_HDR, 0, 1 << 20).unwrap();
     let p = payload(1);
+    let crc = file::payload_crc(&p);
     for group in [3usize, 1, 4] {
         let mut buf = Vec::new();
-        w.frame_group((0..group).map(|i| (i as u64, p.as_slice())), &mut buf);
+        w.frame_group((0..group).map(|i| (i as u64, p.as_slice(), &crc)), &mut buf);
         w.append(&buf).unwrap();
     }
     let clocks: Vec<(u64, u64)> = file::read_all(vfs.as_ref())
@@ -205,7 +207,8 @@ fn torn_tail_after_power_cut() {
         for xid in 1..=n {
             let mut ev = Vec::new();
             let p = payload(xid);
-            w.frame_group([(xid, p.as_slice())], &mut ev);
+            let crc = file::payload_crc(&p);
+            w.frame_group([(xid, p.as_slice(), &crc)], &mut ev);
             w.append(&ev).unwrap();
             if rng.gen_bool(0.1) {
                 w.file().sync_data().unwrap();
