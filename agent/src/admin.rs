@@ -327,7 +327,9 @@ impl Admin {
     /// name = value` and a configuration reload (PostgreSQL); the server
     /// validates (a refused value changes nothing). A static setting is
     /// refused before it is tried, or when a MySQL-protocol server answers
-    /// that it is read-only (error 1238).
+    /// that it is read-only (error 1238). A setting a replica's applier
+    /// reads only at its start (error 1198) is set with the SQL thread
+    /// stopped and started again.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
         check_name(name)?;
         let v = sql_value(value)?;
@@ -337,6 +339,9 @@ impl Admin {
         let socket = self.socket.clone();
         match &mut self.conn {
             Client::Mysql(conn) => match conn.query_drop(format!("SET GLOBAL {name} = {v}")) {
+                Err(mysql::Error::MySqlError(e)) if e.code == ER_SLAVE_MUST_STOP => {
+                    set_with_applier_stopped(conn, name, &v, &socket)
+                }
                 Err(mysql::Error::MySqlError(e)) if e.code == ER_INCORRECT_GLOBAL_LOCAL_VAR => {
                     bail!(
                         "{} (the server said: {})",
@@ -415,6 +420,36 @@ impl Admin {
 
 /// MySQL/MariaDB error 1238: "Variable '%s' is a read only variable".
 const ER_INCORRECT_GLOBAL_LOCAL_VAR: u16 = 1238;
+/// "This operation cannot be performed as you have a running slave".
+const ER_SLAVE_MUST_STOP: u16 = 1198;
+
+/// A setting a replica's applier reads only when it starts (MariaDB's
+/// `slave_parallel_threads` and `slave_parallel_mode`): stop the SQL
+/// thread, set it, start the SQL thread again, as the server's error asks
+/// and MariaDB's documentation describes. The receiver keeps running, so
+/// nothing queued is lost; the SQL thread is restarted even when the
+/// server refuses the value.
+fn set_with_applier_stopped(
+    conn: &mut mysql::Conn,
+    name: &str,
+    v: &str,
+    socket: &str,
+) -> Result<()> {
+    conn.query_drop("STOP SLAVE SQL_THREAD").with_context(|| {
+        format!("{name} needs the replica's SQL thread stopped; STOP SLAVE SQL_THREAD on the server at {socket}")
+    })?;
+    let set = conn.query_drop(format!("SET GLOBAL {name} = {v}"));
+    let start = conn.query_drop("START SLAVE SQL_THREAD");
+    set.with_context(|| {
+        format!("SET GLOBAL {name} = {v} (replica SQL thread stopped) on the server at {socket}")
+    })?;
+    start.with_context(|| {
+        format!(
+            "restarting the replica's SQL thread after SET GLOBAL {name} = {v} on the server at \
+             {socket}: run START SLAVE SQL_THREAD there"
+        )
+    })
+}
 
 fn needs_restart(name: &str, value: &str, socket: &str) -> String {
     format!(

@@ -195,6 +195,21 @@ pub struct StackRoleRule {
     pub symbols: Vec<String>,
     pub role: Role,
     pub otherwise: Role,
+    /// Threads inside one of these functions take its role instead,
+    /// the first match in order winning (a replica's receiver, applier and
+    /// workers run their own thread functions, not the command loop). A
+    /// binary that exports none of a match's functions just has no such
+    /// threads.
+    #[serde(default)]
+    pub before: Vec<StackRoleMatch>,
+}
+
+/// One ordered match of [`StackRoleRule::before`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StackRoleMatch {
+    pub symbols: Vec<String>,
+    pub role: Role,
 }
 
 /// Why a profile could not be had.

@@ -55,9 +55,10 @@ pub enum StackRolesError {
 #[derive(Debug)]
 pub struct StackRoles {
     pid: u32,
-    /// Runtime address ranges of the functions, `[start, end)`.
-    ranges: Vec<(u64, u64)>,
-    role: Role,
+    /// Runtime address ranges `[start, end)` of each match's functions,
+    /// with its role, in priority order (the rule's `before` matches, then
+    /// its own symbols).
+    groups: Vec<(Vec<(u64, u64)>, Role)>,
     otherwise: Role,
     decided: HashMap<u32, Role>,
     /// The threads of the previous refresh: a thread that exited since
@@ -69,7 +70,7 @@ pub struct StackRoles {
 /// What a scan of one thread's stack found.
 #[derive(Debug, PartialEq, Eq)]
 enum Scan {
-    Found,
+    Found(Role),
     NotFound,
     /// Running, exited, or unreadable: ask again later.
     Unknown,
@@ -87,36 +88,47 @@ impl StackRoles {
         };
         let data = std::fs::read(&exe).map_err(|e| bin_err(e.to_string()))?;
         let file = object::File::parse(&*data).map_err(|e| bin_err(e.to_string()))?;
-        let mut funcs = Vec::new();
-        for sym in file.dynamic_symbols().chain(file.symbols()) {
-            if sym.size() > 0 && rule.symbols.iter().any(|s| sym.name() == Ok(s)) {
-                funcs.push((sym.address(), sym.size()));
+        // Link-time address -> file offset -> where the process maps it.
+        let offsets = FileOffsets::of(&file);
+        let ranges_of = |symbols: &[String]| -> (usize, Vec<(u64, u64)>) {
+            let mut found = 0;
+            let mut ranges = Vec::new();
+            for sym in file.dynamic_symbols().chain(file.symbols()) {
+                if sym.size() > 0 && symbols.iter().any(|s| sym.name() == Ok(s)) {
+                    found += 1;
+                    let mapped = offsets
+                        .get(sym.address())
+                        .and_then(|off| mapped_address(pid, &real, off));
+                    if let Some(at) = mapped {
+                        ranges.push((at, at + sym.size()));
+                    }
+                }
+            }
+            ranges.sort_unstable();
+            ranges.dedup();
+            (found, ranges)
+        };
+        let mut groups = Vec::new();
+        for m in &rule.before {
+            let (_, ranges) = ranges_of(&m.symbols);
+            if !ranges.is_empty() {
+                groups.push((ranges, m.role));
             }
         }
-        if funcs.is_empty() {
+        let (found, ranges) = ranges_of(&rule.symbols);
+        if found == 0 {
             return Err(StackRolesError::NoSymbol {
                 path,
                 symbols: rule.symbols.join(", "),
             });
         }
-        // Link-time address -> file offset -> where the process maps it.
-        let offsets = FileOffsets::of(&file);
-        let mut ranges: Vec<(u64, u64)> = funcs
-            .into_iter()
-            .filter_map(|(a, n)| {
-                let at = mapped_address(pid, &real, offsets.get(a)?)?;
-                Some((at, at + n))
-            })
-            .collect();
         if ranges.is_empty() {
             return Err(StackRolesError::NotMapped { path, pid });
         }
-        ranges.sort_unstable();
-        ranges.dedup();
+        groups.push((ranges, rule.role));
         Ok(StackRoles {
             pid,
-            ranges,
-            role: rule.role,
+            groups,
             otherwise: rule.otherwise,
             decided: HashMap::new(),
             last: HashSet::new(),
@@ -148,8 +160,8 @@ impl StackRoles {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }
             todo.retain(|&tid| match self.scan(tid, &maps, &mem) {
-                Scan::Found => {
-                    self.decided.insert(tid, self.role);
+                Scan::Found(role) => {
+                    self.decided.insert(tid, role);
                     false
                 }
                 Scan::NotFound => {
@@ -180,18 +192,28 @@ impl StackRoles {
         let Ok(n) = mem.read_at(&mut buf, sp) else {
             return Scan::Unknown;
         };
-        if self.holds_return_address(&buf[..n]) {
-            Scan::Found
-        } else {
-            Scan::NotFound
+        match self.role_on(&buf[..n]) {
+            Some(role) => Scan::Found(role),
+            None => Scan::NotFound,
         }
     }
 
-    fn holds_return_address(&self, stack: &[u8]) -> bool {
-        stack.chunks_exact(8).any(|w| {
+    /// The role of the first group with a return address on `stack`.
+    fn role_on(&self, stack: &[u8]) -> Option<Role> {
+        let mut best: Option<usize> = None;
+        for w in stack.chunks_exact(8) {
             let v = u64::from_le_bytes(w.try_into().unwrap());
-            self.ranges.iter().any(|(a, b)| v > *a && v <= *b)
-        })
+            let hit = self.groups[..best.unwrap_or(self.groups.len())]
+                .iter()
+                .position(|(ranges, _)| ranges.iter().any(|(a, b)| v > *a && v <= *b));
+            if let Some(g) = hit {
+                best = Some(g);
+                if g == 0 {
+                    break;
+                }
+            }
+        }
+        best.map(|g| self.groups[g].1)
     }
 }
 
@@ -238,6 +260,34 @@ mod tests {
     }
 
     #[test]
+    fn the_first_match_in_order_wins_wherever_it_sits_on_the_stack() {
+        let roles = StackRoles {
+            pid: 0,
+            groups: vec![
+                (vec![(0x1000, 0x1100)], Role::Receiver),
+                (vec![(0x2000, 0x2100), (0x3000, 0x3100)], Role::Applier),
+                (vec![(0x9000, 0x9100)], Role::User),
+            ],
+            otherwise: Role::Other,
+            decided: HashMap::new(),
+            last: HashSet::new(),
+        };
+        let stack =
+            |words: &[u64]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+        assert_eq!(
+            roles.role_on(&stack(&[5, 0x9010, 0x3008])),
+            Some(Role::Applier)
+        );
+        assert_eq!(
+            roles.role_on(&stack(&[0x9010, 0x3008, 0x1001])),
+            Some(Role::Receiver)
+        );
+        assert_eq!(roles.role_on(&stack(&[0x9100])), Some(Role::User));
+        // A function's start is not a return address into it.
+        assert_eq!(roles.role_on(&stack(&[0x9000, 7])), None);
+    }
+
+    #[test]
     fn mapping_end_finds_the_range() {
         let maps = "5600-5700 r-xp 00000000 08:01 1 /usr/sbin/x\n\
                     7f00-7f80 rw-p 00000000 00:00 0 \n";
@@ -276,6 +326,7 @@ mod tests {
             symbols: vec!["redoctor_stack_role_marker".into()],
             role: Role::User,
             otherwise: Role::Other,
+            before: Vec::new(),
         };
         let mut roles = StackRoles::resolve(std::process::id(), &rule).unwrap();
         // Each blocks in recv (a futex wait) once it has sent its tid.

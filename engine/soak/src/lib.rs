@@ -16,9 +16,12 @@
 //!   report, TPC-C conditions), captured from an open engine;
 //! - [`check`]: the expected-state check;
 //! - [`runner`]: the processes of a trial, the kill, the verdict;
-//! - [`summary`]: totals over a soak, as text and JSON.
+//! - [`summary`]: totals over a soak, as text and JSON;
+//! - [`replica`]: the replica soak (`redoctor-soak replica`): kill a
+//!   replica while it applies, check it against its source after catch-up.
 
 pub mod check;
+pub mod replica;
 pub mod runner;
 pub mod state;
 pub mod summary;

@@ -22,6 +22,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use redoctor_engine::page_store::doublewrite::Design;
 use redoctor_engine::{Engine, EngineOptions};
 use redoctor_soak::check;
+use redoctor_soak::replica::{self, run::ReplicaSoakOptions, ReplicaSummary};
 use redoctor_soak::runner::{self, SoakOptions, TearOutcome, TrialResult};
 use redoctor_soak::state;
 use redoctor_soak::summary::Summary;
@@ -50,6 +51,40 @@ enum Command {
     /// Check a kept trial's files again: the base state, the run's journal, the recovered state.
     #[command(hide = true)]
     Check(CheckArgs),
+    /// kill -9 a replica while it applies, restart it, let it catch up,
+    /// check its tables (and its own binlog) against the source's.
+    Replica(ReplicaArgs),
+}
+
+#[derive(Args, Debug)]
+struct ReplicaArgs {
+    /// Number of trials (each kills its replica 1-3 times).
+    #[arg(long, default_value_t = 100, conflicts_with = "replay")]
+    trials: usize,
+    /// Master seed the trial seeds derive from (random if absent; printed).
+    #[arg(long, conflicts_with = "replay")]
+    seed: Option<u64>,
+    /// Rerun the trial with this seed (a failing trial prints it).
+    #[arg(long, value_name = "SEED")]
+    replay: Option<u64>,
+    /// Keep every trial's directory, not only the failing ones.
+    #[arg(long)]
+    keep: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// The redoctor-engine binary (default: the one beside this program).
+    #[arg(long, value_name = "PATH")]
+    engine: Option<PathBuf>,
+    /// Where trial directories are made (default: a new directory in the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Latest kill, in ms after a replica process applied its first transaction.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u64).range(11..=600_000))]
+    max_kill_ms: u64,
+    /// How long the final catch-up may take before the trial fails.
+    #[arg(long, default_value = "180s", value_parser = redoctor_args::positive_duration)]
+    catch_up_timeout: Duration,
 }
 
 #[derive(Args, Debug)]
@@ -162,6 +197,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::RecoverState(a)) => recover_state(a),
         Some(Command::Check(a)) => check_files(a),
+        Some(Command::Replica(a)) => replica_soak(a),
         None => soak(cli.soak),
     };
     match result {
@@ -174,9 +210,8 @@ fn main() -> ExitCode {
 }
 
 /// `--engine`, or `redoctor-engine` beside this program; checked.
-fn engine_binary(a: &SoakArgs, me: &std::path::Path) -> Result<PathBuf> {
-    let p = a
-        .engine
+fn engine_binary(engine: &Option<PathBuf>, me: &std::path::Path) -> Result<PathBuf> {
+    let p = engine
         .clone()
         .unwrap_or_else(|| me.with_file_name("redoctor-engine"));
     runner::check_engine_binary(&p).map_err(anyhow::Error::msg)?;
@@ -185,7 +220,7 @@ fn engine_binary(a: &SoakArgs, me: &std::path::Path) -> Result<PathBuf> {
 
 fn soak(a: SoakArgs) -> Result<ExitCode> {
     let me = std::env::current_exe().context("cannot find this program's own path")?;
-    let engine = engine_binary(&a, &me)?;
+    let engine = engine_binary(&a.engine, &me)?;
     if a.replay.is_none() && a.trials == 0 {
         bail!("--trials 0 runs nothing: pass at least 1");
     }
@@ -346,6 +381,113 @@ fn trial_line(n: usize, total: usize, r: &TrialResult) -> String {
             s
         }
     }
+}
+
+fn replica_soak(a: ReplicaArgs) -> Result<ExitCode> {
+    let me = std::env::current_exe().context("cannot find this program's own path")?;
+    let engine = engine_binary(&a.engine, &me)?;
+    if a.replay.is_none() && a.trials == 0 {
+        bail!("--trials 0 runs nothing: pass at least 1");
+    }
+    let (dir, made_dir) = match &a.dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("redoctor-soak-replica-{}", std::process::id())),
+            true,
+        ),
+    };
+    runner::check_writable_dir(&dir).map_err(anyhow::Error::msg)?;
+    let opts = ReplicaSoakOptions {
+        engine,
+        dir: dir.clone(),
+        keep: a.keep,
+        max_kill_ms: a.max_kill_ms,
+        catch_up_timeout: a.catch_up_timeout,
+    };
+    let master = a.seed.unwrap_or_else(rand::random);
+    let seeds = match a.replay {
+        Some(s) => vec![s],
+        None => {
+            let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(master);
+            (0..a.trials).map(|_| rand::Rng::gen(&mut rng)).collect()
+        }
+    };
+    let limit_flags = if a.max_kill_ms == 1500 {
+        String::new()
+    } else {
+        format!(" --max-kill-ms {}", a.max_kill_ms)
+    };
+    eprintln!(
+        "redoctor-soak replica: {} trial(s), {}{limit_flags}, in {}",
+        seeds.len(),
+        match a.replay {
+            Some(s) => format!("replay of {s}"),
+            None => format!("--seed {master}"),
+        },
+        dir.display()
+    );
+    let mut summary = ReplicaSummary {
+        master_seed: a.replay.is_none().then_some(master),
+        replay: a.replay,
+        ..ReplicaSummary::default()
+    };
+    let started = Instant::now();
+    for (i, &seed) in seeds.iter().enumerate() {
+        let r = replica::run::run_trial(&opts, seed);
+        let head = format!(
+            "replica trial {:>4}/{} seed {seed:<20} {}",
+            i + 1,
+            seeds.len(),
+            r.config
+        );
+        if r.passed() {
+            eprintln!(
+                "{head}: ok, {} kill(s) at {:?} applied, {} source trx{}, {:.1} s",
+                r.kills,
+                r.applied_at_kills,
+                r.source_transactions,
+                r.replica_binlog_transactions
+                    .map_or(String::new(), |n| format!(", replica binlog {n} trx")),
+                r.wall_s
+            );
+        } else {
+            eprintln!("{head}: FAILED\n  kept {}", r.dir.display());
+            for why in r.failure.iter().map(String::as_str).chain(
+                r.violations
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str),
+            ) {
+                eprintln!("  {why}");
+            }
+            for c in &r.commands {
+                eprintln!("  ran: {c}");
+            }
+        }
+        summary.add(
+            &r,
+            format!("redoctor-soak replica --replay {seed}{limit_flags}"),
+        );
+    }
+    summary.wall_secs = started.elapsed().as_secs_f64();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string(&summary).context("serialising the summary")?
+        );
+    } else {
+        print!("{summary}");
+    }
+    if made_dir && summary.failed == 0 && !a.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(if summary.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// The hidden child: recover (or prepare) `datadir`, write its state file.

@@ -230,7 +230,7 @@ pub fn run_pair(
 
 /// `parent/name`, or `parent/name-2`, `-3`, ... if taken (a replay in
 /// the directory of the soak it replays keeps the failing trial's files).
-fn unused_dir(parent: &Path, name: &str) -> PathBuf {
+pub(crate) fn unused_dir(parent: &Path, name: &str) -> PathBuf {
     let mut p = parent.join(name);
     let mut n = 2;
     while p.exists() {
@@ -262,8 +262,8 @@ pub fn command_line(cmd: &Command) -> String {
 }
 
 /// Kills (SIGKILL) and reaps the child on drop.
-struct Running {
-    child: Child,
+pub(crate) struct Running {
+    pub(crate) child: Child,
 }
 
 impl Drop for Running {
@@ -282,7 +282,7 @@ fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error)
 }
 
 /// The last `lines` lines of a log file, indented.
-fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     let from = all.len().saturating_sub(lines);
@@ -298,7 +298,7 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// Starts `cmd` with stdout/stderr to `<logs>.out` / `<logs>.err`.
-fn spawn(mut cmd: Command, logs: &Path) -> Result<Running, SoakError> {
+pub(crate) fn spawn(mut cmd: Command, logs: &Path) -> Result<Running, SoakError> {
     let out = logs.with_extension("out");
     let err = logs.with_extension("err");
     cmd.stdin(Stdio::null())
@@ -338,7 +338,7 @@ fn run_to_end(cmd: Command, logs: &Path, limit: Duration) -> Result<(), String> 
     }
 }
 
-fn describe_exit(status: ExitStatus) -> String {
+pub(crate) fn describe_exit(status: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with status {c}"),
