@@ -11,6 +11,10 @@
 //!   counters): `replica_running` (1 when both threads run),
 //!   `replica_lag_s` (Seconds_Behind_Source/Master), the applier's and
 //!   the relay log's counters as rates, `relay_log_lock_waits_per_trx`.
+//! - A PostgreSQL standby: `replica_running` (its walreceiver streams),
+//!   `replica_lag_s` (since the last replayed commit, 0 when replay has
+//!   caught up with what was received), WAL received and replayed per
+//!   second (`wal_received_bytes_per_s`, `wal_replayed_bytes_per_s`).
 //! - PostgreSQL (`pg_stat_wal`, `pg_stat_bgwriter`): WAL records, full-page
 //!   images and bytes per second; `wal_fpi_bytes_share`, the share of WAL
 //!   bytes that full-page images can account for (each at most one block,
@@ -54,6 +58,17 @@ const GAUGES: &[&str] = &["replica_lag_s", "replica_running"];
 const PG_WAL: &str = "SELECT wal_records, wal_fpi, wal_bytes::bigint FROM pg_stat_wal";
 const PG_CHECKPOINTS: &str = "SELECT checkpoints_timed, checkpoints_req FROM pg_stat_bgwriter";
 const PG_BLOCK: &str = "SELECT current_setting('block_size')::bigint";
+/// A standby only (no row on a primary): whether its walreceiver streams,
+/// the WAL received and replayed (bytes since 0/0), and how far replay
+/// trails in time (ms since the last replayed commit's timestamp, 0 when
+/// everything received is replayed).
+const PG_STANDBY: &str = "SELECT \
+    (SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming')::bigint, \
+    pg_wal_lsn_diff(pg_last_wal_receive_lsn(), '0/0')::bigint, \
+    pg_wal_lsn_diff(pg_last_wal_replay_lsn(), '0/0')::bigint, \
+    CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 \
+         ELSE (EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint END \
+    WHERE pg_is_in_recovery()";
 
 /// One reading of the counters.
 #[derive(Debug, Clone)]
@@ -79,6 +94,18 @@ pub fn read(a: &mut Admin) -> Reading {
         put(PG_WAL, &["wal_records", "wal_fpi", "wal_bytes"]);
         put(PG_CHECKPOINTS, &["checkpoints_timed", "checkpoints_req"]);
         put(PG_BLOCK, &["block_size"]);
+        put(
+            PG_STANDBY,
+            &[
+                "replica_running",
+                "wal_received_bytes",
+                "wal_replayed_bytes",
+                "replica_lag_ms",
+            ],
+        );
+        if let Some(ms) = values.remove("replica_lag_ms") {
+            values.insert("replica_lag_s", ms / 1000.0);
+        }
     } else {
         for (status, name) in MYSQL {
             if let Ok(v) = a.status(status) {

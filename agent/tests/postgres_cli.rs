@@ -318,6 +318,76 @@ fn without_usdt_diagnose_is_degraded_and_the_trial_changes_nothing() {
     assert!(altered(&pg).is_empty(), "{:?}", altered(&pg));
 }
 
+/// A streaming standby under its primary's load is observed by role: the
+/// walreceiver as the receiver, the startup process replaying as the
+/// applier, both busy; the report carries that it streams, its lag and the
+/// WAL it received and replayed per second, and none of the primary's
+/// write rules fire on it (it commits nothing itself).
+#[test]
+fn a_standby_is_observed_by_role_with_its_lag() {
+    if pg_cluster::skip("a_standby_is_observed_by_role_with_its_lag") {
+        return;
+    }
+    let primary = Cluster::start(&[], None);
+    primary.prepare_sysbench("sbtest", 10_000);
+    let standby = primary.standby(&[]);
+    let load = primary
+        .sysbench("sbtest", 8, 10, 10_000, "run")
+        .spawn()
+        .unwrap();
+    let _load = redoctor_testkit::KillOnDrop(load);
+    std::thread::sleep(Duration::from_millis(500));
+    let (d, err) = diagnose_json(&standby, 3, &[]);
+    let threads = |role: &str| {
+        d["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w["roles"][role]["threads"].as_u64())
+            .max()
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        threads("receiver"),
+        1,
+        "walreceiver: {}\n{err}",
+        d["windows"]
+    );
+    assert_eq!(threads("applier"), 1, "startup: {}\n{err}", d["windows"]);
+    let counters = &d["facts"]["counters"];
+    assert_eq!(counters["replica_running"], 1.0, "{counters}");
+    assert!(
+        counters["wal_replayed_bytes_per_s"].as_f64().unwrap() > 0.0
+            && counters["wal_received_bytes_per_s"].as_f64().unwrap() > 0.0,
+        "{counters}"
+    );
+    assert!(counters["replica_lag_s"].as_f64().is_some(), "{counters}");
+    assert!(
+        d["summary"]["replica_applier_threads"].as_f64().unwrap() >= 1.0
+            && d["summary"]["applier_busy_share"].as_f64().unwrap() > 0.0,
+        "{}",
+        d["summary"]
+    );
+    // The primary sees its walsender, not a receiver.
+    let (p, err) = diagnose_json(&primary, 2, &[]);
+    let on_primary = |role: &str| {
+        p["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w["roles"][role]["threads"].as_u64())
+            .max()
+            .unwrap_or(0)
+    };
+    assert_eq!(on_primary("replication"), 1, "walsender: {err}");
+    assert_eq!(on_primary("receiver"), 0, "{err}");
+    assert!(
+        p["facts"]["counters"]["replica_running"].is_null(),
+        "{}",
+        p["facts"]
+    );
+}
+
 /// `redoctor diagnose` on `pg` for `secs` with `extra` flags; the report.
 fn diagnose_json(pg: &Cluster, secs: u32, extra: &[&str]) -> (serde_json::Value, String) {
     let pid = pg.pid.to_string();

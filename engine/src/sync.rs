@@ -1,6 +1,7 @@
 //! Synchronisation primitives for the engine's lock-free code (the
 //! concurrency gate, the redo log's events, the link buffer, the log
-//! buffer and the transaction throttle), swapped for loom's in
+//! buffer, the transaction throttle and the replica's hot relay log),
+//! swapped for loom's in
 //! model-checking builds (`RUSTFLAGS="--cfg loom"`), so the `tests/loom_*.rs`
 //! models explore every interleaving of the real code. In a normal build
 //! each shim is the `std` type itself or a zero-cost wrapper of it.
@@ -24,6 +25,9 @@ mod imp {
         }
         pub fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock()
+        }
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock()
         }
     }
 
@@ -190,6 +194,13 @@ mod imp {
         pub fn lock(&self) -> MutexGuard<'_, T> {
             lock(&self.0)
         }
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            let guard = self.0.try_lock().ok()?;
+            Some(MutexGuard {
+                lock: &self.0,
+                guard,
+            })
+        }
     }
 
     pub struct Condvar(loom::sync::Condvar);
@@ -219,6 +230,9 @@ mod imp {
         }
         pub fn notify_one(&self) {
             self.0.notify_one();
+        }
+        pub fn notify_all(&self) {
+            self.0.notify_all();
         }
         /// Time does not exist in a model (and a model must not branch on
         /// the clock): a deadline still ahead at the call never passes, so

@@ -451,9 +451,11 @@ mod tests {
                 "postgres: 15/main: walsender replicator [local] streaming 0/3000148",
                 Role::Replication,
             ),
+            // A standby: the walreceiver receives, the startup process replays.
+            ("postgres: walreceiver streaming 0/3000148", Role::Receiver),
             (
-                "postgres: walreceiver streaming 0/3000148",
-                Role::Replication,
+                "postgres: 15/main: walreceiver streaming 0/3000148",
+                Role::Receiver,
             ),
             // "autovacuum worker" then the database it vacuums.
             ("postgres: autovacuum worker sbtest", Role::Maintenance),
@@ -489,7 +491,7 @@ mod tests {
             ),
             (
                 "postgres: startup recovering 000000010000000000000003",
-                Role::Other,
+                Role::Applier,
             ),
             (
                 "postgres: 15/main: archiver last was 000000010000000000000002",

@@ -13,16 +13,17 @@
 //! any moment. The applier's sleep is the seed's two-step check: it says it
 //! is waiting (`applier_waiting`), then re-reads `queued` under the lock
 //! before it sleeps; the receiver stores `queued` before it reads
-//! `applier_waiting` (both sequentially consistent), so one of them sees
-//! the other and no notification is lost.
+//! `applier_waiting` (each store and load separated by a sequentially
+//! consistent fence), so one of them sees the other and no notification is
+//! lost (`tests/loom_relay_log.rs`
+//! checks every interleaving of both designs with loom).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::MutexGuard;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::counters::Counters;
-use crate::named_locks::{NamedCondvar, NamedMutex};
 use crate::probe_points;
+use crate::sync::{fence, AtomicBool, AtomicU64, Mutex, MutexGuard, NamedCondvar};
 
 use std::sync::Arc;
 
@@ -47,7 +48,7 @@ fn unpack(v: u64) -> RelayPos {
 pub struct HotLog {
     settings: Arc<ReplicaSettings>,
     /// MySQL's `LOCK_log`; guards nothing but the exclusion itself.
-    lock: NamedMutex<()>,
+    lock: Mutex<()>,
     /// Signalled when a record is queued and the applier sleeps.
     update: NamedCondvar,
     queued: AtomicU64,
@@ -60,7 +61,7 @@ impl HotLog {
     pub fn new(settings: Arc<ReplicaSettings>, start: RelayPos) -> HotLog {
         HotLog {
             settings,
-            lock: NamedMutex::new("relay_log.lock", ()),
+            lock: Mutex::named("relay_log.lock", ()),
             update: NamedCondvar::new("relay_log.update_cond"),
             queued: AtomicU64::new(pack(start)),
             applier_waiting: AtomicBool::new(false),
@@ -108,6 +109,11 @@ impl HotLog {
         };
         let end = write()?;
         self.queued.store(pack(end), Ordering::SeqCst);
+        // Store `queued`, then read `applier_waiting`; the applier stores
+        // `applier_waiting`, then reads `queued`. The fences put the two
+        // stores in one order both threads agree on (the store-buffering
+        // pattern), so at least one side sees the other's store.
+        fence(Ordering::SeqCst);
         if self.applier_waiting.load(Ordering::SeqCst) {
             let g = match guard {
                 Some(g) => g,
@@ -143,6 +149,7 @@ impl HotLog {
         }
         let deadline = Instant::now() + timeout;
         self.applier_waiting.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         let mut g = self.lock.lock();
         counters.applier_waits.fetch_add(1, Ordering::Relaxed);
         loop {

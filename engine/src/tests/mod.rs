@@ -33,4 +33,6 @@ mod loom_link_buffer;
 #[cfg(loom)]
 mod loom_log_buffer;
 #[cfg(loom)]
+mod loom_relay_log;
+#[cfg(loom)]
 mod loom_throttle;

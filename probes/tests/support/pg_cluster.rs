@@ -14,7 +14,7 @@ pub const BIN_DIR: &str = "/usr/lib/postgresql/15/bin";
 
 /// Why live PostgreSQL tests cannot run here, or `None` when they can.
 pub fn missing() -> Option<String> {
-    for b in ["initdb", "pg_ctl", "postgres", "psql"] {
+    for b in ["initdb", "pg_ctl", "postgres", "psql", "pg_basebackup"] {
         if !Path::new(BIN_DIR).join(b).exists() {
             return Some(format!(
                 "{BIN_DIR}/{b} is missing (apt-get install postgresql-15)"
@@ -102,6 +102,62 @@ impl Cluster {
     /// initdb + start with `settings` (`name=value`, as `-c` options);
     /// `postgres` is the server binary to run (default: the installed one).
     pub fn start(settings: &[&str], postgres: Option<&Path>) -> Cluster {
+        let (dir, data, sock) = Self::dirs();
+        ok(
+            "initdb",
+            as_postgres(&Path::new(BIN_DIR).join("initdb"))
+                .arg("-D")
+                .arg(&data)
+                .args(["-U", "postgres", "-A", "trust", "--no-sync"])
+                .output(),
+        );
+        Self::launch(dir, data, sock, settings, postgres)
+    }
+
+    /// A streaming-replication standby of this cluster: `pg_basebackup -R`
+    /// over its socket (initdb's `-A trust` allows local replication), then
+    /// started with `settings`, hot standby on. Waits until its walreceiver
+    /// streams.
+    pub fn standby(&self, settings: &[&str]) -> Cluster {
+        let (dir, data, sock) = Self::dirs();
+        ok(
+            "pg_basebackup",
+            as_postgres(&Path::new(BIN_DIR).join("pg_basebackup"))
+                .arg("-h")
+                .arg(&self.sock)
+                .args([
+                    "-U",
+                    "postgres",
+                    "-R",
+                    "-X",
+                    "stream",
+                    "--checkpoint=fast",
+                    "--no-sync",
+                    "-D",
+                ])
+                .arg(&data)
+                .output(),
+        );
+        let c = Self::launch(dir, data, sock, settings, None);
+        let t = Instant::now();
+        while c.sql(
+            "postgres",
+            "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'",
+        ) != "1"
+        {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "the standby does not stream: {}",
+                std::fs::read_to_string(c.dir().join("server.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        c
+    }
+
+    /// A temporary directory owned by the postgres user, its `data` path
+    /// and a socket directory.
+    fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let dir = tempfile::Builder::new()
             .prefix("redoctor-pg.")
             .tempdir()
@@ -112,20 +168,21 @@ impl Cluster {
         let sock = dir.path().join("sock");
         std::fs::create_dir(&sock).unwrap();
         std::os::unix::fs::chown(&sock, Some(uid), Some(gid)).unwrap();
-        let bin = Path::new(BIN_DIR);
-        ok(
-            "initdb",
-            as_postgres(&bin.join("initdb"))
-                .arg("-D")
-                .arg(&data)
-                .args(["-U", "postgres", "-A", "trust", "--no-sync"])
-                .output(),
-        );
+        (dir, data, sock)
+    }
+
+    fn launch(
+        dir: tempfile::TempDir,
+        data: PathBuf,
+        sock: PathBuf,
+        settings: &[&str],
+        postgres: Option<&Path>,
+    ) -> Cluster {
         let mut opts = format!("-k {} -c listen_addresses=''", sock.display());
         for s in settings {
             opts.push_str(&format!(" -c {s}"));
         }
-        let mut c = as_postgres(&bin.join("pg_ctl"));
+        let mut c = as_postgres(&Path::new(BIN_DIR).join("pg_ctl"));
         c.arg("-D")
             .arg(&data)
             .arg("-o")
