@@ -196,7 +196,7 @@ fn mariadb_replica_live() {
     // A backlog: the SQL thread stopped while the source writes, then the
     // source keeps writing and the single SQL thread lags.
     rep.conn().query_drop("STOP SLAVE SQL_THREAD").unwrap();
-    sysbench_done(src.sysbench(&t, "oltp_update_index", 32, 30, "run"));
+    sysbench_done(src.sysbench(&t, "oltp_update_index", 32, 12, "run"));
     let _load = Reap(src.sysbench(&t, "oltp_update_index", 32, 600, "run"));
     rep.conn().query_drop("START SLAVE SQL_THREAD").unwrap();
     std::thread::sleep(Duration::from_secs(2));

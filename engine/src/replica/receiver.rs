@@ -173,19 +173,13 @@ impl Receiver {
     }
 }
 
-/// The source tables a transaction's payload touches, in first-seen order.
+/// The source tables a transaction's payload touches, in first-seen order
+/// (the rows are skipped, not decoded: the applier decodes them).
 pub fn tables_of(payload: &[u8], at: BinlogPos) -> Result<Vec<u32>, ReplicaError> {
-    let ops = decode_ops(payload, at)?;
-    let mut out: Vec<u32> = Vec::new();
-    for op in &ops {
-        let t = match op {
-            RowOp::Put { table, .. } | RowOp::Delete { table, .. } => *table,
-        };
-        if !out.contains(&t) {
-            out.push(t);
-        }
-    }
-    Ok(out)
+    record::table_ids(payload).map_err(|e| ReplicaError::BadEvent {
+        at,
+        why: e.to_string(),
+    })
 }
 
 /// A binlog event's row operations.
