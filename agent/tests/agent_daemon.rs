@@ -6,7 +6,9 @@
 mod common;
 
 use common::bpf::{bpf_objects_of, bpf_prog, bpf_still_held, BpfProg};
-use common::{audit, bpf_prog_exists, events, program_ids, status_json, wait, write_config};
+use common::{
+    audit, bpf_prog_exists, events, free_port, program_ids, status_json, wait, write_config,
+};
 
 use std::io::Read;
 use std::net::TcpStream;
@@ -140,14 +142,6 @@ impl Agent {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The response, or "" while nothing listens yet.

@@ -34,7 +34,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::maria::{tools, Maria, Tools};
-use common::text;
+use common::{proposal, text};
 use mysql::prelude::Queryable;
 
 use serde_json::Value;
@@ -617,46 +617,6 @@ fn trial_on_the_thread_pool(m: &Maria, t: &Tools, state: &Path) {
     assert_eq!(m.var("thread_pool_size"), "8");
 }
 
-/// `redoctor diagnose --profile mariadb --duration 3s --format json` of the
-/// server (with `extra` arguments); the report.
-fn diagnose_json(m: &Maria, name: &str, extra: &[&str]) -> Value {
-    let pid = m.pid().to_string();
-    let sock = m.socket();
-    let report = m.dir.path().join(name);
-    let mut args = vec![
-        "diagnose",
-        "--pid",
-        &pid,
-        "--socket",
-        sock.to_str().unwrap(),
-        "--profile",
-        "mariadb",
-        "--duration",
-        "3s",
-        "--format",
-        "json",
-        "--out",
-        report.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    let o = redoctor(&args);
-    let (_, err) = text(&o);
-    assert!(o.status.success(), "{err}");
-    serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
-}
-
-/// What `rule` proposed in report `d` (a recommendation or not applied),
-/// if it fired.
-fn proposal(d: &Value, rule: &str) -> Option<Value> {
-    d["recommendations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(d["not_applied"].as_array().unwrap())
-        .find(|r| r["rule"] == rule)
-        .cloned()
-}
-
 /// Every setting report `d` names exists on the server (facts with the
 /// server's value).
 fn names_only_server_settings(m: &Maria, d: &Value) {
@@ -736,7 +696,7 @@ fn binlog_group_commit_rules(m: &Maria, t: &Tools, state: &Path) {
             .unwrap_or_else(|| panic!("no signal {name}"))
     };
 
-    let d = diagnose_json(m, "binlog.json", &[]);
+    let d = m.diagnose("binlog.json", "3s", &[]).0;
     let s = &d["summary"];
     eprintln!(
         "binlog, count 0: {:.0} commits/s, {:.2} commits per binlog fsync, {:.2} per redo fsync, binlog fsync {:.0} us, {:.1} user threads per core",
@@ -790,7 +750,7 @@ fn binlog_group_commit_rules(m: &Maria, t: &Tools, state: &Path) {
     m.conn()
         .query_drop(format!("SET GLOBAL binlog_commit_wait_count = {count}"))
         .unwrap();
-    let d = diagnose_json(m, "binlog-wait.json", &[]);
+    let d = m.diagnose("binlog-wait.json", "3s", &[]).0;
     let s = &d["summary"];
     let after = signal(&d, "commits_per_binlog_fsync");
     eprintln!(
@@ -826,9 +786,9 @@ fn binlog_group_commit_rules(m: &Maria, t: &Tools, state: &Path) {
         .query_drop("SET GLOBAL binlog_commit_wait_count = 0")
         .unwrap();
 
-    let d = diagnose_json(
-        m,
+    let (d, _) = m.diagnose(
         "binlog-trial.json",
+        "3s",
         &[
             &common::QUICK_TRIAL[..],
             &["--state", state.to_str().unwrap()],

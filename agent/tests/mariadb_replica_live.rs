@@ -28,9 +28,8 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::maria::{tools, Maria};
-use common::text;
+use common::{free_port, proposal, role_threads, text};
 use mysql::prelude::Queryable;
-use serde_json::Value;
 
 use redoctor_testkit::KillOnDrop as Reap;
 
@@ -39,12 +38,6 @@ fn redoctor(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-/// A free loopback port (bound, then released for the source to take).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 /// The sequence number of a single-domain GTID position (`0-1-12345`).
@@ -80,56 +73,6 @@ fn slave_status(rep: &Maria, col: &str) -> String {
         .and_then(Result::ok)
         .flatten()
         .unwrap_or_default()
-}
-
-fn diagnose(rep: &Maria, name: &str, extra: &[&str]) -> (Value, String) {
-    let pid = rep.pid().to_string();
-    let sock = rep.socket();
-    let report = rep.dir.path().join(name);
-    let mut args = vec![
-        "diagnose",
-        "--pid",
-        &pid,
-        "--socket",
-        sock.to_str().unwrap(),
-        "--profile",
-        "mariadb",
-        "--format",
-        "json",
-        "--out",
-        report.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    let o = redoctor(&args);
-    let (_, err) = text(&o);
-    assert!(o.status.success(), "{err}");
-    let d = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    (d, err)
-}
-
-/// What `rule` proposed in report `d`, if it fired.
-fn proposal(d: &Value, rule: &str) -> Option<Value> {
-    ["recommendations", "not_applied"]
-        .iter()
-        .flat_map(|k| d[*k].as_array().unwrap().iter())
-        .find(|r| r["rule"] == rule)
-        .cloned()
-}
-
-/// The most threads of `role` any window of report `d` saw.
-fn role_threads(d: &Value, role: &str) -> u64 {
-    d["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w["roles"][role]["threads"].as_u64())
-        .max()
-        .unwrap_or(0)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 #[test]
@@ -213,7 +156,7 @@ fn sysbench_done(c: std::process::Child) {
 
 /// Checks 1 and 2; the advised `slave_parallel_threads`.
 fn roles_lag_and_advice(rep: &Maria) -> u32 {
-    let (d, err) = diagnose(rep, "one-applier.json", &["--duration", "3s"]);
+    let (d, err) = rep.diagnose("one-applier.json", "3s", &[]);
     for role in ["receiver", "applier"] {
         assert_eq!(
             role_threads(&d, role),
@@ -245,7 +188,7 @@ fn roles_lag_and_advice(rep: &Maria) -> u32 {
     // Workers by role once they run.
     set_threads(rep, advised as u32);
     std::thread::sleep(Duration::from_secs(1));
-    let (d, err) = diagnose(rep, "workers.json", &["--duration", "2s"]);
+    let (d, err) = rep.diagnose("workers.json", "2s", &[]);
     assert!(
         role_threads(&d, "worker") >= 1,
         "workers by role: {}\n{err}",
@@ -282,7 +225,10 @@ fn best_of_measured(src: &Maria, rep: &Maria, advised: u32) {
             );
         }
     }
-    let medians: Vec<f64> = rates.iter().map(|r| median(r.clone())).collect();
+    let medians: Vec<f64> = rates
+        .iter()
+        .map(|r| redoctor_stats::median(r).expect("3 rounds"))
+        .collect();
     for (c, (m, r)) in counts.iter().zip(medians.iter().zip(&rates)) {
         eprintln!("slave_parallel_threads {c}: median {m:.0} trx/s applied ({r:.0?})");
     }
@@ -303,12 +249,10 @@ fn best_of_measured(src: &Maria, rep: &Maria, advised: u32) {
 /// Check 4: the trial keeps the advice, revert restores 0.
 fn trial_and_revert(rep: &Maria, advised: u32) {
     let state = rep.dir.path().join("state.json");
-    let (d, err) = diagnose(
-        rep,
+    let (d, err) = rep.diagnose(
         "trial.json",
+        "2s",
         &[
-            "--duration",
-            "2s",
             "--state",
             state.to_str().unwrap(),
             "--trial",

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::text;
+use common::{role_threads, text};
 use pg_cluster::Cluster;
 
 fn redoctor(args: &[&str]) -> Output {
@@ -338,22 +338,18 @@ fn a_standby_is_observed_by_role_with_its_lag() {
     let _load = redoctor_testkit::KillOnDrop(load);
     std::thread::sleep(Duration::from_millis(500));
     let (d, err) = diagnose_json(&standby, 3, &[]);
-    let threads = |role: &str| {
-        d["windows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|w| w["roles"][role]["threads"].as_u64())
-            .max()
-            .unwrap_or(0)
-    };
     assert_eq!(
-        threads("receiver"),
+        role_threads(&d, "receiver"),
         1,
         "walreceiver: {}\n{err}",
         d["windows"]
     );
-    assert_eq!(threads("applier"), 1, "startup: {}\n{err}", d["windows"]);
+    assert_eq!(
+        role_threads(&d, "applier"),
+        1,
+        "startup: {}\n{err}",
+        d["windows"]
+    );
     let counters = &d["facts"]["counters"];
     assert_eq!(counters["replica_running"], 1.0, "{counters}");
     assert!(
@@ -370,17 +366,8 @@ fn a_standby_is_observed_by_role_with_its_lag() {
     );
     // The primary sees its walsender, not a receiver.
     let (p, err) = diagnose_json(&primary, 2, &[]);
-    let on_primary = |role: &str| {
-        p["windows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|w| w["roles"][role]["threads"].as_u64())
-            .max()
-            .unwrap_or(0)
-    };
-    assert_eq!(on_primary("replication"), 1, "walsender: {err}");
-    assert_eq!(on_primary("receiver"), 0, "{err}");
+    assert_eq!(role_threads(&p, "replication"), 1, "walsender: {err}");
+    assert_eq!(role_threads(&p, "receiver"), 0, "{err}");
     assert!(
         p["facts"]["counters"]["replica_running"].is_null(),
         "{}",

@@ -173,6 +173,45 @@ impl Maria {
         v.unwrap_or_else(|| panic!("no InnoDB metric {name}")) as f64
     }
 
+    /// `redoctor diagnose --profile mariadb --format json` of this server
+    /// for `duration`, with `extra` arguments, the report written to `name`
+    /// in its directory; the report and the run's stderr. It must succeed.
+    pub fn diagnose(
+        &self,
+        name: &str,
+        duration: &str,
+        extra: &[&str],
+    ) -> (serde_json::Value, String) {
+        let pid = self.pid().to_string();
+        let sock = self.socket();
+        let report = self.dir.path().join(name);
+        let o = Command::new(env!("CARGO_BIN_EXE_redoctor"))
+            .args([
+                "diagnose",
+                "--pid",
+                &pid,
+                "--socket",
+                sock.to_str().unwrap(),
+            ])
+            .args([
+                "--profile",
+                "mariadb",
+                "--duration",
+                duration,
+                "--format",
+                "json",
+            ])
+            .arg("--out")
+            .arg(&report)
+            .args(extra)
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        let d = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (d, err)
+    }
+
     pub fn sysbench(&self, t: &Tools, test: &str, threads: u32, secs: u32, cmd: &str) -> Child {
         self.sysbench_with(t, test, threads, secs, cmd, &[])
     }

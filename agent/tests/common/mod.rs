@@ -251,3 +251,33 @@ pub fn write_config(dir: &Path, body: &str) -> PathBuf {
     std::fs::write(&p, body).unwrap();
     p
 }
+
+/// What `rule` proposed in diagnosis report `d` (a recommendation or not
+/// applied), if it fired.
+pub fn proposal(d: &serde_json::Value, rule: &str) -> Option<serde_json::Value> {
+    ["recommendations", "not_applied"]
+        .iter()
+        .flat_map(|k| d[*k].as_array().unwrap().iter())
+        .find(|r| r["rule"] == rule)
+        .cloned()
+}
+
+/// The most threads of `role` any window of diagnosis report `d` saw.
+pub fn role_threads(d: &serde_json::Value, role: &str) -> u64 {
+    d["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["roles"][role]["threads"].as_u64())
+        .max()
+        .unwrap_or(0)
+}
+
+/// A free loopback TCP port (bound, then released for a server to take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -58,13 +58,28 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct ReplicaArgs {
-    /// Number of trials (each kills its replica 1-3 times).
+    #[command(flatten)]
+    run: RunArgs,
+    /// Latest kill, in ms after a replica process applied its first transaction.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u64).range(11..=600_000))]
+    max_kill_ms: u64,
+    /// How long the final catch-up may take before the trial fails.
+    #[arg(long, default_value = "180s", value_parser = redoctor_args::positive_duration)]
+    catch_up_timeout: Duration,
+}
+
+/// What both soaks take.
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Number of trials (the kill -9 soak's come in pairs sharing a data
+    /// directory; each replica trial kills its replica 1-3 times).
     #[arg(long, default_value_t = 100, conflicts_with = "replay")]
     trials: usize,
     /// Master seed the trial seeds derive from (random if absent; printed).
     #[arg(long, conflicts_with = "replay")]
     seed: Option<u64>,
-    /// Rerun the trial with this seed (a failing trial prints it).
+    /// Rerun the trial with this seed (a failing trial prints it); in the
+    /// kill -9 soak a reusing trial (odd seed) runs its predecessor first.
     #[arg(long, value_name = "SEED")]
     replay: Option<u64>,
     /// Keep every trial's directory, not only the failing ones.
@@ -79,12 +94,74 @@ struct ReplicaArgs {
     /// Where trial directories are made (default: a new directory in the system temp dir).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Latest kill, in ms after a replica process applied its first transaction.
-    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u64).range(11..=600_000))]
-    max_kill_ms: u64,
-    /// How long the final catch-up may take before the trial fails.
-    #[arg(long, default_value = "180s", value_parser = redoctor_args::positive_duration)]
-    catch_up_timeout: Duration,
+}
+
+/// A soak's engine binary, master seed and trial directory, checked.
+struct Setup {
+    /// This program (the kill -9 soak's `recover-state` child).
+    me: PathBuf,
+    engine: PathBuf,
+    master: u64,
+    dir: PathBuf,
+    /// This run made `dir` (removed at the end when every trial passed).
+    made_dir: bool,
+}
+
+impl RunArgs {
+    /// Checks the engine binary, the trial count and the directory
+    /// (`prefix-PID` in the system temp dir unless `--dir`).
+    fn setup(&self, prefix: &str) -> Result<Setup> {
+        let me = std::env::current_exe().context("cannot find this program's own path")?;
+        let engine = self
+            .engine
+            .clone()
+            .unwrap_or_else(|| me.with_file_name("redoctor-engine"));
+        runner::check_engine_binary(&engine).map_err(anyhow::Error::msg)?;
+        if self.replay.is_none() && self.trials == 0 {
+            bail!("--trials 0 runs nothing: pass at least 1");
+        }
+        let (dir, made_dir) = match &self.dir {
+            Some(d) => (d.clone(), false),
+            None => (
+                std::env::temp_dir().join(format!("{prefix}-{}", std::process::id())),
+                true,
+            ),
+        };
+        runner::check_writable_dir(&dir).map_err(anyhow::Error::msg)?;
+        Ok(Setup {
+            me,
+            engine,
+            master: self.seed.unwrap_or_else(rand::random),
+            dir,
+            made_dir,
+        })
+    }
+
+    /// Prints `summary` (text or `--json`), removes a directory this run
+    /// made when nothing failed; the exit status.
+    fn finish<S: serde::Serialize + std::fmt::Display>(
+        &self,
+        setup: &Setup,
+        summary: &S,
+        failed: usize,
+    ) -> Result<ExitCode> {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string(summary).context("serialising the summary")?
+            );
+        } else {
+            print!("{summary}");
+        }
+        if setup.made_dir && failed == 0 && !self.keep {
+            let _ = std::fs::remove_dir(&setup.dir);
+        }
+        Ok(if failed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -111,28 +188,8 @@ struct CheckArgs {
 
 #[derive(Args, Debug)]
 struct SoakArgs {
-    /// Number of trials (pairs of trials share a data directory).
-    #[arg(long, default_value_t = 100, conflicts_with = "replay")]
-    trials: usize,
-    /// Master seed the trial seeds derive from (random if absent; printed).
-    #[arg(long, conflicts_with = "replay")]
-    seed: Option<u64>,
-    /// Rerun the trial with this seed (a failing trial prints it); a
-    /// reusing trial (odd seed) runs its predecessor first.
-    #[arg(long, value_name = "SEED")]
-    replay: Option<u64>,
-    /// Keep every trial's directory, not only the failing ones.
-    #[arg(long)]
-    keep: bool,
-    /// Print the summary as one JSON object.
-    #[arg(long)]
-    json: bool,
-    /// The redoctor-engine binary (default: the one beside this program).
-    #[arg(long, value_name = "PATH")]
-    engine: Option<PathBuf>,
-    /// Where trial directories are made (default: a new directory in the system temp dir).
-    #[arg(long, value_name = "DIR")]
-    dir: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
     /// Most user threads a trial draws (the matrix goes to 256).
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=256))]
     max_users: u64,
@@ -209,29 +266,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--engine`, or `redoctor-engine` beside this program; checked.
-fn engine_binary(engine: &Option<PathBuf>, me: &std::path::Path) -> Result<PathBuf> {
-    let p = engine
-        .clone()
-        .unwrap_or_else(|| me.with_file_name("redoctor-engine"));
-    runner::check_engine_binary(&p).map_err(anyhow::Error::msg)?;
-    Ok(p)
-}
-
 fn soak(a: SoakArgs) -> Result<ExitCode> {
-    let me = std::env::current_exe().context("cannot find this program's own path")?;
-    let engine = engine_binary(&a.engine, &me)?;
-    if a.replay.is_none() && a.trials == 0 {
-        bail!("--trials 0 runs nothing: pass at least 1");
-    }
-    let (dir, made_dir) = match &a.dir {
-        Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("redoctor-soak-{}", std::process::id())),
-            true,
-        ),
-    };
-    runner::check_writable_dir(&dir).map_err(anyhow::Error::msg)?;
+    let setup = a.run.setup("redoctor-soak")?;
+    let (master, dir) = (setup.master, setup.dir.clone());
     let limits = Limits {
         max_users: a.max_users as usize,
         max_kill_ms: a.max_kill_ms,
@@ -239,15 +276,14 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
         tear: a.tear,
     };
     let opts = SoakOptions {
-        keep: a.keep,
+        keep: a.run.keep,
         limits,
         first_ack_timeout: a.first_ack_timeout,
-        ..SoakOptions::new(engine, me, dir.clone())
+        ..SoakOptions::new(setup.engine.clone(), setup.me.clone(), dir.clone())
     };
-    let master = a.seed.unwrap_or_else(rand::random);
-    let seeds = match a.replay {
+    let seeds = match a.run.replay {
         Some(s) => runner::replay_seeds(s),
-        None => trial::trial_seeds(master, a.trials),
+        None => trial::trial_seeds(master, a.run.trials),
     };
     let mut limit_flags = String::new();
     if limits.max_users != 256 {
@@ -264,7 +300,7 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
         let name = clap::ValueEnum::to_possible_value(&limits.tear).expect("named");
         limit_flags.push_str(&format!(" --tear {}", name.get_name()));
     }
-    match a.replay {
+    match a.run.replay {
         Some(s) => eprintln!(
             "redoctor-soak: replaying trial {s}{} in {}",
             if s & 1 == 1 {
@@ -281,7 +317,7 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
         ),
     }
 
-    let progress = (std::io::stdout().is_terminal() && !a.json).then(|| {
+    let progress = (std::io::stdout().is_terminal() && !a.run.json).then(|| {
         let pb = ProgressBar::new(seeds.len() as u64);
         pb.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} trials, {msg} [{elapsed}]")
@@ -290,8 +326,8 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
         pb
     });
     let mut summary = Summary {
-        master_seed: a.replay.is_none().then_some(master),
-        replay: a.replay,
+        master_seed: a.run.replay.is_none().then_some(master),
+        replay: a.run.replay,
         ..Summary::default()
     };
     let started = Instant::now();
@@ -325,22 +361,7 @@ fn soak(a: SoakArgs) -> Result<ExitCode> {
         pb.finish_and_clear();
     }
     summary.wall_secs = started.elapsed().as_secs_f64();
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string(&summary).context("serialising the summary")?
-        );
-    } else {
-        print!("{summary}");
-    }
-    if made_dir && summary.failed == 0 && !a.keep {
-        let _ = std::fs::remove_dir(&dir);
-    }
-    Ok(if summary.failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    a.run.finish(&setup, &summary, summary.failed)
 }
 
 fn trial_line(n: usize, total: usize, r: &TrialResult) -> String {
@@ -384,32 +405,22 @@ fn trial_line(n: usize, total: usize, r: &TrialResult) -> String {
 }
 
 fn replica_soak(a: ReplicaArgs) -> Result<ExitCode> {
-    let me = std::env::current_exe().context("cannot find this program's own path")?;
-    let engine = engine_binary(&a.engine, &me)?;
-    if a.replay.is_none() && a.trials == 0 {
-        bail!("--trials 0 runs nothing: pass at least 1");
-    }
-    let (dir, made_dir) = match &a.dir {
-        Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("redoctor-soak-replica-{}", std::process::id())),
-            true,
-        ),
-    };
-    runner::check_writable_dir(&dir).map_err(anyhow::Error::msg)?;
+    let setup = a.run.setup("redoctor-soak-replica")?;
+    let (master, dir) = (setup.master, setup.dir.clone());
     let opts = ReplicaSoakOptions {
-        engine,
+        engine: setup.engine.clone(),
         dir: dir.clone(),
-        keep: a.keep,
+        keep: a.run.keep,
         max_kill_ms: a.max_kill_ms,
         catch_up_timeout: a.catch_up_timeout,
     };
-    let master = a.seed.unwrap_or_else(rand::random);
-    let seeds = match a.replay {
+    let seeds = match a.run.replay {
         Some(s) => vec![s],
         None => {
             let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(master);
-            (0..a.trials).map(|_| rand::Rng::gen(&mut rng)).collect()
+            (0..a.run.trials)
+                .map(|_| rand::Rng::gen(&mut rng))
+                .collect()
         }
     };
     let limit_flags = if a.max_kill_ms == 1500 {
@@ -420,15 +431,15 @@ fn replica_soak(a: ReplicaArgs) -> Result<ExitCode> {
     eprintln!(
         "redoctor-soak replica: {} trial(s), {}{limit_flags}, in {}",
         seeds.len(),
-        match a.replay {
+        match a.run.replay {
             Some(s) => format!("replay of {s}"),
             None => format!("--seed {master}"),
         },
         dir.display()
     );
     let mut summary = ReplicaSummary {
-        master_seed: a.replay.is_none().then_some(master),
-        replay: a.replay,
+        master_seed: a.run.replay.is_none().then_some(master),
+        replay: a.run.replay,
         ..ReplicaSummary::default()
     };
     let started = Instant::now();
@@ -472,22 +483,7 @@ fn replica_soak(a: ReplicaArgs) -> Result<ExitCode> {
         );
     }
     summary.wall_secs = started.elapsed().as_secs_f64();
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string(&summary).context("serialising the summary")?
-        );
-    } else {
-        print!("{summary}");
-    }
-    if made_dir && summary.failed == 0 && !a.keep {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    Ok(if summary.failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    a.run.finish(&setup, &summary, summary.failed)
 }
 
 /// The hidden child: recover (or prepare) `datadir`, write its state file.

@@ -108,13 +108,14 @@ impl HotLog {
             Arbitration::Position => None,
         };
         let end = write()?;
-        self.queued.store(pack(end), Ordering::SeqCst);
+        self.queued.store(pack(end), Ordering::Release);
         // Store `queued`, then read `applier_waiting`; the applier stores
         // `applier_waiting`, then reads `queued`. The fences put the two
         // stores in one order both threads agree on (the store-buffering
-        // pattern), so at least one side sees the other's store.
+        // pattern), so at least one side sees the other's store; they are
+        // the only full barrier on this per-record path.
         fence(Ordering::SeqCst);
-        if self.applier_waiting.load(Ordering::SeqCst) {
+        if self.applier_waiting.load(Ordering::Relaxed) {
             let g = match guard {
                 Some(g) => g,
                 None => self.lock.lock(),
@@ -148,7 +149,7 @@ impl HotLog {
             return q;
         }
         let deadline = Instant::now() + timeout;
-        self.applier_waiting.store(true, Ordering::SeqCst);
+        self.applier_waiting.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let mut g = self.lock.lock();
         counters.applier_waits.fetch_add(1, Ordering::Relaxed);
