@@ -68,52 +68,14 @@ fn injected_regressions_fail_the_gate() {
     assert_eq!(b["schema"], "redoctor.gate.baseline");
     assert_eq!(b["runs"].as_array().unwrap().len(), 4);
 
-    for (name, extra, moved) in [
-        (
-            "hop",
-            ", redoctor_debug_commit_extra_hop = \"ON\"",
-            "wakeups_per_commit:",
-        ),
-        (
-            "sleep",
-            ", redoctor_debug_commit_sleep_us = \"200\"",
-            "voluntary_switches_per_commit",
-        ),
-    ] {
-        let sc = scenario(dir.path(), name, extra);
-        let junit = dir.path().join(format!("{name}.xml"));
-        let o = gate(&[
-            "--scenario",
-            s(&sc),
-            "--baseline",
-            s(&baseline),
-            "--format",
-            "junit",
-            "--out",
-            s(&junit),
-        ]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
-        let xml = std::fs::read_to_string(&junit).unwrap();
-        let doc = roxmltree::Document::parse(&xml).unwrap();
-        let failed: Vec<&str> = doc
-            .descendants()
-            .filter(|n| n.has_tag_name("failure"))
-            .filter_map(|n| n.parent()?.attribute("name"))
-            .collect();
-        assert!(
-            failed.iter().any(|f| f.starts_with(moved)),
-            "{name}: failures {failed:?}\n{err}"
-        );
-    }
-
-    // Markdown with its chart beside it.
-    let md = dir.path().join("summary.md");
+    // The extra hop judged through the Markdown summary (its chart beside
+    // it), the sleep through JUnit: each fails on the metric it moves.
     let hop = scenario(
         dir.path(),
         "hop",
         ", redoctor_debug_commit_extra_hop = \"ON\"",
     );
+    let md = dir.path().join("summary.md");
     let o = gate(&[
         "--scenario",
         s(&hop),
@@ -124,15 +86,50 @@ fn injected_regressions_fail_the_gate() {
         "--out",
         s(&md),
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "hop: {err}");
     let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("| metric |"), "{text}");
     assert!(
-        text.contains("| metric |") && text.contains("**REGRESSION**"),
-        "{text}"
+        text.lines()
+            .any(|l| l.starts_with("| `wakeups_per_commit:") && l.ends_with("| **REGRESSION** |")),
+        "hop: no wakeups_per_commit regression\n{text}\n{err}"
     );
     assert!(std::fs::read_to_string(dir.path().join("summary.md.svg"))
         .unwrap()
         .contains("<svg"));
+
+    let sleep = scenario(
+        dir.path(),
+        "sleep",
+        ", redoctor_debug_commit_sleep_us = \"200\"",
+    );
+    let junit = dir.path().join("sleep.xml");
+    let o = gate(&[
+        "--scenario",
+        s(&sleep),
+        "--baseline",
+        s(&baseline),
+        "--format",
+        "junit",
+        "--out",
+        s(&junit),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "sleep: {err}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let failed: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .filter_map(|n| n.parent()?.attribute("name"))
+        .collect();
+    assert!(
+        failed
+            .iter()
+            .any(|f| f.starts_with("voluntary_switches_per_commit")),
+        "sleep: failures {failed:?}\n{err}"
+    );
 }
 
 #[test]

@@ -74,9 +74,9 @@ pub fn inner(limit: usize, demand: f64, servers: usize, delay: f64) -> Vec<Inner
 /// One closed station of `servers` servers (`demand` per transaction) and
 /// a delay (`delay` per transaction) with `n` users, solved exactly as the
 /// finite-source queue it is (a birth-death chain: `k` users at the
-/// station, `p(k) ∝ p(k−1)·((n−k+1)/delay)·(demand/min(k, servers))`), in
-/// log space from the chain's mode outward until the terms fall below
-/// `e^-40` of it: stable where the multi-server MVA recursion's marginal
+/// station, `p(k) ∝ p(k−1)·((n−k+1)/delay)·(demand/min(k, servers))`),
+/// summed relative to the chain's mode, outward from it until the terms
+/// fall below `e^-40` of it: stable where the multi-server MVA recursion's marginal
 /// probabilities lose their precision, and as cheap when the system is
 /// saturated (the mode near `n`) as when it is idle (near 0).
 pub fn closed_station(n: usize, demand: f64, servers: usize, delay: f64) -> Inner {
@@ -99,40 +99,41 @@ pub fn closed_station(n: usize, demand: f64, servers: usize, delay: f64) -> Inne
             cpu_queue: n as f64,
         };
     }
-    // ln of the step p(k)/p(k−1).
-    let base = demand.ln() - delay.ln();
-    let step = |k: usize| ((n - k + 1) as f64).ln() + base - (k.min(m) as f64).ln();
-    // The mode: the last k whose step is positive.
+    // The step p(k)/p(k−1).
+    let ratio = demand / delay;
+    let factor = |k: usize| (n - k + 1) as f64 * ratio / k.min(m) as f64;
+    let inverse = |k: usize| k.min(m) as f64 / ((n - k + 1) as f64 * ratio);
+    // The mode: the last k whose step is above 1.
     let (mut lo, mut hi) = (0usize, n);
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
-        if step(mid) > 0.0 {
+        if factor(mid) > 1.0 {
             lo = mid;
         } else {
             hi = mid - 1;
         }
     }
     let mode = lo;
-    // Sum outward from the mode: weights relative to p(mode).
+    // Sum outward from the mode: weights relative to p(mode), each the
+    // last times one step (all at most 1: the chain is unimodal), until
+    // they fall below e^-40.
     let (mut w, mut wx, mut wk) = (1.0, mode.min(m) as f64, mode as f64);
-    let mut l = 0.0;
+    let mut e = 1.0;
     for k in (0..mode).rev() {
-        l -= step(k + 1);
-        if l < -40.0 {
+        e *= inverse(k + 1);
+        if e < TAIL {
             break;
         }
-        let e = l.exp();
         w += e;
         wx += e * k.min(m) as f64;
         wk += e * k as f64;
     }
-    l = 0.0;
+    e = 1.0;
     for k in mode + 1..=n {
-        l += step(k);
-        if l < -40.0 {
+        e *= factor(k);
+        if e < TAIL {
             break;
         }
-        let e = l.exp();
         w += e;
         wx += e * k.min(m) as f64;
         wk += e * k as f64;
@@ -147,6 +148,10 @@ pub fn closed_station(n: usize, demand: f64, servers: usize, delay: f64) -> Inne
         cpu_queue: q,
     }
 }
+
+/// Where a birth-death chain's sum stops: terms below e^-40 of the mode's
+/// change no mean in the 17th digit.
+const TAIL: f64 = 4.248354255291589e-18;
 
 /// The whole system at `users` users.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -163,7 +168,8 @@ pub struct Solution {
 /// `users` users alternating between a flow-equivalent server whose
 /// throughput with `j` users is `rates[min(j, rates.len()) - 1]` (at most
 /// `limit` of them admitted, the others queued for admission) and a delay
-/// of `think` outside it: a birth-death chain, solved exactly in log space.
+/// of `think` outside it: a birth-death chain, solved exactly (summed
+/// relative to its mode, so nothing overflows).
 pub fn finite_source(users: usize, think: f64, rates: &[f64], limit: usize) -> Solution {
     assert!(!rates.is_empty(), "a flow-equivalent server has a rate");
     let rate = |j: usize| rates[j.min(rates.len()) - 1].max(1e-300);
@@ -182,14 +188,16 @@ pub fn finite_source(users: usize, think: f64, rates: &[f64], limit: usize) -> S
             admitted: users.min(limit) as f64,
         };
     }
-    // ln of the step p(j)/p(j−1) = ((U − j + 1) / think) / rate(j); the
-    // rates grow with j, so the steps fall: the chain is unimodal. Summed
-    // outward from its mode until the terms fall below e^-40 of it.
-    let step = |j: usize| ((users - j + 1) as f64 / think).ln() - rate(j).ln();
+    // The step p(j)/p(j−1) = ((U − j + 1) / think) / rate(j); the rates
+    // grow with j, so the steps fall: the chain is unimodal. Summed outward
+    // from its mode (weights relative to it, each the last times one step)
+    // until the terms fall below e^-40 of it.
+    let factor = |j: usize| (users - j + 1) as f64 / think / rate(j);
+    let inverse = |j: usize| rate(j) * think / (users - j + 1) as f64;
     let (mut lo, mut hi) = (0usize, users);
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
-        if step(mid) > 0.0 {
+        if factor(mid) > 1.0 {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -204,25 +212,25 @@ pub fn finite_source(users: usize, think: f64, rates: &[f64], limit: usize) -> S
         }
     };
     let (mut total, mut x, mut at, mut adm) = (1.0, term(mode).0, term(mode).1, term(mode).2);
-    let mut l = 0.0;
+    let mut e = 1.0;
     for j in (0..mode).rev() {
-        l -= step(j + 1);
-        if l < -40.0 {
+        e *= inverse(j + 1);
+        if e < TAIL {
             break;
         }
-        let (e, t) = (l.exp(), term(j));
+        let t = term(j);
         total += e;
         x += e * t.0;
         at += e * t.1;
         adm += e * t.2;
     }
-    l = 0.0;
+    e = 1.0;
     for j in mode + 1..=users {
-        l += step(j);
-        if l < -40.0 {
+        e *= factor(j);
+        if e < TAIL {
             break;
         }
-        let (e, t) = (l.exp(), term(j));
+        let t = term(j);
         total += e;
         x += e * t.0;
         at += e * t.1;

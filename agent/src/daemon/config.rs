@@ -110,6 +110,10 @@ pub struct Budget {
     pub cpu_percent: f64,
     /// Most resident memory, MiB.
     pub rss_mib: f64,
+    /// How often the agent's own CPU (averaged over this span) and RSS are
+    /// compared with the budget, and the sampling stretched or relaxed.
+    #[serde(deserialize_with = "positive")]
+    pub every: Duration,
 }
 
 impl Default for Budget {
@@ -118,6 +122,7 @@ impl Default for Budget {
             tps_percent: 1.0,
             cpu_percent: 1.0,
             rss_mib: 64.0,
+            every: Duration::from_secs(60),
         }
     }
 }
@@ -452,6 +457,12 @@ impl Config {
                 return Err(format!("{k} = {v}: must be above 0"));
             }
         }
+        if b.every < Duration::from_secs(1) {
+            return Err(format!(
+                "agent.budget.every = {:?}: the agent's CPU is read once a second; use at least 1s",
+                b.every
+            ));
+        }
         if !(a.audit.rotate_mib.is_finite() && a.audit.rotate_mib > 0.0) || a.audit.keep == 0 {
             return Err("agent.audit: rotate_mib must be above 0 and keep at least 1".into());
         }
@@ -625,6 +636,23 @@ mode = "apply"
         assert!(t.sampling.tps_cost_percent() <= 1.0);
         assert!(t.sampling.fsync_counters);
         assert_eq!(t.commit_counter, "Com_commit");
+        assert_eq!(c.agent.budget.every, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_budget_check_span_is_a_duration_of_at_least_a_second() {
+        let with = |every: &str| {
+            GOOD.replace("[agent]\n", &format!("[agent]\nbudget.every = {every:?}\n"))
+        };
+        let c = Config::parse(&with("5s")).unwrap();
+        assert_eq!(c.agent.budget.every, Duration::from_secs(5));
+        let e = err(&with("300ms"));
+        assert!(
+            e.contains("agent.budget.every") && e.contains("at least 1s"),
+            "{e}"
+        );
+        let e = err(&with("soon"));
+        assert!(e.contains("soon"), "{e}");
     }
 
     #[test]

@@ -302,7 +302,8 @@ fn write_status(shared: &Shared, config: &Path) {
     }
 }
 
-/// Once a minute: the agent's own CPU and RSS against `agent.budget`.
+/// Every `agent.budget.every` (a minute by default): the agent's own CPU
+/// and RSS against `agent.budget`.
 /// Over the CPU budget, sampling is stretched (doubled, up to 16 times)
 /// and relaxed again once well under it; over the RSS budget, it says so.
 #[derive(Default)]
@@ -312,8 +313,6 @@ struct BudgetWatch {
 }
 
 impl BudgetWatch {
-    const EVERY: Duration = Duration::from_secs(60);
-
     fn check(&mut self, shared: &Shared) {
         let m = &shared.metrics;
         let now = std::time::Instant::now();
@@ -322,11 +321,11 @@ impl BudgetWatch {
             self.last = Some((now, cpu));
             return;
         };
-        if now.duration_since(t0) < Self::EVERY {
+        let b = &shared.config.agent.budget;
+        if now.duration_since(t0) < b.every {
             return;
         }
         self.last = Some((now, cpu));
-        let b = &shared.config.agent.budget;
         let cpu_pct = 100.0 * (cpu - c0) / now.duration_since(t0).as_secs_f64();
         let rss_mib = m.rss_bytes.get() / 1048576.0;
         let next = next_backoff(
@@ -364,7 +363,7 @@ impl BudgetWatch {
     }
 }
 
-/// The sampling backoff after a minute at `cpu_pct` against `budget`.
+/// The sampling backoff after a budget span at `cpu_pct` against `budget`.
 fn next_backoff(cpu_pct: f64, budget: f64, backoff: u32) -> u32 {
     if cpu_pct > budget {
         (backoff * 2).min(16)
