@@ -377,11 +377,12 @@ fn bad_setting_and_missing_pid() {
     assert!(err.contains("2147483600"), "{err}");
 }
 
-/// `redoctor calibrate` measures the host, then `diagnose --demo` finds the
-/// calibration in the state directory, predicts with it and verifies its
-/// candidates live: the verdict follows the trial.
+/// `redoctor calibrate` measures the host and writes its calibration to the
+/// state directory, where `diagnose --demo` finds it: refitted when it was
+/// fitted under an older revision of the model, refused with the fix when
+/// damaged.
 #[test]
-fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
+fn calibrate_writes_the_calibration_diagnose_finds() {
     if skip() {
         return;
     }
@@ -411,10 +412,63 @@ fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
     assert!(sigma.is_finite() && sigma >= 0.05, "{sigma}");
     assert!(c["host"]["fsync_us"].as_f64().unwrap() > 0.0);
 
+    // A 2-s demo diagnosis with this state directory's calibration.
+    let short_demo = || {
+        redoctor()
+            .env("REDOCTOR_STATE_DIR", state.path())
+            .args(["diagnose", "--demo", "--duration", "2s"])
+            .output()
+            .unwrap()
+    };
+
+    // Fitted under an older revision of the model's mechanics: refitted
+    // from its points, saved, and said so.
+    let mut stale = c.clone();
+    stale["fitted"]["mechanics"] = serde_json::json!(1);
+    stale["fitted"]["params"]["hop_us"] = serde_json::json!(999.0);
+    std::fs::write(&file, serde_json::to_string(&stale).unwrap()).unwrap();
+    let o = short_demo();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("mechanics revision 1") && err.contains("refitted"),
+        "{err}"
+    );
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        again["fitted"], c["fitted"],
+        "the refit is the fit of the same points"
+    );
+
+    // A damaged calibration is refused with its path and the fix.
+    std::fs::write(&file, "{ not json").unwrap();
+    let o = short_demo();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&*file.to_string_lossy()) && err.contains("redoctor calibrate"),
+        "{err}"
+    );
+}
+
+/// `diagnose --demo` predicts with a calibration this host's `redoctor
+/// calibrate` wrote (the advice evaluation's, 2 CPUs) and verifies its
+/// candidates live: the verdict follows the trial.
+#[test]
+fn diagnose_with_a_calibration_and_a_live_trial() {
+    if skip() {
+        return;
+    }
+    let calibration = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../advisor/bench/eval/data/calibration-2cpu-2026-12-02.json");
+    let state = tempfile::tempdir().unwrap();
     let report = tempfile::NamedTempFile::new().unwrap();
     let o = redoctor()
         .env("REDOCTOR_STATE_DIR", state.path())
         .args(["diagnose", "--demo", "--duration", "3s", "--users", "16"])
+        .arg("--calibration")
+        .arg(&calibration)
         .args(["--trial", "--trial-window", "1s", "--trial-max", "20s"])
         .args(["--format", "json", "--out"])
         .arg(report.path())
@@ -456,45 +510,6 @@ fn calibrate_then_diagnose_with_the_calibration_and_a_live_trial() {
             "{verdict} {outcomes:?}"
         );
     }
-
-    // A 2-s demo diagnosis with this state directory's calibration.
-    let short_demo = || {
-        redoctor()
-            .env("REDOCTOR_STATE_DIR", state.path())
-            .args(["diagnose", "--demo", "--duration", "2s"])
-            .output()
-            .unwrap()
-    };
-
-    // Fitted under an older revision of the model's mechanics: refitted
-    // from its points, saved, and said so.
-    let mut stale = c.clone();
-    stale["fitted"]["mechanics"] = serde_json::json!(1);
-    stale["fitted"]["params"]["hop_us"] = serde_json::json!(999.0);
-    std::fs::write(&file, serde_json::to_string(&stale).unwrap()).unwrap();
-    let o = short_demo();
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(
-        err.contains("mechanics revision 1") && err.contains("refitted"),
-        "{err}"
-    );
-    let again: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(
-        again["fitted"], c["fitted"],
-        "the refit is the fit of the same points"
-    );
-
-    // A damaged calibration is refused with its path and the fix.
-    std::fs::write(&file, "{ not json").unwrap();
-    let o = short_demo();
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&*file.to_string_lossy()) && err.contains("redoctor calibrate"),
-        "{err}"
-    );
 }
 
 /// A trial's status counter is checked before anything is observed or
