@@ -99,45 +99,20 @@ pub fn closed_station(n: usize, demand: f64, servers: usize, delay: f64) -> Inne
             cpu_queue: n as f64,
         };
     }
-    // The step p(k)/p(k−1).
+    // The step p(k)/p(k−1), and its inverse (a product, not a division,
+    // on the way down).
     let ratio = demand / delay;
-    let factor = |k: usize| (n - k + 1) as f64 * ratio / k.min(m) as f64;
-    let inverse = |k: usize| k.min(m) as f64 / ((n - k + 1) as f64 * ratio);
-    // The mode: the last k whose step is above 1.
-    let (mut lo, mut hi) = (0usize, n);
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if factor(mid) > 1.0 {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    let mode = lo;
-    // Sum outward from the mode: weights relative to p(mode), each the
-    // last times one step (all at most 1: the chain is unimodal), until
-    // they fall below e^-40.
-    let (mut w, mut wx, mut wk) = (1.0, mode.min(m) as f64, mode as f64);
-    let mut e = 1.0;
-    for k in (0..mode).rev() {
-        e *= inverse(k + 1);
-        if e < TAIL {
-            break;
-        }
-        w += e;
-        wx += e * k.min(m) as f64;
-        wk += e * k as f64;
-    }
-    e = 1.0;
-    for k in mode + 1..=n {
-        e *= factor(k);
-        if e < TAIL {
-            break;
-        }
-        w += e;
-        wx += e * k.min(m) as f64;
-        wk += e * k as f64;
-    }
+    let (mut w, mut wx, mut wk) = (0.0, 0.0, 0.0);
+    sum_unimodal(
+        n,
+        |k| (n - k + 1) as f64 * ratio / k.min(m) as f64,
+        |k| k.min(m) as f64 / ((n - k + 1) as f64 * ratio),
+        |k, e| {
+            w += e;
+            wx += e * k.min(m) as f64;
+            wk += e * k as f64;
+        },
+    );
     let busy = wx / w;
     let q = wk / w;
     let x = busy / demand;
@@ -152,6 +127,46 @@ pub fn closed_station(n: usize, demand: f64, servers: usize, delay: f64) -> Inne
 /// Where a birth-death chain's sum stops: terms below e^-40 of the mode's
 /// change no mean in the 17th digit.
 const TAIL: f64 = 4.248354255291589e-18;
+
+/// The weights of a unimodal birth-death chain over states 0..=`n`, whose
+/// step p(k)/p(k−1) is `factor(k)` (`inverse(k)` its reciprocal), passed to
+/// `add` relative to the mode's (the mode first, then down to 0, then up
+/// to `n`, each the last times one step, so all are at most 1 and nothing
+/// overflows), until they fall below [`TAIL`].
+fn sum_unimodal(
+    n: usize,
+    factor: impl Fn(usize) -> f64,
+    inverse: impl Fn(usize) -> f64,
+    mut add: impl FnMut(usize, f64),
+) {
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if factor(mid) > 1.0 {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let mode = lo;
+    add(mode, 1.0);
+    let mut e = 1.0;
+    for k in (0..mode).rev() {
+        e *= inverse(k + 1);
+        if e < TAIL {
+            break;
+        }
+        add(k, e);
+    }
+    e = 1.0;
+    for k in mode + 1..=n {
+        e *= factor(k);
+        if e < TAIL {
+            break;
+        }
+        add(k, e);
+    }
+}
 
 /// The whole system at `users` users.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -189,53 +204,21 @@ pub fn finite_source(users: usize, think: f64, rates: &[f64], limit: usize) -> S
         };
     }
     // The step p(j)/p(j−1) = ((U − j + 1) / think) / rate(j); the rates
-    // grow with j, so the steps fall: the chain is unimodal. Summed outward
-    // from its mode (weights relative to it, each the last times one step)
-    // until the terms fall below e^-40 of it.
-    let factor = |j: usize| (users - j + 1) as f64 / think / rate(j);
-    let inverse = |j: usize| rate(j) * think / (users - j + 1) as f64;
-    let (mut lo, mut hi) = (0usize, users);
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if factor(mid) > 1.0 {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    let mode = lo;
-    let term = |j: usize| -> (f64, f64, f64) {
-        if j == 0 {
-            (0.0, 0.0, 0.0)
-        } else {
-            (rate(j), j as f64, j.min(limit) as f64)
-        }
-    };
-    let (mut total, mut x, mut at, mut adm) = (1.0, term(mode).0, term(mode).1, term(mode).2);
-    let mut e = 1.0;
-    for j in (0..mode).rev() {
-        e *= inverse(j + 1);
-        if e < TAIL {
-            break;
-        }
-        let t = term(j);
-        total += e;
-        x += e * t.0;
-        at += e * t.1;
-        adm += e * t.2;
-    }
-    e = 1.0;
-    for j in mode + 1..=users {
-        e *= factor(j);
-        if e < TAIL {
-            break;
-        }
-        let t = term(j);
-        total += e;
-        x += e * t.0;
-        at += e * t.1;
-        adm += e * t.2;
-    }
+    // grow with j, so the steps fall: the chain is unimodal.
+    let (mut total, mut x, mut at, mut adm) = (0.0, 0.0, 0.0, 0.0);
+    sum_unimodal(
+        users,
+        |j| (users - j + 1) as f64 / think / rate(j),
+        |j| rate(j) * think / (users - j + 1) as f64,
+        |j, e| {
+            total += e;
+            if j > 0 {
+                x += e * rate(j);
+                at += e * j as f64;
+                adm += e * j.min(limit) as f64;
+            }
+        },
+    );
     let (x, at, adm) = (x / total, at / total, adm / total);
     Solution {
         x,
