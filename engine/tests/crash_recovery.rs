@@ -248,6 +248,9 @@ fn check_recovered(
     ctx: &str,
 ) -> usize {
     let got = engine.dump();
+    if let Err(e) = engine.check_tables() {
+        panic!("{ctx}: the recovered indexes disagree with the rows: {e}");
+    }
     let pos = states.iter().rposition(|s| *s == got);
     let Some(pos) = pos else {
         panic!(

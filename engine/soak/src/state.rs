@@ -145,6 +145,11 @@ pub fn capture(engine: &Engine, binlog_xids: Option<Vec<u64>>) -> Result<StateFi
             path: "(recovery report)".into(),
             source,
         })?;
+    // The indexes rebuilt or recovered must agree with the rows (k_1 on
+    // pages is rebuilt at every start): a disagreement fails the trial.
+    engine
+        .check_tables()
+        .map_err(|e| SoakError::Engine(format!("after recovery: {e}")))?;
     let mut tables = BTreeMap::new();
     for (name, rows) in engine.dump() {
         let id = engine

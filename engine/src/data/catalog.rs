@@ -33,9 +33,11 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::data::record::{Reader, RecordError, RedoRecord, RowOp};
+use crate::data::table::paged_index::PagedIndex;
 use crate::data::table::paged_rows::PagedRows;
 use crate::data::table::{Row, Shape, Table, TableId};
 use crate::page_store::store::PageStore;
+use crate::page_store::tablespace::SCRATCH_SPACE;
 
 /// Name prefix of dropped-table tombstones; table names starting with it are refused.
 pub const TOMBSTONE_PREFIX: &str = "#dropped-";
@@ -186,15 +188,20 @@ impl CatalogInner {
                     name: name.to_owned(),
                     why,
                 };
+                if id & SCRATCH_SPACE != 0 {
+                    return Err(DataError::TableIdsExhausted);
+                }
                 let pages = store.open_space(id).map_err(|e| failed(e.to_string()))?;
-                let rows = PagedRows::new(
-                    store.pool().clone(),
-                    id,
-                    shape,
-                    store.options().page_size,
-                    pages,
-                );
-                Table::paged(id, name, shape, Arc::new(rows)).map_err(|e| failed(e.to_string()))?
+                let page_size = store.options().page_size;
+                let rows = PagedRows::new(store.pool().clone(), id, shape, page_size, pages);
+                // Index k_1: a scratch space, rebuilt from the rows.
+                let k_space = id | SCRATCH_SPACE;
+                store
+                    .open_scratch_space(k_space, "k_1")
+                    .map_err(|e| failed(e.to_string()))?;
+                let k_1 = PagedIndex::new(store.pool().clone(), k_space, page_size);
+                Table::paged(id, name, shape, Arc::new(rows), k_1)
+                    .map_err(|e| failed(e.to_string()))?
             }
             _ => Table::new(id, name, shape),
         };

@@ -143,6 +143,17 @@ pub struct ChangeLsn {
     pub end: u64,
 }
 
+impl ChangeLsn {
+    /// A change no redo record covers: a page of a scratch tablespace
+    /// (rebuilt at every start, `PageStore::open_scratch_space`), written
+    /// with no write-ahead wait and never holding back the fuzzy
+    /// checkpoint.
+    pub const UNLOGGED: ChangeLsn = ChangeLsn {
+        start: u64::MAX,
+        end: 0,
+    };
+}
+
 impl From<u64> for ChangeLsn {
     fn from(lsn: u64) -> ChangeLsn {
         ChangeLsn {
@@ -255,8 +266,11 @@ impl BufferPool {
 
     /// The LSN below which every change is on disk: the oldest dirty
     /// page's first change, or `None` with no dirty page.
+    /// Unlogged pages ([`ChangeLsn::UNLOGGED`]) do not count.
     pub fn oldest_dirty_lsn(&self) -> Option<u64> {
-        self.inner.lock().flush_list.first().map(|(l, _)| *l)
+        let inner = self.inner.lock();
+        let (lsn, _) = inner.flush_list.first()?;
+        (*lsn != ChangeLsn::UNLOGGED.start).then_some(*lsn)
     }
 
     /// Reads page `id` through the pool.

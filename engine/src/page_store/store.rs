@@ -131,6 +131,37 @@ impl PageStore {
         ts.pages()
     }
 
+    /// Opens scratch tablespace `space` (its id has
+    /// [`tablespace::SCRATCH_SPACE`] set) in a new, empty file named for
+    /// `name`: what an earlier run left there is removed first. A scratch
+    /// space holds derived pages the engine rebuilds at every start (a
+    /// table's secondary index): its changes are unlogged
+    /// ([`ChangeLsn::UNLOGGED`](super::buffer_pool::ChangeLsn::UNLOGGED)),
+    /// and recovery never reads it (the doublewrite buffer's copies of its
+    /// pages find no open space and are skipped; the scan at open looks at
+    /// `.ibd` files only), as InnoDB's temporary tablespace is recreated at
+    /// startup.
+    pub fn open_scratch_space(&self, space: u32, name: &str) -> Result<(), StoreError> {
+        assert!(
+            space & tablespace::SCRATCH_SPACE != 0,
+            "scratch space ids have the scratch bit"
+        );
+        let file = tablespace::scratch_file_name(space, name);
+        if self.data.exists(&file) {
+            self.data
+                .remove(&file)
+                .map_err(|e| StoreError::io(&file, "removing", e))?;
+        }
+        self.spaces.insert(Tablespace::open_as(
+            self.data.as_ref(),
+            space,
+            file,
+            self.opts.page_size,
+            true,
+        )?);
+        Ok(())
+    }
+
     /// Writes every dirty page and stops the page cleaners (a clean
     /// shutdown); a cleaner's error is returned.
     pub fn shutdown(&self) -> Result<(), StoreError> {

@@ -43,9 +43,12 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
+pub mod paged_index;
 pub mod paged_rows;
 
 use crate::page_store::buffer_pool::ChangeLsn;
+use crate::page_store::StoreError;
+use paged_index::PagedIndex;
 use paged_rows::{PagedError, PagedRows};
 
 /// Identifies a table in the catalog (sequential from 1).
@@ -219,7 +222,9 @@ pub enum WriteResult {
 struct TableInner {
     /// Primary index.
     rows: BTreeMap<i64, RowSlot>,
-    /// Secondary index `k_1`: `(k, id)` for committed and pending versions.
+    /// Secondary index `k_1`: `(k, id)` for committed and pending versions
+    /// (a paged table: for pending versions only; the committed ones are
+    /// on pages, [`Table::k_pages`]).
     by_k: BTreeSet<(i32, i64)>,
     /// Number of slots with a committed version.
     committed: usize,
@@ -248,6 +253,10 @@ impl Default for TableInner {
     }
 }
 
+/// A committed version's `k` moving in index `k_1` (from, to; `None`: no
+/// entry), for a paged table to make on its pages; `None`: nothing moves.
+type KeyMove = Option<(Option<i32>, Option<i32>)>;
+
 /// What changed in a table since the last checkpoint took its changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Dirty {
@@ -260,8 +269,19 @@ pub enum Dirty {
 
 impl TableInner {
     /// Brings the secondary index from the keys a slot had (`before`) to the
-    /// keys it has now (`after`).
-    fn reindex(&mut self, id: i64, before: [Option<i32>; 2], after: [Option<i32>; 2]) {
+    /// keys it has now (`after`), each `[committed, pending]`. In a paged
+    /// table the committed keys are on pages: their move, `(from, to)`, is
+    /// returned for the caller to make in [`Table::k_pages`].
+    fn reindex(&mut self, id: i64, before: [Option<i32>; 2], after: [Option<i32>; 2]) -> KeyMove {
+        if !self.paged {
+            self.reindex_memory(id, before, after);
+            return None;
+        }
+        self.reindex_memory(id, [None, before[1]], [None, after[1]]);
+        (before[0] != after[0]).then_some((before[0], after[0]))
+    }
+
+    fn reindex_memory(&mut self, id: i64, before: [Option<i32>; 2], after: [Option<i32>; 2]) {
         for k in before.into_iter().flatten() {
             if !after.contains(&Some(k)) {
                 self.by_k.remove(&(k, id));
@@ -315,11 +335,18 @@ impl TableInner {
             }
         };
         let after = slot.index_keys();
-        self.reindex(id, before, after);
+        self.reindex_pending(id, before, after);
         WriteResult::Applied {
             first_touch,
             after: Some(image),
         }
+    }
+
+    /// [`reindex`](Self::reindex) for a change of the pending version only
+    /// (the committed key stays where it is).
+    fn reindex_pending(&mut self, id: i64, before: [Option<i32>; 2], after: [Option<i32>; 2]) {
+        let moved = self.reindex(id, before, after);
+        debug_assert!(moved.is_none(), "a pending change leaves the committed key");
     }
 
     /// Sets the pending change of row `id` to `row` (`None` = delete).
@@ -335,7 +362,7 @@ impl TableInner {
             row: image.clone(),
         });
         let after = slot.index_keys();
-        self.reindex(id, before, after);
+        self.reindex_pending(id, before, after);
         WriteResult::Applied {
             first_touch,
             after: image,
@@ -344,12 +371,11 @@ impl TableInner {
 
     /// Ends `trx_id`'s pending change of row `id`: makes it the committed
     /// version (`commit`) or drops it.
-    fn finish(&mut self, trx_id: u64, id: i64, commit: bool) {
-        let Some(slot) = self.rows.get_mut(&id) else {
-            return;
-        };
+    /// The committed key's move in a paged table ([`reindex`](Self::reindex)).
+    fn finish(&mut self, trx_id: u64, id: i64, commit: bool) -> KeyMove {
+        let slot = self.rows.get_mut(&id)?;
         if !matches!(&slot.pending, Some(p) if p.trx_id == trx_id) {
-            return;
+            return None;
         }
         let before = slot.index_keys();
         let pending = slot.pending.take().expect("checked above");
@@ -371,14 +397,16 @@ impl TableInner {
         if empty {
             self.rows.remove(&id);
         }
-        self.reindex(id, before, after);
+        let moved = self.reindex(id, before, after);
         if let Some(now) = now {
             self.mark_dirty(id, now);
         }
+        moved
     }
 
     /// Sets the committed version of row `id` directly (bulk load, recovery).
-    fn set_committed(&mut self, id: i64, row: Option<Row>) {
+    /// The committed key's move in a paged table ([`reindex`](Self::reindex)).
+    fn set_committed(&mut self, id: i64, row: Option<Row>) -> KeyMove {
         let slot = self.rows.entry(id).or_default();
         let before = slot.index_keys();
         match (slot.committed.is_some(), row.is_some()) {
@@ -395,10 +423,11 @@ impl TableInner {
         if slot.is_empty() {
             self.rows.remove(&id);
         }
-        self.reindex(id, before, after);
+        let moved = self.reindex(id, before, after);
         if !self.paged {
             self.mark_dirty(id, now);
         }
+        moved
     }
 
     fn mark_dirty(&mut self, id: i64, committed: Option<Arc<Row>>) {
@@ -417,6 +446,10 @@ pub struct Table {
     inner: RwLock<TableInner>,
     /// Where a paged table's committed rows are.
     pages: Option<Arc<PagedRows>>,
+    /// A paged table's index `k_1` for its committed versions, on pages.
+    /// Latch order: `inner` before `k_pages` (a reader holds both; a
+    /// commit takes them one at a time, see [`Table::commit_rows`]).
+    k_pages: Option<RwLock<PagedIndex>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -454,16 +487,19 @@ impl Table {
             shape,
             inner: RwLock::new(TableInner::default()),
             pages: None,
+            k_pages: None,
         }
     }
 
     /// A table whose committed rows live in `pages`: its primary-key
-    /// directory and index `k_1` are rebuilt from them (one scan).
+    /// directory (in memory) and index `k_1` (in the pages of `k_1`, an
+    /// empty scratch space) are rebuilt from them (one scan).
     pub fn paged(
         id: TableId,
         name: impl Into<String>,
         shape: Shape,
         pages: Arc<PagedRows>,
+        mut k_1: PagedIndex,
     ) -> Result<Table, PagedError> {
         // Written whole by the next checkpoint delta, as a new in-memory
         // table is: the section holds no rows (they are on the pages) but
@@ -474,6 +510,7 @@ impl Table {
             paged: true,
             ..TableInner::default()
         };
+        let mut keys = Vec::new();
         pages.for_each(|id, row| {
             inner.rows.insert(
                 id,
@@ -482,16 +519,39 @@ impl Table {
                     pending: None,
                 },
             );
-            inner.by_k.insert((row.k, id));
+            keys.push((row.k, id));
             inner.committed += 1;
         })?;
+        keys.sort_unstable();
+        k_1.build(&keys)?;
         Ok(Table {
             id,
             name: name.into(),
             shape,
             inner: RwLock::new(inner),
             pages: Some(pages),
+            k_pages: Some(RwLock::new(k_1)),
         })
+    }
+
+    /// Moves committed keys in the index on pages (a paged table; the
+    /// caller holds no latch, or `inner`'s before this one).
+    fn move_keys(&self, moves: impl IntoIterator<Item = (i64, KeyMove)>, add: bool, drop: bool) {
+        let Some(tree) = &self.k_pages else { return };
+        let mut tree = tree.write();
+        for (id, m) in moves {
+            let Some((from, to)) = m else { continue };
+            let done = (|| {
+                if let (true, Some(k)) = (add, to) {
+                    tree.insert((k, id))?;
+                }
+                if let (true, Some(k)) = (drop, from) {
+                    tree.remove((k, id))?;
+                }
+                Ok(())
+            })();
+            done.unwrap_or_else(|e: StoreError| page_failed(&self.name, e.into()));
+        }
     }
 
     /// The table's columns.
@@ -631,10 +691,27 @@ impl Table {
         }
         let taken: Vec<Taken> = {
             let inner = self.inner.read();
-            inner
-                .by_k
-                .range((lo, i64::MIN)..=(hi, i64::MAX))
-                .filter_map(|&(k, id)| {
+            let span = (lo, i64::MIN)..=(hi, i64::MAX);
+            let pending = inner.by_k.range(span.clone()).copied();
+            let keys: Vec<(i32, i64)> = match &self.k_pages {
+                None => pending.collect(),
+                Some(tree) => {
+                    // Committed entries from the pages, pending ones from
+                    // memory: merged, once each. Under `inner`'s read
+                    // latch, so the directory says which `k` each row has
+                    // (a commit adds its new entries before it turns the
+                    // slot and drops the old ones after).
+                    let on_pages = tree
+                        .read()
+                        .range(*span.start(), *span.end())
+                        .unwrap_or_else(|e| page_failed(&self.name, e.into()));
+                    let mut all: BTreeSet<(i32, i64)> = on_pages.into_iter().collect();
+                    all.extend(pending);
+                    all.into_iter().collect()
+                }
+            };
+            keys.into_iter()
+                .filter_map(|(k, id)| {
                     // The index holds the committed and the pending k of a
                     // row: it is reported at the k of the version `trx_id`
                     // sees, once.
@@ -761,31 +838,49 @@ impl Table {
         };
         let lsn = lsn.into();
         let ids: Vec<i64> = ids.into_iter().collect();
-        let afters: Vec<(i64, Option<Arc<Row>>)> = {
+        // Each row's after-image and its committed key's move (the X lock
+        // keeps both as they are until the commit ends).
+        let afters: Vec<(i64, Option<Arc<Row>>, KeyMove)> = {
             let inner = self.inner.read();
             ids.iter()
-                .filter_map(|id| match &inner.rows.get(id)?.pending {
-                    Some(p) if p.trx_id == trx_id => Some((*id, p.row.clone())),
-                    _ => None,
+                .filter_map(|id| {
+                    let slot = inner.rows.get(id)?;
+                    match &slot.pending {
+                        Some(p) if p.trx_id == trx_id => {
+                            let from = slot.committed.as_ref().map(Committed::k);
+                            let to = p.row.as_ref().map(|r| r.k);
+                            Some((*id, p.row.clone(), (from != to).then_some((from, to))))
+                        }
+                        _ => None,
+                    }
                 })
                 .collect()
         };
-        for (id, row) in &afters {
+        for (id, row, _) in &afters {
             pages
                 .put(*id, row.as_deref(), lsn)
                 .unwrap_or_else(|e| page_failed(&self.name, e));
         }
-        let mut inner = self.inner.write();
-        for id in ids {
-            inner.finish(trx_id, id, true);
+        // Index k_1 on pages, outside `inner`'s latch: the new entries
+        // before the slots turn, the old ones after, so a reader under
+        // `inner` finds each row at the `k` the directory gives it.
+        let moves = || afters.iter().map(|(id, _, m)| (*id, *m));
+        self.move_keys(moves(), true, false);
+        {
+            let mut inner = self.inner.write();
+            for id in ids {
+                inner.finish(trx_id, id, true);
+            }
         }
+        self.move_keys(moves(), false, true);
     }
 
     /// Drops `trx_id`'s pending changes of rows `ids`.
     pub fn rollback_rows(&self, trx_id: u64, ids: impl IntoIterator<Item = i64>) {
         let mut inner = self.inner.write();
         for id in ids {
-            inner.finish(trx_id, id, false);
+            let moved = inner.finish(trx_id, id, false);
+            debug_assert!(moved.is_none(), "a rollback leaves the committed key");
         }
     }
 
@@ -811,7 +906,8 @@ impl Table {
                     .put(id, Some(&row), lsn)
                     .unwrap_or_else(|e| page_failed(&self.name, e));
             }
-            inner.set_committed(id, Some(row));
+            let moved = inner.set_committed(id, Some(row));
+            self.move_keys([(id, moved)], true, true);
         }
     }
 
@@ -828,7 +924,8 @@ impl Table {
                 .put(id, None, lsn)
                 .unwrap_or_else(|e| page_failed(&self.name, e));
         }
-        inner.set_committed(id, None);
+        let moved = inner.set_committed(id, None);
+        self.move_keys([(id, moved)], true, true);
     }
 
     /// Calls `f` for every committed row in `id` order (under the read
@@ -925,20 +1022,24 @@ impl Table {
     }
 
     /// Checks the indexes agree: the secondary index holds exactly the `k` of
-    /// every committed and pending version, no slot is empty, and the
-    /// committed-row count is right. Returns a description of the first
-    /// inconsistency. For tests and verification.
+    /// every committed and pending version (a paged table: the committed
+    /// ones on its pages, the pending ones in memory), no slot is empty,
+    /// and the committed-row count is right. Returns a description of the
+    /// first inconsistency. For tests and verification.
     pub fn check_invariants(&self) -> Result<(), String> {
         let inner = self.inner.read();
-        let mut expected = BTreeSet::new();
+        // [committed, pending] keys the index must hold.
+        let mut expected = [BTreeSet::new(), BTreeSet::new()];
         let mut committed = 0;
         for (&id, slot) in &inner.rows {
             if slot.is_empty() {
                 return Err(format!("row {id}: empty slot left in the primary index"));
             }
             committed += usize::from(slot.committed.is_some());
-            for k in slot.index_keys().into_iter().flatten() {
-                expected.insert((k, id));
+            for (i, k) in slot.index_keys().into_iter().enumerate() {
+                if let Some(k) = k {
+                    expected[i].insert((k, id));
+                }
             }
         }
         if committed != inner.committed {
@@ -947,11 +1048,29 @@ impl Table {
                 inner.committed
             ));
         }
-        if let Some(missing) = expected.difference(&inner.by_k).next() {
-            return Err(format!("k_1 lacks entry {missing:?}"));
-        }
-        if let Some(phantom) = inner.by_k.difference(&expected).next() {
-            return Err(format!("k_1 has phantom entry {phantom:?}"));
+        let [on_commit, pending] = expected;
+        let checks = match &self.k_pages {
+            None => vec![(
+                "k_1",
+                on_commit.union(&pending).copied().collect(),
+                inner.by_k.clone(),
+            )],
+            Some(tree) => {
+                let on_pages = tree.read().entries().map_err(|e| e.to_string())?;
+                vec![
+                    ("k_1 on pages", on_commit, on_pages.into_iter().collect()),
+                    ("k_1's pending entries", pending, inner.by_k.clone()),
+                ]
+            }
+        };
+        for (what, want, held) in checks {
+            let want: BTreeSet<(i32, i64)> = want;
+            if let Some(missing) = want.difference(&held).next() {
+                return Err(format!("{what} lacks entry {missing:?}"));
+            }
+            if let Some(phantom) = held.difference(&want).next() {
+                return Err(format!("{what} has phantom entry {phantom:?}"));
+            }
         }
         Ok(())
     }

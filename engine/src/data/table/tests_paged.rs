@@ -11,7 +11,7 @@ use crate::page_store::buffer_pool::{BufferPool, PoolOptions};
 use crate::page_store::doublewrite::{
     Design, Doublewrite, DoublewriteCounters, DoublewriteMode, DoublewriteOptions,
 };
-use crate::page_store::tablespace::Tablespace;
+use crate::page_store::tablespace::{scratch_file_name, Tablespace, SCRATCH_SPACE};
 use crate::page_store::Spaces;
 use crate::vfs::{SimVfs, Vfs};
 
@@ -30,6 +30,9 @@ fn pool(vfs: &Arc<dyn Vfs>, frames: usize) -> (Arc<BufferPool>, u32) {
     let ts = Tablespace::open(vfs.as_ref(), 1, PS, true).unwrap();
     let pages = ts.pages().unwrap();
     spaces.insert(ts);
+    let k_space = 1 | SCRATCH_SPACE;
+    let name = scratch_file_name(k_space, "k_1");
+    spaces.insert(Tablespace::open_as(vfs.as_ref(), k_space, name, PS, true).unwrap());
     let o = DoublewriteOptions {
         mode: DoublewriteMode::On,
         design: Design::Legacy,
@@ -52,7 +55,11 @@ fn pool(vfs: &Arc<dyn Vfs>, frames: usize) -> (Arc<BufferPool>, u32) {
 fn paged(vfs: &Arc<dyn Vfs>, frames: usize) -> (Arc<BufferPool>, Table) {
     let (pool, pages) = pool(vfs, frames);
     let rows = Arc::new(PagedRows::new(pool.clone(), 1, Shape::Sbtest, PS, pages));
-    (pool, Table::paged(1, "t", Shape::Sbtest, rows).unwrap())
+    let k_1 = PagedIndex::new(pool.clone(), 1 | SCRATCH_SPACE, PS);
+    (
+        pool,
+        Table::paged(1, "t", Shape::Sbtest, rows, k_1).unwrap(),
+    )
 }
 
 const A: u64 = 1;
