@@ -25,7 +25,10 @@
 //! that wrote to the table before the drop and committed after it replays
 //! into the invisible tombstone, never into a later table. Tombstones are
 //! hidden from names, [`Catalog::table_names`] and [`Catalog::dump`]; they
-//! are kept in checkpoint images like any table (they hold no rows).
+//! are kept in checkpoint images like any table (they hold no rows). A
+//! dropped table on pages loses its tablespaces once the drop is durable
+//! and nothing uses it ([`Catalog::release_dropped`]), or at the next
+//! start ([`Catalog::remove_dropped_spaces`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -37,7 +40,8 @@ use crate::data::table::paged_index::PagedIndex;
 use crate::data::table::paged_rows::PagedRows;
 use crate::data::table::{Row, Shape, Table, TableId};
 use crate::page_store::store::PageStore;
-use crate::page_store::tablespace::SCRATCH_SPACE;
+use crate::page_store::tablespace::{self, SCRATCH_SPACE};
+use crate::page_store::StoreError;
 
 /// Name prefix of dropped-table tombstones; table names starting with it are refused.
 pub const TOMBSTONE_PREFIX: &str = "#dropped-";
@@ -212,6 +216,13 @@ impl CatalogInner {
     }
 }
 
+/// Removes both tablespaces of paged table `id` (rows and index `k_1`).
+fn discard_table_spaces(store: &PageStore, id: TableId) -> Result<(), StoreError> {
+    store.discard_space(id, &tablespace::file_name(id))?;
+    let k_space = id | SCRATCH_SPACE;
+    store.discard_space(k_space, &tablespace::scratch_file_name(k_space, "k_1"))
+}
+
 /// All tables of the engine.
 #[derive(Default)]
 pub struct Catalog {
@@ -304,6 +315,13 @@ impl Catalog {
     /// `DROP TABLE name`: replaces the table by an empty tombstone under the
     /// same id (see the module docs) and returns the id.
     pub fn drop_table(&self, name: &str) -> Result<TableId, DataError> {
+        self.drop_table_taking(name).map(|(id, _)| id)
+    }
+
+    /// [`drop_table`](Self::drop_table), handing back the dropped table:
+    /// once the drop is durable, [`release_dropped`](Self::release_dropped)
+    /// removes its tablespaces (before that a crash must find them).
+    pub fn drop_table_taking(&self, name: &str) -> Result<(TableId, Arc<Table>), DataError> {
         if is_tombstone(name) {
             return Err(DataError::UnknownTable(name.to_owned()));
         }
@@ -312,11 +330,53 @@ impl Catalog {
             .names
             .remove(name)
             .ok_or_else(|| DataError::UnknownTable(name.to_owned()))?;
-        inner.tables.remove(&id);
+        let table = inner.tables.remove(&id).expect("a named table has an id");
         inner
             .insert(id, &tombstone_name(id), Shape::Sbtest)
             .expect("a tombstone is in memory");
-        Ok(id)
+        Ok((id, table))
+    }
+
+    /// Removes the tablespaces of `table`, dropped durably, when the last
+    /// transaction that used it lets go (now, if none does). A failure to
+    /// remove leaves the files to the next start
+    /// ([`remove_dropped_spaces`](Self::remove_dropped_spaces)).
+    pub fn release_dropped(&self, table: Arc<Table>) {
+        let Some(store) = self.store() else { return };
+        if !table.is_paged() {
+            return;
+        }
+        let id = table.id();
+        table.when_released(move || {
+            let _ = discard_table_spaces(&store, id);
+        });
+    }
+
+    /// Removes every tablespace file whose table is not a live one (dropped
+    /// by a drop that recovery replayed, or whose removal a crash or an
+    /// error cut short); returns how many files went. Run at open, after
+    /// recovery.
+    pub fn remove_dropped_spaces(&self) -> Result<usize, StoreError> {
+        let Some(store) = self.store() else {
+            return Ok(0);
+        };
+        let live: Vec<TableId> = {
+            let inner = self.inner.read();
+            inner
+                .names
+                .iter()
+                .filter(|(name, _)| !is_tombstone(name))
+                .map(|(_, id)| *id)
+                .collect()
+        };
+        let mut removed = 0;
+        for (space, file) in store.space_files()? {
+            if !live.contains(&(space & !SCRATCH_SPACE)) {
+                store.discard_space(space, &file)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// Replays a drop of table `id`: idempotent, and it also takes the id

@@ -198,6 +198,10 @@ impl Engine {
         };
         let (store, page_recovery) = paged_tables::open(&vfs, &opts.pages)?.unzip();
         let rec = recovery::recover_with(vfs.as_ref(), &opts.redo, store.as_ref())?;
+        // Tablespaces of tables dropped (durably) whose files remain.
+        rec.catalog
+            .remove_dropped_spaces()
+            .map_err(|e| EngineError::Pages(crate::paged_tables::PagesError::Store(e)))?;
         let counters = Arc::new(Counters::default());
         let redo = RedoLog::start(&opts.redo, rec.resume, counters.clone())?;
         if let Some(s) = &store {
@@ -447,11 +451,13 @@ impl Engine {
     pub fn drop_table(&self, name: &str) -> Result<TableId, EngineError> {
         self.check_open()?;
         let _g = self.ddl_lock.lock();
-        let id = self.catalog.drop_table(name)?;
+        let (id, dropped) = self.catalog.drop_table_taking(name)?;
         let mut body = Vec::new();
         record::encode(&RedoRecord::DropTable { table: id }, &mut body);
         let end = self.log_and_apply(&body, || {}, false)?;
         self.redo.wait_flushed(end)?;
+        // Durable: its tablespaces can go (when no transaction uses it).
+        self.catalog.release_dropped(dropped);
         Ok(id)
     }
 

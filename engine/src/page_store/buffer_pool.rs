@@ -410,6 +410,50 @@ impl BufferPool {
         None
     }
 
+    /// Drops every page of `space` from the pool without writing it (its
+    /// tablespace is going away: a dropped table's), once no flush of one
+    /// is in flight; a page being read or written by a user is waited for.
+    /// The caller makes sure nothing fixes a page of `space` meanwhile.
+    pub fn discard(&self, space: u32) {
+        loop {
+            let mut busy = false;
+            {
+                let mut inner = self.inner.lock();
+                let frames: Vec<u32> = inner
+                    .hash
+                    .iter()
+                    .filter(|(id, _)| id.space == space)
+                    .map(|(_, fr)| *fr)
+                    .collect();
+                for fr in frames {
+                    if inner.meta[fr as usize].flushing {
+                        busy = true;
+                        continue;
+                    }
+                    let (dirty, oldest) = {
+                        let m = &inner.meta[fr as usize];
+                        (m.dirty, m.oldest)
+                    };
+                    let Some(_latched) = self.evict(&mut inner, fr) else {
+                        busy = true;
+                        continue;
+                    };
+                    if dirty {
+                        inner.flush_list.remove(&(oldest, fr));
+                        self.counters.pages_dirty.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    let m = &mut inner.meta[fr as usize];
+                    (m.dirty, m.oldest, m.newest) = (false, 0, 0);
+                    inner.free.push(fr);
+                }
+            }
+            if !busy {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
     /// Evicts clean frame `fr` if nobody holds its latch; returns the
     /// latch, held.
     fn evict(&self, inner: &mut Inner, fr: u32) -> Option<FrameGuard<'_>> {

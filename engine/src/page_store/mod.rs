@@ -76,6 +76,11 @@ impl Spaces {
             .ok_or(StoreError::NoSpace(space))
     }
 
+    /// Closes tablespace `space` (its file is not touched).
+    pub fn remove(&self, space: u32) -> Option<Arc<Tablespace>> {
+        self.0.write().remove(&space)
+    }
+
     /// Every open tablespace, by id.
     pub fn all(&self) -> Vec<Arc<Tablespace>> {
         self.0.read().values().cloned().collect()

@@ -162,6 +162,39 @@ impl PageStore {
         Ok(())
     }
 
+    /// Every tablespace file in the data directory, with its space id
+    /// ([`tablespace::space_of_file`]), open or not.
+    pub fn space_files(&self) -> Result<Vec<(u32, String)>, StoreError> {
+        let names = self
+            .data
+            .list()
+            .map_err(|e| StoreError::io("data directory", "listing", e))?;
+        Ok(names
+            .into_iter()
+            .filter_map(|n| Some((tablespace::space_of_file(&n)?, n)))
+            .collect())
+    }
+
+    /// Removes tablespace `space` (file `file`, whether open or not): its
+    /// pages leave the pool unwritten, the space closes, the file is
+    /// deleted and the deletion made durable. For a dropped table's
+    /// spaces once the drop is durable and nothing uses the table, as
+    /// InnoDB's DROP TABLE removes the pages of the space from its pool
+    /// without writing them and deletes the file.
+    pub fn discard_space(&self, space: u32, file: &str) -> Result<(), StoreError> {
+        self.pool.discard(space);
+        self.spaces.remove(space);
+        if self.data.exists(file) {
+            self.data
+                .remove(file)
+                .map_err(|e| StoreError::io(file, "removing", e))?;
+            self.data
+                .sync_dir()
+                .map_err(|e| StoreError::io(file, "removing", e))?;
+        }
+        Ok(())
+    }
+
     /// Writes every dirty page and stops the page cleaners (a clean
     /// shutdown); a cleaner's error is returned.
     pub fn shutdown(&self) -> Result<(), StoreError> {

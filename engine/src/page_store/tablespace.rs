@@ -28,6 +28,23 @@ pub fn scratch_file_name(space: u32, name: &str) -> String {
     format!("space-{:05}.{name}.ibt", space & !SCRATCH_SPACE)
 }
 
+/// The space id a tablespace file's name stands for (`space-00012.ibd`:
+/// 12; `space-00012.k_1.ibt`: 12 with [`SCRATCH_SPACE`] set); `None` for
+/// any other file.
+pub fn space_of_file(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("space-")?;
+    let (digits, tail) = rest.split_once('.')?;
+    let space: u32 = digits.parse().ok()?;
+    if space & SCRATCH_SPACE != 0 {
+        return None;
+    }
+    if name == file_name(space) {
+        return Some(space);
+    }
+    let kind = tail.strip_suffix(".ibt")?;
+    (name == scratch_file_name(space | SCRATCH_SPACE, kind)).then_some(space | SCRATCH_SPACE)
+}
+
 /// The bit that marks a scratch tablespace's id (a table's id with it set
 /// is its secondary index's space): never a table's own id.
 pub const SCRATCH_SPACE: u32 = 1 << 31;

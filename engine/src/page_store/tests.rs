@@ -297,3 +297,23 @@ fn single_page_flushes_queue_on_the_legacy_slots() {
         assert!(c.wait_ns.load(Ordering::Relaxed) >= s.wait_ns);
     }
 }
+
+#[test]
+fn tablespace_file_names_give_back_their_space() {
+    use super::tablespace::{file_name, scratch_file_name, space_of_file, SCRATCH_SPACE};
+    for id in [1u32, 12, 99_999, 123_456] {
+        assert_eq!(space_of_file(&file_name(id)), Some(id));
+        let k = id | SCRATCH_SPACE;
+        assert_eq!(space_of_file(&scratch_file_name(k, "k_1")), Some(k));
+    }
+    for other in [
+        "space-1.ibd",
+        "space-00001.ibd.tmp",
+        "space-00001.ibt",
+        "space-2147483649.ibd",
+        "redo.log",
+        "dblwr-0.bin",
+    ] {
+        assert_eq!(space_of_file(other), None, "{other}");
+    }
+}

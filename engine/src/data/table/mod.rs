@@ -446,6 +446,9 @@ pub struct Table {
     inner: RwLock<TableInner>,
     /// Where a paged table's committed rows are.
     pages: Option<Arc<PagedRows>>,
+    /// Run when the last reference to the table goes (a dropped paged
+    /// table's: removes its tablespaces, [`Table::when_released`]).
+    on_release: parking_lot::Mutex<Option<Box<dyn FnOnce() + Send>>>,
     /// A paged table's index `k_1` for its committed versions, on pages.
     /// Latch order: `inner` before `k_pages` (a reader holds both; a
     /// commit takes them one at a time, see [`Table::commit_rows`]).
@@ -488,6 +491,7 @@ impl Table {
             inner: RwLock::new(TableInner::default()),
             pages: None,
             k_pages: None,
+            on_release: parking_lot::Mutex::new(None),
         }
     }
 
@@ -531,7 +535,15 @@ impl Table {
             inner: RwLock::new(inner),
             pages: Some(pages),
             k_pages: Some(RwLock::new(k_1)),
+            on_release: parking_lot::Mutex::new(None),
         })
+    }
+
+    /// Runs `f` when the last reference to the table is dropped (a
+    /// transaction that used it before a DROP TABLE may still commit to
+    /// it: its files go when it lets go).
+    pub fn when_released(&self, f: impl FnOnce() + Send + 'static) {
+        *self.on_release.lock() = Some(Box::new(f));
     }
 
     /// Moves committed keys in the index on pages (a paged table; the
@@ -1073,6 +1085,14 @@ impl Table {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_release.get_mut().take() {
+            f();
+        }
     }
 }
 
