@@ -95,6 +95,11 @@ pub struct Admin {
     socket: String,
 }
 
+/// Why a server's thread names could not be read without an admin
+/// connection ([`Admin::thread_names`]).
+pub const NO_ADMIN_FOR_THREAD_NAMES: &str =
+    "no admin connection to read them over: pass the server's --socket";
+
 impl Admin {
     /// Connects through `socket` in the protocol it speaks (see the module
     /// docs) as `user`; an empty user is the protocol's usual admin
@@ -262,6 +267,37 @@ impl Admin {
                 })
                 .collect(),
         ))
+    }
+
+    /// The server's names for its threads, by operating-system thread id
+    /// (`performance_schema.threads`: `THREAD_OS_ID`, `NAME`). `Err` says
+    /// why there are none: PostgreSQL, a server without performance_schema
+    /// (the bundled engine), or one where it is OFF (MariaDB's default).
+    pub fn thread_names(&mut self) -> Result<Vec<(u32, String)>, String> {
+        let Client::Mysql(_) = &self.conn else {
+            return Err("a PostgreSQL server has no performance_schema".into());
+        };
+        match self.try_get("performance_schema").as_deref() {
+            Some("ON" | "1") => {}
+            Some(_) => {
+                return Err("performance_schema is OFF: start the server with                      --performance-schema=ON (a restart) to have its threads named"
+                    .into())
+            }
+            None => return Err("the server has no performance_schema".into()),
+        }
+        let Client::Mysql(conn) = &mut self.conn else {
+            unreachable!("checked above")
+        };
+        let rows: Vec<(Option<u64>, String)> = conn
+            .query(
+                "SELECT THREAD_OS_ID, NAME FROM performance_schema.threads \
+                 WHERE THREAD_OS_ID IS NOT NULL",
+            )
+            .map_err(|e| format!("reading performance_schema.threads: {e}"))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(tid, name)| Some((u32::try_from(tid?).ok()?, name)))
+            .collect())
     }
 
     /// PostgreSQL: the first row of `sql`, every column a `bigint`

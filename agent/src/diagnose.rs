@@ -345,6 +345,12 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             say!("redoctor: DEGRADED MODE: {}", u.why);
         }
     }
+    // Background threads only the server's own names tell apart (InnoDB's
+    // page cleaner in MariaDB: performance_schema.threads).
+    sampler.set_server_threads(match admin.as_mut() {
+        Some(a) => a.thread_names(),
+        None => Err(crate::admin::NO_ADMIN_FOR_THREAD_NAMES.into()),
+    });
     let warmup = args.warmup.unwrap_or(if args.demo {
         DEMO_WARMUP
     } else {

@@ -126,10 +126,16 @@ fn mariadb_live() {
     m.start(&["--thread-handling=pool-of-threads", "--thread-pool-size=8"]);
     trial_on_the_thread_pool(&m, &t, &state);
 
-    // The binary log is static too: restart with it, synced at each group.
+    // The binary log is static too: restart with it, synced at each group
+    // (and with performance_schema, which names the page cleaner).
     m.stop();
     let log_bin = format!("--log-bin={}", m.dir.path().join("m-bin").display());
-    m.start(&[&log_bin, "--server-id=1", "--sync-binlog=1"]);
+    m.start(&[
+        &log_bin,
+        "--server-id=1",
+        "--sync-binlog=1",
+        "--performance-schema=ON",
+    ]);
     binlog_groups_are_counted(&m, &t);
     binlog_group_commit_rules(&m, &t, &state);
     m.stop();
@@ -428,6 +434,22 @@ fn diagnose_names_only_mariadb_settings(m: &Maria, t: &Tools) {
     let w = &d["windows"][0];
     assert_eq!(w["profile"], "mariadb");
     assert!(w["roles"]["user"]["threads"].as_u64().unwrap() >= 16);
+    // performance_schema is OFF (MariaDB's default): the page cleaner
+    // cannot be named, and the report says why and what to do.
+    let names = w["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["what"].as_str().unwrap().contains("server_threads"))
+        .unwrap_or_else(|| panic!("no word on the server's thread names: {w}"));
+    assert!(
+        names["why"]
+            .as_str()
+            .unwrap()
+            .contains("--performance-schema=ON"),
+        "{names}"
+    );
+    assert!(w["roles"].get("page_writer").is_none(), "{w}");
     // Every setting it speaks of exists on the server, with the server's value.
     for (k, v) in d["facts"]["settings"].as_object().unwrap() {
         assert_eq!(&m.var(k), v.as_str().unwrap(), "setting {k}");
@@ -698,6 +720,15 @@ fn binlog_group_commit_rules(m: &Maria, t: &Tools, state: &Path) {
 
     let d = m.diagnose("binlog.json", "3s", &[]).0;
     let s = &d["summary"];
+    // performance_schema=ON: the server names its page cleaner, which
+    // writes the dirty pages through the doublewrite buffer.
+    let w = &d["windows"][0];
+    assert_eq!(w["roles"]["page_writer"]["threads"], 1, "{}", w["roles"]);
+    assert!(
+        !w["unavailable"].to_string().contains("server_threads"),
+        "{}",
+        w["unavailable"]
+    );
     eprintln!(
         "binlog, count 0: {:.0} commits/s, {:.2} commits per binlog fsync, {:.2} per redo fsync, binlog fsync {:.0} us, {:.1} user threads per core",
         signal(&d, "commits_per_s"),

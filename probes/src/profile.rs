@@ -183,6 +183,21 @@ pub struct Profile {
     /// the process name ([`crate::stack_roles`]).
     #[serde(default)]
     pub stack_roles: Option<StackRoleRule>,
+    /// Roles from the names the server gives its own threads
+    /// (`performance_schema.threads`, read over the admin connection):
+    /// background threads no name or stack tells apart, such as InnoDB's
+    /// page cleaner. They win over every other rule.
+    #[serde(default)]
+    pub server_threads: Vec<ServerThreadRule>,
+}
+
+/// Threads the server names `pattern` (a glob over
+/// `performance_schema.threads.NAME`) have `role`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerThreadRule {
+    pub pattern: String,
+    pub role: Role,
 }
 
 /// Threads whose stack holds a return address into one of `symbols` have
@@ -298,6 +313,7 @@ impl Profile {
         })?;
         if p.threads.iter().any(|r| r.role == Role::External)
             || p.processes.iter().any(|r| r.role == Role::External)
+            || p.server_threads.iter().any(|r| r.role == Role::External)
         {
             return Err(ProfileError::ExternalRole {
                 origin: origin.to_string(),
@@ -325,6 +341,15 @@ impl Profile {
             .iter()
             .find(|r| glob::matches(&r.pattern, comm))
             .map_or(Role::Other, |r| r.role)
+    }
+
+    /// The role the server's own name for a thread gives it (first
+    /// matching `[[server_threads]]` rule), if one does.
+    pub fn server_thread_role(&self, name: &str) -> Option<Role> {
+        self.server_threads
+            .iter()
+            .find(|r| glob::matches(&r.pattern, name))
+            .map(|r| r.role)
     }
 
     /// The role a process title gives all the process's threads (first
@@ -433,6 +458,12 @@ mod tests {
             FileKind::Relay
         );
         assert_eq!(md.kind_of("/var/lib/mysql/db-bin.000002"), FileKind::Binlog);
+        assert_eq!(
+            md.server_thread_role("thread/innodb/page_cleaner_thread"),
+            Some(Role::PageWriter)
+        );
+        assert_eq!(md.server_thread_role("thread/sql/one_connection"), None);
+        assert!(e.server_threads.is_empty());
     }
 
     /// PostgreSQL's roles come from the process title (`/proc/PID/cmdline`
@@ -547,6 +578,13 @@ mod tests {
         assert!(e.contains("profile t is not valid"), "{e}");
         let e = Profile::parse(
             "name=\"x\"\n[[threads]]\npattern=\"a\"\nrole=\"external\"\n",
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("reserved"), "{e}");
+        let e = Profile::parse(
+            "name=\"x\"\n[[server_threads]]\npattern=\"a\"\nrole=\"external\"\n",
             "t",
         )
         .unwrap_err()

@@ -71,6 +71,10 @@ pub struct Sampler {
     /// Roles from the root process's thread stacks (the profile's
     /// `stack_roles`), or why they cannot be had.
     stack_roles: Option<Result<StackRoles, String>>,
+    /// Roles from the server's own names for its threads (the profile's
+    /// `server_threads`, [`Sampler::set_server_threads`]), or why they
+    /// cannot be had.
+    server_roles: Option<Result<HashMap<u32, Role>, String>>,
 }
 
 impl Sampler {
@@ -101,6 +105,7 @@ impl Sampler {
             exit_watch: ExitWatch::new(pid),
             usdt_names: HashMap::new(),
             stack_roles: None,
+            server_roles: None,
         };
         s.stack_roles = s
             .profile
@@ -110,6 +115,23 @@ impl Sampler {
         let (_, live) = s.refresh_proc();
         s.refresh_stack_roles(live.as_ref());
         Ok(s)
+    }
+
+    /// The server's names for its threads (thread id, name), as read over
+    /// its admin connection, or why it tells none: the profile's
+    /// `server_threads` rules turn them into roles, which win over the
+    /// stacks' and the names'. Without such rules nothing changes; without
+    /// the names, every window says why under `unavailable`.
+    pub fn set_server_threads(&mut self, names: Result<Vec<(u32, String)>, String>) {
+        if self.profile.server_threads.is_empty() {
+            return;
+        }
+        self.server_roles = Some(names.map(|names| {
+            names
+                .into_iter()
+                .filter_map(|(tid, n)| Some((tid, self.profile.server_thread_role(&n)?)))
+                .collect()
+        }));
     }
 
     /// Measures the programs' own cost (`probe_cost`) in one window of
@@ -436,6 +458,11 @@ impl Sampler {
     }
 
     fn role(&self, tid: u32) -> Role {
+        if let Some(Ok(roles)) = &self.server_roles {
+            if let Some(r) = roles.get(&tid) {
+                return *r;
+            }
+        }
         if let Some(Ok(roles)) = &self.stack_roles {
             if let Some(r) = roles.role(tid) {
                 return r;
@@ -516,6 +543,15 @@ impl Sampler {
             unavailable.push(crate::attach::Unavailable {
                 what: "roles by stack (stack_roles)".into(),
                 why: format!("{why}: every thread has the role its name gives"),
+            });
+        }
+        if let Some(Err(why)) = &self.server_roles {
+            unavailable.push(crate::attach::Unavailable {
+                what: "roles by the server's thread names (server_threads)".into(),
+                why: format!(
+                    "{why}; the threads only those names tell apart (e.g. InnoDB's page \
+                     cleaner) keep the role their stack or name gives"
+                ),
             });
         }
         if self.cost.refused() {

@@ -478,6 +478,10 @@ impl Worker {
         });
         let mut sampler = Sampler::new(probes, self.profile.clone())?;
         sampler.set_cost_every(1);
+        sampler.set_server_threads(match self.admin.as_mut() {
+            Some(a) => a.thread_names(),
+            None => Err(crate::admin::NO_ADMIN_FOR_THREAD_NAMES.into()),
+        });
         let mut windows = Vec::new();
         // Both waits give up when the agent is stopping, so SIGTERM is not
         // held up by a long window (the probes are detached on drop below).
