@@ -258,6 +258,10 @@ fn errno(e: i32) -> io::Error {
     io::Error::from_raw_os_error(e)
 }
 
+/// What a tearing failpoint with `return(kill)` prints on stderr just
+/// before it tears the write and kills the process.
+pub const TORN_KILL_MARK: &str = "failpoint: tearing a write, then SIGKILL";
+
 /// Writes `buf` up to file offset `cut`, then fails with EIO, or with
 /// `arg` "kill" sends this process SIGKILL.
 #[cfg(feature = "failpoints")]
@@ -284,6 +288,12 @@ fn torn_write(
     let mut old = vec![0u8; buf.len()];
     if file.read_at(&mut old, offset)? == buf.len() && old == buf {
         return file.write_at(buf, offset);
+    }
+    if kill {
+        // Said before the tear, on stderr (unbuffered): whoever watches the
+        // process can tell this death from a kill of its own that came at
+        // the same moment.
+        eprintln!("{TORN_KILL_MARK} ({name}, offset {offset})");
     }
     file.write_at(&buf[..(cut - offset) as usize], offset)?;
     if kill {
