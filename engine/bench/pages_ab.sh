@@ -1,36 +1,14 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two engine builds (`redoctor-engine` binaries) with
 # tables on pages: 4 sbtest tables of 50,000 rows, the buffer pool at
-# RATIO of the row pages (1.2: the data fits; 0.5: IO-bound), the data
-# directory on tmpfs (/dev/shm) so the disk's fsync swings stay out and
-# what differs is the builds' CPU per commit. PAIRS pairs of runs, the
-# order alternating per pair; prints the geometric mean of the per-pair
-# ratios NEW/OLD with +-2 standard errors, and OLD's median TPS.
+# RATIO of the row pages (1.2: the data fits; 0.5: IO-bound), on tmpfs so
+# the disk's fsync swings stay out and what differs is the builds' CPU per
+# commit. The pairs, their order and the summary are `inmem_ab.sh`'s.
 # usage: pages_ab.sh OLD NEW PAIRS WORKLOAD USERS SECS RATIO
 set -euo pipefail
 old=$1 new=$2 pairs=$3 wl=$4 users=$5 secs=$6 ratio=$7
 tables=4 rows=50000
 data_bytes=$((tables * ((rows + 86) / 87) * 16384))
 pool=$(python3 -c "print(int($data_bytes * $ratio))")
-for i in $(seq 1 "$pairs"); do
-  order="old new"; (( i % 2 == 0 )) && order="new old"
-  for side in $order; do
-    bin=$old; [[ $side == new ]] && bin=$new
-    rm -rf /dev/shm/rdb-pages
-    tps=$("$bin" run --workload "$wl" --users "$users" --duration "$secs" \
-      --tables $tables --table-size $rows --datadir /dev/shm/rdb-pages --json \
-      --set innodb_buffer_pool_size="$pool" 2>/dev/null |
-      python3 -c 'import json,sys; print(json.load(sys.stdin)["tps"])')
-    echo "$i $side $tps"
-  done
-done | tee /dev/stderr | python3 -c '
-import sys, math, statistics as st
-rows=[l.split() for l in sys.stdin]
-d={}
-for i,s,t in rows: d.setdefault(i,{})[s]=float(t)
-r=[v["new"]/v["old"] for v in d.values()]
-olds=[v["old"] for v in d.values()]
-lr=[math.log(x) for x in r]
-m=st.mean(lr); se=st.stdev(lr)/math.sqrt(len(lr))
-print(f"new/old geometric mean {math.exp(m):.3f} (pairs {len(r)}; +-2se {math.exp(m-2*se):.3f}..{math.exp(m+2*se):.3f}); old median tps {st.median(olds):.0f}")'
-rm -rf /dev/shm/rdb-pages
+exec "$(dirname "$0")/inmem_ab.sh" "$old" "$new" "$pairs" "$wl" "$users" "$secs" \
+  --tables $tables --table-size $rows --set "innodb_buffer_pool_size=$pool"

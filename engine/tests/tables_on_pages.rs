@@ -245,13 +245,14 @@ fn the_index_on_pages_is_rebuilt_at_start_and_its_old_file_never_read() {
     };
     let rows = e.dump()["sbtest1"].clone();
     let ks: Vec<i32> = rows.values().take(40).map(|r| r.k).collect();
-    for &k in &ks {
-        let want: Vec<(i64, _)> = rows
-            .iter()
+    let want = |k: i32| -> Vec<(i64, _)> {
+        rows.iter()
             .filter(|(_, r)| r.k == k)
             .map(|(id, r)| (*id, r.clone()))
-            .collect();
-        assert_eq!(by_k(&e, k), want, "k = {k}");
+            .collect()
+    };
+    for &k in &ks {
+        assert_eq!(by_k(&e, k), want(k), "k = {k}");
     }
     e.check_tables().unwrap();
     let scratch: Vec<String> = vfs
@@ -273,11 +274,6 @@ fn the_index_on_pages_is_rebuilt_at_start_and_its_old_file_never_read() {
     let e = Engine::open(o).unwrap();
     e.check_tables().unwrap();
     for &k in &ks {
-        let want: Vec<(i64, _)> = rows
-            .iter()
-            .filter(|(_, r)| r.k == k)
-            .map(|(id, r)| (*id, r.clone()))
-            .collect();
-        assert_eq!(by_k(&e, k), want, "k = {k} after the rebuild");
+        assert_eq!(by_k(&e, k), want(k), "k = {k} after the rebuild");
     }
 }

@@ -43,11 +43,10 @@ pub struct PageStore {
     cleaners: Mutex<Vec<JoinHandle<Result<(), StoreError>>>>,
 }
 
-/// The space id in a tablespace file's name (`space-00012.ibd`).
+/// The space id of a data tablespace file (`space-00012.ibd`); scratch
+/// files are not opened at start (their spaces are made anew).
 fn space_of(name: &str) -> Option<u32> {
-    let id = name.strip_prefix("space-")?.strip_suffix(".ibd")?;
-    let space: u32 = id.parse().ok()?;
-    (tablespace::file_name(space) == name).then_some(space)
+    tablespace::space_of_file(name).filter(|s| s & tablespace::SCRATCH_SPACE == 0)
 }
 
 impl PageStore {
@@ -258,6 +257,7 @@ mod tests {
         assert_eq!(space_of("space-12.ibd"), None);
         assert_eq!(space_of("space-00012.ibd.tmp"), None);
         assert_eq!(space_of("redo.log"), None);
+        assert_eq!(space_of("space-00012.k_1.ibt"), None);
     }
 
     /// Spaces created while the store runs are found again when it is

@@ -550,9 +550,17 @@ impl Table {
     /// caller holds no latch, or `inner`'s before this one).
     fn move_keys(&self, moves: impl IntoIterator<Item = (i64, KeyMove)>, add: bool, drop: bool) {
         let Some(tree) = &self.k_pages else { return };
+        // A commit that moves no key (its rows kept their `k`) takes no
+        // latch on the index.
+        let mut moves = moves
+            .into_iter()
+            .filter_map(|(id, m)| Some((id, m?)))
+            .peekable();
+        if moves.peek().is_none() {
+            return;
+        }
         let mut tree = tree.write();
-        for (id, m) in moves {
-            let Some((from, to)) = m else { continue };
+        for (id, (from, to)) in moves {
             let done = (|| {
                 if let (true, Some(k)) = (add, to) {
                     tree.insert((k, id))?;

@@ -357,8 +357,7 @@ impl PagedIndex {
     }
 
     /// Inserts `key` into the full leaf at the end of `path`, splitting it
-    /// and, as far as needed, its ancestors (the root stays page 0: its
-    /// halves move to two new pages).
+    /// and, as far as needed, its ancestors.
     fn split_insert(&mut self, path: &[u32], key: Key) -> Result<(), StoreError> {
         let leaf = *path.last().expect("a leaf");
         let Node::Leaf { next, mut keys } = self.read_node(leaf)? else {
@@ -368,37 +367,15 @@ impl PagedIndex {
         keys.insert(at, key);
         let right_keys = keys.split_off(keys.len() / 2);
         let sep = right_keys[0];
+        let right = Node::Leaf {
+            next,
+            keys: right_keys,
+        };
         // Carried up: a split's right half, as (its first key, its page).
-        let mut carry;
-        if leaf == ROOT {
-            self.height += 1;
-            let (l, r) = (self.alloc(), self.alloc());
-            self.write(l, &Node::Leaf { next: r, keys })?;
-            self.write(
-                r,
-                &Node::Leaf {
-                    next,
-                    keys: right_keys,
-                },
-            )?;
-            return self.write(
-                ROOT,
-                &Node::Internal {
-                    first: l,
-                    entries: vec![(sep, r)],
-                },
-            );
-        }
-        let r = self.alloc();
-        self.write(
-            r,
-            &Node::Leaf {
-                next,
-                keys: right_keys,
-            },
-        )?;
-        self.write(leaf, &Node::Leaf { next: r, keys })?;
-        carry = (sep, r);
+        let Some(mut carry) = self.split(leaf, right, sep, |r| Node::Leaf { next: r, keys })?
+        else {
+            return Ok(());
+        };
         for &parent in path[..path.len() - 1].iter().rev() {
             let Node::Internal { first, mut entries } = self.read_node(parent)? else {
                 unreachable!("a leaf's ancestors are internal")
@@ -411,37 +388,46 @@ impl PagedIndex {
             // The middle entry moves up; its child leads the right half.
             let mut right = entries.split_off(entries.len() / 2);
             let (up, right_first) = right.remove(0);
-            if parent == ROOT {
-                self.height += 1;
-                let (l, r) = (self.alloc(), self.alloc());
-                self.write(l, &Node::Internal { first, entries })?;
-                self.write(
-                    r,
-                    &Node::Internal {
-                        first: right_first,
-                        entries: right,
-                    },
-                )?;
-                return self.write(
-                    ROOT,
-                    &Node::Internal {
-                        first: l,
-                        entries: vec![(up, r)],
-                    },
-                );
+            let right = Node::Internal {
+                first: right_first,
+                entries: right,
+            };
+            match self.split(parent, right, up, |_| Node::Internal { first, entries })? {
+                Some(c) => carry = c,
+                None => return Ok(()),
             }
-            let r = self.alloc();
-            self.write(
-                r,
-                &Node::Internal {
-                    first: right_first,
-                    entries: right,
-                },
-            )?;
-            self.write(parent, &Node::Internal { first, entries })?;
-            carry = (up, r);
         }
         unreachable!("the root absorbs or splits")
+    }
+
+    /// Writes node `page` split in two halves: `right` (whose first key is
+    /// `sep`) on a new page, the left half (`left`, given that page) in
+    /// place; returns `(sep, right's page)` for the parent. The root stays
+    /// page 0: its halves move to two new pages under a new root, one
+    /// level higher, and nothing is carried up.
+    fn split(
+        &mut self,
+        page: u32,
+        right: Node,
+        sep: Key,
+        left: impl FnOnce(u32) -> Node,
+    ) -> Result<Option<(Key, u32)>, StoreError> {
+        if page != ROOT {
+            let r = self.alloc();
+            self.write(r, &right)?;
+            self.write(page, &left(r))?;
+            return Ok(Some((sep, r)));
+        }
+        self.height += 1;
+        let (l, r) = (self.alloc(), self.alloc());
+        self.write(l, &left(r))?;
+        self.write(r, &right)?;
+        let root = Node::Internal {
+            first: l,
+            entries: vec![(sep, r)],
+        };
+        self.write(ROOT, &root)?;
+        Ok(None)
     }
 
     /// The entries with `lo <= key <= hi`, in order: down to the leaf of
