@@ -2,7 +2,8 @@
 # The project's test command: README's quick start step 2, and what CI runs.
 # Every crate's unit and integration tests, then the loom model checks of the
 # concurrency gate, the redo log's wakeup event, link buffer and log buffer,
-# and the transaction throttle (a separate build: loom replaces the atomics,
+# the transaction throttle, the replica's relay log and the buffer pool's
+# paths without its mutex (a separate build: loom replaces the atomics,
 # locks, cells and futex words); then the project's own performance gate on
 # the bundled engine's commit path (agent/GATE.md: a regression or an error
 # fails): this build against the reference build named in

@@ -1,6 +1,7 @@
 //! Synchronisation primitives for the engine's lock-free code (the
 //! concurrency gate, the redo log's events, the link buffer, the log
-//! buffer, the transaction throttle and the replica's hot relay log),
+//! buffer, the transaction throttle, the replica's hot relay log and the
+//! buffer pool's latches),
 //! swapped for loom's in
 //! model-checking builds (`RUSTFLAGS="--cfg loom"`), so the `tests/loom_*.rs`
 //! models explore every interleaving of the real code. In a normal build
@@ -14,6 +15,10 @@ mod imp {
 
     pub use crate::named_locks::NamedCondvar;
     use crate::named_locks::NamedMutex;
+
+    /// Reader-writer latches: `parking_lot`'s (no poisoning; `try_*`
+    /// return an `Option`).
+    pub use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
     /// A named `std` mutex (see [`crate::named_locks`]).
     pub struct Mutex<T>(NamedMutex<T>);
@@ -200,6 +205,29 @@ mod imp {
                 lock: &self.0,
                 guard,
             })
+        }
+    }
+
+    pub use loom::sync::{RwLockReadGuard, RwLockWriteGuard};
+
+    /// Loom's reader-writer lock with `parking_lot`'s surface.
+    pub struct RwLock<T>(loom::sync::RwLock<T>);
+
+    impl<T> RwLock<T> {
+        pub fn new(t: T) -> Self {
+            RwLock(loom::sync::RwLock::new(t))
+        }
+        pub fn read(&self) -> RwLockReadGuard<'_, T> {
+            self.0.read().expect("loom rwlock poisoned")
+        }
+        pub fn write(&self) -> RwLockWriteGuard<'_, T> {
+            self.0.write().expect("loom rwlock poisoned")
+        }
+        pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
+            self.0.try_read().ok()
+        }
+        pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
+            self.0.try_write().ok()
         }
     }
 

@@ -31,27 +31,39 @@
 //!   (`Innodb_buffer_pool_wait_free` counts each such wait).
 //!
 //! Latches: each frame's bytes are behind a reader-writer latch; the
-//! pool's lists behind one mutex. A thread takes the mutex, then at most
-//! `try_*` on latches (never blocking on one while holding the mutex); a
+//! pool's lists behind one mutex, the page hash ([`PageHash`]) behind
+//! latches of its own. A thread takes the mutex, then at most `try_*` on
+//! frame latches (never blocking on one while holding the mutex); a
 //! thread holding a frame latch may take the mutex. A flush holds the
 //! frames' read latches across its writes (reads go on, changes wait), so
 //! a page is never marked clean with a change the write missed. A frame
 //! found in the hash is re-checked after its latch is taken (it may have
 //! been evicted in between).
+//!
+//! The hit path takes no mutex (InnoDB's split of the buffer pool mutex):
+//! a lookup reads the page hash under its shard's read latch, and a page
+//! already young is not moved ([`Lru::young_flags`]). A change to a page
+//! already dirty, at an LSN not older than its oldest, only raises the
+//! frame's newest LSN: a frame's dirty state and LSNs change only with
+//! its latch held (write, or a flush's read latch), so under the write
+//! latch they are stable and the flush list needs no update.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool as StdAtomicBool, AtomicU64 as StdAtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::sync::{
+    self, AtomicBool, AtomicU64, Mutex, NamedCondvar, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 
 type FrameGuard<'a> = RwLockWriteGuard<'a, Box<[u8]>>;
 
 use super::doublewrite::{Doublewrite, PageWrite};
 use super::lru::Lru;
 use super::page::{self, PageId, PageState};
+use super::page_hash::PageHash;
 use super::{Spaces, StoreError};
 
 /// The buffer pool's settings.
@@ -88,33 +100,29 @@ impl Default for PoolOptions {
 #[derive(Debug, Default)]
 pub struct PoolCounters {
     /// Lookups (`Innodb_buffer_pool_read_requests`).
-    pub read_requests: AtomicU64,
+    pub read_requests: StdAtomicU64,
     /// Misses read from disk (`Innodb_buffer_pool_reads`).
-    pub reads: AtomicU64,
+    pub reads: StdAtomicU64,
     /// Dirty frames now (`Innodb_buffer_pool_pages_dirty`).
-    pub pages_dirty: AtomicU64,
+    pub pages_dirty: StdAtomicU64,
     /// A user thread found no free frame (`Innodb_buffer_pool_wait_free`).
-    pub wait_free: AtomicU64,
+    pub wait_free: StdAtomicU64,
     /// Pages written by user threads' single-page flushes.
-    pub single_page_flushes: AtomicU64,
+    pub single_page_flushes: StdAtomicU64,
     /// Pages written by the page cleaners (LRU and flush-list batches).
-    pub cleaner_pages: AtomicU64,
+    pub cleaner_pages: StdAtomicU64,
     /// Nanoseconds the page cleaners spent in their batches.
-    pub cleaner_ns: AtomicU64,
+    pub cleaner_ns: StdAtomicU64,
 }
 
 struct Meta {
     id: Option<PageId>,
-    dirty: bool,
-    oldest: u64,
-    newest: u64,
     /// Being written by a flush: not picked again.
     flushing: bool,
 }
 
 struct Inner {
     meta: Vec<Meta>,
-    hash: HashMap<PageId, u32>,
     free: Vec<u32>,
     lru: Lru,
     /// Dirty frames by (oldest lsn, frame).
@@ -126,6 +134,15 @@ struct Frame {
     /// `u64::MAX`: changed only with the mutex and the write latch held.
     id: AtomicU64,
     bytes: RwLock<Box<[u8]>>,
+    /// Changed since its last write. Set and cleared with the mutex and
+    /// the frame's latch held (the write latch, or a flush's read latch).
+    dirty: AtomicBool,
+    /// While dirty, the LSN of its oldest unwritten change (its place in
+    /// the flush list); changed as `dirty` is.
+    oldest: AtomicU64,
+    /// The end LSN of its newest change (the write-ahead rule's bound);
+    /// raised under the write latch, reset when the frame takes a page.
+    newest: AtomicU64,
 }
 
 fn code(id: PageId) -> u64 {
@@ -171,12 +188,15 @@ pub struct BufferPool {
     page_size: usize,
     frames: Vec<Frame>,
     inner: Mutex<Inner>,
-    wake_cleaners: Condvar,
+    hash: PageHash,
+    /// [`Lru::young_flags`].
+    young: Arc<[AtomicBool]>,
+    wake_cleaners: NamedCondvar,
     spaces: Arc<Spaces>,
     dw: Arc<Doublewrite>,
     opts: PoolOptions,
     pub counters: PoolCounters,
-    stop: AtomicBool,
+    stop: StdAtomicBool,
     redo: OnceLock<RedoHook>,
 }
 
@@ -189,38 +209,45 @@ impl BufferPool {
         dw: Arc<Doublewrite>,
         opts: PoolOptions,
     ) -> Arc<BufferPool> {
-        let n = opts.frames.max(16);
+        // A model checks a pool of a few frames; a real one has 16 at least.
+        let n = opts.frames.max(if cfg!(loom) { 2 } else { 16 });
         let frames = (0..n)
             .map(|_| Frame {
                 id: AtomicU64::new(u64::MAX),
                 bytes: RwLock::new(vec![0u8; page_size].into_boxed_slice()),
+                dirty: AtomicBool::new(false),
+                oldest: AtomicU64::new(0),
+                newest: AtomicU64::new(0),
             })
             .collect();
         let meta = (0..n)
             .map(|_| Meta {
                 id: None,
-                dirty: false,
-                oldest: 0,
-                newest: 0,
                 flushing: false,
             })
             .collect();
+        let lru = Lru::new(n, opts.old_blocks_pct);
+        let young = lru.young_flags();
         Arc::new(BufferPool {
             page_size,
             frames,
-            inner: Mutex::new(Inner {
-                meta,
-                hash: HashMap::new(),
-                free: (0..n as u32).rev().collect(),
-                lru: Lru::new(n, opts.old_blocks_pct),
-                flush_list: BTreeSet::new(),
-            }),
-            wake_cleaners: Condvar::new(),
+            inner: Mutex::named(
+                "buf_pool",
+                Inner {
+                    meta,
+                    free: (0..n as u32).rev().collect(),
+                    lru,
+                    flush_list: BTreeSet::new(),
+                },
+            ),
+            hash: PageHash::new(),
+            young,
+            wake_cleaners: NamedCondvar::new("buf_pool.cleaners"),
             spaces,
             dw,
             opts,
             counters: PoolCounters::default(),
-            stop: AtomicBool::new(false),
+            stop: StdAtomicBool::new(false),
             redo: OnceLock::new(),
         })
     }
@@ -264,6 +291,17 @@ impl BufferPool {
         self.frames.len()
     }
 
+    /// Holds the pool's mutex (lists and flush list) for a test of what
+    /// works without it.
+    #[cfg(test)]
+    pub(super) fn hold_lists(&self) -> impl Drop + '_ {
+        struct Held<'a>(#[allow(dead_code)] sync::MutexGuard<'a, Inner>);
+        impl Drop for Held<'_> {
+            fn drop(&mut self) {}
+        }
+        Held(self.inner.lock())
+    }
+
     /// The LSN below which every change is on disk: the oldest dirty
     /// page's first change, or `None` with no dirty page.
     /// Unlogged pages ([`ChangeLsn::UNLOGGED`]) do not count.
@@ -300,20 +338,24 @@ impl BufferPool {
                 continue;
             }
             f(&mut g[page::HEADER..self.page_size - page::TRAILER]);
+            let frame = &self.frames[fr as usize];
+            frame.newest.fetch_max(end, Ordering::Relaxed);
+            // Stable under the write latch (module docs): already dirty
+            // with an older first change, the flush list has it in place.
+            if frame.dirty.load(Ordering::Relaxed) && lsn >= frame.oldest.load(Ordering::Relaxed) {
+                return Ok(());
+            }
             let mut inner = self.inner.lock();
-            let m = &mut inner.meta[fr as usize];
-            m.newest = m.newest.max(end);
-            if !m.dirty {
-                m.dirty = true;
-                m.oldest = lsn;
+            if !frame.dirty.load(Ordering::Relaxed) {
+                frame.dirty.store(true, Ordering::Relaxed);
+                frame.oldest.store(lsn, Ordering::Relaxed);
                 inner.flush_list.insert((lsn, fr));
                 self.counters.pages_dirty.fetch_add(1, Ordering::Relaxed);
-            } else if lsn < m.oldest {
+            } else {
                 // Changes reach a page out of LSN order (two commits
                 // applied in the other order): its oldest unwritten change
                 // is the smaller, or the fuzzy checkpoint would pass it.
-                let was = m.oldest;
-                m.oldest = lsn;
+                let was = frame.oldest.swap(lsn, Ordering::Relaxed);
                 inner.flush_list.remove(&(was, fr));
                 inner.flush_list.insert((lsn, fr));
             }
@@ -324,9 +366,20 @@ impl BufferPool {
     /// The frame holding `id`, read in on a miss.
     fn fix(&self, id: PageId) -> Result<u32, StoreError> {
         self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        // The hit path: the page hash alone, and a young page stays put.
+        if let Some(fr) = self.hash.get(id) {
+            if self.young[fr as usize].load(Ordering::Relaxed) {
+                return Ok(fr);
+            }
+            let mut inner = self.inner.lock();
+            if inner.meta[fr as usize].id == Some(id) {
+                inner.lru.touch(fr);
+                return Ok(fr);
+            }
+        }
         loop {
             let mut inner = self.inner.lock();
-            if let Some(&fr) = inner.hash.get(&id) {
+            if let Some(fr) = self.hash.get(id) {
                 inner.lru.touch(fr);
                 return Ok(fr);
             }
@@ -344,11 +397,11 @@ impl BufferPool {
             // reused from another page must not seal this one with that
             // page's newer LSN (recovery restores the copy with the
             // highest LSN, so a page's LSNs must only grow).
-            let m = &mut inner.meta[fr as usize];
-            m.id = Some(id);
-            m.newest = 0;
-            m.oldest = 0;
-            inner.hash.insert(id, fr);
+            inner.meta[fr as usize].id = Some(id);
+            let frame = &self.frames[fr as usize];
+            frame.newest.store(0, Ordering::Relaxed);
+            frame.oldest.store(0, Ordering::Relaxed);
+            self.hash.insert(id, fr);
             inner.lru.insert(fr);
             drop(inner);
             self.counters.reads.fetch_add(1, Ordering::Relaxed);
@@ -356,10 +409,11 @@ impl BufferPool {
             let got = ts.and_then(|ts| ts.read_verified(id.page_no, &mut g));
             match got {
                 Ok(PageState::Written { lsn }) => {
-                    // Its next write carries at least the LSN it has.
-                    let mut inner = self.inner.lock();
-                    let m = &mut inner.meta[fr as usize];
-                    m.newest = m.newest.max(lsn);
+                    // Its next write carries at least the LSN it has
+                    // (set under the write latch still held).
+                    self.frames[fr as usize]
+                        .newest
+                        .fetch_max(lsn, Ordering::Relaxed);
                     return Ok(fr);
                 }
                 Ok(PageState::Empty) => {
@@ -369,7 +423,7 @@ impl BufferPool {
                 }
                 Err(e) => {
                     let mut inner = self.inner.lock();
-                    inner.hash.remove(&id);
+                    self.hash.remove(id);
                     inner.lru.remove(fr);
                     inner.meta[fr as usize].id = None;
                     self.frames[fr as usize]
@@ -399,8 +453,7 @@ impl BufferPool {
             self.wake_cleaners.notify_one();
         }
         for fr in inner.lru.tail(64) {
-            let m = &inner.meta[fr as usize];
-            if m.dirty || m.flushing {
+            if self.busy(inner, fr) {
                 continue;
             }
             if let Some(g) = self.evict(inner, fr) {
@@ -419,39 +472,41 @@ impl BufferPool {
             let mut busy = false;
             {
                 let mut inner = self.inner.lock();
-                let frames: Vec<u32> = inner
-                    .hash
-                    .iter()
-                    .filter(|(id, _)| id.space == space)
-                    .map(|(_, fr)| *fr)
-                    .collect();
-                for fr in frames {
+                for fr in self.hash.frames_of_space(space) {
                     if inner.meta[fr as usize].flushing {
                         busy = true;
                         continue;
                     }
-                    let (dirty, oldest) = {
-                        let m = &inner.meta[fr as usize];
-                        (m.dirty, m.oldest)
-                    };
                     let Some(_latched) = self.evict(&mut inner, fr) else {
                         busy = true;
                         continue;
                     };
-                    if dirty {
+                    let frame = &self.frames[fr as usize];
+                    if frame.dirty.swap(false, Ordering::Relaxed) {
+                        let oldest = frame.oldest.load(Ordering::Relaxed);
                         inner.flush_list.remove(&(oldest, fr));
                         self.counters.pages_dirty.fetch_sub(1, Ordering::Relaxed);
                     }
-                    let m = &mut inner.meta[fr as usize];
-                    (m.dirty, m.oldest, m.newest) = (false, 0, 0);
+                    frame.oldest.store(0, Ordering::Relaxed);
+                    frame.newest.store(0, Ordering::Relaxed);
                     inner.free.push(fr);
                 }
             }
             if !busy {
                 return;
             }
-            std::thread::sleep(Duration::from_micros(200));
+            sync::sleep(Duration::from_micros(200));
         }
+    }
+
+    /// Dirty or being written: not evictable (with the mutex held).
+    fn busy(&self, inner: &Inner, fr: u32) -> bool {
+        self.frames[fr as usize].dirty.load(Ordering::Relaxed) || inner.meta[fr as usize].flushing
+    }
+
+    /// Whether a flush may pick `fr` (dirty, not being written).
+    fn flushable(&self, inner: &Inner, fr: u32) -> bool {
+        self.frames[fr as usize].dirty.load(Ordering::Relaxed) && !inner.meta[fr as usize].flushing
     }
 
     /// Evicts clean frame `fr` if nobody holds its latch; returns the
@@ -459,7 +514,7 @@ impl BufferPool {
     fn evict(&self, inner: &mut Inner, fr: u32) -> Option<FrameGuard<'_>> {
         let g = self.frames[fr as usize].bytes.try_write()?;
         if let Some(id) = inner.meta[fr as usize].id.take() {
-            inner.hash.remove(&id);
+            self.hash.remove(id);
         }
         inner.lru.remove(fr);
         self.frames[fr as usize]
@@ -478,8 +533,7 @@ impl BufferPool {
             self.wake_cleaners.notify_one();
             let mut picked = None;
             for fr in inner.lru.tail(self.opts.lru_scan_depth.max(64)) {
-                let m = &inner.meta[fr as usize];
-                if !m.dirty || m.flushing {
+                if !self.flushable(&inner, fr) {
                     continue;
                 }
                 if let Some(g) = self.frames[fr as usize].bytes.try_read() {
@@ -489,13 +543,14 @@ impl BufferPool {
                 }
             }
             picked.map(|(fr, g)| {
-                let m = &inner.meta[fr as usize];
-                (fr, m.id.expect("a dirty frame holds a page"), m.newest, g)
+                let id = inner.meta[fr as usize].id;
+                let newest = self.frames[fr as usize].newest.load(Ordering::Relaxed);
+                (fr, id.expect("a dirty frame holds a page"), newest, g)
             })
         };
         let Some((fr, id, newest, g)) = picked else {
             // Every tail page is being written or latched: let them finish.
-            std::thread::sleep(Duration::from_micros(200));
+            sync::sleep(Duration::from_micros(200));
             return Ok(());
         };
         let copy = self.sealed(&g, id, newest);
@@ -521,11 +576,10 @@ impl BufferPool {
     fn written(&self, frames: &[(u32, RwLockReadGuard<'_, Box<[u8]>>)], ok: bool) {
         let mut inner = self.inner.lock();
         for (fr, _) in frames {
-            let m = &mut inner.meta[*fr as usize];
-            m.flushing = false;
-            if ok && m.dirty {
-                m.dirty = false;
-                let oldest = m.oldest;
+            inner.meta[*fr as usize].flushing = false;
+            let frame = &self.frames[*fr as usize];
+            if ok && frame.dirty.swap(false, Ordering::Relaxed) {
+                let oldest = frame.oldest.load(Ordering::Relaxed);
                 inner.flush_list.remove(&(oldest, *fr));
                 self.counters.pages_dirty.fetch_sub(1, Ordering::Relaxed);
             }
@@ -553,14 +607,14 @@ impl BufferPool {
                 if held.len() >= n {
                     break;
                 }
-                let m = &inner.meta[fr as usize];
-                if !m.dirty || m.flushing {
+                if !self.flushable(&inner, fr) {
                     continue;
                 }
                 if let Some(g) = self.frames[fr as usize].bytes.try_read() {
                     let m = &mut inner.meta[fr as usize];
                     m.flushing = true;
-                    ids.push((m.id.expect("a dirty frame holds a page"), m.newest));
+                    let newest = self.frames[fr as usize].newest.load(Ordering::Relaxed);
+                    ids.push((m.id.expect("a dirty frame holds a page"), newest));
                     held.push((fr, g));
                 }
             }
@@ -602,8 +656,7 @@ impl BufferPool {
             return;
         }
         for fr in inner.lru.tail(want) {
-            let m = &inner.meta[fr as usize];
-            if m.dirty || m.flushing {
+            if self.busy(&inner, fr) {
                 continue;
             }
             if self.evict(&mut inner, fr).is_some() {
@@ -618,7 +671,7 @@ impl BufferPool {
     fn cleaner_loop(&self) -> Result<(), StoreError> {
         const TICK: Duration = Duration::from_millis(100);
         while !self.stop.load(Ordering::SeqCst) {
-            let t0 = std::time::Instant::now();
+            let t0 = Instant::now();
             let short = self.inner.lock().free.len() < self.opts.lru_scan_depth;
             if short {
                 self.flush_batch(true, self.opts.lru_scan_depth.min(128))?;
@@ -635,12 +688,12 @@ impl BufferPool {
             self.counters
                 .cleaner_ns
                 .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            let mut inner = self.inner.lock();
+            let inner = self.inner.lock();
             if self.stop.load(Ordering::SeqCst) {
                 break;
             }
             if inner.free.len() >= self.opts.lru_scan_depth / 4 {
-                self.wake_cleaners.wait_for(&mut inner, TICK);
+                drop(self.wake_cleaners.wait_until(inner, Instant::now() + TICK));
             }
         }
         Ok(())
@@ -653,7 +706,7 @@ impl BufferPool {
                 return Ok(());
             }
             if self.oldest_dirty_lsn().is_some() {
-                std::thread::yield_now();
+                sync::yield_now();
             }
         }
     }

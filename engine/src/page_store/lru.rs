@@ -9,8 +9,18 @@
 //! new entry with a new stamp and leaves the old entry stale (skipped when
 //! it comes out, and swept when stale entries outnumber live ones), so
 //! every operation is O(1) amortised.
+//!
+//! Whether a frame is young is also kept in flags readable without the
+//! pool's mutex ([`Lru::young_flags`]): a page already young is not moved
+//! when it is accessed, so a hit on it needs no list change and the pool
+//! skips the mutex (InnoDB leaves a page near the young head in place for
+//! the same reason).
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::sync::AtomicBool;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
@@ -25,6 +35,7 @@ pub struct Lru {
     young: VecDeque<(u32, u32)>,
     old: VecDeque<(u32, u32)>,
     place: Vec<(Place, u32)>,
+    young_flags: Arc<[AtomicBool]>,
     young_live: usize,
     old_live: usize,
     old_pct: usize,
@@ -36,10 +47,17 @@ impl Lru {
             young: VecDeque::new(),
             old: VecDeque::new(),
             place: vec![(Place::Out, 0); frames],
+            young_flags: (0..frames).map(|_| AtomicBool::new(false)).collect(),
             young_live: 0,
             old_live: 0,
             old_pct: old_pct.clamp(5, 95) as usize,
         }
+    }
+
+    /// Per frame, whether it is in the young sublist now; a hint to a
+    /// reader without the list's lock (it may have turned old since).
+    pub fn young_flags(&self) -> Arc<[AtomicBool]> {
+        self.young_flags.clone()
     }
 
     /// Frames in the list.
@@ -61,6 +79,7 @@ impl Lru {
         }
         *p = to;
         *stamp = stamp.wrapping_add(1);
+        self.young_flags[f as usize].store(to == Place::Young, Ordering::Relaxed);
         match to {
             Place::Young => self.young_live += 1,
             Place::Old => self.old_live += 1,
@@ -170,6 +189,29 @@ mod tests {
             l.remove(f);
         }
         assert_eq!(l.live(), 70);
+    }
+
+    #[test]
+    fn young_flags_follow_the_sublists() {
+        let mut l = Lru::new(40, 37);
+        let flags = l.young_flags();
+        let young = |f: u32| flags[f as usize].load(Ordering::Relaxed);
+        l.insert(0);
+        assert!(!young(0), "a page read in enters old");
+        l.touch(0);
+        assert!(young(0), "a second access makes it young");
+        for f in 1..40 {
+            l.insert(f);
+            l.touch(f);
+        }
+        // Frame 0, the young tail, was moved to old to keep the share.
+        assert!(!young(0));
+        assert_eq!(
+            (0..40).filter(|&f| young(f)).count(),
+            l.live() - l.old_len()
+        );
+        l.remove(39);
+        assert!(!young(39), "an evicted frame is not young");
     }
 
     #[test]

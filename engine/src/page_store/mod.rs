@@ -14,6 +14,7 @@ pub mod buffer_pool;
 pub mod doublewrite;
 mod lru;
 pub mod page;
+mod page_hash;
 pub mod store;
 pub mod tablespace;
 

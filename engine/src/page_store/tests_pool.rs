@@ -282,3 +282,136 @@ fn a_reused_frame_seals_its_new_page_with_that_pages_lsn() {
     assert_eq!(page::lsn_of(&buf), 1_000_000);
     bp.stop();
 }
+
+/// Runs `f` on another thread and says whether it finished within 5 s.
+fn finishes<F: FnOnce() + Send + 'static>(f: F) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(5)).is_ok()
+}
+
+/// The split of the pool's mutex: a hit on a young page and a change to a
+/// page already dirty (at an LSN not older than its oldest) take no mutex;
+/// a change older than the page's oldest reorders the flush list and waits
+/// for it.
+#[test]
+fn hits_on_young_pages_and_changes_to_dirty_ones_take_no_mutex() {
+    let vfs: Arc<dyn Vfs> = Arc::new(SimVfs::new());
+    let (bp, _) = pool(&vfs, Design::Files, 64);
+    let id = PageId {
+        space: 1,
+        page_no: 3,
+    };
+    bp.modify(id, 100, |b| b[..8].copy_from_slice(&1u64.to_le_bytes()))
+        .unwrap();
+    // A second access makes it young.
+    bp.read(id, |_| ()).unwrap();
+    let held = bp.hold_lists();
+    let b = bp.clone();
+    assert!(
+        finishes(move || {
+            assert_eq!(b.read(id, |p| counter(&p[HEADER..])).unwrap(), 1);
+            b.modify(id, 150, |p| p[..8].copy_from_slice(&2u64.to_le_bytes()))
+                .unwrap();
+        }),
+        "a hit waited for the pool's mutex"
+    );
+    let b = bp.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        b.modify(id, 90, |p| p[8] = 1).unwrap();
+        tx.send(()).unwrap();
+    });
+    assert!(
+        rx.recv_timeout(std::time::Duration::from_millis(300))
+            .is_err(),
+        "an older change reordered the flush list without its mutex"
+    );
+    drop(held);
+    rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(bp.oldest_dirty_lsn(), Some(90));
+    bp.flush_all().unwrap();
+    let ts = Tablespace::open(vfs.as_ref(), 1, PS, false).unwrap();
+    let mut buf = vec![0u8; PS];
+    ts.read_verified(3, &mut buf).unwrap();
+    assert_eq!(counter(&buf[HEADER..]), 2);
+    assert_eq!(super::page::lsn_of(&buf), 150);
+}
+
+/// Hot pages (young, mostly dirty: the paths without the mutex) read and
+/// changed while a scan evicts around them and the cleaners write them:
+/// a read never sees another page's bytes, and no change is lost.
+#[test]
+fn hot_pages_without_the_mutex_race_a_scan_and_the_cleaners() {
+    const HOT: u32 = 6;
+    const COLD: u32 = 30;
+    for design in [Design::Legacy, Design::Files] {
+        let vfs: Arc<dyn Vfs> = Arc::new(SimVfs::new());
+        let (bp, _) = pool(&vfs, design, 24);
+        let cleaners = bp.start_cleaners();
+        let lsn = Arc::new(AtomicU64::new(1));
+        let id = |no| PageId {
+            space: 1,
+            page_no: no,
+        };
+        // Every page carries its own number after the counter.
+        for no in 0..HOT + COLD {
+            let l = lsn.fetch_add(1, Ordering::SeqCst);
+            bp.modify(id(no), l, |b| b[8..12].copy_from_slice(&no.to_le_bytes()))
+                .unwrap();
+        }
+        let want: Arc<Vec<AtomicU64>> = Arc::new((0..HOT).map(|_| AtomicU64::new(0)).collect());
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let (bp, lsn, want) = (bp.clone(), lsn.clone(), want.clone());
+                std::thread::spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(t);
+                    for _ in 0..40_000 {
+                        let check = |p: &[u8]| {
+                            u32::from_le_bytes(p[HEADER + 8..HEADER + 12].try_into().unwrap())
+                        };
+                        if t < 2 {
+                            let no = rng.gen_range(0..HOT);
+                            if rng.gen_bool(0.5) {
+                                let l = lsn.fetch_add(1, Ordering::SeqCst);
+                                bp.modify(id(no), l, |b| {
+                                    let n = counter(b) + 1;
+                                    b[..8].copy_from_slice(&n.to_le_bytes());
+                                })
+                                .unwrap();
+                                want[no as usize].fetch_add(1, Ordering::SeqCst);
+                            } else {
+                                assert_eq!(bp.read(id(no), check).unwrap(), no);
+                            }
+                        } else {
+                            // Cold pages, a few more than the frames: each
+                            // often looked up as another thread evicts it.
+                            let no = HOT + rng.gen_range(0..COLD);
+                            assert_eq!(bp.read(id(no), check).unwrap(), no);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        bp.flush_all().unwrap();
+        bp.stop();
+        for c in cleaners {
+            c.join().unwrap().unwrap();
+        }
+        let ts = Tablespace::open(vfs.as_ref(), 1, PS, false).unwrap();
+        let mut buf = vec![0u8; PS];
+        for no in 0..HOT {
+            ts.read_verified(no, &mut buf).unwrap();
+            let expect = want[no as usize].load(Ordering::SeqCst);
+            assert_eq!(counter(&buf[HEADER..]), expect, "{design:?} page {no}");
+        }
+        let reads = bp.counters.reads.load(Ordering::Relaxed);
+        assert!(reads > 3000, "{design:?}: {reads} reads: no eviction churn");
+    }
+}

@@ -25,6 +25,8 @@ mod log_settings;
 mod redo_fail_stop;
 
 #[cfg(loom)]
+mod loom_buffer_pool;
+#[cfg(loom)]
 mod loom_event;
 #[cfg(loom)]
 mod loom_gate;
