@@ -22,7 +22,7 @@ nothing is measured; a phase pair or trial that overlapped such a job
 (PATH.log grew) is measured again.
 
 Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
-       [--spins 300,1000] [--trials 20] [--aa 40] [--budget 60]
+       [--spins 300,1000 (empty: A/A only)] [--trials 20] [--aa 40] [--budget 60]
        [--phases 5] [--phase 20] [--design auto] [--workdir /var/tmp]
        [--pause-file /tmp/redoctor-busy]
        (root; release builds of redoctor and redoctor-engine)
@@ -155,7 +155,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pause-file")
     args = ap.parse_args()
-    spins = [int(s) for s in args.spins.split(",")]
+    spins = [int(s) for s in args.spins.split(",") if s]  # "" : A/A only
     rng = random.Random(args.seed)
     out = open(args.out, "a")
     with tempfile.TemporaryDirectory(dir=args.workdir) as d:
