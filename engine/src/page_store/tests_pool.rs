@@ -49,6 +49,18 @@ fn counter(body: &[u8]) -> u64 {
     u64::from_le_bytes(body[..8].try_into().unwrap())
 }
 
+/// Adds one to page `id`'s counter at the next LSN, and to what the test
+/// expects of it.
+fn count_change(bp: &BufferPool, lsn: &AtomicU64, want: &[AtomicU64], id: PageId) {
+    let l = lsn.fetch_add(1, Ordering::SeqCst);
+    bp.modify(id, l, |b| {
+        let n = counter(b) + 1;
+        b[..8].copy_from_slice(&n.to_le_bytes());
+    })
+    .unwrap();
+    want[id.page_no as usize].fetch_add(1, Ordering::SeqCst);
+}
+
 #[test]
 fn a_pool_smaller_than_the_data_keeps_every_change() {
     for design in [Design::Legacy, Design::Files] {
@@ -70,13 +82,7 @@ fn a_pool_smaller_than_the_data_keeps_every_change() {
                             page_no: no,
                         };
                         if rng.gen_bool(0.5) {
-                            let l = lsn.fetch_add(1, Ordering::SeqCst);
-                            bp.modify(id, l, |b| {
-                                let n = counter(b) + 1;
-                                b[..8].copy_from_slice(&n.to_le_bytes());
-                            })
-                            .unwrap();
-                            want[no as usize].fetch_add(1, Ordering::SeqCst);
+                            count_change(&bp, &lsn, &want, id);
                         } else {
                             bp.read(id, |p| counter(&p[HEADER..])).unwrap();
                         }
@@ -376,13 +382,7 @@ fn hot_pages_without_the_mutex_race_a_scan_and_the_cleaners() {
                         if t < 2 {
                             let no = rng.gen_range(0..HOT);
                             if rng.gen_bool(0.5) {
-                                let l = lsn.fetch_add(1, Ordering::SeqCst);
-                                bp.modify(id(no), l, |b| {
-                                    let n = counter(b) + 1;
-                                    b[..8].copy_from_slice(&n.to_le_bytes());
-                                })
-                                .unwrap();
-                                want[no as usize].fetch_add(1, Ordering::SeqCst);
+                                count_change(&bp, &lsn, &want, id(no));
                             } else {
                                 assert_eq!(bp.read(id(no), check).unwrap(), no);
                             }
