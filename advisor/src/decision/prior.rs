@@ -181,6 +181,15 @@ impl Regime {
     }
 }
 
+impl Regime {
+    /// The key of the group this regime's prior pools toward, when the
+    /// priors of `t` have three levels: `durable/*` for the redo mode.
+    pub fn group_key(&self, t: Transition) -> Option<String> {
+        t.keyed_by_path()
+            .then(|| format!("{}/*", serde_plain(&self.path)))
+    }
+}
+
 fn serde_plain<T: Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .ok()
@@ -358,8 +367,9 @@ impl Priors {
         toml::to_string(self).expect("priors serialise")
     }
 
-    /// The prior of `t` from `from` in `regime`: its own cell, else the
-    /// transition's pooled one.
+    /// The prior of `t` from `from` in `regime`: its own cell, else its
+    /// group's (the commit path's, for a users band no sweep saw), else
+    /// the transition's pooled one.
     pub fn get(&self, from: Start, t: Transition, regime: &Regime) -> Option<&Prior> {
         let key = regime.key(t);
         let of = |k: &str| {
@@ -367,7 +377,9 @@ impl Priors {
                 .iter()
                 .find(|p| p.from == from && p.transition == t && p.regime == k)
         };
-        of(&key).or_else(|| of("*"))
+        of(&key)
+            .or_else(|| regime.group_key(t).and_then(|g| of(&g)))
+            .or_else(|| of("*"))
     }
 
     /// Cells per transition, for reports.

@@ -250,7 +250,8 @@ fn transitions_and_regimes() {
     assert_eq!(Regime::of(&i).key(Transition::Mode), "fast/upc>128");
 }
 
-/// A cell the sweeps never saw falls back to the transition's pooled prior.
+/// A cell the sweeps never saw falls back to its commit path's prior, then
+/// to the transition's pooled one.
 #[test]
 fn an_unseen_regime_takes_the_pooled_prior() {
     let model = calibrated();
@@ -269,6 +270,22 @@ fn an_unseen_regime_takes_the_pooled_prior() {
     assert!(ps
         .get(Start::RT0, Transition::Mode, &Regime::of(&i))
         .is_none());
+    // With its path's group, the group's prior; another path's is not it.
+    let regime = Regime::of(&i);
+    let group = regime.group_key(Transition::Mode).unwrap();
+    assert_eq!(group, "durable/*");
+    let ps = priors(
+        3.0,
+        vec![
+            prior(Transition::Mode, "fast/*", 1.0, 0.2, 0.3),
+            prior(Transition::Mode, "durable/*", -0.2, 0.2, 0.3),
+            prior(Transition::Mode, "*", 0.1, 0.3, 0.3),
+        ],
+    );
+    let got = ps.get(Start::RT1, Transition::Mode, &regime).unwrap();
+    assert_eq!(got.regime, "durable/*");
+    // A cap's priors have one level below the transition.
+    assert_eq!(regime.group_key(Transition::Cap), None);
 }
 
 #[test]
