@@ -251,11 +251,29 @@ pub fn runqlat_and_syscount_agree() -> Result<(), String> {
         3,
         &table,
     )?;
-    // The kernel's schedstat: the total and the tails from 32 µs up (a
-    // skipped clock update shortens waits of up to ~16 µs; under load the
-    // [8, 16) µs bucket held a third of runqlat's count and the waits from
-    // 16 µs up were 2.0% short).
-    check_runq("probes (schedstat)", &schedstat_by, &theirs_by, 5, &table)?;
+    // The kernel's schedstat: the total and the tails from 64 µs up, each
+    // within 2% of all events. A skipped clock update shortens a wait, so
+    // below that schedstat's tails fall short: under load the [8, 16) µs
+    // bucket held a third of runqlat's count and the waits from 16 µs up
+    // were 2.0% short; in one of 17 full runs the waits from 32 µs up were
+    // 2.03% short (780 of 38,464 events; from 64 µs up 0.8%). At 32 µs the
+    // tail only has to lie between runqlat's from 64 µs and from 32 µs,
+    // with the same slack (shortened by at most a bucket).
+    check_runq("probes (schedstat)", &schedstat_by, &theirs_by, 6, &table)?;
+    let tail = |by: &[u64; 64], from: usize| by[from..].iter().sum::<u64>();
+    let slack = schedstat_by.iter().sum::<u64>().max(theirs) * 2 / 100;
+    let (ours32, theirs32, theirs64) = (
+        tail(&schedstat_by, 5),
+        tail(&theirs_by, 5),
+        tail(&theirs_by, 6),
+    );
+    if ours32 > theirs32 + slack || ours32 + slack < theirs64 {
+        return Err(format!(
+            "run-queue waits of at least 32 us: probes (schedstat) {ours32}, outside runqlat's \
+             {theirs64} (from 64 us) to {theirs32} (from 32 us), give or take {slack} \
+             (2% of all events):\n{table}"
+        ));
+    }
     let share = |by: &[u64; 64]| by[0] as f64 * 100.0 / by.iter().sum::<u64>().max(1) as f64;
     let zero = ns.cpu.runq_latency.buckets.first().filter(|b| b.lo_ns == 0);
     println!(
