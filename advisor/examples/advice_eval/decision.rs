@@ -432,7 +432,8 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>, priors: &Priors
     };
     println!("| from | to CPUs | predicted best | measured best | match | within noise | RMS log error of ratios to RT1 | scaling predicted / measured |");
     println!("|---|---|---|---|---|---|---|---|");
-    let (mut n, mut hits, mut near, mut model_hits) = (0, 0, 0, 0);
+    let (mut n, mut hits, mut near, mut model_hits, mut expected_hits) = (0, 0, 0, 0, 0);
+    let mut distinct = 0;
     let (mut ratio_sq, mut scale_sq) = (Vec::new(), Vec::new());
     for a in records {
         let Some(model) = models.get(&a.cores) else {
@@ -452,8 +453,32 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>, priors: &Priors
             let model_best = b.canonical(&w.predictions[0].config.to_string());
             let dec = redoctor_advisor::decision::what_if(model, &inputs, &w, priors);
             let pred_best = b.canonical(&dec.chosen.unwrap_or(rt1).to_string());
+            // The posterior's best expected (no loss, no bar): the ranking
+            // a what-if reports, beside the decision it would take.
+            let expected_best = dec
+                .assessments
+                .iter()
+                .filter(|x| x.log_ratio > 0.0)
+                .max_by(|x, y| x.log_ratio.total_cmp(&y.log_ratio))
+                .map_or(rt1, |x| x.config);
+            let expected_best = b.canonical(&expected_best.to_string());
+            expected_hits += usize::from(expected_best == b.best().0);
             model_hits += usize::from(model_best == b.best().0);
             let (best, best_tps) = b.best();
+            // Whether the measured best stands apart from the runner-up
+            // (Welch p < 0.05): where it does not, which one is "best" is
+            // the repeats' draw, and no prediction can match it reliably.
+            let runner_up = b
+                .cells
+                .keys()
+                .map(|k| b.canonical(k))
+                .filter(|k| *k != best)
+                .filter_map(|k| b.median(&k).map(|m| (k, m)))
+                .max_by(|x, y| x.1.total_cmp(&y.1));
+            let apart = runner_up.is_none_or(|(k, _)| {
+                welch(&b.samples(&best), &b.samples(&k)).is_some_and(|p| p < 0.05)
+            });
+            distinct += usize::from(apart);
             let hit = pred_best == best;
             let within = hit
                 || welch(&b.samples(&best), &b.samples(&pred_best)).is_some_and(|p| p >= 0.05)
@@ -494,10 +519,11 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>, priors: &Priors
     }
     let rms = |v: &[f64]| (v.iter().sum::<f64>() / v.len().max(1) as f64).sqrt();
     println!(
-        "\n{n} predictions across CPU counts: the decision's pick there (model and priors) is the measured best in {hits} ({:.0}%), within the measured best's noise in {near} ({:.0}%); the model's own best is in {model_hits} ({:.0}%); RMS log error of the model's ratios to RT1 {:.3}, of the scaling {:.3}.",
+        "\n{n} predictions across CPU counts: the decision's pick there (model and priors) is the measured best in {hits} ({:.0}%), within the measured best's noise in {near} ({:.0}%); the model's own best is in {model_hits} ({:.0}%), the posterior's best expected in {expected_hits} ({:.0}%); RMS log error of the model's ratios to RT1 {:.3}, of the scaling {:.3}. The measured best stands apart from its runner-up (Welch p < 0.05) in {distinct} of {n}.",
         100.0 * hits as f64 / n.max(1) as f64,
         100.0 * near as f64 / n.max(1) as f64,
         100.0 * model_hits as f64 / n.max(1) as f64,
+        100.0 * expected_hits as f64 / n.max(1) as f64,
         rms(&ratio_sq),
         rms(&scale_sq)
     );
