@@ -291,6 +291,9 @@ impl Engine {
     /// (seconds, under a heavy insert load) does not stop the counters: a
     /// window of the probes would read no commits, the next twice as many.
     fn start_background(self: &Arc<Self>) {
+        /// The checkpointer's wait while the page cleaners flush toward the
+        /// LSN it asked for.
+        const CLEANER_WAIT: Duration = Duration::from_millis(10);
         let stop = Arc::new(AtomicBool::new(false));
         let weak: Weak<Engine> = Arc::downgrade(self);
         let redo = self.redo.clone();
@@ -311,11 +314,18 @@ impl Engine {
                     // A base written in the background is published as
                     // soon as it is durable, so recovery reads it rather than
                     // the old base and every delta since.
-                    if wanted || engine.base_written() {
+                    let base = engine.base_written();
+                    if base || (wanted && engine.fuzzy_checkpoint_due(pct)) {
                         if let Err(e) = engine.checkpoint_as(true) {
                             // Never a panic over a log line (stderr may be a closed pipe).
                             let _ = writeln!(std::io::stderr(), "redoctor-engine: background {e}");
                         }
+                    } else if wanted {
+                        // The page cleaners were asked to flush; a checkpoint
+                        // per page they write would cost more than it frees.
+                        drop(engine);
+                        std::thread::park_timeout(CLEANER_WAIT);
+                        continue;
                     }
                     if let Err(e) = redo.background_tick() {
                         let _ = writeln!(
@@ -849,6 +859,50 @@ impl Engine {
         self.checkpoint_as(false)
     }
 
+    /// Where a checkpoint taken now could go: the closed LSN, held back
+    /// by the oldest dirty page (tables on pages: the fuzzy checkpoint; the
+    /// redo below the oldest dirty page is what the pages already hold) and
+    /// (log_bin=ON) by the oldest prepared, undecided transaction's record
+    /// (read after the closed lsn: a prepare is registered before it is
+    /// closed), so recovery can still decide it.
+    pub(crate) fn checkpoint_reach(&self) -> Lsn {
+        let mut lsn = self.redo.closed_lsn();
+        if let Some(oldest) = self
+            .store
+            .as_ref()
+            .and_then(|s| s.pool().oldest_dirty_lsn())
+        {
+            lsn = lsn.min(oldest);
+        }
+        if let Some(oldest) = self.binlog.as_ref().and_then(|b| b.oldest_prepare()) {
+            lsn = lsn.min(oldest);
+        }
+        lsn
+    }
+
+    /// Whether the log's request for a checkpoint (its fill passed `pct`%)
+    /// is worth a checkpoint now ([`fuzzy_checkpoint`]); if not, the page
+    /// cleaners are asked to flush up to where it would be.
+    pub(crate) fn fuzzy_checkpoint_due(&self, pct: u32) -> bool {
+        let Some(store) = self.store.as_ref() else {
+            return true;
+        };
+        let r = &self.redo;
+        match fuzzy_checkpoint(
+            r.current_lsn(),
+            r.checkpoint_lsn(),
+            self.checkpoint_reach(),
+            r.free_limit(),
+            pct,
+        ) {
+            FuzzyCheckpoint::Write => true,
+            FuzzyCheckpoint::FlushUpTo(lsn) => {
+                store.pool().request_flush_up_to(lsn);
+                false
+            }
+        }
+    }
+
     /// A checkpoint as [`checkpoint`](Self::checkpoint) takes it, or, in
     /// the `background` (the `log_checkpoint` thread's), one that never
     /// waits for a base: a new base is written by `log_ckpt_base` after
@@ -857,23 +911,7 @@ impl Engine {
     pub(crate) fn checkpoint_as(&self, background: bool) -> Result<Lsn, EngineError> {
         let mut st = self.checkpoint_lock.lock();
         self.check_fail_stop()?;
-        let mut lsn = self.redo.closed_lsn();
-        // Tables on pages: never above a change not yet written to its
-        // page (the fuzzy checkpoint; the redo below the oldest dirty page
-        // is what the pages already hold).
-        if let Some(oldest) = self
-            .store
-            .as_ref()
-            .and_then(|s| s.pool().oldest_dirty_lsn())
-        {
-            lsn = lsn.min(oldest);
-        }
-        // log_bin=ON: never above a prepared, undecided transaction's
-        // record (read after the closed lsn: a prepare is registered before
-        // it is closed), so recovery can still decide it.
-        if let Some(oldest) = self.binlog.as_ref().and_then(|b| b.oldest_prepare()) {
-            lsn = lsn.min(oldest);
-        }
+        let lsn = self.checkpoint_reach();
         // The closed tail only grows, and a prepare below it was registered
         // before the previous checkpoint read `in_flight`: never behind.
         debug_assert!(
@@ -1080,4 +1118,41 @@ fn sysbench_chars(rng: &mut SmallRng, groups: usize) -> String {
         }
     }
     s
+}
+
+/// What the background checkpointer does when the log asks for a
+/// checkpoint with tables on pages ([`fuzzy_checkpoint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FuzzyCheckpoint {
+    /// Write one: it moves the checkpoint enough, or the log needs any room.
+    Write,
+    /// Ask the page cleaners to flush up to this LSN and wait for them.
+    FlushUpTo(Lsn),
+}
+
+/// The background checkpointer's choice, with the log's tail at `current`,
+/// its checkpoint at `last`, a checkpoint now able to reach `reach` (the
+/// oldest dirty page holds it back), `free` usable bytes of log, and the
+/// request's fill threshold `pct`%. In memory a checkpoint reaches the
+/// closed LSN; on pages only the oldest dirty page, which the cleaners move
+/// a few pages at a time: a checkpoint (a redo flush, a file written, two
+/// fsyncs) per few pages cost the commits more than the room it made
+/// (~700 a second under an update load). So one is written when it moves
+/// the checkpoint by at least 1/16 of the log, or by anything when the log
+/// is 3/4 full (any room helps); otherwise the cleaners flush up to where the log's
+/// fill would be half the threshold (as InnoDB's checkpointer asks for a
+/// flush up to an LSN when the checkpoint age is high).
+pub(crate) fn fuzzy_checkpoint(
+    current: Lsn,
+    last: Lsn,
+    reach: Lsn,
+    free: u64,
+    pct: u32,
+) -> FuzzyCheckpoint {
+    let moves = reach.saturating_sub(last);
+    if moves * 16 >= free || (moves > 0 && current.saturating_sub(last) * 4 >= free * 3) {
+        FuzzyCheckpoint::Write
+    } else {
+        FuzzyCheckpoint::FlushUpTo(current.saturating_sub(free * u64::from(pct) / 200))
+    }
 }

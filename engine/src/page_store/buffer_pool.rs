@@ -18,8 +18,10 @@
 //!   and freed, up to `innodb_lru_scan_depth`) while the free list is
 //!   short, and a flush-list batch of the oldest dirty pages
 //!   (`innodb_io_capacity` pages a second, more when dirty pages pass
-//!   `innodb_max_dirty_pages_pct`). Batches go through the doublewrite
-//!   buffer's batch path.
+//!   `innodb_max_dirty_pages_pct`; with a flush target
+//!   ([`BufferPool::request_flush_up_to`], the checkpoint waiting for it),
+//!   the flush list's head at once until no dirty page is older). Batches
+//!   go through the doublewrite buffer's batch path.
 //! - **Write-ahead rule.** A page is written only once the redo of its
 //!   changes is durable: before a flush writes pages, the pool's redo hook
 //!   ([`BufferPool::set_redo_hook`]) is asked to make the log durable up
@@ -198,6 +200,9 @@ pub struct BufferPool {
     pub counters: PoolCounters,
     stop: StdAtomicBool,
     redo: OnceLock<RedoHook>,
+    /// [`BufferPool::request_flush_up_to`]: the cleaners write the flush
+    /// list's head until the oldest dirty page's LSN reaches it.
+    flush_target: StdAtomicU64,
 }
 
 impl BufferPool {
@@ -249,6 +254,7 @@ impl BufferPool {
             counters: PoolCounters::default(),
             stop: StdAtomicBool::new(false),
             redo: OnceLock::new(),
+            flush_target: StdAtomicU64::new(0),
         })
     }
 
@@ -301,6 +307,28 @@ impl BufferPool {
     /// The LSN below which every change is on disk: the oldest dirty
     /// page's first change, or `None` with no dirty page.
     /// Unlogged pages ([`ChangeLsn::UNLOGGED`]) do not count.
+    /// Asks the cleaners to write the oldest dirty pages until none is
+    /// older than `lsn` (InnoDB's flush up to an LSN when the checkpoint
+    /// age is high): the fuzzy checkpoint can then move to `lsn`. They do it
+    /// at once, beyond `innodb_io_capacity`, in batches of the flush list.
+    pub fn request_flush_up_to(&self, lsn: u64) {
+        if self.flush_target.fetch_max(lsn, Ordering::AcqRel) < lsn {
+            // Through the mutex: a cleaner checks the target and sleeps
+            // under it, so it either sees the new target or is asleep.
+            drop(self.inner.lock());
+            self.wake_cleaners.notify_all();
+        }
+    }
+
+    /// Whether a dirty page older than the requested flush target is left.
+    fn behind_flush_target(&self, inner: &Inner) -> bool {
+        let target = self.flush_target.load(Ordering::Acquire);
+        inner
+            .flush_list
+            .first()
+            .is_some_and(|(o, _)| *o != ChangeLsn::UNLOGGED.start && *o < target)
+    }
+
     pub fn oldest_dirty_lsn(&self) -> Option<u64> {
         let inner = self.inner.lock();
         let (lsn, _) = inner.flush_list.first()?;
@@ -665,6 +693,10 @@ impl BufferPool {
     }
 
     fn cleaner_loop(&self) -> Result<(), StoreError> {
+        /// Pages per batch while a flush target is ahead.
+        const FLUSH_TARGET_BATCH: usize = 64;
+        /// The wait for a flush list head that another thread holds.
+        const BUSY_HEAD: Duration = Duration::from_millis(1);
         const TICK: Duration = Duration::from_millis(100);
         while !self.stop.load(Ordering::SeqCst) {
             let t0 = Instant::now();
@@ -681,12 +713,32 @@ impl BufferPool {
                 per_tick
             };
             self.flush_batch(false, n)?;
+            // A flush target (the checkpoint waits for it): the flush list's
+            // head in batches until it is reached, without the tick's wait.
+            loop {
+                let behind = self.behind_flush_target(&self.inner.lock());
+                if !behind || self.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                if self.flush_batch(false, FLUSH_TARGET_BATCH)? == 0 {
+                    // The head is latched or being written by another
+                    // cleaner: let it finish (below).
+                    break;
+                }
+            }
             self.counters
                 .cleaner_ns
                 .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
             let inner = self.inner.lock();
             if self.stop.load(Ordering::SeqCst) {
                 break;
+            }
+            if self.behind_flush_target(&inner) {
+                drop(
+                    self.wake_cleaners
+                        .wait_until(inner, Instant::now() + BUSY_HEAD),
+                );
+                continue;
             }
             if inner.free.len() >= self.opts.lru_scan_depth / 4 {
                 drop(self.wake_cleaners.wait_until(inner, Instant::now() + TICK));

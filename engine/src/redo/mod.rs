@@ -532,7 +532,7 @@ impl RedoLog {
     /// buffers absorbs threads that passed the check together and the
     /// commit marks appended without a space wait
     /// ([`append_without_space_wait`](Self::append_without_space_wait)).
-    fn free_limit(&self) -> u64 {
+    pub(crate) fn free_limit(&self) -> u64 {
         self.layout.capacity() - 2 * self.buffer.size()
     }
 

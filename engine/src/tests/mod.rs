@@ -18,6 +18,8 @@ mod checkpoint_chain;
 #[cfg(not(loom))]
 mod common;
 #[cfg(not(loom))]
+mod fuzzy_checkpoint;
+#[cfg(not(loom))]
 mod log_buffer;
 #[cfg(not(loom))]
 mod log_settings;
