@@ -23,6 +23,9 @@ evaluation set that must not be looked at before it is scored once.
 cell starts; a cell during which PATH appeared, or PATH's companion log
 `PATH.log` grew, is measured again (the helper `eval/busy.sh CMD` creates
 both around CMD).
+Before measuring, every scenario's workload and settings are checked with
+the engine's `run --check-settings`: a plan the engine refuses exits at
+once, naming the scenario, instead of failing every cell for hours.
 Needs root (the probes).
 """
 
@@ -200,6 +203,35 @@ def observe(args, plan, s, settings, workdir):
     return {"summary": d["summary"], "facts": d["facts"], "window_rates": rates}
 
 
+def preflight(args, plan, todo):
+    """Every scenario's workload and settings as the engine will take them
+    (`run --check-settings`), before hours of measuring: a name the engine
+    does not know (a statement mix missing from the plan's [mixes]) would
+    otherwise fail every cell of its scenarios."""
+    seen = set()
+    for s in todo:
+        wa = workload_args(plan, s)
+        for name, settings in plan["configurations"].items():
+            sets = axis_settings(s) + list(settings.items())
+            k = (tuple(wa), tuple(sets))
+            if k in seen:
+                continue
+            seen.add(k)
+            d = tempfile.mkdtemp(prefix="redoctor-eval-check-")
+            try:
+                cmd = [args.engine, "run", "--check-settings", "--datadir", os.path.join(d, "data"), *wa]
+                for kk, v in sets:
+                    cmd += ["--set", f"{kk}={v}"]
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            if p.returncode != 0:
+                sys.exit(
+                    f"measure.py: scenario {key(s)} ({name}) is refused by {args.engine}: "
+                    f"{p.stderr.strip()[-400:]}\nfix the plan (a statement mix needs its [mixes] entry) and run again"
+                )
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("plan")
@@ -222,6 +254,7 @@ def main():
     rng = random.Random(plan["run"].get("seed", 1))
     rng.shuffle(todo)
     todo = [s for s in todo if key(s) not in done]
+    preflight(args, plan, todo)
     started = time.time()
     if args.reobserve:
         with open(args.reobserve) as f:
