@@ -314,8 +314,7 @@ impl Engine {
                     // A base written in the background is published as
                     // soon as it is durable, so recovery reads it rather than
                     // the old base and every delta since.
-                    let base = engine.base_written();
-                    if base || (wanted && engine.fuzzy_checkpoint_due(pct)) {
+                    if engine.base_written() || (wanted && engine.fuzzy_checkpoint_due(pct)) {
                         if let Err(e) = engine.checkpoint_as(true) {
                             // Never a panic over a log line (stderr may be a closed pipe).
                             let _ = writeln!(std::io::stderr(), "redoctor-engine: background {e}");
@@ -323,9 +322,9 @@ impl Engine {
                     } else if wanted {
                         // The page cleaners were asked to flush; a checkpoint
                         // per page they write would cost more than it frees.
+                        // The once-a-second log flush below still runs.
                         drop(engine);
                         std::thread::park_timeout(CLEANER_WAIT);
-                        continue;
                     }
                     if let Err(e) = redo.background_tick() {
                         let _ = writeln!(
