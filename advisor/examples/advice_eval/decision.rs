@@ -453,6 +453,7 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>, priors: &Priors
             let model_best = b.canonical(&w.predictions[0].config.to_string());
             let dec = redoctor_advisor::decision::what_if(model, &inputs, &w, priors);
             let pred_best = b.canonical(&dec.chosen.unwrap_or(rt1).to_string());
+            let (best, best_tps) = b.best();
             // The posterior's best expected (no loss, no bar): the ranking
             // a what-if reports, beside the decision it would take.
             let expected_best = dec
@@ -462,9 +463,8 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>, priors: &Priors
                 .max_by(|x, y| x.log_ratio.total_cmp(&y.log_ratio))
                 .map_or(rt1, |x| x.config);
             let expected_best = b.canonical(&expected_best.to_string());
-            expected_hits += usize::from(expected_best == b.best().0);
-            model_hits += usize::from(model_best == b.best().0);
-            let (best, best_tps) = b.best();
+            expected_hits += usize::from(expected_best == best);
+            model_hits += usize::from(model_best == best);
             // Whether the measured best stands apart from the runner-up
             // (Welch p < 0.05): where it does not, which one is "best" is
             // the repeats' draw, and no prediction can match it reliably.

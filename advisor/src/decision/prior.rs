@@ -179,9 +179,7 @@ impl Regime {
             serde_plain(&self.contention)
         }
     }
-}
 
-impl Regime {
     /// The key of the group this regime's prior pools toward, when the
     /// priors of `t` have three levels: `durable/*` for the redo mode.
     pub fn group_key(&self, t: Transition) -> Option<String> {
