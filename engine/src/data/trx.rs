@@ -146,6 +146,9 @@ struct Written {
     table: usize,
     id: i64,
     after: Option<Arc<Row>>,
+    /// The committed version's `k` when the row was first changed (the X
+    /// lock keeps it): where a paged table's index entry moves from.
+    committed_k: Option<i32>,
 }
 
 /// A transaction.
@@ -425,13 +428,19 @@ impl Trx {
                 WriteResult::OutOfRange => return Err(TrxError::OutOfRange { table, id }),
                 _ => {}
             }
-            if let WriteResult::Applied { first_touch, after } = &result {
+            if let WriteResult::Applied {
+                first_touch,
+                after,
+                committed_k,
+            } = &result
+            {
                 let after = after.clone();
                 if *first_touch {
                     t.writes.push(Written {
                         table: i,
                         id,
                         after,
+                        committed_k: *committed_k,
                     });
                 } else if let Some(w) = t
                     .writes
@@ -574,11 +583,11 @@ impl Trx {
     fn end(&mut self, commit_lsn: Option<crate::page_store::buffer_pool::ChangeLsn>) {
         let trx_id = self.id;
         self.for_each_written_table(|table, rows| {
-            let ids = rows.map(|w| w.id);
             if let Some(lsn) = commit_lsn {
-                table.commit_rows(trx_id, ids, lsn);
+                let images = rows.map(|w| (w.id, w.after.clone(), w.committed_k));
+                table.commit_images(trx_id, images, lsn);
             } else {
-                table.rollback_rows(trx_id, ids);
+                table.rollback_rows(trx_id, rows.map(|w| w.id));
             }
         });
         self.writes.clear();

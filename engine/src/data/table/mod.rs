@@ -204,10 +204,14 @@ pub enum WriteResult {
     /// The change was installed; `first_touch` is true if this created the
     /// transaction's pending change for the row (so it joins the write set).
     /// `after` is the pending version now (`None`: a delete), shared with
-    /// the table, so the owner can log it without taking the latch again.
+    /// the table, so the owner can log it without taking the latch again;
+    /// `committed_k` is the committed version's `k` (`None`: no committed
+    /// row), which the row's X lock keeps until the owner ends, so its
+    /// commit knows where index `k_1` moves from ([`Table::commit_images`]).
     Applied {
         first_touch: bool,
         after: Option<Arc<Row>>,
+        committed_k: Option<i32>,
     },
     /// No row is visible to the transaction (update, delete).
     NotFound,
@@ -339,6 +343,7 @@ impl TableInner {
         WriteResult::Applied {
             first_touch,
             after: Some(image),
+            committed_k: before[0],
         }
     }
 
@@ -366,6 +371,7 @@ impl TableInner {
         WriteResult::Applied {
             first_touch,
             after: image,
+            committed_k: before[0],
         }
     }
 
@@ -466,6 +472,10 @@ impl std::fmt::Debug for Table {
             .finish()
     }
 }
+
+/// A row a commit makes committed: its id, its pending version (`None`: a
+/// delete) and the `k` of the committed version it replaces (`None`: none).
+pub type Committing = (i64, Option<Arc<Row>>, Option<i32>);
 
 /// A rows taken under the latch: in memory, or to be read from its page
 /// (with the `k` the index gave).
@@ -608,46 +618,48 @@ impl Table {
     }
 
     /// The rows `taken` under the latch, those on pages read after it
-    /// (`contiguous`: one scan of the ids' range, else one read each). A
-    /// row read from its page is the committed version at the read: one
-    /// committed since the latch shows its new version, one deleted since
-    /// is gone, and one whose `k` moved from the `k` the index gave is
-    /// left out (the index walk would not have found it there).
-    fn resolve(&self, taken: Vec<Taken>, contiguous: bool) -> Vec<(i64, Arc<Row>)> {
-        let on_pages: Vec<i64> = taken
-            .iter()
-            .filter(|(_, r)| r.is_err())
-            .map(|(id, _)| *id)
-            .collect();
-        if on_pages.is_empty() {
+    /// (`contiguous`: `taken` is in id order, from a walk by id, and one
+    /// scan of the ids' range reads them; else, from a walk of index
+    /// `k_1`, one read each). A row read from its page is the committed
+    /// version at the read: one committed since the latch shows its new
+    /// version and one deleted since is gone; from a walk of `k_1`, one
+    /// whose `k` moved from the `k` the index gave is left out too (the
+    /// walk would not have found it there). A row read from a page is
+    /// handed on as read, not shared: no copy and no count per row beyond
+    /// its decoding.
+    fn resolve(&self, taken: Vec<Taken>, contiguous: bool) -> Vec<(i64, Seen)> {
+        let mut on_pages = taken.iter().filter(|(_, r)| r.is_err()).map(|(id, _)| *id);
+        let (Some(lo), Some(hi)) = (on_pages.clone().next(), on_pages.next_back()) else {
             return taken
                 .into_iter()
-                .filter_map(|(id, r)| Some((id, r.ok()?)))
+                .filter_map(|(id, r)| Some((id, Seen::Shared(r.ok()?))))
+                .collect();
+        };
+        let matching = |row: Row, k: i32| (row.k == k).then_some(Seen::Owned(row));
+        if !contiguous {
+            return taken
+                .into_iter()
+                .filter_map(|(id, r)| match r {
+                    Ok(row) => Some((id, Seen::Shared(row))),
+                    Err(k) => Some((id, matching(self.page_row(id)?, k)?)),
+                })
                 .collect();
         }
-        let mut read: BTreeMap<i64, Arc<Row>> = BTreeMap::new();
-        if contiguous {
-            let (lo, hi) = (on_pages[0], on_pages[on_pages.len() - 1]);
-            self.rows_on_pages()
-                .scan(lo, hi, |id, row| {
-                    read.insert(id, Arc::new(row));
-                })
-                .unwrap_or_else(|e| page_failed(&self.name, e));
-        } else {
-            for &id in &on_pages {
-                if let Some(row) = self.page_row(id) {
-                    read.insert(id, Arc::new(row));
-                }
-            }
-        }
+        let mut read: Vec<(i64, Row)> = Vec::with_capacity(taken.len());
+        self.rows_on_pages()
+            .scan(lo, hi, |id, row| read.push((id, row)))
+            .unwrap_or_else(|e| page_failed(&self.name, e));
+        // Both in id order: one walk.
+        let mut read = read.into_iter().peekable();
         taken
             .into_iter()
             .filter_map(|(id, r)| match r {
-                Ok(row) => Some((id, row)),
-                Err(k) => read
-                    .get(&id)
-                    .filter(|row| row.k == k)
-                    .map(|row| (id, row.clone())),
+                Ok(row) => Some((id, Seen::Shared(row))),
+                Err(_) => {
+                    while read.next_if(|(at, _)| *at < id).is_some() {}
+                    let (_, row) = read.next_if(|(at, _)| *at == id)?;
+                    Some((id, Seen::Owned(row)))
+                }
             })
             .collect()
     }
@@ -675,30 +687,41 @@ impl Table {
         if lo > hi {
             return;
         }
-        let taken: Vec<Taken> = {
-            let inner = self.inner.read();
-            inner
-                .rows
-                .range(lo..=hi)
-                .filter_map(|(&id, slot)| Some((id, taken(slot.visible(trx_id)?))))
-                .collect()
-        };
+        let taken = self.take_range(trx_id, lo, hi);
         report(self.resolve(taken, true), f);
+    }
+
+    /// The versions of rows `lo..=hi` visible to `trx_id`, taken under one
+    /// hold of the read latch, in id order.
+    fn take_range(&self, trx_id: u64, lo: i64, hi: i64) -> Vec<Taken> {
+        let inner = self.inner.read();
+        inner
+            .rows
+            .range(lo..=hi)
+            .filter_map(|(&id, slot)| Some((id, taken(slot.visible(trx_id)?))))
+            .collect()
     }
 
     /// `SELECT * WHERE id BETWEEN lo AND hi ORDER BY id` as `trx_id` sees it.
     pub fn range(&self, trx_id: u64, lo: i64, hi: i64) -> Vec<(i64, Row)> {
-        let mut out = Vec::new();
-        self.scan_range(trx_id, lo, hi, |id, row| out.push((id, row.clone())));
-        out
+        if lo > hi {
+            return Vec::new();
+        }
+        let taken = self.take_range(trx_id, lo, hi);
+        self.resolve(taken, true)
+            .into_iter()
+            .map(|(id, seen)| (id, seen.into_row()))
+            .collect()
     }
 
     /// `SELECT * WHERE k = ?` (through index `k_1`, ordered by `id`) as
     /// `trx_id` sees it.
     pub fn get_by_k(&self, trx_id: u64, k: i32) -> Vec<(i64, Row)> {
-        let mut out = Vec::new();
-        self.scan_k_range(trx_id, k, k, |id, row| out.push((id, row.clone())));
-        out
+        let taken = self.take_k_range(trx_id, k, k);
+        self.resolve(taken, false)
+            .into_iter()
+            .map(|(id, seen)| (id, seen.into_row()))
+            .collect()
     }
 
     /// Calls `f` for every row whose `k` is in `lo..=hi` and visible to
@@ -706,63 +729,66 @@ impl Table {
     /// [`scan_range`](Self::scan_range), the rows are taken under one hold
     /// of the read latch and `f` runs after it is released.
     pub fn scan_k_range(&self, trx_id: u64, lo: i32, hi: i32, f: impl FnMut(i64, &Row)) {
-        if lo > hi {
-            return;
-        }
-        let taken: Vec<Taken> = {
-            let inner = self.inner.read();
-            let span = (lo, i64::MIN)..=(hi, i64::MAX);
-            let pending = inner.by_k.range(span.clone()).copied();
-            let keys: Vec<(i32, i64)> = match &self.k_pages {
-                None => pending.collect(),
-                Some(tree) => {
-                    // Committed entries from the pages, pending ones from
-                    // memory: merged, once each. Under `inner`'s read
-                    // latch, so the directory says which `k` each row has
-                    // (a commit adds its new entries before it turns the
-                    // slot and drops the old ones after).
-                    let on_pages = tree
-                        .read()
-                        .range(*span.start(), *span.end())
-                        .unwrap_or_else(|e| page_failed(&self.name, e.into()));
-                    let mut all: BTreeSet<(i32, i64)> = on_pages.into_iter().collect();
-                    all.extend(pending);
-                    all.into_iter().collect()
-                }
-            };
-            keys.into_iter()
-                .filter_map(|(k, id)| {
-                    // The index holds the committed and the pending k of a
-                    // row: it is reported at the k of the version `trx_id`
-                    // sees, once.
-                    let v = inner.rows.get(&id)?.visible(trx_id)?;
-                    (v.k() == k).then(|| (id, taken(v)))
-                })
-                .collect()
-        };
+        let taken = self.take_k_range(trx_id, lo, hi);
         report(self.resolve(taken, false), f);
+    }
+
+    /// The versions visible to `trx_id` of the rows whose `k` is in
+    /// `lo..=hi`, in `(k, id)` order, taken under one hold of the read
+    /// latch.
+    fn take_k_range(&self, trx_id: u64, lo: i32, hi: i32) -> Vec<Taken> {
+        if lo > hi {
+            return Vec::new();
+        }
+        let inner = self.inner.read();
+        let span = (lo, i64::MIN)..=(hi, i64::MAX);
+        let pending = inner.by_k.range(span.clone()).copied();
+        let keys: Vec<(i32, i64)> = match &self.k_pages {
+            None => pending.collect(),
+            Some(tree) => {
+                // Committed entries from the pages, pending ones from
+                // memory: merged, once each. Under `inner`'s read
+                // latch, so the directory says which `k` each row has
+                // (a commit adds its new entries before it turns the
+                // slot and drops the old ones after).
+                let on_pages = tree
+                    .read()
+                    .range(*span.start(), *span.end())
+                    .unwrap_or_else(|e| page_failed(&self.name, e.into()));
+                let mut all: BTreeSet<(i32, i64)> = on_pages.into_iter().collect();
+                all.extend(pending);
+                all.into_iter().collect()
+            }
+        };
+        keys.into_iter()
+            .filter_map(|(k, id)| {
+                // The index holds the committed and the pending k of a
+                // row: it is reported at the k of the version `trx_id`
+                // sees, once.
+                let v = inner.rows.get(&id)?.visible(trx_id)?;
+                (v.k() == k).then(|| (id, taken(v)))
+            })
+            .collect()
     }
 
     // ---- write path (caller holds the row's X lock) -------------------------
 
     /// Applies `f` to the version of `id` that `trx_id` sees (see
     /// [`TableInner::modify`]). In a paged table the committed row is read
-    /// from its page first, outside the latch: the caller's X lock keeps
-    /// it from changing meanwhile.
+    /// from its page first, outside the latch (the caller's X lock keeps it
+    /// from changing meanwhile), whether or not the change needs it: one
+    /// hold of the latch per change, as in memory. (Asking the directory
+    /// first under a read latch took the table's latch twice per change;
+    /// with 16 users a table, its spinning was most of the `sched_yield`s
+    /// that paged tables made beyond memory's, engine/bench/RESULTS.md.)
     fn modify(&self, trx_id: u64, id: i64, f: impl FnOnce(&mut Row)) -> WriteResult {
         let base = match &self.pages {
-            Some(_) => {
-                let on_page = {
-                    let inner = self.inner.read();
-                    let v = inner.rows.get(&id).and_then(|s| s.visible(trx_id));
-                    matches!(v, Some(Version::Paged(_)))
-                };
-                if on_page {
-                    self.page_row(id)
-                } else {
-                    None
-                }
-            }
+            Some(pages) => match pages.get(id) {
+                Ok(row) => row,
+                // No page can hold it, so no slot does: not found below.
+                Err(PagedError::NegativeId { .. } | PagedError::TooFar { .. }) => None,
+                Err(e) => page_failed(&self.name, e),
+            },
             None => None,
         };
         self.inner.write().modify(trx_id, id, base, f)
@@ -840,43 +866,57 @@ impl Table {
 
     /// Makes `trx_id`'s pending changes of rows `ids` committed, all under one
     /// hold of the write lock (so readers see them atomically). `lsn` is
-    /// the commit's redo record: a paged table changes its pages as of it
-    /// first (a reader may see a page's new row a moment before the slot
-    /// turns; the commit is logged by then).
+    /// the commit's redo record. A paged table reads each row's pending
+    /// version under the read latch first; a transaction, which holds them,
+    /// commits through [`commit_images`](Self::commit_images) instead.
     pub fn commit_rows(
         &self,
         trx_id: u64,
         ids: impl IntoIterator<Item = i64>,
         lsn: impl Into<ChangeLsn>,
     ) {
-        let Some(pages) = &self.pages else {
-            let mut inner = self.inner.write();
-            for id in ids {
-                inner.finish(trx_id, id, true);
-            }
-            return;
-        };
-        let lsn = lsn.into();
-        let ids: Vec<i64> = ids.into_iter().collect();
-        // Each row's after-image and its committed key's move (the X lock
-        // keeps both as they are until the commit ends).
-        let afters: Vec<(i64, Option<Arc<Row>>, KeyMove)> = {
+        if self.pages.is_none() {
+            return self.commit_images(trx_id, ids.into_iter().map(|id| (id, None, None)), lsn);
+        }
+        let images: Vec<Committing> = {
             let inner = self.inner.read();
-            ids.iter()
+            ids.into_iter()
                 .filter_map(|id| {
-                    let slot = inner.rows.get(id)?;
+                    let slot = inner.rows.get(&id)?;
                     match &slot.pending {
                         Some(p) if p.trx_id == trx_id => {
-                            let from = slot.committed.as_ref().map(Committed::k);
-                            let to = p.row.as_ref().map(|r| r.k);
-                            Some((*id, p.row.clone(), (from != to).then_some((from, to))))
+                            Some((id, p.row.clone(), slot.committed.as_ref().map(Committed::k)))
                         }
                         _ => None,
                     }
                 })
                 .collect()
         };
-        for (id, row, _) in &afters {
+        self.commit_images(trx_id, images, lsn);
+    }
+
+    /// [`commit_rows`](Self::commit_rows) with each row's pending version
+    /// and committed `k` as its owner holds them ([`WriteResult::Applied`]):
+    /// a paged table changes its pages as of `lsn` first, outside the
+    /// latch (a reader may see a page's new row a moment before the slot
+    /// turns; the commit is logged by then), then turns the slots under one
+    /// hold of the write latch. In memory only the ids are read.
+    pub fn commit_images(
+        &self,
+        trx_id: u64,
+        rows: impl IntoIterator<Item = Committing>,
+        lsn: impl Into<ChangeLsn>,
+    ) {
+        let Some(pages) = &self.pages else {
+            let mut inner = self.inner.write();
+            for (id, _, _) in rows {
+                inner.finish(trx_id, id, true);
+            }
+            return;
+        };
+        let lsn = lsn.into();
+        let rows: Vec<Committing> = rows.into_iter().collect();
+        for (id, row, _) in &rows {
             pages
                 .put(*id, row.as_deref(), lsn)
                 .unwrap_or_else(|e| page_failed(&self.name, e));
@@ -884,12 +924,17 @@ impl Table {
         // Index k_1 on pages, outside `inner`'s latch: the new entries
         // before the slots turn, the old ones after, so a reader under
         // `inner` finds each row at the `k` the directory gives it.
-        let moves = || afters.iter().map(|(id, _, m)| (*id, *m));
+        let moves = || {
+            rows.iter().map(|(id, row, from)| {
+                let to = row.as_ref().map(|r| r.k);
+                (*id, (*from != to).then_some((*from, to)))
+            })
+        };
         self.move_keys(moves(), true, false);
         {
             let mut inner = self.inner.write();
-            for id in ids {
-                inner.finish(trx_id, id, true);
+            for (id, _, _) in &rows {
+                inner.finish(trx_id, *id, true);
             }
         }
         self.move_keys(moves(), false, true);
@@ -1113,10 +1158,34 @@ fn taken(v: Version<'_>) -> Result<Arc<Row>, i32> {
     }
 }
 
+/// A row a read hands on: a version shared with the table (in memory, or
+/// pending), or one decoded from its page for this read alone.
+enum Seen {
+    Shared(Arc<Row>),
+    Owned(Row),
+}
+
+impl Seen {
+    fn row(&self) -> &Row {
+        match self {
+            Seen::Shared(r) => r,
+            Seen::Owned(r) => r,
+        }
+    }
+
+    /// The row, copied only if the table shares it.
+    fn into_row(self) -> Row {
+        match self {
+            Seen::Shared(r) => Arc::unwrap_or_clone(r),
+            Seen::Owned(r) => r,
+        }
+    }
+}
+
 /// Hands the rows a scan took to its caller, latch released.
-fn report(seen: Vec<(i64, Arc<Row>)>, mut f: impl FnMut(i64, &Row)) {
+fn report(seen: Vec<(i64, Seen)>, mut f: impl FnMut(i64, &Row)) {
     for (id, row) in &seen {
-        f(*id, row);
+        f(*id, row.row());
     }
 }
 

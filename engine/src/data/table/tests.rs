@@ -17,7 +17,9 @@ const B: u64 = 2;
 /// that applied.
 fn applied(r: WriteResult) -> (bool, Option<i32>) {
     match r {
-        WriteResult::Applied { first_touch, after } => (first_touch, after.map(|r| r.k)),
+        WriteResult::Applied {
+            first_touch, after, ..
+        } => (first_touch, after.map(|r| r.k)),
         other => panic!("not applied: {other:?}"),
     }
 }

@@ -138,6 +138,11 @@ fn values_a_slot_cannot_hold_are_refused_before_they_are_pending() {
         WriteResult::DataTooLong { column: "pad" }
     );
     assert_eq!(t.insert(A, -5, row(3)), WriteResult::OutOfRange);
+    // An update reads the page before it asks the directory: a key no page
+    // can address is not found, not a failed page.
+    assert_eq!(t.update_k(A, -5, 1), WriteResult::NotFound);
+    assert_eq!(t.update_k(A, i64::MAX, 1), WriteResult::NotFound);
+    assert_eq!(t.update_c(A, 1 << 40, "c".into()), WriteResult::NotFound);
     assert_eq!(t.get(A, 1), Some(row(1)));
     assert_eq!(t.get(A, 2), None);
     t.check_invariants().unwrap();
@@ -177,6 +182,80 @@ fn the_directory_and_index_are_rebuilt_from_the_pages() {
     );
 }
 
+/// Two writers move rows' `k` and commit (one as a transaction does,
+/// with the images its writes handed back; one by ids) while two readers
+/// scan by id and by `k`, through a pool too small for the rows: a scan by
+/// id reports every row once (it may show a version committed after its
+/// latch, never drop a row whose `k` moved), a scan of `k_1` reports rows
+/// in `(k, id)` order, each at most once and at the `k` it reports.
+#[test]
+fn scans_see_each_row_once_while_commits_move_keys() {
+    use std::sync::atomic::AtomicBool;
+    const ROWS: i64 = 600;
+    let vfs: Arc<dyn Vfs> = Arc::new(SimVfs::new());
+    let (_pool, t) = paged(&vfs, 12);
+    t.upsert_committed_at((0..ROWS).map(|id| (id, row(id as i32))), 1);
+    let t = Arc::new(t);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let (t, stop) = (t.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut trx: u64 = 1000 + w;
+                let mut lsn = 10;
+                while !stop.load(Ordering::Relaxed) {
+                    // Each writer its own rows (the X locks a caller holds).
+                    let ids: Vec<i64> = (0..4)
+                        .map(|i| ((trx * 7 + i * 151) % ROWS as u64) as i64)
+                        .filter(|id| id % 2 == w as i64)
+                        .collect();
+                    let mut images = vec![];
+                    for &id in &ids {
+                        if let WriteResult::Applied {
+                            after, committed_k, ..
+                        } = t.update_k(trx, id, 1 + (trx % 5) as i32)
+                        {
+                            images.push((id, after, committed_k));
+                        }
+                    }
+                    lsn += 1;
+                    if w == 0 {
+                        t.commit_images(trx, images, lsn);
+                    } else {
+                        t.commit_rows(trx, ids, lsn);
+                    }
+                    trx += 2;
+                }
+            })
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    let (mut by_id, mut by_k) = (0, 0);
+    while std::time::Instant::now() < deadline {
+        let mut ids = vec![];
+        t.scan_range(B, 0, ROWS, |id, _| ids.push(id));
+        assert_eq!(
+            ids,
+            (0..ROWS).collect::<Vec<_>>(),
+            "a scan by id lost or repeated a row"
+        );
+        let mut keys = vec![];
+        t.scan_k_range(B, i32::MIN, i32::MAX, |id, r| keys.push((r.k, id)));
+        assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "k_1 out of order or repeated"
+        );
+        by_id += 1;
+        by_k += keys.len();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    t.check_invariants().unwrap();
+    assert!(by_id > 10 && by_k > 0, "the readers ran {by_id} scans");
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     UpdateK(i64, i32),
@@ -198,7 +277,10 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     /// The same transactions (each committed or rolled back) on an
     /// in-memory table and a paged one with 6 frames give the same
-    /// answers to every read, and the same committed rows.
+    /// answers to every read, and the same committed rows. The paged
+    /// table commits as a transaction does (`commit_images`, with the
+    /// images and committed keys its writes handed back), the in-memory
+    /// one by ids.
     #[test]
     fn a_paged_table_answers_as_the_in_memory_one(
         trxs in prop::collection::vec((prop::collection::vec(op(), 1..8), any::<bool>()), 1..30),
@@ -212,6 +294,9 @@ proptest! {
         for (n, (ops, commit)) in trxs.into_iter().enumerate() {
             let trx = 10 + n as u64;
             let mut ids = vec![];
+            // Per row, as `Trx` keeps them: the latest image, the first
+            // touch's committed key.
+            let mut images: Vec<Committing> = vec![];
             for o in ops {
                 let (rp, rm) = match &o {
                     Op::UpdateK(id, d) => (p.update_k(trx, *id, *d), m.update_k(trx, *id, *d)),
@@ -223,9 +308,19 @@ proptest! {
                     Op::Insert(id, k) => (p.insert(trx, *id, row(*k)), m.insert(trx, *id, row(*k))),
                 };
                 prop_assert_eq!(&rp, &rm, "{:?}", o);
-                if let WriteResult::Applied { .. } = rp {
+                if let WriteResult::Applied { first_touch, after, committed_k } = rp {
                     let id = match o { Op::UpdateK(i, _) | Op::UpdateC(i, _) | Op::Delete(i) | Op::Insert(i, _) => i };
                     ids.push(id);
+                    match images.iter_mut().find(|c| c.0 == id) {
+                        Some(c) => {
+                            prop_assert!(!first_touch);
+                            c.1 = after;
+                        }
+                        None => {
+                            prop_assert!(first_touch);
+                            images.push((id, after, committed_k));
+                        }
+                    }
                 }
                 for viewer in [trx, 1] {
                     prop_assert_eq!(p.range(viewer, 0, 140), m.range(viewer, 0, 140));
@@ -235,7 +330,7 @@ proptest! {
             ids.sort_unstable();
             ids.dedup();
             if commit {
-                p.commit_rows(trx, ids.clone(), 100 + n as u64);
+                p.commit_images(trx, images, 100 + n as u64);
                 m.commit_rows(trx, ids, 0);
             } else {
                 p.rollback_rows(trx, ids.clone());
