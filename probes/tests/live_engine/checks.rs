@@ -63,6 +63,10 @@ pub fn run_all() {
             crate::fsync_counters::fsync_counters_match_the_engine_and_forget_exited_threads,
         ),
         (
+            "doublewrite_fsyncs_match_the_engine_in_both_designs",
+            crate::fsync_counters::doublewrite_fsyncs_match_the_engine_in_both_designs,
+        ),
+        (
             "bcc_runqlat_and_syscount_agree",
             crate::bcc::runqlat_and_syscount_agree,
         ),

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use redoctor_engine::page_store::doublewrite::Design;
 use redoctor_engine::CounterValues;
 use redoctor_engine::{Engine, EngineOptions, RedoMode};
 use redoctor_workload::{self as workload, RunConfig, WorkloadKind};
@@ -17,23 +18,42 @@ const SECS_ENV: &str = "REDOCTOR_PROBES_SECS";
 pub const ROWS_ENV: &str = "REDOCTOR_PROBES_ROWS";
 /// When set, the child prints `LOCKS <json>` (its named locks) after DONE.
 pub const LOCKS_ENV: &str = "REDOCTOR_PROBES_LOCKS";
+/// Pages of 16 KiB in the buffer pool of the `pages-*` modes: 2 tables of
+/// 4,000 rows are 92 row pages, so the load reads and flushes pages.
+const POOL_PAGES: u64 = 24;
 
-/// Child side: `mode` is `rt1` or `rt0`.
+/// Child side: `mode` is `rt1` or `rt0` (tables in memory), or
+/// `pages-legacy` / `pages-files` (RT1, tables on pages in a pool smaller
+/// than the data, doublewrite ON in that design), which also print
+/// `STATUS <json>` (the engine's status rows) after READY and after DONE.
 pub fn run(mode: &str) {
     let dir = PathBuf::from(std::env::var(DIR_ENV).expect("REDOCTOR_PROBES_DIR"));
     let users: usize = std::env::var(USERS_ENV).map_or(4, |v| v.parse().unwrap());
     let secs: f64 = std::env::var(SECS_ENV).map_or(2.0, |v| v.parse().unwrap());
     let rows: u64 = std::env::var(ROWS_ENV).map_or(1000, |v| v.parse().unwrap());
     let mut opts = EngineOptions::new(&dir);
-    opts.redo.mode = if mode == "rt1" {
-        RedoMode::On
-    } else {
+    opts.redo.mode = if mode == "rt0" {
         RedoMode::Off
+    } else {
+        RedoMode::On
     };
+    let design = mode.strip_prefix("pages-").map(|d| {
+        Design::parse(d).unwrap_or_else(|| panic!("child mode {mode}: no such doublewrite design"))
+    });
+    if let Some(design) = design {
+        opts.pages.pool_bytes = POOL_PAGES * opts.pages.page_size;
+        opts.pages.doublewrite.design = design;
+    }
     let engine = Engine::open(opts).expect("opening the engine");
     engine.prepare_sbtest(2, rows).expect("preparing tables");
     std::thread::sleep(Duration::from_millis(300));
+    if design.is_some() {
+        quiet_pages(&engine);
+    }
     report("READY", &engine);
+    if design.is_some() {
+        status("STATUS", &engine);
+    }
     wait_line();
     let mut cfg = RunConfig::new(WorkloadKind::UpdateIndex);
     cfg.users = users;
@@ -44,7 +64,13 @@ pub fn run(mode: &str) {
     cfg.seed = Some(7);
     workload::run(&engine, cfg).expect("running the workload");
     std::thread::sleep(Duration::from_millis(300));
+    if design.is_some() {
+        quiet_pages(&engine);
+    }
     report("DONE", &engine);
+    if design.is_some() {
+        status("STATUS", &engine);
+    }
     if std::env::var_os(LOCKS_ENV).is_some() {
         let locks: Vec<(u64, u64, String)> = engine
             .named_locks()
@@ -61,6 +87,41 @@ fn report(tag: &str, engine: &Engine) {
     let c = engine.status().counters;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{tag} {}", serde_json::to_string(&c).unwrap()).unwrap();
+    out.flush().unwrap();
+}
+
+/// Waits (up to 20 s) until the doublewrite buffer has written nothing
+/// for 500 ms: the page cleaners have caught up, so the counts the parent
+/// compares stand still while it reads them.
+fn quiet_pages(engine: &Engine) {
+    let writes = || {
+        engine
+            .global_status()
+            .into_iter()
+            .find(|(n, _)| n == "Innodb_dblwr_writes")
+            .map(|(_, v)| v)
+            .expect("a paged engine reports Innodb_dblwr_writes")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let (mut last, mut since) = (writes(), std::time::Instant::now());
+    while since.elapsed() < Duration::from_millis(500) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the doublewrite buffer kept writing for 20 s after the load"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        let now = writes();
+        if now != last {
+            (last, since) = (now, std::time::Instant::now());
+        }
+    }
+}
+
+fn status(tag: &str, engine: &Engine) {
+    let rows: std::collections::BTreeMap<String, u64> =
+        engine.global_status().into_iter().collect();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{tag} {}", serde_json::to_string(&rows).unwrap()).unwrap();
     out.flush().unwrap();
 }
 
@@ -146,6 +207,12 @@ impl EngineChild {
     /// Waits until the workload is done and quiet; returns the counters.
     pub fn wait_done(&mut self) -> CounterValues {
         self.expect_line("DONE")
+    }
+
+    /// The engine's status rows by name, printed after READY and after
+    /// DONE by a `pages-*` child.
+    pub fn status(&mut self) -> std::collections::BTreeMap<String, u64> {
+        self.expect_line("STATUS")
     }
 
     /// The child's named locks `(start, len, name)`, printed after DONE

@@ -70,3 +70,70 @@ pub fn fsync_counters_match_the_engine_and_forget_exited_threads() -> Result<(),
     }
     Ok(())
 }
+
+/// Tables on pages in a pool a quarter of their size, doublewrite ON: the
+/// probes' fsyncs of the doublewrite buffer's files (a file kind of their
+/// own) are the engine's `Innodb_dblwr_writes` (one copy written and
+/// synced per batch or single page), in both designs; each copy is
+/// followed by its pages' tablespace fsyncs, which the probes class as
+/// data.
+pub fn doublewrite_fsyncs_match_the_engine_in_both_designs() -> Result<(), String> {
+    let exe = std::env::current_exe().unwrap();
+    let profile = Profile::builtin("redoctor-engine").unwrap();
+    for design in ["legacy", "files"] {
+        let rows = [(crate::child::ROWS_ENV, "4000")];
+        let (mut child, _) =
+            EngineChild::start_with(&exe, &format!("pages-{design}"), 8, 1.5, &rows);
+        let before = child.status();
+        let mut c = FsyncCounters::attach(child.pid(), &profile).map_err(|e| e.to_string())?;
+        let calls = |c: &mut FsyncCounters, kind: FileKind| -> Result<u64, String> {
+            let t = c.read().map_err(|e| e.to_string())?;
+            Ok(t.get(&kind).map_or(0, |r| r.calls))
+        };
+        let (dw0, data0) = (
+            calls(&mut c, FileKind::Doublewrite)?,
+            calls(&mut c, FileKind::Data)?,
+        );
+        child.run_workload();
+        let after = child.status();
+        let (dw1, data1) = (
+            calls(&mut c, FileKind::Doublewrite)?,
+            calls(&mut c, FileKind::Data)?,
+        );
+        child.finish();
+        let delta = |name: &str| {
+            after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0)
+        };
+        let (writes, reads) = (
+            delta("Innodb_dblwr_writes"),
+            delta("Innodb_buffer_pool_reads"),
+        );
+        if reads == 0 {
+            return Err(format!(
+                "{design}: no page read from disk: the pool held the data"
+            ));
+        }
+        if writes < 20 {
+            return Err(format!(
+                "{design}: {writes} doublewrite writes: the check proves little"
+            ));
+        }
+        if dw1 - dw0 != writes {
+            return Err(format!(
+                "{design}: the probes saw {} doublewrite fsyncs, the engine counted {writes} (Innodb_dblwr_writes)",
+                dw1 - dw0
+            ));
+        }
+        println!(
+            "  {design}: {writes} doublewrite copies written and synced (probes and engine agree), {} data fsyncs, {reads} page reads",
+            data1 - data0
+        );
+        if data1 - data0 < writes {
+            return Err(format!(
+                "{design}: {} data fsyncs for {writes} doublewrite copies (each is followed by its pages' tablespace fsync)",
+                data1 - data0
+            ));
+        }
+    }
+    Ok(())
+}
