@@ -162,6 +162,10 @@ pub struct NotApplied {
     /// restart priors (None: not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<crate::decision::restart::RestartEstimate>,
+    /// A durability change (proposed only with consent): the reason ends
+    /// with what it risks, and the verdict says so beside it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub risks_durability: bool,
 }
 
 /// The whole diagnosis.

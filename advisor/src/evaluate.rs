@@ -221,16 +221,25 @@ pub fn diagnose_summary(
                      with the change, measured, would settle it"
                 .to_string(),
         };
+        // A durability change says what it risks (the rule's rationale).
+        let risk = match f.rule.risks_durability() {
+            true => format!(
+                "; a durability change, proposed because durability changes are allowed: {}",
+                f.rule.rationale
+            ),
+            false => String::new(),
+        };
         let mut n = not_applied(
             f.rule,
             Some(f.proposed.clone()),
             Status::NeedsRestart,
             format!(
-                "{} is static: it needs a restart (set {}={} in the server's option file, then restart; now {current}); not applied live, not tried; {expected}",
+                "{} is static: it needs a restart (set {}={} in the server's option file, then restart; now {current}); not applied live, not tried; {expected}{risk}",
                 f.rule.setting, f.rule.setting, f.proposed
             ),
         );
         n.restart = estimate;
+        n.risks_durability = f.rule.risks_durability();
         d.not_applied.push(n);
     }
     let knobs = knobs(&fired, &mut d.not_applied);
@@ -654,10 +663,15 @@ fn restart_clause(d: &Diagnosis) -> String {
         .filter(|n| n.status == Status::NeedsRestart)
     {
         let what = format!(
-            "{}={} ({}",
+            "{}={} ({}{}",
             n.setting,
             n.proposed.as_deref().unwrap_or("?"),
-            n.rule
+            n.rule,
+            if n.risks_durability {
+                ", a durability risk: see its reason"
+            } else {
+                ""
+            }
         );
         match &n.restart {
             Some(e) if e.worth_it => worth.push((
@@ -721,6 +735,7 @@ fn not_applied(
         status,
         reason,
         restart: None,
+        risks_durability: false,
     }
 }
 

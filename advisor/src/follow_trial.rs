@@ -76,6 +76,7 @@ pub fn follow_trial(d: &mut Diagnosis, exp: Experiment, rules: &RuleSet) {
                 format!("live trial: {}", describe(t))
             }),
             restart: None,
+            risks_durability: false,
         });
     }
     d.recommendations = stay;

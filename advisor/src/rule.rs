@@ -113,6 +113,15 @@ pub struct Rule {
     pub origin: String,
 }
 
+impl Rule {
+    /// A durability change: the rule fires only with the user's consent
+    /// (its condition reads `facts.allow_durability`), so its proposal
+    /// states what it risks wherever it is shown.
+    pub fn risks_durability(&self) -> bool {
+        self.reads.iter().any(|r| r == "facts.allow_durability")
+    }
+}
+
 /// Line (1-based) of byte offset `at` in `text`.
 pub fn line_of(text: &str, at: usize) -> usize {
     text[..at.min(text.len())]

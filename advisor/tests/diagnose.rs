@@ -1017,3 +1017,198 @@ fn a_doublewrite_bound_load_gets_the_restart_and_its_measured_gain() {
     let d = run(small_groups(), 3, &legacy, &[]);
     assert!(status(&d, "dblwr-files-design").is_none());
 }
+
+/// The page-flushing rules read the server's counters: user threads
+/// flushing pages for free frames (`Innodb_buffer_pool_wait_free` per
+/// commit) propose more page cleaners, up to the CPUs; reads that miss the
+/// pool with free-page waits propose a pool twice the size; both static,
+/// filed as "needs a restart". Doublewrite OFF is proposed only with the
+/// user's consent to durability changes, and then says what it risks.
+/// Each condition is checked on both sides of its threshold.
+#[test]
+fn page_flushing_rules_read_the_counters_and_doublewrite_off_needs_consent() {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let shape = Shape {
+        users: 256,
+        dblwr_fsyncs: 600,
+        ..small_groups()
+    };
+    let w = windows(3, shape);
+    let stated: Vec<(String, String)> = [
+        ("innodb_buffer_pool_size", "1048576"),
+        ("innodb_page_cleaners", "1"),
+        ("innodb_doublewrite", "ON"),
+        ("innodb_doublewrite_design", "files"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let commits_per_s = summarize(&w)["commits_per_s"];
+    let diagnosis = |wait_free_per_commit: f64, miss: f64, consent: bool| {
+        let mut facts = Facts::infer("redoctor-engine", &summarize(&w), &stated);
+        assert!(!facts.allow_durability, "consent is never inferred");
+        facts.allow_durability = consent;
+        facts.counters = [
+            (
+                "buffer_pool_wait_free_per_s",
+                wait_free_per_commit * commits_per_s,
+            ),
+            ("buffer_pool_read_requests_per_s", 1e5),
+            ("buffer_pool_reads_per_s", miss * 1e5),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        diagnose(1, w.clone(), facts, &rules, &confident_model()).unwrap()
+    };
+    let filed = |d: &Diagnosis, rule: &str| status(d, rule).map(|n| (n.status, n.proposed.clone()));
+
+    let d = diagnosis(0.1, 0.1, false);
+    assert_eq!(
+        filed(&d, "dblwr-more-page-cleaners"),
+        Some((Status::NeedsRestart, Some(d.facts.cores.to_string())))
+    );
+    assert_eq!(
+        filed(&d, "dblwr-larger-pool"),
+        Some((Status::NeedsRestart, Some("2097152".into())))
+    );
+    // No consent: doublewrite OFF is not even filed.
+    assert!(
+        status(&d, "dblwr-off-durability").is_none(),
+        "{:?}",
+        d.not_applied
+    );
+    assert!(d
+        .recommendations
+        .iter()
+        .all(|r| r.setting != "innodb_doublewrite"));
+
+    // Below the thresholds (a free-page wait per 50 commits; 1% misses).
+    let d = diagnosis(0.02, 0.01, false);
+    assert!(
+        status(&d, "dblwr-more-page-cleaners").is_none(),
+        "{:?}",
+        d.not_applied
+    );
+    assert!(
+        status(&d, "dblwr-larger-pool").is_none(),
+        "{:?}",
+        d.not_applied
+    );
+    // Misses without free-page waits: the pool is not what flushes.
+    let d = diagnosis(0.0, 0.1, false);
+    assert!(
+        status(&d, "dblwr-larger-pool").is_none(),
+        "{:?}",
+        d.not_applied
+    );
+
+    // With consent: 200 doublewrite fsyncs a second (600 per 3-s
+    // window) propose OFF, and the reason states the risk.
+    let d = diagnosis(0.0, 0.0, true);
+    let off = status(&d, "dblwr-off-durability").expect("doublewrite OFF filed with consent");
+    assert_eq!(
+        (off.status, off.proposed.as_deref()),
+        (Status::NeedsRestart, Some("OFF"))
+    );
+    assert!(off.risks_durability);
+    assert!(
+        off.reason.contains("a durability change")
+            && off
+                .reason
+                .contains("a page torn by a power cut cannot be restored"),
+        "{}",
+        off.reason
+    );
+    assert!(
+        d.verdict
+            .text
+            .contains("innodb_doublewrite=OFF (dblwr-off-durability, a durability risk"),
+        "{}",
+        d.verdict.text
+    );
+    // The other static proposals carry no such mark.
+    let d = diagnosis(0.1, 0.1, true);
+    let cleaners = status(&d, "dblwr-more-page-cleaners").unwrap();
+    assert!(!cleaners.risks_durability && !cleaners.reason.contains("durability"));
+}
+
+/// The files design's knobs: users queued on its segments propose more
+/// files (doubled, at most 256); cleaners' batches that fill their
+/// segments while users wait for free pages propose larger segments
+/// (doubled, at most 512). Neither fires in the legacy design, nor below
+/// its thresholds.
+#[test]
+fn the_files_design_gets_more_files_or_larger_segments() {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let diagnosis = |wait_share: f64, design: &str, files: &str, pages_per_write: f64| {
+        let w = windows(
+            3,
+            Shape {
+                users: 256,
+                dblwr_wait_share: wait_share,
+                ..small_groups()
+            },
+        );
+        let stated: Vec<(String, String)> = [
+            ("innodb_buffer_pool_size", "1048576"),
+            ("innodb_doublewrite_design", design),
+            ("innodb_doublewrite_files", files),
+            ("innodb_doublewrite_pages", "64"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut facts = Facts::infer("redoctor-engine", &summarize(&w), &stated);
+        let commits_per_s = summarize(&w)["commits_per_s"];
+        facts.counters = [
+            ("buffer_pool_wait_free_per_s", 0.1 * commits_per_s),
+            ("dblwr_pages_per_write", pages_per_write),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        diagnose(1, w, facts, &rules, &confident_model()).unwrap()
+    };
+    let proposed = |d: &Diagnosis, rule: &str| status(d, rule).and_then(|n| n.proposed.clone());
+
+    let d = diagnosis(0.4, "files", "2", 64.0);
+    assert_eq!(proposed(&d, "dblwr-more-files").as_deref(), Some("4"));
+    assert_eq!(
+        proposed(&d, "dblwr-larger-segments").as_deref(),
+        Some("128")
+    );
+    assert_eq!(
+        status(&d, "dblwr-more-files").unwrap().status,
+        Status::NeedsRestart
+    );
+    // Capped at the settings' ranges.
+    let d = diagnosis(0.4, "files", "200", 64.0);
+    assert_eq!(proposed(&d, "dblwr-more-files").as_deref(), Some("256"));
+    // Below the thresholds: 4% of the users' time queued; batches of 30
+    // pages in segments of 64.
+    let d = diagnosis(0.04, "files", "2", 30.0);
+    assert!(
+        status(&d, "dblwr-more-files").is_none(),
+        "{:?}",
+        d.not_applied
+    );
+    assert!(
+        status(&d, "dblwr-larger-segments").is_none(),
+        "{:?}",
+        d.not_applied
+    );
+    // The legacy design has neither knob: its own rule proposes files.
+    let d = diagnosis(0.4, "legacy", "2", 64.0);
+    assert!(
+        status(&d, "dblwr-more-files").is_none(),
+        "{:?}",
+        d.not_applied
+    );
+    assert!(
+        status(&d, "dblwr-larger-segments").is_none(),
+        "{:?}",
+        d.not_applied
+    );
+    assert_eq!(proposed(&d, "dblwr-files-design").as_deref(), Some("files"));
+}

@@ -27,6 +27,9 @@ pub struct Shape {
     /// Share of the users' time waiting on the doublewrite buffer's named
     /// locks (`dblwr.slot_free`).
     pub dblwr_wait_share: f64,
+    /// Fsyncs of the doublewrite buffer's files per window (tables on
+    /// pages).
+    pub dblwr_fsyncs: u64,
 }
 
 impl Default for Shape {
@@ -46,6 +49,7 @@ impl Default for Shape {
             user_futex_share: 0.1,
             lock_waits_per_commit: 1,
             dblwr_wait_share: 0.0,
+            dblwr_fsyncs: 0,
         }
     }
 }
@@ -127,6 +131,19 @@ pub fn window(s: Shape) -> Signals {
             FileIo {
                 write_calls: 10,
                 write_bytes: s.binlog_bytes,
+                ..Default::default()
+            },
+        );
+    }
+    if s.dblwr_fsyncs > 0 {
+        io.insert(
+            FileKind::Doublewrite,
+            FileIo {
+                write_calls: s.dblwr_fsyncs,
+                write_bytes: s.dblwr_fsyncs * 16384 * 8,
+                write_bytes_per_s: (s.dblwr_fsyncs * 16384 * 8) as f64 / s.secs,
+                fsync_calls: s.dblwr_fsyncs,
+                fsync_ns: s.dblwr_fsyncs * 500_000,
                 ..Default::default()
             },
         );
