@@ -20,7 +20,10 @@
 //!   bytes that full-page images can account for (each at most one block,
 //!   `block_size`: an upper bound, as holes and `wal_compression` make
 //!   images smaller); checkpoints requested by WAL volume against those by
-//!   `checkpoint_timeout` (`checkpoints_req_share`).
+//!   `checkpoint_timeout` (`checkpoints_req_share`); WAL bytes and
+//!   full-page images per committed transaction (`wal_bytes_per_commit`,
+//!   `wal_fpi_per_commit`, from `pg_stat_database.xact_commit` summed
+//!   over the databases).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -58,6 +61,7 @@ const GAUGES: &[&str] = &["replica_lag_s", "replica_running"];
 const PG_WAL: &str = "SELECT wal_records, wal_fpi, wal_bytes::bigint FROM pg_stat_wal";
 const PG_CHECKPOINTS: &str = "SELECT checkpoints_timed, checkpoints_req FROM pg_stat_bgwriter";
 const PG_BLOCK: &str = "SELECT current_setting('block_size')::bigint";
+const PG_COMMITS: &str = "SELECT sum(xact_commit)::bigint FROM pg_stat_database";
 /// A standby only (no row on a primary): whether its walreceiver streams,
 /// the WAL received and replayed (bytes since 0/0), and how far replay
 /// trails in time (ms since the last replayed commit's timestamp, 0 when
@@ -94,6 +98,7 @@ pub fn read(a: &mut Admin) -> Reading {
         put(PG_WAL, &["wal_records", "wal_fpi", "wal_bytes"]);
         put(PG_CHECKPOINTS, &["checkpoints_timed", "checkpoints_req"]);
         put(PG_BLOCK, &["block_size"]);
+        put(PG_COMMITS, &["commits"]);
         put(
             PG_STANDBY,
             &[
@@ -173,6 +178,12 @@ pub fn facts(before: &Reading, after: &Reading) -> BTreeMap<String, f64> {
             out.insert("wal_fpi_bytes_share".into(), (f * bs / b).min(1.0));
         }
     }
+    if let (Some(b), Some(f), Some(n)) = (delta("wal_bytes"), delta("wal_fpi"), delta("commits")) {
+        if n > 0.0 {
+            out.insert("wal_bytes_per_commit".into(), b / n);
+            out.insert("wal_fpi_per_commit".into(), f / n);
+        }
+    }
     if let (Some(r), Some(t)) = (delta("checkpoints_req"), delta("checkpoints_timed")) {
         if r + t > 0.0 {
             out.insert("checkpoints_req_share".into(), r / (r + t));
@@ -206,6 +217,7 @@ mod tests {
                 ("checkpoints_timed", 1.0),
                 ("dblwr_writes", 10.0),
                 ("dblwr_pages_written", 100.0),
+                ("commits", 1000.0),
             ],
         );
         let a = reading(
@@ -218,6 +230,7 @@ mod tests {
                 ("checkpoints_timed", 2.0),
                 ("dblwr_writes", 20.0),
                 ("dblwr_pages_written", 400.0),
+                ("commits", 1500.0),
             ],
         );
         let f = facts(&b, &a);
@@ -227,6 +240,10 @@ mod tests {
         assert!((f["wal_fpi_bytes_share"] - 200.0 * 8192.0 / 2e6).abs() < 1e-9);
         assert_eq!(f["checkpoints_req_share"], 0.75);
         assert_eq!(f["dblwr_pages_per_write"], 30.0);
+        // 2 MB of WAL and 200 images for 500 commits.
+        assert_eq!(f["wal_bytes_per_commit"], 4000.0);
+        assert_eq!(f["wal_fpi_per_commit"], 0.4);
+        assert_eq!(f["commits_per_s"], 250.0);
         assert!(!f.contains_key("block_size_per_s"));
         // A counter missing from one reading is left out.
         let a2 = reading(t0 + Duration::from_secs(1), &[("wal_fpi", 5.0)]);

@@ -70,6 +70,15 @@ fn diagnose_a_loaded_cluster_from_its_postmaster() {
     }
     let share = c["wal_fpi_bytes_share"].as_f64().unwrap();
     assert!(share > 0.0 && share <= 1.0, "{c}");
+    // Per committed transaction: an update_index commit logs at least its
+    // commit record and heap and index changes (~100+ bytes), and after a
+    // checkpoint some full-page images of 8 KiB.
+    let per_commit = c["wal_bytes_per_commit"].as_f64().unwrap();
+    assert!(per_commit > 100.0 && per_commit < 1e6, "{c}");
+    assert!(
+        c["wal_fpi_per_commit"].as_f64().is_some_and(|v| v > 0.0),
+        "{c}"
+    );
     // Only PostgreSQL's settings, each as the server reports it.
     let settings = d["facts"]["settings"].as_object().unwrap();
     assert!(!settings.is_empty());
