@@ -1212,3 +1212,28 @@ fn the_files_design_gets_more_files_or_larger_segments() {
     );
     assert_eq!(proposed(&d, "dblwr-files-design").as_deref(), Some("files"));
 }
+
+/// The page cleaners' CPU is read from their role (page_writer) alone.
+#[test]
+fn page_cleaner_cpu_is_the_page_writers_own() {
+    use redoctor_probes_common::signals::RoleSignals;
+    use redoctor_probes_common::Role;
+    let mut w = common::window(Shape {
+        secs: 2.0,
+        commits: 1000,
+        ..small_groups()
+    });
+    w.roles.insert(
+        Role::PageWriter,
+        RoleSignals {
+            threads: 1,
+            oncpu_ns: 500_000_000,
+            ..Default::default()
+        },
+    );
+    let s = summarize(&[w.clone()]);
+    assert_eq!(s["page_cleaner_cpus"], 0.25);
+    assert_eq!(s["page_cleaner_cpu_us_per_commit"], 500.0);
+    w.roles.remove(&Role::PageWriter);
+    assert_eq!(summarize(&[w])["page_cleaner_cpus"], 0.0);
+}

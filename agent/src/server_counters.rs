@@ -5,8 +5,11 @@
 //! - MySQL/MariaDB (`SHOW GLOBAL STATUS`): buffer-pool reads and read
 //!   requests, free-page waits, pages flushed, and the doublewrite
 //!   buffer's writes and pages (`Innodb_dblwr_*`), each `<name>_per_s`,
-//!   plus `dblwr_pages_per_write` (the batch size). A counter the server
-//!   does not have is left out.
+//!   plus `dblwr_pages_per_write` (the batch size); the bundled engine's
+//!   pages written by caller (`pages_flushed_single_page_per_s` by user
+//!   threads, `pages_flushed_by_cleaners_per_s`) and their
+//!   `single_page_flush_share`. A counter the server does not have is
+//!   left out.
 //! - A replica (`SHOW SLAVE STATUS` plus the bundled engine's replica
 //!   counters): `replica_running` (1 when both threads run),
 //!   `replica_lag_s` (Seconds_Behind_Source/Master), the applier's and
@@ -41,6 +44,16 @@ const MYSQL: &[(&str, &str)] = &[
     (
         "Innodb_buffer_pool_pages_flushed",
         "buffer_pool_pages_flushed",
+    ),
+    // The bundled engine's pages written by caller: user threads flushing
+    // one for a free frame, or the page cleaners' batches.
+    (
+        "Innodb_buffer_pool_pages_flushed_single_page",
+        "pages_flushed_single_page",
+    ),
+    (
+        "Innodb_buffer_pool_pages_flushed_by_cleaners",
+        "pages_flushed_by_cleaners",
     ),
     ("Innodb_dblwr_writes", "dblwr_writes"),
     ("Innodb_dblwr_pages_written", "dblwr_pages_written"),
@@ -164,6 +177,14 @@ pub fn facts(before: &Reading, after: &Reading) -> BTreeMap<String, f64> {
             out.insert("relay_log_lock_waits_per_trx".into(), l / n);
         }
     }
+    if let (Some(u), Some(c)) = (
+        delta("pages_flushed_single_page"),
+        delta("pages_flushed_by_cleaners"),
+    ) {
+        if u + c > 0.0 {
+            out.insert("single_page_flush_share".into(), u / (u + c));
+        }
+    }
     if let (Some(p), Some(w)) = (delta("dblwr_pages_written"), delta("dblwr_writes")) {
         if w > 0.0 {
             out.insert("dblwr_pages_per_write".into(), p / w);
@@ -218,6 +239,8 @@ mod tests {
                 ("dblwr_writes", 10.0),
                 ("dblwr_pages_written", 100.0),
                 ("commits", 1000.0),
+                ("pages_flushed_single_page", 0.0),
+                ("pages_flushed_by_cleaners", 100.0),
             ],
         );
         let a = reading(
@@ -231,6 +254,8 @@ mod tests {
                 ("dblwr_writes", 20.0),
                 ("dblwr_pages_written", 400.0),
                 ("commits", 1500.0),
+                ("pages_flushed_single_page", 25.0),
+                ("pages_flushed_by_cleaners", 175.0),
             ],
         );
         let f = facts(&b, &a);
@@ -244,6 +269,8 @@ mod tests {
         assert_eq!(f["wal_bytes_per_commit"], 4000.0);
         assert_eq!(f["wal_fpi_per_commit"], 0.4);
         assert_eq!(f["commits_per_s"], 250.0);
+        // 25 pages flushed by users, 75 by the cleaners.
+        assert_eq!(f["single_page_flush_share"], 0.25);
         assert!(!f.contains_key("block_size_per_s"));
         // A counter missing from one reading is left out.
         let a2 = reading(t0 + Duration::from_secs(1), &[("wal_fpi", 5.0)]);

@@ -159,6 +159,21 @@ fn demo_with_the_doublewrite_as_bottleneck_names_it_and_its_restart() {
         "{}",
         v["facts"]["counters"]
     );
+    // Pages written by caller: the cleaners' batches and the users' own
+    // single-page flushes (they wait for free frames); the cleaners' CPU
+    // from their threads (role page_writer).
+    let c = &v["facts"]["counters"];
+    assert!(
+        c["pages_flushed_by_cleaners_per_s"]
+            .as_f64()
+            .is_some_and(|p| p > 0.0)
+            && c["single_page_flush_share"]
+                .as_f64()
+                .is_some_and(|s| s > 0.0 && s <= 1.0),
+        "{c}"
+    );
+    let cleaners = v["summary"]["page_cleaner_cpus"].as_f64().unwrap();
+    assert!(cleaners > 0.0 && cleaners < 2.0, "{}", v["summary"]);
     assert!(
         v["recommendations"]
             .as_array()

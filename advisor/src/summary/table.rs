@@ -289,6 +289,18 @@ pub const SIGNALS: &[SignalDef] = &[
         |t| t.doublewrite.write_bytes as f64 / t.secs(),
     ),
     def(
+        "page_cleaner_cpus",
+        "CPUs",
+        "on-CPU time of the page-writing threads (page cleaners; PostgreSQL's background writer) / observed time: the CPUs' worth they keep busy",
+        |t| t.page_writer.oncpu_ns as f64 / t.window_ns.max(1) as f64,
+    ),
+    def(
+        "page_cleaner_cpu_us_per_commit",
+        "us",
+        "on-CPU time of the page-writing threads / commits",
+        |t| t.us_per_commit(t.page_writer.oncpu_ns as f64),
+    ),
+    def(
         "dblwr_wait_share",
         "",
         "user threads' futex wait on the doublewrite buffer's named locks (dblwr.*: the legacy design's mutex and single-page slots, the files design's segments) / (user threads x observed time): the share of the users' time spent queued to flush a page",

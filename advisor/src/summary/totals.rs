@@ -50,6 +50,9 @@ pub struct Totals {
     pub receiver: RoleTotals,
     pub applier: RoleTotals,
     pub workers: RoleTotals,
+    /// The page-writing threads (the engine's `page_cleaner/N`, MariaDB's
+    /// page cleaner, PostgreSQL's background writer).
+    pub page_writer: RoleTotals,
     pub applier_threads: f64,
     pub worker_threads: f64,
     /// The relay log's file I/O.
@@ -166,6 +169,7 @@ impl Totals {
             receiver: roles(windows, &[Role::Receiver]),
             applier: roles(windows, &[Role::Applier]),
             workers: roles(windows, &[Role::Worker]),
+            page_writer: roles(windows, &[Role::PageWriter]),
             applier_threads: role_threads(Role::Applier),
             worker_threads: role_threads(Role::Worker),
             relay: files(windows, FileKind::Relay),
