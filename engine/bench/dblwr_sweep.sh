@@ -8,9 +8,14 @@
 # run's page_status_delta): page reads, single-page flushes by user
 # threads, cleaner pages and doublewrite waits per commit, and the share
 # of the users' time spent waiting on the doublewrite buffer.
-# usage: dblwr_sweep.sh ENGINE DIR SECS ROUNDS "RATIOS" "USERS" [WORKLOAD]
+# With DW_DIR set, the doublewrite buffer's copies go there
+# (innodb_doublewrite_dir, emptied before every cell): e.g. a directory on
+# tmpfs, to see what the designs do when the copies' syncs cost nothing.
+# usage: [DW_DIR=DIR] dblwr_sweep.sh ENGINE DIR SECS ROUNDS "RATIOS" "USERS" [WORKLOAD]
 set -euo pipefail
 engine=$1 dir=$2 secs=$3 rounds=$4 ratios=$5 users=$6 wl=${7:-update_index}
+dw=()
+[[ -n ${DW_DIR:-} ]] && dw=(--set "innodb_doublewrite_dir=$DW_DIR")
 tables=4 rows=50000
 # 4 x 50,000 sbtest rows on 16 KiB pages of 87 rows: 2,300 pages.
 data_bytes=$((tables * ((rows + 86) / 87) * 16384))
@@ -22,10 +27,11 @@ for r in $(seq 1 "$rounds"); do
       order="legacy files"; (( r % 2 == 0 )) && order="files legacy"
       for design in $order; do
         rm -rf "$dir/cell"
+        [[ -n ${DW_DIR:-} ]] && rm -rf "$DW_DIR" && mkdir -p "$DW_DIR"
         out=$("$engine" run --workload "$wl" --users "$u" --duration "$secs" \
           --tables $tables --table-size $rows --datadir "$dir/cell" --json \
           --set innodb_buffer_pool_size="$pool" --set innodb_doublewrite_design="$design" \
-          --set innodb_io_capacity=2000 2>/dev/null)
+          --set innodb_io_capacity=2000 "${dw[@]}" 2>/dev/null)
         python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
@@ -36,13 +42,14 @@ per = lambda k: round(p.get(k, 0) / c, 4)
 # for the legacy mutex and slots or for a segment, over the users time.
 share = p.get("Innodb_dblwr_wait_us", 0) / (int(sys.argv[3]) * d["measured_secs"] * 1e6)
 print(json.dumps({"ratio": float(sys.argv[2]), "users": int(sys.argv[3]), "design": sys.argv[4],
+  "dblwr_dir": sys.argv[6] or None,
   "round": int(sys.argv[5]), "tps": round(d["tps"], 1), "p95_us": d["latency_us"]["p95_us"],
   "reads_per_commit": per("Innodb_buffer_pool_reads"),
   "single_page_flushes_per_commit": per("Innodb_buffer_pool_pages_flushed_single_page"),
   "cleaner_pages_per_commit": per("Innodb_buffer_pool_pages_flushed_by_cleaners"),
   "dblwr_waits_per_commit": per("Innodb_dblwr_waits"),
   "dblwr_wait_share": round(share, 4)}))' \
-          "$out" "$ratio" "$u" "$design" "$r"
+          "$out" "$ratio" "$u" "$design" "$r" "${DW_DIR:-}"
       done
     done
   done
