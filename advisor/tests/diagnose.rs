@@ -1237,3 +1237,50 @@ fn page_cleaner_cpu_is_the_page_writers_own() {
     w.roles.remove(&Role::PageWriter);
     assert_eq!(summarize(&[w])["page_cleaner_cpus"], 0.0);
 }
+
+/// Page reads come from the data files' positional reads alone, summed
+/// over windows, with their latency; reads on other kinds do not count.
+#[test]
+fn data_reads_are_the_data_files_positional_reads() {
+    use redoctor_probes_common::signals::{Bucket, FileIo, Histogram};
+    use redoctor_probes_common::FileKind;
+    let mut w = common::window(Shape {
+        secs: 2.0,
+        commits: 1000,
+        ..small_groups()
+    });
+    let reads = |calls: u64, hi_ns: u64| FileIo {
+        read_calls: calls,
+        read_bytes: calls * 16384,
+        read_ns: calls * 100_000,
+        read_latency: Histogram {
+            count: calls,
+            buckets: vec![Bucket {
+                lo_ns: hi_ns / 2,
+                hi_ns,
+                count: calls,
+            }],
+            p50_ns_le: hi_ns,
+            p99_ns_le: hi_ns,
+        },
+        ..Default::default()
+    };
+    w.io.insert(FileKind::Data, reads(400, 131_072));
+    w.io.insert(FileKind::Other, reads(10_000, 1_048_576));
+    let mut slow = w.clone();
+    slow.io.insert(FileKind::Data, reads(100, 4_194_304));
+    let s = summarize(&[w.clone()]);
+    assert_eq!(s["data_reads_per_s"], 200.0);
+    assert_eq!(s["data_reads_per_commit"], 0.4);
+    assert_eq!(s["data_read_mean_us"], 100.0);
+    assert_eq!(s["data_read_p99_us"], 131.072);
+    // Two windows: counts add up, the p99 comes from the merged buckets
+    // (100 of 500 reads in the slow bucket: above the 99th percentile).
+    let both = summarize(&[w.clone(), slow]);
+    assert_eq!(both["data_reads_per_commit"], 0.25);
+    assert_eq!(both["data_read_p99_us"], 4194.304);
+    w.io.remove(&FileKind::Data);
+    let none = summarize(&[w]);
+    assert_eq!(none["data_reads_per_s"], 0.0);
+    assert_eq!(none["data_read_mean_us"], 0.0);
+}

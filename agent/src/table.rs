@@ -81,7 +81,7 @@ pub fn print(out: &mut impl Write, s: &Signals) -> io::Result<()> {
         )?;
     }
     for (kind, f) in &s.io {
-        writeln!(
+        write!(
             out,
             "io {:<6}: writes {} ({:.1} KiB/s) · fsyncs {} p99 ≤{}µs",
             kind.to_string(),
@@ -90,6 +90,16 @@ pub fn print(out: &mut impl Write, s: &Signals) -> io::Result<()> {
             f.fsync_calls,
             f.fsync_latency.p99_ns_le / 1000
         )?;
+        if f.read_calls > 0 {
+            write!(
+                out,
+                " · reads {} ({:.0}/s) p99 ≤{}µs",
+                f.read_calls,
+                f.reads_per_s,
+                f.read_latency.p99_ns_le / 1000
+            )?;
+        }
+        writeln!(out)?;
     }
     for l in s.futex_waits.iter().take(3) {
         writeln!(

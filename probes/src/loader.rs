@@ -29,7 +29,7 @@ use crate::preflight;
 use crate::procfs;
 use crate::profile::{Profile, TargetRules, UsdtEvent, UsdtRule};
 use crate::syscall_hooks;
-pub use crate::syscall_hooks::{SyscallHooks, TIMED_SYSCALLS, TRACED_SYSCALLS};
+pub use crate::syscall_hooks::{SyscallHooks, READ_SYSCALLS, TIMED_SYSCALLS, TRACED_SYSCALLS};
 use crate::usdt::{self, Semaphores};
 
 /// The compiled BPF object (see build.rs).

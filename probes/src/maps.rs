@@ -11,6 +11,9 @@ use std::time::Instant;
 use aya::Pod;
 
 pub const HIST_BUCKETS: usize = 64;
+/// `READ_BUCKETS` of the BPF source: the read-latency histogram's log2
+/// buckets (1 ns to 2 s, the last open).
+pub const READ_BUCKETS: usize = 32;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -133,6 +136,24 @@ pub struct FdIo {
     pub fsync_ns_log2: [u64; HIST_BUCKETS],
     /// Of `fsync_calls`, the fdatasync(2) ones.
     pub fdatasync_calls: u64,
+    /// pread64/preadv/preadv2(2) calls that succeeded.
+    pub read_calls: u64,
+    /// Bytes they read.
+    pub read_bytes: u64,
+    /// Time inside them, ns.
+    pub read_ns: u64,
+    /// Their latency, log2 buckets of ns (the last one open).
+    pub read_ns_log2: [u64; READ_BUCKETS],
+}
+
+impl FdIo {
+    /// The read-latency buckets spread to the width every histogram here
+    /// has (the buckets past `READ_BUCKETS` stay empty).
+    pub fn read_hist(&self) -> [u64; HIST_BUCKETS] {
+        let mut h = [0; HIST_BUCKETS];
+        h[..READ_BUCKETS].copy_from_slice(&self.read_ns_log2);
+        h
+    }
 }
 
 impl Default for FdIo {
@@ -144,6 +165,10 @@ impl Default for FdIo {
             fsync_ns: 0,
             fsync_ns_log2: [0; HIST_BUCKETS],
             fdatasync_calls: 0,
+            read_calls: 0,
+            read_bytes: 0,
+            read_ns: 0,
+            read_ns_log2: [0; READ_BUCKETS],
         }
     }
 }

@@ -797,9 +797,10 @@ impl Sampler {
         out
     }
 
-    /// Writes and fsyncs per file kind (kinds with no call are left out).
+    /// Writes, fsyncs and positional reads per file kind (kinds with no
+    /// call are left out).
     fn io(&self, cur: &MapsReading, secs: f64) -> BTreeMap<FileKind, FileIo> {
-        let mut io: BTreeMap<FileKind, (FileIo, [u64; HIST_BUCKETS])> = BTreeMap::new();
+        let mut io: BTreeMap<FileKind, IoSums> = BTreeMap::new();
         for (key, now) in &cur.io {
             let was = self.prev.io.get(key).copied().unwrap_or_default();
             let kind = self
@@ -812,10 +813,12 @@ impl Sampler {
             add_io(&mut io, *kind, &l.now, &l.was);
         }
         io.into_iter()
-            .filter(|(_, (f, _))| f.write_calls + f.fsync_calls > 0)
-            .map(|(k, (mut f, h))| {
+            .filter(|(_, (f, _, _))| f.write_calls + f.fsync_calls + f.read_calls > 0)
+            .map(|(k, (mut f, fsyncs, reads))| {
                 f.write_bytes_per_s = f.write_bytes as f64 / secs;
-                f.fsync_latency = histogram(&h);
+                f.reads_per_s = f.read_calls as f64 / secs;
+                f.fsync_latency = histogram(&fsyncs);
+                f.read_latency = histogram(&reads);
                 (k, f)
             })
             .collect()
@@ -950,16 +953,15 @@ fn take_out_idle_polling(
     cpu.derive(window_ns);
 }
 
-/// Adds what descriptor counts `was` -> `now` wrote and synced to `kind`.
-fn add_io(
-    io: &mut BTreeMap<FileKind, (FileIo, [u64; HIST_BUCKETS])>,
-    kind: FileKind,
-    now: &FdIo,
-    was: &FdIo,
-) {
-    let (f, h) = io
+/// The totals of one file kind, with its fsync and read latency buckets.
+type IoSums = (FileIo, [u64; HIST_BUCKETS], [u64; HIST_BUCKETS]);
+
+/// Adds what descriptor counts `was` -> `now` wrote, synced and read to
+/// `kind`.
+fn add_io(io: &mut BTreeMap<FileKind, IoSums>, kind: FileKind, now: &FdIo, was: &FdIo) {
+    let (f, h, r) = io
         .entry(kind)
-        .or_insert_with(|| (FileIo::default(), [0; HIST_BUCKETS]));
+        .or_insert_with(|| (FileIo::default(), [0; HIST_BUCKETS], [0; HIST_BUCKETS]));
     f.write_calls += now.write_calls.saturating_sub(was.write_calls);
     f.write_bytes += now.write_bytes.saturating_sub(was.write_bytes);
     f.fsync_calls += now.fsync_calls.saturating_sub(was.fsync_calls);
@@ -967,6 +969,13 @@ fn add_io(
     f.fdatasync_calls += now.fdatasync_calls.saturating_sub(was.fdatasync_calls);
     for (i, slot) in h.iter_mut().enumerate() {
         *slot += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
+    }
+    f.read_calls += now.read_calls.saturating_sub(was.read_calls);
+    f.read_bytes += now.read_bytes.saturating_sub(was.read_bytes);
+    f.read_ns += now.read_ns.saturating_sub(was.read_ns);
+    let (rn, rw) = (now.read_hist(), was.read_hist());
+    for (i, slot) in r.iter_mut().enumerate() {
+        *slot += rn[i].saturating_sub(rw[i]);
     }
 }
 

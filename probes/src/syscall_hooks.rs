@@ -1,4 +1,4 @@
-//! How the write and fsync syscalls are hooked: the per-syscall
+//! How the write, fsync and positional-read syscalls are hooked: the per-syscall
 //! tracepoints where tracefs lists them, else the raw `sys_enter` and
 //! `sys_exit`, and why a fallback happened.
 
@@ -33,16 +33,25 @@ pub const TRACED_SYSCALLS: &[&str] = &[
 /// is counted at its exit alone.
 pub const TIMED_SYSCALLS: &[&str] = &["fsync", "fdatasync"];
 
+/// Positional reads (a page read on a buffer-pool miss), timed like the
+/// fsyncs and traced with the writes (never by the fsync-only set): the
+/// ones `call_kind_of` in the BPF source names `CALL_READ`. Plain read(2)
+/// is left out: sockets and pipes use it.
+pub const READ_SYSCALLS: &[&str] = &["pread64", "preadv", "preadv2"];
+
 /// The per-syscall tracepoints attached: `(direction, syscall)`.
 fn per_syscall_events() -> impl Iterator<Item = (&'static str, &'static str)> {
-    TIMED_SYSCALLS
-        .iter()
-        .map(|c| ("enter", *c))
-        .chain(TRACED_SYSCALLS.iter().map(|c| ("exit", *c)))
+    let timed = TIMED_SYSCALLS.iter().chain(READ_SYSCALLS);
+    timed.clone().map(|c| ("enter", *c)).chain(
+        TRACED_SYSCALLS
+            .iter()
+            .chain(READ_SYSCALLS)
+            .map(|c| ("exit", *c)),
+    )
 }
 
 /// Whether the tracepoint of `call` is attached: every traced call with
-/// `writes`, else the timed ones (fsyncs) alone.
+/// `writes`, else the fsyncs alone.
 fn wanted(call: &str, writes: bool) -> bool {
     writes || TIMED_SYSCALLS.contains(&call)
 }
@@ -229,7 +238,12 @@ mod tests {
 
     #[test]
     fn per_syscall_hooks_are_used_when_tracefs_lists_every_call() {
-        let fs = fake_tracefs(TRACED_SYSCALLS);
+        let all: Vec<&str> = TRACED_SYSCALLS
+            .iter()
+            .chain(READ_SYSCALLS)
+            .copied()
+            .collect();
+        let fs = fake_tracefs(&all);
         for asked in [SyscallHooks::Auto, SyscallHooks::PerSyscall] {
             let (r, u) = choose(asked, fs.path());
             assert_eq!(r.unwrap(), SyscallHooks::PerSyscall);
@@ -252,11 +266,24 @@ mod tests {
         assert!(u[0].why.contains("mount -t tracefs"), "{u:?}");
 
         // A kernel without one of the events (no CONFIG_FTRACE_SYSCALLS).
-        let partial = fake_tracefs(&["write", "fsync", "fdatasync"]);
+        let partial = fake_tracefs(&[
+            "write",
+            "fsync",
+            "fdatasync",
+            "pread64",
+            "preadv",
+            "preadv2",
+        ]);
         let (r, u) = choose(SyscallHooks::Auto, partial.path());
         assert_eq!(r.unwrap(), SyscallHooks::Raw);
         assert!(u[0].why.contains("syscalls/sys_exit_pwrite64"), "{u:?}");
         assert!(u[0].why.contains("CONFIG_FTRACE_SYSCALLS"), "{u:?}");
+        // The positional reads are hooked too: a kernel without them falls
+        // back as well, and says which one is missing.
+        let no_reads = fake_tracefs(TRACED_SYSCALLS);
+        let (r, u) = choose(SyscallHooks::Auto, no_reads.path());
+        assert_eq!(r.unwrap(), SyscallHooks::Raw);
+        assert!(u[0].why.contains("syscalls/sys_enter_pread64"), "{u:?}");
     }
 
     #[test]

@@ -22,6 +22,8 @@ mod fsync_counters;
 mod misses;
 #[path = "live_engine/named.rs"]
 mod named;
+#[path = "live_engine/page_reads.rs"]
+mod page_reads;
 
 fn main() {
     if let Ok(mode) = std::env::var(child::CHILD_ENV) {

@@ -289,6 +289,30 @@ pub const SIGNALS: &[SignalDef] = &[
         |t| t.doublewrite.write_bytes as f64 / t.secs(),
     ),
     def(
+        "data_reads_per_s",
+        "1/s",
+        "positional reads (pread64/preadv/preadv2) on data files per second: the pages read from disk on buffer-pool misses (the engine's Innodb_buffer_pool_reads)",
+        |t| t.data.read_calls as f64 / t.secs(),
+    ),
+    def(
+        "data_reads_per_commit",
+        "",
+        "positional reads on data files / commits: pages read from disk per transaction",
+        |t| t.per_commit(t.data.read_calls as f64),
+    ),
+    def(
+        "data_read_mean_us",
+        "us",
+        "time in positional reads on data files / such reads (0 without reads): what a user thread waits for a page it misses",
+        |t| ratio(t.data.read_ns as f64, t.data.read_calls as f64) / 1e3,
+    ),
+    def(
+        "data_read_p99_us",
+        "us",
+        "data-file read latency, upper bound of the p99 bucket (0 without reads)",
+        |t| t.data_read_hist.p99_ns_le as f64 / 1e3,
+    ),
+    def(
         "page_cleaner_cpus",
         "CPUs",
         "on-CPU time of the page-writing threads (page cleaners; PostgreSQL's background writer) / observed time: the CPUs' worth they keep busy",

@@ -35,7 +35,12 @@ pub struct Totals {
     /// The doublewrite buffer's own files (zero where it lives in a
     /// system tablespace, or is off).
     pub doublewrite: FileTotals,
+    /// The data files (tablespaces; MariaDB's system tablespace with its
+    /// doublewrite area): their positional reads are the pages read on
+    /// buffer-pool misses.
+    pub data: FileTotals,
     pub redo_fsync_hist: Histogram,
+    pub data_read_hist: Histogram,
     pub user: RoleTotals,
     pub log: RoleTotals,
     /// User threads' futex wait on the redo log's named locks (`redo.*`):
@@ -76,6 +81,8 @@ pub struct FileTotals {
     pub write_bytes: u64,
     pub fsync_calls: u64,
     pub fsync_ns: u64,
+    pub read_calls: u64,
+    pub read_ns: u64,
 }
 
 /// A set of roles' scheduler figures, summed.
@@ -156,10 +163,16 @@ impl Totals {
             redo: files(windows, FileKind::Redo),
             binlog: files(windows, FileKind::Binlog),
             doublewrite: files(windows, FileKind::Doublewrite),
+            data: files(windows, FileKind::Data),
             redo_fsync_hist: merge_hists(
                 windows
                     .iter()
                     .filter_map(|w| w.io.get(&FileKind::Redo).map(|io| &io.fsync_latency)),
+            ),
+            data_read_hist: merge_hists(
+                windows
+                    .iter()
+                    .filter_map(|w| w.io.get(&FileKind::Data).map(|io| &io.read_latency)),
             ),
             user: roles(windows, &[Role::User]),
             log: roles(windows, &LOG_ROLES),
@@ -215,6 +228,8 @@ fn files(windows: &[Signals], kind: FileKind) -> FileTotals {
             write_bytes: t.write_bytes + io.write_bytes,
             fsync_calls: t.fsync_calls + io.fsync_calls,
             fsync_ns: t.fsync_ns + io.fsync_ns,
+            read_calls: t.read_calls + io.read_calls,
+            read_ns: t.read_ns + io.read_ns,
         })
 }
 

@@ -122,7 +122,7 @@ pub fn window(s: Shape) -> Signals {
             fsync_calls: s.redo_fsyncs,
             fsync_ns: s.redo_fsyncs * s.fsync_bucket_hi_ns * 3 / 4,
             fsync_latency: hist,
-            fdatasync_calls: 0,
+            ..Default::default()
         },
     );
     if s.binlog_bytes > 0 {

@@ -248,6 +248,22 @@ pub struct FileIo {
     /// fdatasync by default and new WAL segments with fsync).
     #[serde(default)]
     pub fdatasync_calls: u64,
+    /// Positional reads (pread64/preadv/preadv2(2)) that succeeded: on data
+    /// files, the pages read on buffer-pool misses.
+    #[serde(default)]
+    pub read_calls: u64,
+    /// Bytes they read.
+    #[serde(default)]
+    pub read_bytes: u64,
+    /// `read_calls / window`, reads per second.
+    #[serde(default)]
+    pub reads_per_s: f64,
+    /// Time inside them, ns.
+    #[serde(default)]
+    pub read_ns: u64,
+    /// Their latency histogram.
+    #[serde(default)]
+    pub read_latency: Histogram,
 }
 
 /// Futex waits on one address.

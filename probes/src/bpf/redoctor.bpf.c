@@ -55,6 +55,7 @@ const volatile bool runq_hist_us = 0;
 const volatile bool runq_stamps = 0;
 
 #define HIST_BUCKETS 64
+#define READ_BUCKETS 32 /* READ_BUCKETS in maps.rs: 1 ns to 2 s, the last open */
 #define MAX_THREADS 16384
 #define THREAD_SLOTS_DEFAULT 8192 /* DEFAULT_THREAD_SLOTS in loader.rs */
 #define MAX_FDS 4096
@@ -553,7 +554,7 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-/* ---- syscalls: writes and fsyncs ---------------------------------------- */
+/* ---- syscalls: writes, fsyncs and positional reads ----------------------- */
 
 /* Per file descriptor of the target; user space maps fd -> path -> kind. */
 struct fd_io {
@@ -563,6 +564,10 @@ struct fd_io {
 	__u64 fsync_ns;     /* ns spent inside them */
 	__u64 fsync_ns_log2[HIST_BUCKETS]; /* their latency histogram */
 	__u64 fdatasync_calls; /* of fsync_calls, the fdatasync ones */
+	__u64 read_calls;   /* pread64/preadv/preadv2(2) calls that returned >= 0 */
+	__u64 read_bytes;   /* bytes they read */
+	__u64 read_ns;      /* ns spent inside them */
+	__u64 read_ns_log2[READ_BUCKETS]; /* their latency histogram */
 };
 
 /* Descriptors below FD_SLOTS (where a server opens its log files) are
@@ -606,9 +611,11 @@ struct {
 } io_by_proc_fd SEC(".maps");
 
 /* What a traced syscall is (thread_sched.call_kind holds CALL_FSYNC for a
- * thread inside an fsync: only fsyncs are timed, so only they need their
- * entry seen; a write is counted at its exit alone). */
-enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2, CALL_FDATASYNC = 3 };
+ * thread inside an fsync, CALL_READ inside a positional read: only those
+ * are timed, so only they need their entry seen; a write is counted at its
+ * exit alone). Positional reads are file reads (a page read on a miss of
+ * the buffer pool); plain read(2) is left out, as sockets and pipes use it. */
+enum call_kind { CALL_WRITE = 1, CALL_FSYNC = 2, CALL_FDATASYNC = 3, CALL_READ = 4 };
 
 /* Fills in the device and inode of the file descriptor `k->fd` of the
  * current process names now (left 0 when it names none). */
@@ -647,11 +654,14 @@ static __always_inline struct fd_io *fd_stats(__u32 fd)
 
 /* x86-64 syscall numbers. */
 #define NR_write 1
+#define NR_pread64 17
 #define NR_pwrite64 18
 #define NR_writev 20
 #define NR_fsync 74
 #define NR_fdatasync 75
+#define NR_preadv 295
 #define NR_pwritev 296
+#define NR_preadv2 327
 #define NR_pwritev2 328
 
 /* Which traced call syscall `id` is, or 0. */
@@ -667,38 +677,57 @@ static __always_inline __u32 call_kind_of(long id)
 	case NR_fsync:
 	case NR_fdatasync:
 		return CALL_FSYNC;
+	case NR_pread64:
+	case NR_preadv:
+	case NR_preadv2:
+		return CALL_READ;
 	default:
 		return 0;
 	}
 }
 
-/* An fsync (fdatasync when `nr` is NR_fdatasync) starts: note in the
- * thread's entry when, and on which descriptor. */
-static __always_inline void fsync_enter(__u32 tid, __u64 fd, long nr)
+/* A timed call starts (an fsync, fdatasync when `nr` is NR_fdatasync, or a
+ * positional read when `kind` is CALL_READ): note in the thread's entry
+ * when, and on which descriptor. */
+static __always_inline void timed_enter(__u32 tid, __u64 fd, long nr, __u32 kind)
 {
 	struct thread_sched *t = thread_stats(tid);
 	if (!t)
 		return;
 	t->call_start_ns = bpf_ktime_get_ns();
 	t->call_fd = fd;
-	t->call_kind = nr == NR_fdatasync ? CALL_FDATASYNC : CALL_FSYNC;
+	t->call_kind = kind == CALL_READ ? CALL_READ
+		       : nr == NR_fdatasync ? CALL_FDATASYNC : CALL_FSYNC;
 }
 
-/* An fsync returns: add it to its descriptor's totals. */
-static __always_inline void fsync_exit(__u32 tid)
+/* A timed call returns `ret`: add it to its descriptor's totals (a read
+ * only when it succeeded; an fsync whatever its result). */
+static __always_inline void timed_exit(__u32 tid, __s64 ret)
 {
 	struct thread_sched *t = thread_stats(tid);
 	if (!t)
 		return;
 	__u32 kind = t->call_kind;
-	if (kind != CALL_FSYNC && kind != CALL_FDATASYNC)
+	if (kind != CALL_FSYNC && kind != CALL_FDATASYNC && kind != CALL_READ)
 		return;
 	__u32 fd = t->call_fd;
 	t->call_kind = 0;
 	__u64 ns = bpf_ktime_get_ns() - t->call_start_ns;
+	if (kind == CALL_READ && ret < 0)
+		return;
 	struct fd_io *s = fd_stats(fd);
 	if (!s)
 		return;
+	if (kind == CALL_READ) {
+		__u32 b = log2_bucket(ns);
+		if (b >= READ_BUCKETS)
+			b = READ_BUCKETS - 1;
+		__sync_fetch_and_add(&s->read_calls, 1);
+		__sync_fetch_and_add(&s->read_bytes, ret);
+		__sync_fetch_and_add(&s->read_ns, ns);
+		__sync_fetch_and_add(&s->read_ns_log2[b & (READ_BUCKETS - 1)], 1);
+		return;
+	}
 	__sync_fetch_and_add(&s->fsync_calls, 1);
 	__sync_fetch_and_add(&s->fsync_ns, ns);
 	__sync_fetch_and_add(&s->fsync_ns_log2[log2_bucket(ns)], 1);
@@ -756,7 +785,8 @@ struct syscall_exit_rec {
 	__s64 ret;
 };
 
-/* Attached to sys_enter_{fsync,fdatasync}: only fsyncs need their start. */
+/* Attached to sys_enter_{fsync,fdatasync} (and the positional reads when
+ * writes are traced): only timed calls need their start. */
 SEC("tracepoint/syscalls/sys_enter_fdatasync")
 int sys_enter_traced(struct syscall_enter_rec *ctx)
 {
@@ -765,12 +795,14 @@ int sys_enter_traced(struct syscall_enter_rec *ctx)
 	__u64 cur = bpf_get_current_pid_tgid();
 	if (!tracked((__u32)(cur >> 32)))
 		return 0;
-	if (call_kind_of(ctx->nr) == CALL_FSYNC)
-		fsync_enter((__u32)cur, ctx->args[0], ctx->nr);
+	__u32 kind = call_kind_of(ctx->nr);
+	if (kind == CALL_FSYNC || kind == CALL_READ)
+		timed_enter((__u32)cur, ctx->args[0], ctx->nr, kind);
 	return 0;
 }
 
-/* Attached to sys_exit_{write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync}. */
+/* Attached to sys_exit_{write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync}
+ * (and pread64, preadv, preadv2 when writes are traced). */
 SEC("tracepoint/syscalls/sys_exit_fdatasync")
 int sys_exit_traced(struct syscall_exit_rec *ctx)
 {
@@ -782,8 +814,8 @@ int sys_exit_traced(struct syscall_exit_rec *ctx)
 	__u32 kind = call_kind_of(ctx->nr);
 	if (kind == CALL_WRITE)
 		write_exit(current_user_regs()->di, ctx->ret);
-	else if (kind == CALL_FSYNC)
-		fsync_exit((__u32)cur);
+	else if (kind == CALL_FSYNC || kind == CALL_READ)
+		timed_exit((__u32)cur, ctx->ret);
 	return 0;
 }
 
@@ -797,10 +829,11 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	if (!tracked((__u32)(cur >> 32)))
 		return 0;
 	long nr = ctx->args[1];
-	if (call_kind_of(nr) != CALL_FSYNC)
+	__u32 kind = call_kind_of(nr);
+	if (kind != CALL_FSYNC && kind != CALL_READ)
 		return 0;
 	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	fsync_enter((__u32)cur, BPF_CORE_READ(regs, di), nr);
+	timed_enter((__u32)cur, BPF_CORE_READ(regs, di), nr, kind);
 	return 0;
 }
 
@@ -818,8 +851,8 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	__u32 kind = call_kind_of(regs->orig_ax);
 	if (kind == CALL_WRITE)
 		write_exit(regs->di, ctx->args[1]);
-	else if (kind == CALL_FSYNC)
-		fsync_exit((__u32)cur);
+	else if (kind == CALL_FSYNC || kind == CALL_READ)
+		timed_exit((__u32)cur, ctx->args[1]);
 	return 0;
 }
 

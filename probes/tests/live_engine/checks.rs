@@ -67,6 +67,10 @@ pub fn run_all() {
             crate::fsync_counters::doublewrite_fsyncs_match_the_engine_in_both_designs,
         ),
         (
+            "page_reads_match_the_engine",
+            crate::page_reads::page_reads_match_the_engine,
+        ),
+        (
             "bcc_runqlat_and_syscount_agree",
             crate::bcc::runqlat_and_syscount_agree,
         ),

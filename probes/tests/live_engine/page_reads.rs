@@ -1,0 +1,72 @@
+//! Page reads seen by the probes (positional reads on data files) against
+//! the engine's own count of pages read from disk.
+
+use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler};
+
+use crate::child::{EngineChild, ROWS_ENV};
+
+/// Tables on pages in a pool a quarter of their size: every page the
+/// workload misses is one `pread` of one page on a tablespace file (a
+/// table's `.ibd` or its secondary index's scratch `.ibt`), so the
+/// probes' reads on data files are the engine's `Innodb_buffer_pool_reads`,
+/// each of a page's bytes, and each timed.
+pub fn page_reads_match_the_engine() -> Result<(), String> {
+    let exe = std::env::current_exe().unwrap();
+    let profile = Profile::builtin("redoctor-engine").unwrap();
+    let (mut child, _) =
+        EngineChild::start_with(&exe, "pages-files", 8, 1.5, &[(ROWS_ENV, "4000")]);
+    let before = child.status();
+    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
+    let mut sampler = Sampler::new(probes, profile).map_err(|e| e.to_string())?;
+    child.run_workload();
+    let after = child.status();
+    let w = sampler.window().map_err(|e| e.to_string())?;
+    child.finish();
+    let reads = after["Innodb_buffer_pool_reads"] - before["Innodb_buffer_pool_reads"];
+    if reads < 50 {
+        return Err(format!(
+            "{reads} pages read from disk: the check proves little"
+        ));
+    }
+    let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
+    println!(
+        "  {reads} pages read (engine), {} data-file reads (probes), mean {:.1} us, p99 <= {} us",
+        data.read_calls,
+        data.read_ns as f64 / data.read_calls.max(1) as f64 / 1e3,
+        data.read_latency.p99_ns_le / 1000
+    );
+    if data.read_calls != reads {
+        return Err(format!(
+            "the probes saw {} reads on data files, the engine read {reads} pages (Innodb_buffer_pool_reads)",
+            data.read_calls
+        ));
+    }
+    if data.read_bytes != reads * 16384 {
+        return Err(format!(
+            "{} bytes read for {reads} pages of 16 KiB",
+            data.read_bytes
+        ));
+    }
+    if data.read_latency.count != reads || data.read_ns == 0 {
+        return Err(format!(
+            "reads timed {} times ({} ns in all) for {reads} reads",
+            data.read_latency.count, data.read_ns
+        ));
+    }
+    if (data.reads_per_s - reads as f64 / (w.window_ns as f64 / 1e9)).abs()
+        > 1e-6 * data.reads_per_s
+    {
+        return Err(format!(
+            "reads per second {} off the count",
+            data.reads_per_s
+        ));
+    }
+    // Positional reads are file reads only: no other kind reads here
+    // (sockets and pipes use read(2), which is not traced).
+    for (kind, io) in &w.io {
+        if *kind != FileKind::Data && io.read_calls > 0 {
+            return Err(format!("{} reads on {kind} files", io.read_calls));
+        }
+    }
+    Ok(())
+}
