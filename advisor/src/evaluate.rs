@@ -24,7 +24,7 @@ use redoctor_probes_common::Signals;
 use crate::advice::*;
 use crate::decision::{decide, restart, Assessment, Priors};
 use crate::error::AdvisorError;
-use crate::facts::{duration_ms, normalize, Facts};
+use crate::facts::{duration_ms, normalize, size_bytes, Facts};
 use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
 use crate::model::{Config, Inputs, Model, Settings};
 use crate::num::fmt_num;
@@ -799,6 +799,12 @@ fn context(summary: &Summary, facts: &Facts, rule: &Rule) -> Context<'static> {
         .filter_map(|(k, v)| Some((k.clone(), Value::Float(duration_ms(v)?))))
         .collect();
     f.insert("settings_ms".into(), settings_ms.into());
+    let settings_bytes: HashMap<String, Value> = facts
+        .settings
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), Value::Float(size_bytes(v)?))))
+        .collect();
+    f.insert("settings_bytes".into(), settings_bytes.into());
     let counters: HashMap<String, Value> = facts
         .counters
         .iter()
@@ -863,16 +869,22 @@ fn evidence(summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> 
                         .strip_prefix("counters.")
                         .and_then(|k| facts.counters.get(k))
                         .map(|v| fmt_num(*v)),
-                    _ => match rest.strip_prefix("settings_ms.") {
-                        Some(k) => facts
-                            .settings
-                            .get(k)
-                            .and_then(|v| duration_ms(v))
-                            .map(fmt_num),
-                        None => rest
-                            .strip_prefix("settings.")
-                            .and_then(|k| facts.settings.get(k).cloned()),
-                    },
+                    _ => {
+                        let setting = |prefix: &str, read: fn(&str) -> Option<f64>| {
+                            rest.strip_prefix(prefix)
+                                .and_then(|k| facts.settings.get(k))
+                                .and_then(|v| read(v))
+                                .map(fmt_num)
+                        };
+                        if rest.starts_with("settings_ms.") {
+                            setting("settings_ms.", duration_ms)
+                        } else if rest.starts_with("settings_bytes.") {
+                            setting("settings_bytes.", size_bytes)
+                        } else {
+                            rest.strip_prefix("settings.")
+                                .and_then(|k| facts.settings.get(k).cloned())
+                        }
+                    }
                 },
             };
             item(path.clone(), value.unwrap_or_else(|| "(absent)".into()))

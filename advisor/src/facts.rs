@@ -41,6 +41,7 @@ pub const POSTGRESQL_SETTINGS: &[(&str, &str)] = &[
     ("max_connections", "100"),
     ("checkpoint_timeout", "5min"),
     ("max_wal_size", "1GB"),
+    ("checkpoint_completion_target", "0.9"),
     ("wal_compression", "off"),
 ];
 
@@ -182,6 +183,26 @@ pub fn duration_ms(v: &str) -> Option<f64> {
     Some(n * scale)
 }
 
+/// A size setting as PostgreSQL's `SHOW` prints it (`1GB`, `80MB`, `8kB`;
+/// units B, kB, MB, GB, TB, each 1024 of the one before) in bytes; `None`
+/// for anything else (a bare number's unit is the setting's own, which
+/// only `pg_settings.unit` knows).
+pub fn size_bytes(v: &str) -> Option<f64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (n, unit) = v.split_at(split);
+    let n: f64 = n.parse().ok()?;
+    let scale = match unit.trim() {
+        "B" => 1.0,
+        "kB" => 1024.0,
+        "MB" => 1024.0 * 1024.0,
+        "GB" => 1024.0 * 1024.0 * 1024.0,
+        "TB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some(n * scale)
+}
+
 /// Booleans as SHOW GLOBAL VARIABLES prints them (ON/OFF); others unchanged.
 pub fn normalize(v: &str) -> String {
     match v.to_ascii_lowercase().as_str() {
@@ -197,7 +218,19 @@ fn is_boolish(v: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::duration_ms;
+    use super::{duration_ms, size_bytes};
+
+    #[test]
+    fn postgres_size_settings_read_in_bytes() {
+        assert_eq!(size_bytes("1GB"), Some(1073741824.0));
+        assert_eq!(size_bytes("80MB"), Some(83886080.0));
+        assert_eq!(size_bytes("8kB"), Some(8192.0));
+        assert_eq!(size_bytes("16B"), Some(16.0));
+        assert_eq!(size_bytes("1TB"), Some(1099511627776.0));
+        assert_eq!(size_bytes("128"), None);
+        assert_eq!(size_bytes("1min"), None);
+        assert_eq!(size_bytes("off"), None);
+    }
 
     #[test]
     fn postgres_time_settings_read_in_milliseconds() {

@@ -1284,3 +1284,97 @@ fn data_reads_are_the_data_files_positional_reads() {
     assert_eq!(none["data_reads_per_s"], 0.0);
     assert_eq!(none["data_read_mean_us"], 0.0);
 }
+
+/// max_wal_size is proposed where one checkpoint_timeout interval's WAL
+/// at the observed rate outgrows it (checkpoints come by volume) while
+/// full-page images dominate the WAL or the server counts most
+/// checkpoints as requested; sized to hold that interval's WAL, in MB.
+#[test]
+fn pg_checkpoints_by_wal_volume_propose_a_max_wal_size_that_holds_an_interval() {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let w = windows(3, small_groups());
+    let diagnosis = |counters: &[(&str, f64)], stated: &[(&str, &str)]| {
+        let stated: Vec<(String, String)> = stated
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut facts = Facts::infer("postgresql", &summarize(&w), &stated);
+        facts.counters = counters.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        diagnose(1, w.clone(), facts, &rules, &confident_model()).unwrap()
+    };
+    let proposed = |d: &Diagnosis| {
+        d.recommendations
+            .iter()
+            .find(|r| r.rule == "pg-fpi-max-wal-size")
+            .map(|r| {
+                (
+                    r.current.clone(),
+                    r.proposed.clone(),
+                    r.apply_postgresql.clone(),
+                )
+            })
+    };
+    // 5 MB/s of WAL, 5min, completion target 0.9: 2.85e9 bytes an
+    // interval against the default 1GB.
+    let d = diagnosis(
+        &[("wal_fpi_bytes_share", 0.8), ("wal_bytes_per_s", 5e6)],
+        &[],
+    );
+    let (current, value, apply) = proposed(&d).unwrap_or_else(|| panic!("{d:?}"));
+    assert_eq!((current.as_str(), value.as_str()), ("1GB", "2719"));
+    assert!(apply.is_some_and(|a| a.contains("max_wal_size = '2719MB'")));
+    let rec = d
+        .recommendations
+        .iter()
+        .find(|r| r.rule == "pg-fpi-max-wal-size")
+        .unwrap();
+    assert!(
+        rec.evidence
+            .iter()
+            .any(|e| e.name == "facts.settings_bytes.max_wal_size" && e.value == "1073741824"),
+        "{:?}",
+        rec.evidence
+    );
+    // Requested checkpoints are evidence too, without dominant images.
+    let d = diagnosis(
+        &[
+            ("wal_fpi_bytes_share", 0.3),
+            ("checkpoints_req_share", 0.9),
+            ("wal_bytes_per_s", 5e6),
+        ],
+        &[],
+    );
+    assert!(proposed(&d).is_some(), "{d:?}");
+    // A tighter completion target fits more: 5e6 x 300 x 1.5 / 2^20 + 1.
+    let d = diagnosis(
+        &[("wal_fpi_bytes_share", 0.8), ("wal_bytes_per_s", 5e6)],
+        &[("checkpoint_completion_target", "0.5")],
+    );
+    assert_eq!(proposed(&d).unwrap().1, "2147");
+    // Not proposed: an interval's WAL fits (1 MB/s: 570 MB < 1 GB; or a
+    // stated 4GB), images not dominant and no requested checkpoints, or no
+    // counters at all; and the rule never fails to evaluate.
+    for (counters, stated) in [
+        (
+            &[("wal_fpi_bytes_share", 0.8), ("wal_bytes_per_s", 1e6)][..],
+            &[][..],
+        ),
+        (
+            &[("wal_fpi_bytes_share", 0.8), ("wal_bytes_per_s", 5e6)][..],
+            &[("max_wal_size", "4GB")][..],
+        ),
+        (
+            &[("wal_fpi_bytes_share", 0.3), ("wal_bytes_per_s", 5e6)][..],
+            &[][..],
+        ),
+        (&[][..], &[][..]),
+    ] {
+        let d = diagnosis(counters, stated);
+        assert!(proposed(&d).is_none(), "{counters:?} {stated:?}: {d:?}");
+        assert!(
+            status(&d, "pg-fpi-max-wal-size").is_none_or(|s| s.status != Status::Error),
+            "{:?}",
+            status(&d, "pg-fpi-max-wal-size")
+        );
+    }
+}
