@@ -11,13 +11,14 @@
 # With DW_DIR set, the doublewrite buffer's copies go there
 # (innodb_doublewrite_dir, emptied before every cell): e.g. a directory on
 # tmpfs, to see what the designs do when the copies' syncs cost nothing.
-# usage: [DW_DIR=DIR] dblwr_sweep.sh ENGINE DIR SECS ROUNDS "RATIOS" "USERS" [WORKLOAD]
+# TABLES and ROWS (default 4 x 50,000) size the data.
+# usage: [DW_DIR=DIR] [TABLES=N ROWS=N] dblwr_sweep.sh ENGINE DIR SECS ROUNDS "RATIOS" "USERS" [WORKLOAD]
 set -euo pipefail
 engine=$1 dir=$2 secs=$3 rounds=$4 ratios=$5 users=$6 wl=${7:-update_index}
 dw=()
 [[ -n ${DW_DIR:-} ]] && dw=(--set "innodb_doublewrite_dir=$DW_DIR")
-tables=4 rows=50000
-# 4 x 50,000 sbtest rows on 16 KiB pages of 87 rows: 2,300 pages.
+tables=${TABLES:-4} rows=${ROWS:-50000}
+# sbtest rows on 16 KiB pages of 87 rows (4 x 50,000: 2,300 pages).
 data_bytes=$((tables * ((rows + 86) / 87) * 16384))
 mkdir -p "$dir"
 for r in $(seq 1 "$rounds"); do
@@ -42,6 +43,7 @@ per = lambda k: round(p.get(k, 0) / c, 4)
 # for the legacy mutex and slots or for a segment, over the users time.
 share = p.get("Innodb_dblwr_wait_us", 0) / (int(sys.argv[3]) * d["measured_secs"] * 1e6)
 print(json.dumps({"ratio": float(sys.argv[2]), "users": int(sys.argv[3]), "design": sys.argv[4],
+  "tables": int(sys.argv[7]), "rows": int(sys.argv[8]),
   "dblwr_dir": sys.argv[6] or None,
   "round": int(sys.argv[5]), "tps": round(d["tps"], 1), "p95_us": d["latency_us"]["p95_us"],
   "reads_per_commit": per("Innodb_buffer_pool_reads"),
@@ -49,7 +51,7 @@ print(json.dumps({"ratio": float(sys.argv[2]), "users": int(sys.argv[3]), "desig
   "cleaner_pages_per_commit": per("Innodb_buffer_pool_pages_flushed_by_cleaners"),
   "dblwr_waits_per_commit": per("Innodb_dblwr_waits"),
   "dblwr_wait_share": round(share, 4)}))' \
-          "$out" "$ratio" "$u" "$design" "$r" "${DW_DIR:-}"
+          "$out" "$ratio" "$u" "$design" "$r" "${DW_DIR:-}" "$tables" "$rows"
       done
     done
   done
