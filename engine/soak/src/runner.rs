@@ -405,6 +405,11 @@ fn recover_command(
     cmd
 }
 
+/// How long after the first acknowledgement a run with a tear armed may
+/// go on before the soak kills it: the tear comes by the thousandth page
+/// write, well within this on a loaded host.
+const TEAR_WAIT_MS: u64 = 3000;
+
 /// The failpoint that tears a data page's write.
 pub const TEAR_POINT: &str = "page::write::short";
 
@@ -533,7 +538,15 @@ fn trial(
         }
         thread::sleep(Duration::from_millis(2));
     }
-    let kill_at = Instant::now() + Duration::from_millis(cfg.kill_after_ms);
+    // An armed tear is the trial's crash: give the run time to reach its
+    // page write before the kill (a loaded host writes pages slowly, and a
+    // kill first leaves the tear untested).
+    let wait_ms = if armed {
+        cfg.kill_after_ms.max(TEAR_WAIT_MS)
+    } else {
+        cfg.kill_after_ms
+    };
+    let kill_at = Instant::now() + Duration::from_millis(wait_ms);
     while !torn && Instant::now() < kill_at {
         torn = ended(&mut run, "before it was killed")?;
         thread::sleep(
