@@ -24,7 +24,7 @@ use redoctor_probes_common::Signals;
 use crate::advice::*;
 use crate::decision::{decide, restart, Assessment, Priors};
 use crate::error::AdvisorError;
-use crate::facts::{duration_ms, normalize, size_bytes, Facts};
+use crate::facts::{normalize, Facts, ReadUnit, UNIT_SETTINGS};
 use crate::model::config::{CAP, POLICY, REDO_THREADS, THROTTLE};
 use crate::model::{Config, Inputs, Model, Settings};
 use crate::num::fmt_num;
@@ -793,18 +793,14 @@ fn context(summary: &Summary, facts: &Facts, rule: &Rule) -> Context<'static> {
         Value::String(Arc::new(facts.engine.clone())),
     );
     f.insert("settings".into(), settings.into());
-    let settings_ms: HashMap<String, Value> = facts
-        .settings
-        .iter()
-        .filter_map(|(k, v)| Some((k.clone(), Value::Float(duration_ms(v)?))))
-        .collect();
-    f.insert("settings_ms".into(), settings_ms.into());
-    let settings_bytes: HashMap<String, Value> = facts
-        .settings
-        .iter()
-        .filter_map(|(k, v)| Some((k.clone(), Value::Float(size_bytes(v)?))))
-        .collect();
-    f.insert("settings_bytes".into(), settings_bytes.into());
+    for (name, read) in UNIT_SETTINGS {
+        let numbers: HashMap<String, Value> = facts
+            .settings
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), Value::Float(read(v)?))))
+            .collect();
+        f.insert((*name).into(), numbers.into());
+    }
     let counters: HashMap<String, Value> = facts
         .counters
         .iter()
@@ -851,6 +847,16 @@ fn setting_value(v: &Value) -> Result<String, String> {
     })
 }
 
+/// `settings_ms.NAME` and the like: the setting's name and how it reads
+/// as a number.
+fn unit_setting(path: &str) -> Option<(&str, ReadUnit)> {
+    let (root, name) = path.split_once('.')?;
+    UNIT_SETTINGS
+        .iter()
+        .find(|(r, _)| *r == root)
+        .map(|(_, read)| (name, *read))
+}
+
 /// The value of every path the rule reads (`Rule::reads`), as the rule saw it.
 fn evidence(summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> {
     rule.reads
@@ -869,22 +875,12 @@ fn evidence(summary: &Summary, facts: &Facts, rule: &Rule) -> Vec<EvidenceItem> 
                         .strip_prefix("counters.")
                         .and_then(|k| facts.counters.get(k))
                         .map(|v| fmt_num(*v)),
-                    _ => {
-                        let setting = |prefix: &str, read: fn(&str) -> Option<f64>| {
-                            rest.strip_prefix(prefix)
-                                .and_then(|k| facts.settings.get(k))
-                                .and_then(|v| read(v))
-                                .map(fmt_num)
-                        };
-                        if rest.starts_with("settings_ms.") {
-                            setting("settings_ms.", duration_ms)
-                        } else if rest.starts_with("settings_bytes.") {
-                            setting("settings_bytes.", size_bytes)
-                        } else {
-                            rest.strip_prefix("settings.")
-                                .and_then(|k| facts.settings.get(k).cloned())
-                        }
-                    }
+                    _ => match unit_setting(rest) {
+                        Some((k, read)) => facts.settings.get(k).and_then(|v| read(v)).map(fmt_num),
+                        None => rest
+                            .strip_prefix("settings.")
+                            .and_then(|k| facts.settings.get(k).cloned()),
+                    },
                 },
             };
             item(path.clone(), value.unwrap_or_else(|| "(absent)".into()))

@@ -163,45 +163,54 @@ impl Facts {
     }
 }
 
-/// A time setting as PostgreSQL's `SHOW` prints it (`200ms`, `1s`,
-/// `1min`; units us, ms, s, min, h, d) in milliseconds; `None` for anything
-/// else (a bare number has no unit to go by).
-pub fn duration_ms(v: &str) -> Option<f64> {
+/// A number with a unit as PostgreSQL's `SHOW` prints it (`200ms`, `8kB`),
+/// scaled by its unit's factor in `units`; `None` for a bare number (its
+/// unit is the setting's own, which only `pg_settings.unit` knows) or a
+/// unit not listed.
+fn with_unit(v: &str, units: &[(&str, f64)]) -> Option<f64> {
     let v = v.trim();
     let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
     let (n, unit) = v.split_at(split);
     let n: f64 = n.parse().ok()?;
-    let scale = match unit.trim() {
-        "us" => 1e-3,
-        "ms" => 1.0,
-        "s" => 1e3,
-        "min" => 60e3,
-        "h" => 3600e3,
-        "d" => 86400e3,
-        _ => return None,
-    };
-    Some(n * scale)
+    let unit = unit.trim();
+    units.iter().find(|(u, _)| *u == unit).map(|(_, f)| n * f)
 }
 
-/// A size setting as PostgreSQL's `SHOW` prints it (`1GB`, `80MB`, `8kB`;
-/// units B, kB, MB, GB, TB, each 1024 of the one before) in bytes; `None`
-/// for anything else (a bare number's unit is the setting's own, which
-/// only `pg_settings.unit` knows).
-pub fn size_bytes(v: &str) -> Option<f64> {
-    let v = v.trim();
-    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-    let (n, unit) = v.split_at(split);
-    let n: f64 = n.parse().ok()?;
-    let scale = match unit.trim() {
-        "B" => 1.0,
-        "kB" => 1024.0,
-        "MB" => 1024.0 * 1024.0,
-        "GB" => 1024.0 * 1024.0 * 1024.0,
-        "TB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    Some(n * scale)
+/// A time setting (`200ms`, `1s`, `1min`; units us, ms, s, min, h, d) in
+/// milliseconds.
+pub fn duration_ms(v: &str) -> Option<f64> {
+    const UNITS: &[(&str, f64)] = &[
+        ("us", 1e-3),
+        ("ms", 1.0),
+        ("s", 1e3),
+        ("min", 60e3),
+        ("h", 3600e3),
+        ("d", 86400e3),
+    ];
+    with_unit(v, UNITS)
 }
+
+/// A size setting (`1GB`, `80MB`, `8kB`; units B, kB, MB, GB, TB, each
+/// 1024 of the one before) in bytes.
+pub fn size_bytes(v: &str) -> Option<f64> {
+    const K: f64 = 1024.0;
+    const UNITS: &[(&str, f64)] = &[
+        ("B", 1.0),
+        ("kB", K),
+        ("MB", K * K),
+        ("GB", K * K * K),
+        ("TB", K * K * K * K),
+    ];
+    with_unit(v, UNITS)
+}
+
+/// How a setting with a unit reads as a number.
+pub type ReadUnit = fn(&str) -> Option<f64>;
+
+/// The settings rules read as numbers with units: `facts.<name>.SETTING`,
+/// and how each is read.
+pub const UNIT_SETTINGS: &[(&str, ReadUnit)] =
+    &[("settings_ms", duration_ms), ("settings_bytes", size_bytes)];
 
 /// Booleans as SHOW GLOBAL VARIABLES prints them (ON/OFF); others unchanged.
 pub fn normalize(v: &str) -> String {

@@ -1306,13 +1306,7 @@ fn pg_checkpoints_by_wal_volume_propose_a_max_wal_size_that_holds_an_interval() 
         d.recommendations
             .iter()
             .find(|r| r.rule == "pg-fpi-max-wal-size")
-            .map(|r| {
-                (
-                    r.current.clone(),
-                    r.proposed.clone(),
-                    r.apply_postgresql.clone(),
-                )
-            })
+            .cloned()
     };
     // 5 MB/s of WAL, 5min, completion target 0.9: 2.85e9 bytes an
     // interval against the default 1GB.
@@ -1320,14 +1314,15 @@ fn pg_checkpoints_by_wal_volume_propose_a_max_wal_size_that_holds_an_interval() 
         &[("wal_fpi_bytes_share", 0.8), ("wal_bytes_per_s", 5e6)],
         &[],
     );
-    let (current, value, apply) = proposed(&d).unwrap_or_else(|| panic!("{d:?}"));
-    assert_eq!((current.as_str(), value.as_str()), ("1GB", "2719"));
-    assert!(apply.is_some_and(|a| a.contains("max_wal_size = '2719MB'")));
-    let rec = d
-        .recommendations
-        .iter()
-        .find(|r| r.rule == "pg-fpi-max-wal-size")
-        .unwrap();
+    let rec = proposed(&d).unwrap_or_else(|| panic!("{d:?}"));
+    assert_eq!(
+        (rec.current.as_str(), rec.proposed.as_str()),
+        ("1GB", "2719")
+    );
+    assert!(rec
+        .apply_postgresql
+        .as_deref()
+        .is_some_and(|a| a.contains("max_wal_size = '2719MB'")));
     assert!(
         rec.evidence
             .iter()
@@ -1350,7 +1345,7 @@ fn pg_checkpoints_by_wal_volume_propose_a_max_wal_size_that_holds_an_interval() 
         &[("wal_fpi_bytes_share", 0.8), ("wal_bytes_per_s", 5e6)],
         &[("checkpoint_completion_target", "0.5")],
     );
-    assert_eq!(proposed(&d).unwrap().1, "2147");
+    assert_eq!(proposed(&d).unwrap().proposed, "2147");
     // Not proposed: an interval's WAL fits (1 MB/s: 570 MB < 1 GB; or a
     // stated 4GB), images not dominant and no requested checkpoints, or no
     // counters at all; and the rule never fails to evaluate.

@@ -146,16 +146,6 @@ pub struct FdIo {
     pub read_ns_log2: [u64; READ_BUCKETS],
 }
 
-impl FdIo {
-    /// The read-latency buckets spread to the width every histogram here
-    /// has (the buckets past `READ_BUCKETS` stay empty).
-    pub fn read_hist(&self) -> [u64; HIST_BUCKETS] {
-        let mut h = [0; HIST_BUCKETS];
-        h[..READ_BUCKETS].copy_from_slice(&self.read_ns_log2);
-        h
-    }
-}
-
 impl Default for FdIo {
     fn default() -> Self {
         FdIo {

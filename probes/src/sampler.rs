@@ -13,6 +13,7 @@ use crate::lock_waits::lock_waits;
 use crate::map_reads;
 use crate::maps::{
     comm_family, point, FdIo, FileId, IoKey, MapsReading, NamedLocksTable, HIST_BUCKETS,
+    READ_BUCKETS,
 };
 use crate::named_locks::{self, NamedLocks, TableError};
 use crate::preflight;
@@ -973,9 +974,9 @@ fn add_io(io: &mut BTreeMap<FileKind, IoSums>, kind: FileKind, now: &FdIo, was: 
     f.read_calls += now.read_calls.saturating_sub(was.read_calls);
     f.read_bytes += now.read_bytes.saturating_sub(was.read_bytes);
     f.read_ns += now.read_ns.saturating_sub(was.read_ns);
-    let (rn, rw) = (now.read_hist(), was.read_hist());
-    for (i, slot) in r.iter_mut().enumerate() {
-        *slot += rn[i].saturating_sub(rw[i]);
+    // The read buckets are the first READ_BUCKETS of the histogram's.
+    for (i, slot) in r.iter_mut().take(READ_BUCKETS).enumerate() {
+        *slot += now.read_ns_log2[i].saturating_sub(was.read_ns_log2[i]);
     }
 }
 
