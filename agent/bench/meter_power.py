@@ -23,7 +23,7 @@ nothing is measured; a phase pair or trial that overlapped such a job
 
 Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
        [--spins 300,1000 (empty: A/A only)] [--trials 20] [--aa 40] [--budget 60]
-       [--phases 5] [--phase 20] [--design auto] [--workdir /var/tmp]
+       [--phases 5 (0: the trials' pooled unadjusted estimate stands for the truth)] [--phase 20] [--design auto] [--workdir /var/tmp]
        [--pause-file /tmp/redoctor-busy]
        (root; release builds of redoctor and redoctor-engine)
 """
@@ -136,6 +136,8 @@ def trial(args, pid, sock, spin):
         "units": len(t["log_ratios"]), "estimate": est.get("mean_ratio"),
         "ci": [est.get("ci_low"), est.get("ci_high")],
         "resolution": (t.get("resolving_power") or {}).get("detectable"),
+        "adjustment": t.get("adjustment"),
+        "unadjusted": t.get("unadjusted"),
     }
 
 
@@ -162,7 +164,7 @@ def main():
         proc, sock = start(args, d)
         try:
             truth = {}
-            for spin in spins:
+            for spin in spins if args.phases > 0 else []:
                 base, cand = [], []
                 for _ in range(args.phases):
                     b, c = unbusy(args, proc, lambda: (phase(sock, 0, args.phase),
@@ -196,17 +198,30 @@ def main():
         if spin == 0:
             false = sum(1 for r in ok if r["outcome"] in ("kept", "rolled_back_worse"))
             ests = [abs(r["estimate"] - 1) for r in ok if r.get("estimate")]
+            raw = [abs(((r["unadjusted"] or {}).get("mean_ratio") or r["estimate"]) - 1)
+                   for r in ok if r.get("estimate")]
             print(f"A/A: {len(ok)} trials, {false} decided ({false / max(len(ok), 1):.1%}), "
-                  f"median |estimate| {statistics.median(ests) if ests else float('nan'):.2%}")
+                  f"median |estimate| {statistics.median(ests) if ests else float('nan'):.2%} "
+                  f"(unadjusted {statistics.median(raw) if raw else float('nan'):.2%})")
+        used = sum(1 for r in ok if (r.get("adjustment") or {}).get("used"))
+        print(f"  covariate adjustment used in {used} of {len(ok)}")
+        if spin == 0:
+            continue
+        det = sum(1 for r in ok if r["outcome"] == "rolled_back_worse" or r["reason"].startswith("likely slower"))
+        kept = sum(1 for r in ok if r["outcome"] == "kept")
+        # Without static phases the truth is the trials' pooled
+        # unadjusted estimate (biased away from no change by early stops).
+        if spin in truth:
+            r0 = truth[spin][0]
         else:
-            det = sum(1 for r in ok if r["outcome"] == "rolled_back_worse" or r["reason"].startswith("likely slower"))
-            kept = sum(1 for r in ok if r["outcome"] == "kept")
-            r0, lo, hi = truth[spin]
-            inside = sum(1 for r in ok if r["ci"][0] and r["ci"][0] <= r0 <= r["ci"][1])
-            res = [r["resolution"] for r in ok if r.get("resolution")]
-            print(f"spin {spin} ns (true {r0 - 1:+.1%}): detected {det} of {len(ok)} ({det / max(len(ok), 1):.0%}), "
-                  f"kept {kept}; the interval held the true ratio {inside} times; "
-                  f"stated resolution median {statistics.median(res) if res else float('nan'):.1%}")
+            raw = [(r["unadjusted"] or {}).get("mean_ratio") or r["estimate"] for r in ok
+                   if r.get("estimate")]
+            r0 = math.exp(statistics.mean(math.log(x) for x in raw)) if raw else float("nan")
+        inside = sum(1 for r in ok if r["ci"][0] and r["ci"][0] <= r0 <= r["ci"][1])
+        res = [r["resolution"] for r in ok if r.get("resolution")]
+        print(f"spin {spin} ns (true {r0 - 1:+.1%}): detected {det} of {len(ok)} ({det / max(len(ok), 1):.0%}), "
+              f"kept {kept}; the interval held the true ratio {inside} times; "
+              f"stated resolution median {statistics.median(res) if res else float('nan'):.1%}")
 
 
 if __name__ == "__main__":

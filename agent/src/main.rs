@@ -14,6 +14,7 @@ mod calibrate;
 mod daemon;
 mod demo;
 mod diagnose;
+mod disk_latency;
 mod find;
 mod gate;
 mod meter;

@@ -19,6 +19,7 @@ use redoctor_advisor::Diagnosis;
 use redoctor_probes::Sampler;
 
 use crate::admin::{guard_durability, Admin};
+use crate::disk_latency;
 use crate::state::State;
 
 /// How a trial reads each window's commits/s.
@@ -72,6 +73,7 @@ impl Testbed for Live<'_> {
 }
 
 fn probe_window(sampler: &mut Sampler, len: Duration) -> Result<Sample, ExperimentError> {
+    let disk = disk_latency::mark();
     let w = sampler
         .wait_window(len)
         .map_err(|e| ExperimentError::measure(format!("reading the probes' maps: {e}")))?;
@@ -89,6 +91,7 @@ fn probe_window(sampler: &mut Sampler, len: Duration) -> Result<Sample, Experime
     Ok(Sample {
         commits_per_s: commits as f64 / secs,
         secs,
+        covariate: disk_latency::covariate(disk, disk_latency::mark()),
     })
 }
 
@@ -108,6 +111,7 @@ pub fn counter_window(
             .map_err(|e| ExperimentError::measure(format!("{e:#}")))
     };
     let c0 = read()?;
+    let disk = disk_latency::mark();
     let t0 = Instant::now();
     while t0.elapsed() < len {
         check()?;
@@ -118,6 +122,7 @@ pub fn counter_window(
     Ok(Sample {
         commits_per_s: c1.saturating_sub(c0) as f64 / secs,
         secs,
+        covariate: disk_latency::covariate(disk, disk_latency::mark()),
     })
 }
 
@@ -544,6 +549,7 @@ mod tests {
             Ok(Sample {
                 commits_per_s: base * (1.0 + 0.06 * (u - 0.5)),
                 secs: len.as_secs_f64(),
+                covariate: None,
             })
         }
     }

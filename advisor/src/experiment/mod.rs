@@ -71,7 +71,9 @@
 //! large effect. A candidate that cannot fit `min_pairs` pairs is skipped.
 
 mod carryover;
+pub mod covariate;
 mod design;
+mod hac;
 mod plan;
 mod power;
 mod search;
@@ -85,12 +87,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use carryover::{carryover, design_for, CARRYOVER};
+pub use covariate::Adjustment;
 pub use design::{Design, Switchback};
+pub use hac::{hac_look, nw_lag};
 pub use plan::Plan;
 pub use power::{resolution, Resolution, POWER};
 pub use search::{search, share, Candidate, SearchReport, Step, StepResult};
 pub use sequential::{look, Decision, Look};
-pub use switchback::{hac_look, nw_lag};
 pub use trial::{clipped, Outcome, Side, TrialRecord, Window, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL};
 
 /// Runs one trial within `budget` (see the module docs), in the plan's
@@ -131,6 +134,11 @@ pub struct Sample {
     pub commits_per_s: f64,
     /// The window's actual length.
     pub secs: f64,
+    /// `ln` of a quantity that moves with the host's noise and not with
+    /// the settings tried (the disks' mean write latency in µs over the
+    /// window), when the testbed measures one; see [`covariate`].
+    #[serde(default)]
+    pub covariate: Option<f64>,
 }
 
 /// Why an experiment could not be run or went wrong.

@@ -19,7 +19,12 @@
 //!   is correlated over seconds: the test's standard error is a long-run
 //!   one (an AR(1) prewhitened Newey–West, Bartlett kernel, lag
 //!   `⌊4 (n/100)^{2/9}⌋`, at least 1), with Student t on `n − 1` degrees of
-//!   freedom ([`hac_look`]).
+//!   freedom ([`super::hac_look`]).
+//! - **Covariate.** When the testbed measures the disks' write latency
+//!   beside each period's rate, a block's `d` is adjusted by its latency
+//!   difference (CUPED, [`super::covariate`]) whenever the latency is
+//!   balanced between the sides and explains enough of the spread; the
+//!   record keeps the fit, the reason and the unadjusted test.
 //! - **Looks.** The most blocks follow from the time budget; the test looks
 //!   [`Switchback::looks`] times at evenly spaced block counts (the first
 //!   not before [`Switchback::min_blocks`]), rejecting Haybittle–Peto style
@@ -36,105 +41,25 @@ use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use redoctor_stats::{mean, median, student_t_critical, student_t_two_sided};
+use redoctor_stats::{mean, median};
 
-use super::power::Resolution;
-use super::sequential::{Decision, Look};
+use super::covariate::adjust;
+use super::hac::{hac_look, hac_resolution, nw_lag};
+use super::sequential::Decision;
 use super::trial::{clipped, interval, Outcome, Side, TrialRecord, Window};
 use super::{pct, ExperimentError, Plan, Settings, Switchback, Testbed};
 
 /// Baseline periods the floor guard looks back over.
 pub const FLOOR_WINDOW: usize = 24;
 
-/// Newey–West lag for `n` blocks: `⌊4 (n/100)^{2/9}⌋`, at least 1, less than `n`.
-pub fn nw_lag(n: usize) -> usize {
-    let l = (4.0 * (n as f64 / 100.0).powf(2.0 / 9.0)).floor() as usize;
-    l.max(1).min(n.saturating_sub(2).max(1))
-}
-
-/// The t-test of mean `d` = 0 at level `alpha` with a serial-correlation
-/// robust standard error, Student t on `n − 1` degrees of freedom; None
-/// with fewer than 3 values or a non-finite one. The long-run variance is
-/// Newey and West's (Bartlett weights up to `lag`) on the residuals of an
-/// AR(1) fit, recoloured by `1 / (1 − ρ)²` (Andrews and Monahan's
-/// prewhitening: Newey–West alone, with a lag a few dozen blocks allow,
-/// misses most of a strong correlation). `lag = 0` is the plain t-test
-/// that takes the blocks as independent (for comparison).
-pub fn hac_look(d: &[f64], alpha: f64, lag: usize) -> Option<Look> {
-    let n = d.len();
-    if n < 3 || d.iter().any(|x| !x.is_finite()) || !(alpha > 0.0 && alpha < 1.0) {
-        return None;
-    }
-    let nf = n as f64;
-    let m = mean(d);
-    let c: Vec<f64> = d.iter().map(|x| x - m).collect();
-    let plain = c.iter().map(|x| x * x).sum::<f64>() / (nf - 1.0);
-    let v = if lag == 0 {
-        plain
-    } else {
-        let num: f64 = (1..n).map(|t| c[t] * c[t - 1]).sum();
-        let den: f64 = c.iter().map(|x| x * x).sum();
-        let rho = if den > 0.0 {
-            (num / den).clamp(-0.9, 0.9)
-        } else {
-            0.0
-        };
-        let e: Vec<f64> = (1..n).map(|t| c[t] - rho * c[t - 1]).collect();
-        let ne = e.len() as f64;
-        let gamma = |l: usize| -> f64 { (l..e.len()).map(|t| e[t] * e[t - l]).sum::<f64>() / ne };
-        let mut lr = gamma(0);
-        for l in 1..=lag.min(e.len() - 1) {
-            lr += 2.0 * (1.0 - l as f64 / (lag as f64 + 1.0)) * gamma(l);
-        }
-        // Never below a tenth of the plain variance (a negative estimate
-        // of a long-run variance is noise).
-        (lr.max(0.0) / (1.0 - rho).powi(2) * ne / (ne - 1.0)).max(0.1 * plain)
+/// A block's covariate difference: the candidate periods' mean less the
+/// baseline periods' (None when a period lacks it).
+fn side_difference(covs: &[Vec<Option<f64>>; 2]) -> Option<f64> {
+    let side = |v: &Vec<Option<f64>>| -> Option<f64> {
+        let v: Option<Vec<f64>> = v.iter().copied().collect();
+        v.filter(|v| !v.is_empty()).map(|v| mean(&v))
     };
-    let se = (v / nf).sqrt();
-    let df = nf - 1.0;
-    let half = student_t_critical(alpha, df) * se;
-    let p_value = if se > 0.0 {
-        student_t_two_sided(m / se, df)
-    } else if m == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    Some(Look {
-        n,
-        mean_ratio: m.exp(),
-        ci_low: (m - half).exp(),
-        ci_high: (m + half).exp(),
-        p_value,
-        alpha,
-    })
-}
-
-/// What `n` blocks with these `d` could resolve at `alpha` with 80% power,
-/// with the HAC standard error and t quantiles.
-pub fn hac_resolution(d: &[f64], alpha: f64, secs_per_block: f64) -> Option<Resolution> {
-    let n = d.len();
-    let l = hac_look(d, alpha, nw_lag(n))?;
-    let half = (l.ci_high.ln() - l.ci_low.ln()) / 2.0;
-    let df = n as f64 - 1.0;
-    let se = half / student_t_critical(alpha, df);
-    let t_power = student_t_critical(2.0 * (1.0 - super::POWER), df);
-    let per_block_sd = se * (n as f64).sqrt();
-    let detect = (student_t_critical(alpha, df) + t_power) * se;
-    let est = l.mean_ratio.ln().abs();
-    let needed = (est > 0.0).then(|| {
-        let z = redoctor_stats::normal_critical(alpha)
-            + redoctor_stats::normal_critical(2.0 * (1.0 - super::POWER));
-        ((z * per_block_sd / est).powi(2)).ceil().max(n as f64) as u64
-    });
-    Some(Resolution {
-        pairs: n,
-        per_pair_sd: per_block_sd,
-        alpha,
-        detectable: detect.exp() - 1.0,
-        pairs_needed: needed,
-        secs_per_pair: secs_per_block,
-    })
+    Some(side(&covs[1])? - side(&covs[0])?)
 }
 
 /// Runs a switchback trial of `candidate` against `baseline` within
@@ -174,9 +99,14 @@ pub fn run(
         rng: SmallRng::seed_from_u64(sb.seed),
     };
     let result = run.blocks(max_blocks, &looks);
-    let d = clipped(&run.rec.log_ratios);
+    let raw = clipped(&run.rec.log_ratios);
+    let (d, adj) = adjust(&raw, &run.rec.covariate_diffs);
     let level = run.rec.looks.last().map_or(plan.alpha, |l| l.alpha);
     run.rec.estimate = hac_look(&d, level, nw_lag(d.len()));
+    if adj.used {
+        run.rec.unadjusted = hac_look(&raw, level, nw_lag(raw.len())).map(Box::new);
+    }
+    run.rec.adjustment = (!raw.is_empty()).then(|| Box::new(adj));
     run.finish(result);
     let blocks = run.rec.log_ratios.len();
     if blocks > 0 {
@@ -244,8 +174,10 @@ impl Run<'_> {
                 ]
             };
             let mut logs: [Vec<f64>; 2] = [vec![], vec![]];
+            let mut covs: [Vec<Option<f64>>; 2] = [vec![], vec![]];
             for side in order {
-                let r = self.period(block, side)?;
+                let (r, cov) = self.period(block, side)?;
+                covs[side as usize].push(cov);
                 if !(r.is_finite() && r >= 0.0) {
                     return Err(ExperimentError::measure(format!(
                         "a {side} period measured {r} commits/s"
@@ -283,6 +215,7 @@ impl Run<'_> {
                 self.rec.void_pairs += 1;
             }
             self.rec.log_ratios.push(mean(&logs[1]) - mean(&logs[0]));
+            self.rec.covariate_diffs.push(side_difference(&covs));
             let n = self.rec.log_ratios.len();
             let Some(at) = looks.iter().position(|&k| k == n) else {
                 continue;
@@ -293,7 +226,7 @@ impl Run<'_> {
             } else {
                 self.strict(looks.len())
             };
-            let ds = clipped(&self.rec.log_ratios);
+            let (ds, _) = adjust(&clipped(&self.rec.log_ratios), &self.rec.covariate_diffs);
             let lag = nw_lag(n);
             let l = hac_look(&ds, alpha, lag).expect("at least 3 finite blocks at a look");
             let futility = hac_look(&ds, self.plan.alpha / looks.len() as f64, lag)
@@ -379,7 +312,7 @@ impl Run<'_> {
 
     /// One period of `side`: the switch and its guard (when the side
     /// changes), then the measured part; its commits/s.
-    fn period(&mut self, block: usize, side: Side) -> Result<f64, ExperimentError> {
+    fn period(&mut self, block: usize, side: Side) -> Result<(f64, Option<f64>), ExperimentError> {
         let mut left = self.sb.period;
         if self.at != side {
             self.switch(block, side)?;
@@ -394,7 +327,7 @@ impl Run<'_> {
         side: Side,
         guard: bool,
         len: Duration,
-    ) -> Result<f64, ExperimentError> {
+    ) -> Result<(f64, Option<f64>), ExperimentError> {
         let s = self.tb.measure(len)?;
         self.rec.elapsed_s += s.secs;
         self.rec.windows.push(Window {
@@ -403,8 +336,9 @@ impl Run<'_> {
             warmup: guard,
             commits_per_s: s.commits_per_s,
             secs: s.secs,
+            covariate: s.covariate,
         });
-        Ok(s.commits_per_s)
+        Ok((s.commits_per_s, s.covariate.filter(|c| c.is_finite())))
     }
 
     /// The floor on a rolling window: `floor` × the lowest of the last

@@ -6,6 +6,7 @@ use std::time::Duration;
 use redoctor_stats::median;
 use serde::{Deserialize, Serialize};
 
+use super::covariate::Adjustment;
 use super::power::{resolution, Resolution};
 use super::sequential::{look, Decision, Look};
 use super::Design;
@@ -75,6 +76,9 @@ pub struct Window {
     pub warmup: bool,
     pub commits_per_s: f64,
     pub secs: f64,
+    /// The testbed's covariate for the window ([`super::Sample::covariate`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covariate: Option<f64>,
 }
 
 /// Everything a trial measured and decided.
@@ -113,6 +117,17 @@ pub struct TrialRecord {
     /// What its pairs could resolve (None under 3 pairs).
     #[serde(default)]
     pub resolving_power: Option<Box<Resolution>>,
+    /// Switchback: each block's covariate difference (candidate − baseline
+    /// mean), beside [`TrialRecord::log_ratios`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub covariate_diffs: Vec<Option<f64>>,
+    /// Switchback: the covariate adjustment at the last look.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adjustment: Option<Box<Adjustment>>,
+    /// Switchback with the adjustment used: the test on the raw blocks at
+    /// the same level, for comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unadjusted: Option<Box<Look>>,
 }
 
 impl TrialRecord {
@@ -134,6 +149,9 @@ impl TrialRecord {
             error: None,
             elapsed_s: 0.0,
             resolving_power: None,
+            covariate_diffs: vec![],
+            adjustment: None,
+            unadjusted: None,
         }
     }
 
@@ -401,6 +419,7 @@ impl Run<'_> {
             warmup,
             commits_per_s: s.commits_per_s,
             secs: s.secs,
+            covariate: s.covariate,
         });
         Ok(s.commits_per_s)
     }

@@ -88,6 +88,15 @@ fn trial(heading: String, t: &TrialRecord) -> Block {
         });
         lines.push(("looks", looks.collect::<Vec<_>>().join("; ")));
     }
+    if let Some(a) = &t.adjustment {
+        let raw = t.unadjusted.as_ref().map_or(String::new(), |l| {
+            format!(
+                "; unadjusted {:.3} ({:.3} to {:.3})",
+                l.mean_ratio, l.ci_low, l.ci_high
+            )
+        });
+        lines.push(("covariate", format!("{}: {}{raw}", a.covariate, a.why)));
+    }
     if let Some(r) = &t.resolving_power {
         lines.push(("resolution", r.summary_in(t.unit())));
     }

@@ -75,7 +75,24 @@ pub struct Continuous {
     level: Option<f64>,
     /// (time in s, factor): from that time on every rate is multiplied.
     pub steps: Vec<(f64, f64)>,
+    /// A covariate the testbed reports beside each window's rate (the
+    /// disks' write latency): `−share × mean noise + measurement noise +
+    /// the state's shift` (None: no covariate).
+    pub covariate: Option<Covariate>,
+    /// The mean continuous log noise over the last window.
+    last_noise: f64,
     std: Normal<f64>,
+}
+
+/// See [`Continuous::covariate`].
+pub struct Covariate {
+    /// How much of the rate's continuous noise it sees (1: all of it).
+    pub share: f64,
+    /// Log sd of its own measurement noise per window.
+    pub noise: f64,
+    /// Per state: how much that state moves it (a candidate that changes
+    /// how the server writes).
+    pub shifts: BTreeMap<Settings, f64>,
 }
 
 impl Continuous {
@@ -88,8 +105,26 @@ impl Continuous {
             carryover_s: 0.0,
             level: None,
             steps: vec![],
+            covariate: None,
+            last_noise: 0.0,
             std: Normal::new(0.0, 1.0).unwrap(),
         }
+    }
+
+    /// With a covariate that sees `share` of the noise, measured with log
+    /// sd `noise`, moved by `shifts` per state.
+    pub fn with_covariate(
+        mut self,
+        share: f64,
+        noise: f64,
+        shifts: &[(Settings, f64)],
+    ) -> Continuous {
+        self.covariate = Some(Covariate {
+            share,
+            noise,
+            shifts: shifts.iter().cloned().collect(),
+        });
+        self
     }
 
     /// 1/f-like noise of total log sd `sd`: ten AR(1) components of equal
@@ -158,6 +193,7 @@ impl Sim {
         let steps = ((len.as_secs_f64() / dt).ceil() as usize).max(1);
         let dt = len.as_secs_f64() / steps as f64;
         let mut sum = 0.0;
+        let mut noise = 0.0;
         let mut level = c.level.unwrap_or(mean);
         for k in 0..steps {
             let t = start + (k as f64 + 0.5) * dt;
@@ -180,8 +216,10 @@ impl Sim {
                 .map(|(_, f)| f)
                 .product();
             sum += level * step * x.exp();
+            noise += x;
         }
         c.level = Some(level);
+        c.last_noise = noise / steps as f64;
         let white = if c.white_1s > 0.0 {
             c.white_1s / len.as_secs_f64().sqrt() * c.std.sample(&mut self.rng)
         } else {
@@ -248,9 +286,15 @@ impl Testbed for Sim {
                 r *= factor;
             }
         }
+        let covariate = self.cont.as_ref().and_then(|c| {
+            let cv = c.covariate.as_ref()?;
+            let shift = cv.shifts.get(&self.current).copied().unwrap_or(0.0);
+            Some(5.0 - cv.share * c.last_noise + shift + cv.noise * c.std.sample(&mut self.rng))
+        });
         Ok(Sample {
             commits_per_s: r,
             secs: len.as_secs_f64(),
+            covariate,
         })
     }
 }
