@@ -257,6 +257,24 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
     } else {
         assert!(strikes <= blocks + 1, "{t}");
     }
+    // The data sit on a disk and commits flush it: every measured period
+    // carries the disks' write latency, and the record says whether the
+    // blocks were adjusted by it (keeping the raw test beside when so).
+    assert!(
+        windows
+            .iter()
+            .filter(|w| w["warmup"] == false)
+            .all(|w| w["covariate"].as_f64().is_some_and(f64::is_finite)),
+        "a measured period without the disks' write latency: {t}"
+    );
+    let a = &t["adjustment"];
+    let why = a["why"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("used") || why.starts_with("not used"),
+        "{t}"
+    );
+    assert_eq!(a["used"] == true, t["unadjusted"].is_object(), "{t}");
+    assert_eq!(a["blocks"].as_u64(), Some(blocks as u64), "{t}");
     assert_eq!(t["plan"]["design"]["guard_s"], 0.3, "{}", t["plan"]);
     // The budget holds the planned blocks; a strike's switch back to the
     // baseline adds one guard period (0.3 s) beyond them (the floor guard
