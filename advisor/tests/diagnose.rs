@@ -1241,7 +1241,7 @@ fn page_cleaner_cpu_is_the_page_writers_own() {
 /// Page reads come from the data files' positional reads alone, summed
 /// over windows, with their latency; reads on other kinds do not count.
 #[test]
-fn data_reads_are_the_data_files_positional_reads() {
+fn data_reads_and_writes_by_caller_come_from_the_data_files() {
     use redoctor_probes_common::signals::{Bucket, FileIo, Histogram};
     use redoctor_probes_common::FileKind;
     let mut w = common::window(Shape {
@@ -1279,8 +1279,23 @@ fn data_reads_are_the_data_files_positional_reads() {
     let both = summarize(&[w.clone(), slow]);
     assert_eq!(both["data_reads_per_commit"], 0.25);
     assert_eq!(both["data_read_p99_us"], 4194.304);
+    // Page writes by caller: 300 data-file writes, 240 of them by the
+    // page writers; the rest by user threads.
+    let mut writes = w.clone();
+    writes.io.insert(
+        FileKind::Data,
+        FileIo {
+            write_calls: 300,
+            page_writer_write_calls: 240,
+            ..Default::default()
+        },
+    );
+    let s = summarize(&[writes]);
+    assert_eq!(s["data_writes_per_s"], 150.0);
+    assert_eq!(s["data_writes_by_others_share"], 0.2);
     w.io.remove(&FileKind::Data);
     let none = summarize(&[w]);
+    assert_eq!(none["data_writes_by_others_share"], 0.0);
     assert_eq!(none["data_reads_per_s"], 0.0);
     assert_eq!(none["data_read_mean_us"], 0.0);
 }

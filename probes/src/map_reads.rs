@@ -114,6 +114,24 @@ pub(crate) fn read_threads(
     Ok((threads, overflow))
 }
 
+/// Marks threads `tids` page writers in their own `thread_sched_slots`
+/// entries (claimed for them when free), so the programs count their
+/// writes apart; a thread whose entry another thread owns (it lives in the
+/// overflow hash) stays unmarked. Returns how many are marked.
+pub(crate) fn mark_page_writers(p: &Probes, tids: impl Iterator<Item = u32>) -> usize {
+    let slots = p.thread_slots.len();
+    tids.filter(|&tid| {
+        p.thread_slots.claim_and_set(
+            tid as usize & (slots - 1),
+            THREAD_OWNER_OFFSET,
+            tid,
+            THREAD_PAGE_WRITER_OFFSET,
+            1,
+        )
+    })
+    .count()
+}
+
 /// Forgets exited threads: frees their `thread_sched_slots` entries (when
 /// they still own them) and deletes their `thread_sched_stats` entries.
 pub(crate) fn forget_threads(p: &mut Probes, tids: &[u32]) -> Result<(), ProbeError> {

@@ -119,6 +119,33 @@ impl<T: Pod> MappedArray<T> {
         self.word(i, offset).load(Ordering::Acquire)
     }
 
+    /// Stores `value` in the `u32` at byte `offset` of entry `i` if the
+    /// owner field at byte `owner_offset` holds `owner`, claiming the entry
+    /// for `owner` first when it is free (a compare-and-swap of the owner
+    /// from 0, as the programs claim entries: a thread asleep since the
+    /// probes attached has claimed none yet). Returns whether it stored.
+    /// The programs never write that word after claiming the entry (it is
+    /// zeroed when the entry is freed), so the store sticks for the
+    /// owner's life.
+    pub fn claim_and_set(
+        &self,
+        i: usize,
+        owner_offset: usize,
+        owner: u32,
+        offset: usize,
+        value: u32,
+    ) -> bool {
+        let tag = self.word(i, owner_offset);
+        let owned = match tag.compare_exchange(0, owner, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(now) => now == owner,
+        };
+        if owned {
+            self.word(i, offset).store(value, Ordering::Release);
+        }
+        owned
+    }
+
     /// Frees entry `i` if the `u32` owner field at byte `offset` still
     /// holds `owner`: zeroes every other byte, then the owner, so a program
     /// that claims the entry (compare-and-swap of the owner from 0) finds

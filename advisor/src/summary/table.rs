@@ -313,6 +313,23 @@ pub const SIGNALS: &[SignalDef] = &[
         |t| t.data_read_hist.p99_ns_le as f64 / 1e3,
     ),
     def(
+        "data_writes_per_s",
+        "1/s",
+        "write calls on data files per second, by any thread (pages written back; Innodb_buffer_pool_pages_flushed where each page is its own write)",
+        |t| t.data.write_calls as f64 / t.secs(),
+    ),
+    def(
+        "data_writes_by_others_share",
+        "",
+        "share of data-file write calls made by threads other than the page writers (page cleaners, PostgreSQL's background writer): on InnoDB-style engines user threads flushing a page themselves for want of a free one (single-page flushes; PostgreSQL's buffers_backend); 0 without data writes",
+        |t| {
+            ratio(
+                t.data.write_calls.saturating_sub(t.data.page_writer_write_calls) as f64,
+                t.data.write_calls as f64,
+            )
+        },
+    ),
+    def(
         "page_cleaner_cpus",
         "CPUs",
         "on-CPU time of the page-writing threads (page cleaners; PostgreSQL's background writer) / observed time: the CPUs' worth they keep busy",

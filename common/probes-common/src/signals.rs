@@ -264,6 +264,14 @@ pub struct FileIo {
     /// Their latency histogram.
     #[serde(default)]
     pub read_latency: Histogram,
+    /// Of `write_calls`, those made by the page-writing threads (page
+    /// cleaners, PostgreSQL's background writer); the rest were made by
+    /// the others (on data files: user threads flushing a page themselves).
+    #[serde(default)]
+    pub page_writer_write_calls: u64,
+    /// The bytes they wrote.
+    #[serde(default)]
+    pub page_writer_write_bytes: u64,
 }
 
 /// Futex waits on one address.

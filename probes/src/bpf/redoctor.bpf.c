@@ -107,6 +107,10 @@ struct thread_sched {
 	__u64 call_start_ns; /* when the traced syscall it is in began */
 	__u32 call_fd;       /* that call's descriptor */
 	__u32 call_kind;     /* enum call_kind of that call; 0 = in none */
+	__u32 page_writer;   /* set by user space: the thread writes dirty pages
+			      * in the background (a page cleaner, PostgreSQL's
+			      * background writer); its writes are counted apart */
+	__u32 pad;
 };
 
 /* The thread name is copied at the first switch-out of a thread and then at
@@ -568,6 +572,9 @@ struct fd_io {
 	__u64 read_bytes;   /* bytes they read */
 	__u64 read_ns;      /* ns spent inside them */
 	__u64 read_ns_log2[READ_BUCKETS]; /* their latency histogram */
+	__u64 page_writer_write_calls; /* of write_calls, those by a thread user
+					* space marked a page writer */
+	__u64 page_writer_write_bytes; /* the bytes they wrote */
 };
 
 /* Descriptors below FD_SLOTS (where a server opens its log files) are
@@ -743,9 +750,19 @@ static __always_inline struct pt_regs *current_user_regs(void)
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
+/* Whether thread `tid` is marked a page writer: only its own entry of
+ * thread_sched_slots is looked at (an array access and a compare; user
+ * space marks no overflow entry). */
+static __always_inline bool page_writer(__u32 tid)
+{
+	__u32 idx = tid & thread_slot_mask;
+	struct thread_sched *t = bpf_map_lookup_elem(&thread_sched_slots, &idx);
+	return t && t->tid == tid && t->page_writer;
+}
+
 /* A write on descriptor `fd` (its first argument, still in the saved user
- * registers, so no entry program is needed) returns `ret`. */
-static __always_inline void write_exit(__u64 fd, __s64 ret)
+ * registers, so no entry program is needed) by thread `tid` returns `ret`. */
+static __always_inline void write_exit(__u32 tid, __u64 fd, __s64 ret)
 {
 	if (ret < 0)
 		return;
@@ -754,6 +771,10 @@ static __always_inline void write_exit(__u64 fd, __s64 ret)
 		return;
 	__sync_fetch_and_add(&s->write_calls, 1);
 	__sync_fetch_and_add(&s->write_bytes, ret);
+	if (page_writer(tid)) {
+		__sync_fetch_and_add(&s->page_writer_write_calls, 1);
+		__sync_fetch_and_add(&s->page_writer_write_bytes, ret);
+	}
 }
 
 /* Two ways to see the traced syscalls; the loader attaches one pair.
@@ -813,7 +834,7 @@ int sys_exit_traced(struct syscall_exit_rec *ctx)
 		return 0;
 	__u32 kind = call_kind_of(ctx->nr);
 	if (kind == CALL_WRITE)
-		write_exit(current_user_regs()->di, ctx->ret);
+		write_exit((__u32)cur, current_user_regs()->di, ctx->ret);
 	else if (kind == CALL_FSYNC || kind == CALL_READ)
 		timed_exit((__u32)cur, ctx->ret);
 	return 0;
@@ -850,7 +871,7 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	struct pt_regs *regs = current_user_regs();
 	__u32 kind = call_kind_of(regs->orig_ax);
 	if (kind == CALL_WRITE)
-		write_exit(regs->di, ctx->args[1]);
+		write_exit((__u32)cur, regs->di, ctx->args[1]);
 	else if (kind == CALL_FSYNC || kind == CALL_READ)
 		timed_exit((__u32)cur, ctx->args[1]);
 	return 0;

@@ -71,6 +71,10 @@ pub fn run_all() {
             crate::page_reads::page_reads_match_the_engine,
         ),
         (
+            "page_writes_split_by_caller",
+            crate::page_reads::page_writes_split_by_caller,
+        ),
+        (
             "bcc_runqlat_and_syscount_agree",
             crate::bcc::runqlat_and_syscount_agree,
         ),

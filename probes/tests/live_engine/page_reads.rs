@@ -70,3 +70,53 @@ pub fn page_reads_match_the_engine() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Page writes split by caller: the threads the profile names page
+/// writers (`page_cleaner/N`) are marked in the programs' per-thread
+/// entries, and their data-file writes counted apart. Every page goes to
+/// its tablespace in one `pwrite` of one page, so the page writers' writes
+/// are the engine's `Innodb_buffer_pool_pages_flushed_by_cleaners` and the
+/// rest its single-page flushes (user threads that found no free page).
+pub fn page_writes_split_by_caller() -> Result<(), String> {
+    let exe = std::env::current_exe().unwrap();
+    let profile = Profile::builtin("redoctor-engine").unwrap();
+    let (mut child, _) =
+        EngineChild::start_with(&exe, "pages-files", 8, 1.5, &[(ROWS_ENV, "4000")]);
+    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
+    // The sampler marks the cleaners when it starts (their role comes
+    // from their names); a first window closes whatever the load left.
+    let mut sampler = Sampler::new(probes, profile).map_err(|e| e.to_string())?;
+    sampler.window().map_err(|e| e.to_string())?;
+    let before = child.status();
+    child.run_workload();
+    let after = child.status();
+    let w = sampler.window().map_err(|e| e.to_string())?;
+    child.finish();
+    let d = |name: &str| after[name] - before[name];
+    let cleaners = d("Innodb_buffer_pool_pages_flushed_by_cleaners");
+    let single = d("Innodb_buffer_pool_pages_flushed_single_page");
+    let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
+    let others = data.write_calls - data.page_writer_write_calls;
+    println!(
+        "  engine: {cleaners} pages by the cleaners, {single} single-page; probes: {} data-file writes by page writers, {others} by others",
+        data.page_writer_write_calls
+    );
+    if cleaners < 50 || single < 10 {
+        return Err(format!(
+            "{cleaners} pages flushed by the cleaners and {single} by user threads: the check proves little"
+        ));
+    }
+    if data.page_writer_write_calls != cleaners || others != single {
+        return Err(format!(
+            "probes: {} data-file writes by page writers and {others} by others; engine: {cleaners} by the cleaners and {single} single-page flushes",
+            data.page_writer_write_calls
+        ));
+    }
+    if data.page_writer_write_bytes != cleaners * 16384 {
+        return Err(format!(
+            "{} bytes by page writers for {cleaners} pages of 16 KiB",
+            data.page_writer_write_bytes
+        ));
+    }
+    Ok(())
+}
