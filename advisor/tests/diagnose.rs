@@ -1280,13 +1280,13 @@ fn data_reads_and_writes_by_caller_come_from_the_data_files() {
     assert_eq!(both["data_reads_per_commit"], 0.25);
     assert_eq!(both["data_read_p99_us"], 4194.304);
     // Page writes by caller: 300 data-file writes, 240 of them by the
-    // page writers; the rest by user threads.
+    // background writers; the rest by user threads.
     let mut writes = w.clone();
     writes.io.insert(
         FileKind::Data,
         FileIo {
             write_calls: 300,
-            page_writer_write_calls: 240,
+            background_write_calls: 240,
             ..Default::default()
         },
     );

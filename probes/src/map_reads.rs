@@ -114,18 +114,18 @@ pub(crate) fn read_threads(
     Ok((threads, overflow))
 }
 
-/// Marks threads `tids` page writers in their own `thread_sched_slots`
+/// Marks threads `tids` background writers in their own `thread_sched_slots`
 /// entries (claimed for them when free), so the programs count their
 /// writes apart; a thread whose entry another thread owns (it lives in the
 /// overflow hash) stays unmarked. Returns how many are marked.
-pub(crate) fn mark_page_writers(p: &Probes, tids: impl Iterator<Item = u32>) -> usize {
+pub(crate) fn mark_background_writers(p: &Probes, tids: impl Iterator<Item = u32>) -> usize {
     let slots = p.thread_slots.len();
     tids.filter(|&tid| {
         p.thread_slots.claim_and_set(
             tid as usize & (slots - 1),
             THREAD_OWNER_OFFSET,
             tid,
-            THREAD_PAGE_WRITER_OFFSET,
+            THREAD_BACKGROUND_WRITER_OFFSET,
             1,
         )
     })

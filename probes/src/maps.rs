@@ -52,17 +52,19 @@ pub struct ThreadSched {
     pub call_fd: u32,
     /// What call it is in (1 write, 2 fsync; 0 none).
     pub call_kind: u32,
-    /// Set by user space (non-zero): the thread writes dirty pages in the
-    /// background, and its writes are counted apart
-    /// ([`FdIo::page_writer_write_calls`]).
-    pub page_writer: u32,
+    /// Set by user space (non-zero): the thread writes pages in the
+    /// background (page cleaner, checkpointer, PostgreSQL's background
+    /// writer), and its writes are counted apart
+    /// ([`FdIo::background_write_calls`]).
+    pub background_writer: u32,
     pub pad: u32,
 }
 
 /// Byte offset of [`ThreadSched::tid`], the owner word of an entry.
 pub const THREAD_OWNER_OFFSET: usize = std::mem::offset_of!(ThreadSched, tid);
-/// Byte offset of [`ThreadSched::page_writer`], the word user space sets.
-pub const THREAD_PAGE_WRITER_OFFSET: usize = std::mem::offset_of!(ThreadSched, page_writer);
+/// Byte offset of [`ThreadSched::background_writer`], the word user space sets.
+pub const THREAD_BACKGROUND_WRITER_OFFSET: usize =
+    std::mem::offset_of!(ThreadSched, background_writer);
 
 /// `FD_SLOTS` of the BPF source: descriptors below it are entries of
 /// `io_by_fd_slots`, higher ones keys of `io_by_fd`.
@@ -151,10 +153,10 @@ pub struct FdIo {
     pub read_ns: u64,
     /// Their latency, log2 buckets of ns (the last one open).
     pub read_ns_log2: [u64; READ_BUCKETS],
-    /// Of `write_calls`, those made by threads marked page writers.
-    pub page_writer_write_calls: u64,
+    /// Of `write_calls`, those made by threads marked background writers.
+    pub background_write_calls: u64,
     /// The bytes they wrote.
-    pub page_writer_write_bytes: u64,
+    pub background_write_bytes: u64,
 }
 
 impl Default for FdIo {
@@ -170,8 +172,8 @@ impl Default for FdIo {
             read_bytes: 0,
             read_ns: 0,
             read_ns_log2: [0; READ_BUCKETS],
-            page_writer_write_calls: 0,
-            page_writer_write_bytes: 0,
+            background_write_calls: 0,
+            background_write_bytes: 0,
         }
     }
 }

@@ -115,7 +115,7 @@ impl Sampler {
             .map(|rule| StackRoles::resolve(pid, rule).map_err(|e| e.to_string()));
         let (_, live) = s.refresh_proc();
         s.refresh_stack_roles(live.as_ref());
-        s.mark_page_writers(live.as_ref());
+        s.mark_background_writers(live.as_ref());
         Ok(s)
     }
 
@@ -400,7 +400,7 @@ impl Sampler {
     pub fn window(&mut self) -> Result<Signals, ProbeError> {
         let (alive, live) = self.refresh_proc();
         self.refresh_stack_roles(live.as_ref());
-        self.mark_page_writers(live.as_ref());
+        self.mark_background_writers(live.as_ref());
         let cur = MapsReading::read(&self.probes)?;
         let (open_fds, listed) = self.list_fds(&cur);
         if alive {
@@ -455,16 +455,18 @@ impl Sampler {
         roles.refresh(mine);
     }
 
-    /// Marks the live threads whose role is [`Role::PageWriter`] in the
-    /// programs' per-thread entries: their data-file writes are then
-    /// counted apart from the user threads' (single-page flushes).
-    fn mark_page_writers(&self, live: Option<&HashMap<u32, String>>) {
+    /// Marks the live threads that write pages in the background (roles
+    /// [`Role::PageWriter`] and [`Role::Checkpointer`]) in the programs'
+    /// per-thread entries: their data-file writes are then counted apart
+    /// from the foreground threads' (a user thread's single-page flush,
+    /// PostgreSQL's backend writes).
+    fn mark_background_writers(&self, live: Option<&HashMap<u32, String>>) {
         if let Some(live) = live {
             let writers = live
                 .keys()
                 .copied()
-                .filter(|&t| self.role(t) == Role::PageWriter);
-            map_reads::mark_page_writers(&self.probes, writers);
+                .filter(|&t| matches!(self.role(t), Role::PageWriter | Role::Checkpointer));
+            map_reads::mark_background_writers(&self.probes, writers);
         }
     }
 
@@ -986,12 +988,12 @@ fn add_io(io: &mut BTreeMap<FileKind, IoSums>, kind: FileKind, now: &FdIo, was: 
     for (i, slot) in h.iter_mut().enumerate() {
         *slot += now.fsync_ns_log2[i].saturating_sub(was.fsync_ns_log2[i]);
     }
-    f.page_writer_write_calls += now
-        .page_writer_write_calls
-        .saturating_sub(was.page_writer_write_calls);
-    f.page_writer_write_bytes += now
-        .page_writer_write_bytes
-        .saturating_sub(was.page_writer_write_bytes);
+    f.background_write_calls += now
+        .background_write_calls
+        .saturating_sub(was.background_write_calls);
+    f.background_write_bytes += now
+        .background_write_bytes
+        .saturating_sub(was.background_write_bytes);
     f.read_calls += now.read_calls.saturating_sub(was.read_calls);
     f.read_bytes += now.read_bytes.saturating_sub(was.read_bytes);
     f.read_ns += now.read_ns.saturating_sub(was.read_ns);

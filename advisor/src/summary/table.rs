@@ -321,10 +321,10 @@ pub const SIGNALS: &[SignalDef] = &[
     def(
         "data_writes_by_others_share",
         "",
-        "share of data-file write calls made by threads other than the page writers (page cleaners, PostgreSQL's background writer): on InnoDB-style engines user threads flushing a page themselves for want of a free one (single-page flushes; PostgreSQL's buffers_backend); 0 without data writes",
+        "share of data-file write calls made in the foreground, by threads other than the background writers (page cleaners, checkpointers, PostgreSQL's background writer): on InnoDB-style engines user threads flushing a page themselves for want of a free one (single-page flushes), on PostgreSQL the backends' writes (buffers_backend); 0 without data writes",
         |t| {
             ratio(
-                t.data.write_calls.saturating_sub(t.data.page_writer_write_calls) as f64,
+                t.data.write_calls.saturating_sub(t.data.background_write_calls) as f64,
                 t.data.write_calls as f64,
             )
         },

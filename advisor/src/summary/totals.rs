@@ -83,8 +83,8 @@ pub struct FileTotals {
     pub fsync_ns: u64,
     pub read_calls: u64,
     pub read_ns: u64,
-    /// Of `write_calls`, the page-writing threads'.
-    pub page_writer_write_calls: u64,
+    /// Of `write_calls`, the background writers' (page cleaners, checkpointers).
+    pub background_write_calls: u64,
 }
 
 /// A set of roles' scheduler figures, summed.
@@ -232,7 +232,7 @@ fn files(windows: &[Signals], kind: FileKind) -> FileTotals {
             fsync_ns: t.fsync_ns + io.fsync_ns,
             read_calls: t.read_calls + io.read_calls,
             read_ns: t.read_ns + io.read_ns,
-            page_writer_write_calls: t.page_writer_write_calls + io.page_writer_write_calls,
+            background_write_calls: t.background_write_calls + io.background_write_calls,
         })
 }
 

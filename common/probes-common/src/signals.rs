@@ -264,14 +264,15 @@ pub struct FileIo {
     /// Their latency histogram.
     #[serde(default)]
     pub read_latency: Histogram,
-    /// Of `write_calls`, those made by the page-writing threads (page
-    /// cleaners, PostgreSQL's background writer); the rest were made by
-    /// the others (on data files: user threads flushing a page themselves).
+    /// Of `write_calls`, those made by the threads that write pages in the
+    /// background (page cleaners, checkpointers, PostgreSQL's background
+    /// writer); the rest were made in the foreground (on data files: user
+    /// threads flushing a page themselves, PostgreSQL's backends).
     #[serde(default)]
-    pub page_writer_write_calls: u64,
+    pub background_write_calls: u64,
     /// The bytes they wrote.
     #[serde(default)]
-    pub page_writer_write_bytes: u64,
+    pub background_write_bytes: u64,
 }
 
 /// Futex waits on one address.

@@ -107,9 +107,10 @@ struct thread_sched {
 	__u64 call_start_ns; /* when the traced syscall it is in began */
 	__u32 call_fd;       /* that call's descriptor */
 	__u32 call_kind;     /* enum call_kind of that call; 0 = in none */
-	__u32 page_writer;   /* set by user space: the thread writes dirty pages
-			      * in the background (a page cleaner, PostgreSQL's
-			      * background writer); its writes are counted apart */
+	__u32 background_writer; /* set by user space: the thread writes pages in
+				  * the background (a page cleaner, a checkpointer,
+				  * PostgreSQL's background writer); its writes
+				  * are counted apart */
 	__u32 pad;
 };
 
@@ -572,9 +573,9 @@ struct fd_io {
 	__u64 read_bytes;   /* bytes they read */
 	__u64 read_ns;      /* ns spent inside them */
 	__u64 read_ns_log2[READ_BUCKETS]; /* their latency histogram */
-	__u64 page_writer_write_calls; /* of write_calls, those by a thread user
-					* space marked a page writer */
-	__u64 page_writer_write_bytes; /* the bytes they wrote */
+	__u64 background_write_calls; /* of write_calls, those by a thread user
+				       * space marked a background writer */
+	__u64 background_write_bytes; /* the bytes they wrote */
 };
 
 /* Descriptors below FD_SLOTS (where a server opens its log files) are
@@ -750,14 +751,14 @@ static __always_inline struct pt_regs *current_user_regs(void)
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
-/* Whether thread `tid` is marked a page writer: only its own entry of
+/* Whether thread `tid` is marked a background writer: only its own entry of
  * thread_sched_slots is looked at (an array access and a compare; user
  * space marks no overflow entry). */
-static __always_inline bool page_writer(__u32 tid)
+static __always_inline bool background_writer(__u32 tid)
 {
 	__u32 idx = tid & thread_slot_mask;
 	struct thread_sched *t = bpf_map_lookup_elem(&thread_sched_slots, &idx);
-	return t && t->tid == tid && t->page_writer;
+	return t && t->tid == tid && t->background_writer;
 }
 
 /* A write on descriptor `fd` (its first argument, still in the saved user
@@ -771,9 +772,9 @@ static __always_inline void write_exit(__u32 tid, __u64 fd, __s64 ret)
 		return;
 	__sync_fetch_and_add(&s->write_calls, 1);
 	__sync_fetch_and_add(&s->write_bytes, ret);
-	if (page_writer(tid)) {
-		__sync_fetch_and_add(&s->page_writer_write_calls, 1);
-		__sync_fetch_and_add(&s->page_writer_write_bytes, ret);
+	if (background_writer(tid)) {
+		__sync_fetch_and_add(&s->background_write_calls, 1);
+		__sync_fetch_and_add(&s->background_write_bytes, ret);
 	}
 }
 

@@ -71,12 +71,13 @@ pub fn page_reads_match_the_engine() -> Result<(), String> {
     Ok(())
 }
 
-/// Page writes split by caller: the threads the profile names page
-/// writers (`page_cleaner/N`) are marked in the programs' per-thread
+/// Page writes split by caller: the background writers (here the page
+/// cleaners, `page_cleaner/N`) are marked in the programs' per-thread
 /// entries, and their data-file writes counted apart. Every page goes to
-/// its tablespace in one `pwrite` of one page, so the page writers' writes
-/// are the engine's `Innodb_buffer_pool_pages_flushed_by_cleaners` and the
-/// rest its single-page flushes (user threads that found no free page).
+/// its tablespace in one `pwrite` of one page, so the background writers'
+/// writes are the engine's `Innodb_buffer_pool_pages_flushed_by_cleaners`
+/// and the rest its single-page flushes (user threads that found no free
+/// page).
 pub fn page_writes_split_by_caller() -> Result<(), String> {
     let exe = std::env::current_exe().unwrap();
     let profile = Profile::builtin("redoctor-engine").unwrap();
@@ -96,26 +97,26 @@ pub fn page_writes_split_by_caller() -> Result<(), String> {
     let cleaners = d("Innodb_buffer_pool_pages_flushed_by_cleaners");
     let single = d("Innodb_buffer_pool_pages_flushed_single_page");
     let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
-    let others = data.write_calls - data.page_writer_write_calls;
+    let others = data.write_calls - data.background_write_calls;
     println!(
-        "  engine: {cleaners} pages by the cleaners, {single} single-page; probes: {} data-file writes by page writers, {others} by others",
-        data.page_writer_write_calls
+        "  engine: {cleaners} pages by the cleaners, {single} single-page; probes: {} data-file writes by background writers, {others} by others",
+        data.background_write_calls
     );
     if cleaners < 50 || single < 10 {
         return Err(format!(
             "{cleaners} pages flushed by the cleaners and {single} by user threads: the check proves little"
         ));
     }
-    if data.page_writer_write_calls != cleaners || others != single {
+    if data.background_write_calls != cleaners || others != single {
         return Err(format!(
-            "probes: {} data-file writes by page writers and {others} by others; engine: {cleaners} by the cleaners and {single} single-page flushes",
-            data.page_writer_write_calls
+            "probes: {} data-file writes by background writers and {others} by others; engine: {cleaners} by the cleaners and {single} single-page flushes",
+            data.background_write_calls
         ));
     }
-    if data.page_writer_write_bytes != cleaners * 16384 {
+    if data.background_write_bytes != cleaners * 16384 {
         return Err(format!(
-            "{} bytes by page writers for {cleaners} pages of 16 KiB",
-            data.page_writer_write_bytes
+            "{} bytes by background writers for {cleaners} pages of 16 KiB",
+            data.background_write_bytes
         ));
     }
     Ok(())
