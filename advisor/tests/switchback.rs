@@ -52,6 +52,32 @@ fn outcomes(rate: f64, seeds: u64, c: impl Fn() -> Continuous) -> Vec<TrialRecor
         .collect()
 }
 
+/// As [`outcomes`], the design deciding on the covariate-adjusted blocks.
+fn adjusted(rate: f64, seeds: u64, c: impl Fn() -> Continuous) -> Vec<TrialRecord> {
+    let base = s(&[("k", "a")]);
+    let cand = s(&[("k", "b")]);
+    (0..seeds)
+        .map(|seed| {
+            let seed = 1000 + seed;
+            let mut tb =
+                Sim::correlated(&[(base.clone(), 10_000.0), (cand.clone(), rate)], c(), seed);
+            let p = covariate_plan(seed);
+            run_trial(&mut tb, &base, &cand, &p, p.max_total)
+        })
+        .collect()
+}
+
+fn covariate_plan(seed: u64) -> Plan {
+    Plan {
+        design: Design::Switchback(Switchback {
+            seed,
+            covariate: true,
+            ..Switchback::default()
+        }),
+        ..Plan::default()
+    }
+}
+
 #[test]
 fn a_five_percent_better_candidate_is_kept() {
     let r = outcomes(10_500.0, 40, host);
@@ -245,8 +271,8 @@ fn width(t: &TrialRecord) -> f64 {
 #[test]
 fn a_covariate_that_sees_the_noise_narrows_the_interval() {
     let (with, without) = (
-        outcomes(10_300.0, 40, host_with_disk),
-        outcomes(10_300.0, 40, disk_host),
+        adjusted(10_300.0, 40, host_with_disk),
+        adjusted(10_300.0, 40, disk_host),
     );
     let used = with
         .iter()
@@ -269,7 +295,7 @@ fn a_covariate_that_sees_the_noise_narrows_the_interval() {
         kept(&with),
         kept(&without)
     );
-    let aa = outcomes(10_000.0, 200, host_with_disk);
+    let aa = adjusted(10_000.0, 200, host_with_disk);
     let decided = aa
         .iter()
         .filter(|t| matches!(t.outcome, Outcome::Kept | Outcome::RolledBackWorse))
@@ -328,4 +354,27 @@ fn a_candidate_that_moves_the_covariate_is_judged_unadjusted() {
     }
     assert!(refused >= 18, "refused in {refused} of 20");
     assert!(slower >= 18, "rolled back as slower in {slower} of 20");
+}
+
+/// By default the adjustment is fitted and recorded, not decided on: the
+/// trial's estimate is the raw blocks', the adjusted test sits beside it.
+#[test]
+fn by_default_the_adjustment_is_recorded_not_used() {
+    for t in outcomes(10_300.0, 10, host_with_disk) {
+        let a = t
+            .adjustment
+            .as_ref()
+            .expect("a switchback records its adjustment");
+        assert!(!a.used && t.unadjusted.is_none(), "{}", a.why);
+        if a.why.starts_with("recorded") {
+            let adj = a.adjusted.as_ref().expect("the adjusted test beside");
+            let raw = t.estimate.as_ref().unwrap();
+            assert!(
+                (adj.ci_high / adj.ci_low) < (raw.ci_high / raw.ci_low),
+                "adjusted {adj:?} raw {raw:?}"
+            );
+        } else {
+            assert!(a.why.starts_with("not used"), "{}", a.why);
+        }
+    }
 }

@@ -24,6 +24,7 @@ nothing is measured; a phase pair or trial that overlapped such a job
 Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
        [--spins 300,1000 (empty: A/A only)] [--trials 20] [--aa 40] [--budget 60]
        [--phases 5 (0: the trials' pooled unadjusted estimate stands for the truth)] [--phase 20] [--design auto] [--workdir /var/tmp]
+       [--covariate (redoctor diagnose --trial-covariate)]
        [--pause-file /tmp/redoctor-busy]
        (root; release builds of redoctor and redoctor-engine)
 """
@@ -125,6 +126,8 @@ def trial(args, pid, sock, spin):
            "--model-priors", "--format", "json", "--out", out, "--trial",
            "--trial-max", f"{args.budget}s", "--candidate", f"{KNOB}={spin}",
            "--trial-design", args.design, "--state", out + ".state"]
+    if args.covariate:
+        cmd.append("--trial-covariate")
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return {"error": p.stderr.strip()[-400:]}
@@ -156,6 +159,8 @@ def main():
     ap.add_argument("--workdir", default="/var/tmp")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pause-file")
+    ap.add_argument("--covariate", action="store_true",
+                    help="decide on the blocks adjusted by the disks' write latency")
     args = ap.parse_args()
     spins = [int(s) for s in args.spins.split(",") if s]  # "" : A/A only
     rng = random.Random(args.seed)

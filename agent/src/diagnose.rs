@@ -104,6 +104,13 @@ pub struct DiagnoseArgs {
     /// least the knob's known carryover).
     #[arg(long, default_value = "50ms", value_parser = redoctor_args::duration)]
     trial_guard: Duration,
+    /// --trial (switchback): decide on the blocks adjusted by the disks'
+    /// write latency when it is balanced between the sides. Off by
+    /// default: a candidate that changes the commit rate changes the disk's
+    /// load, and the adjustment then counts part of its effect as noise;
+    /// the adjusted test is recorded beside the raw one either way.
+    #[arg(long)]
+    trial_covariate: bool,
     /// --trial: try exactly this candidate, NAME=VALUE (repeatable: the
     /// settings together are one candidate), instead of the advice's. A
     /// candidate equal to the current settings is an A/A run (the meter
@@ -434,6 +441,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             redoctor_advisor::experiment::Switchback {
                 period: args.trial_period,
                 guard: args.trial_guard,
+                covariate: args.trial_covariate,
                 ..Default::default()
             },
         );

@@ -258,8 +258,8 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
         assert!(strikes <= blocks + 1, "{t}");
     }
     // The data sit on a disk and commits flush it: every measured period
-    // carries the disks' write latency, and the record says whether the
-    // blocks were adjusted by it (keeping the raw test beside when so).
+    // carries the disks' write latency, and the record says what the
+    // adjustment by it would do (recorded, not decided on: the default).
     assert!(
         windows
             .iter()
@@ -270,10 +270,16 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
     let a = &t["adjustment"];
     let why = a["why"].as_str().unwrap_or_default();
     assert!(
-        why.starts_with("used") || why.starts_with("not used"),
+        why.starts_with("recorded") || why.starts_with("not used"),
         "{t}"
     );
-    assert_eq!(a["used"] == true, t["unadjusted"].is_object(), "{t}");
+    assert_eq!(a["used"], false, "{t}");
+    assert!(t["unadjusted"].is_null(), "{t}");
+    assert_eq!(
+        why.starts_with("recorded"),
+        a["adjusted"].is_object(),
+        "the adjusted test is recorded whenever the covariate qualified: {t}"
+    );
     assert_eq!(a["blocks"].as_u64(), Some(blocks as u64), "{t}");
     assert_eq!(t["plan"]["design"]["guard_s"], 0.3, "{}", t["plan"]);
     // The budget holds the planned blocks; a strike's switch back to the

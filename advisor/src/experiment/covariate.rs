@@ -58,6 +58,11 @@ pub struct Adjustment {
     pub balance: Option<Look>,
     /// The adjusted blocks were what the test saw.
     pub used: bool,
+    /// The test on the adjusted blocks, at the level of the trial's last
+    /// look, whenever the covariate qualified (used or, with the design's
+    /// `covariate` off, recorded for comparison).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adjusted: Option<Look>,
     /// One sentence: why it was or was not used.
     pub why: String,
 }
@@ -65,7 +70,11 @@ pub struct Adjustment {
 /// The blocks the test should see and how they were adjusted: `d` adjusted
 /// by `c` when [`Adjustment::used`], else `d` unchanged. `c` lines up with
 /// `d` (None: a block without the covariate). `d` comes clipped.
-pub fn adjust(d: &[f64], c: &[Option<f64>]) -> (Vec<f64>, Adjustment) {
+///
+/// With `enabled` false the fit and the checks are the same, but the
+/// blocks come back unchanged and [`Adjustment::why`] says the adjustment
+/// was only recorded.
+pub fn adjust(d: &[f64], c: &[Option<f64>], enabled: bool) -> (Vec<f64>, Adjustment) {
     let mut adj = Adjustment {
         covariate: COVARIATE.into(),
         blocks: c.iter().flatten().filter(|x| x.is_finite()).count(),
@@ -73,6 +82,7 @@ pub fn adjust(d: &[f64], c: &[Option<f64>]) -> (Vec<f64>, Adjustment) {
         r2: 0.0,
         balance: None,
         used: false,
+        adjusted: None,
         why: String::new(),
     };
     let n = d.len();
@@ -114,14 +124,19 @@ pub fn adjust(d: &[f64], c: &[Option<f64>]) -> (Vec<f64>, Adjustment) {
         );
         return (d.to_vec(), adj);
     }
-    adj.used = true;
-    adj.why = format!(
-        "used: it explains {:.0}% of the blocks' variance (slope {slope:+.2}); balanced between the sides ({:+.1}%, p {:.2})",
+    let fit = format!(
+        "it explains {:.0}% of the blocks' variance (slope {slope:+.2}); balanced between the sides ({:+.1}%, p {:.2})",
         r2 * 100.0,
         (b.mean_ratio - 1.0) * 100.0,
         b.p_value
     );
-    let out = d.iter().zip(&c).map(|(d, c)| d - slope * c).collect();
+    let out: Vec<f64> = d.iter().zip(&c).map(|(d, c)| d - slope * c).collect();
+    if !enabled {
+        adj.why = format!("recorded, not used (the trial design's covariate is off): {fit}");
+        return (d.to_vec(), adj);
+    }
+    adj.used = true;
+    adj.why = format!("used: {fit}");
     (out, adj)
 }
 
@@ -166,7 +181,7 @@ mod tests {
             .map(|(c, e)| -0.05 - 0.8 * c * 0.2 + 0.02 * e)
             .collect();
         let c: Vec<Option<f64>> = c.iter().map(|c| Some(c * 0.2)).collect();
-        let (out, a) = adjust(&d, &c);
+        let (out, a) = adjust(&d, &c, true);
         assert!(a.used, "{}", a.why);
         assert!((a.slope + 0.8).abs() < 0.1, "slope {}", a.slope);
         assert!(a.r2 > 0.8, "r2 {}", a.r2);
@@ -186,7 +201,7 @@ mod tests {
         // The candidate lowers the covariate by 10% in every block.
         let c: Vec<f64> = c.iter().map(|c| -0.10 + 0.05 * c).collect();
         let d: Vec<f64> = c.iter().zip(&e).map(|(c, e)| -0.8 * c + 0.01 * e).collect();
-        let (out, a) = adjust(&d, &c.iter().map(|c| Some(*c)).collect::<Vec<_>>());
+        let (out, a) = adjust(&d, &c.iter().map(|c| Some(*c)).collect::<Vec<_>>(), true);
         assert!(!a.used);
         assert!(a.why.contains("moves the covariate"), "{}", a.why);
         assert_eq!(out, d);
@@ -196,13 +211,13 @@ mod tests {
     fn a_missing_or_useless_covariate_leaves_the_blocks_alone() {
         let d = noise(5, 20);
         let mut c: Vec<Option<f64>> = noise(6, 20).into_iter().map(Some).collect();
-        let (out, a) = adjust(&d, &c);
+        let (out, a) = adjust(&d, &c, true);
         assert!(!a.used, "uncorrelated: {}", a.why);
         assert_eq!(out, d);
         c[3] = None;
-        let (_, a) = adjust(&d, &c);
+        let (_, a) = adjust(&d, &c, true);
         assert!(a.why.contains("19 of 20"), "{}", a.why);
-        let (_, a) = adjust(&d[..5], &c[..5]);
+        let (_, a) = adjust(&d[..5], &c[..5], true);
         assert!(!a.used);
     }
 }

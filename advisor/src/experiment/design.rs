@@ -35,6 +35,15 @@ pub struct Switchback {
     pub min_blocks: usize,
     /// Seed of the blocks' order.
     pub seed: u64,
+    /// Let the test see the blocks adjusted by the testbed's covariate
+    /// (the disks' write latency) when it is balanced (`super::covariate`).
+    /// Off by default: the adjustment is then fitted and recorded beside
+    /// the raw test, not decided on. A candidate that changes the commit
+    /// rate changes the disk's load and so its latency, and the adjustment
+    /// then counts part of the candidate's own effect as noise (measured:
+    /// `agent/bench/RESULTS.md`, 2026-12-04).
+    #[serde(default)]
+    pub covariate: bool,
 }
 
 impl Default for Switchback {
@@ -49,6 +58,7 @@ impl Default for Switchback {
             looks: 5,
             min_blocks: 6,
             seed: 1,
+            covariate: false,
         }
     }
 }

@@ -21,10 +21,11 @@
 //!   `⌊4 (n/100)^{2/9}⌋`, at least 1), with Student t on `n − 1` degrees of
 //!   freedom ([`super::hac_look`]).
 //! - **Covariate.** When the testbed measures the disks' write latency
-//!   beside each period's rate, a block's `d` is adjusted by its latency
-//!   difference (CUPED, [`super::covariate`]) whenever the latency is
-//!   balanced between the sides and explains enough of the spread; the
-//!   record keeps the fit, the reason and the unadjusted test.
+//!   beside each period's rate, the blocks' adjustment by it (CUPED,
+//!   [`super::covariate`]) is fitted and recorded; the test sees the
+//!   adjusted blocks only when the design's `covariate` is on and the
+//!   latency is balanced between the sides and explains enough of the
+//!   spread (the record then keeps the unadjusted test beside).
 //! - **Looks.** The most blocks follow from the time budget; the test looks
 //!   [`Switchback::looks`] times at evenly spaced block counts (the first
 //!   not before [`Switchback::min_blocks`]), rejecting Haybittle–Peto style
@@ -100,11 +101,16 @@ pub fn run(
     };
     let result = run.blocks(max_blocks, &looks);
     let raw = clipped(&run.rec.log_ratios);
-    let (d, adj) = adjust(&raw, &run.rec.covariate_diffs);
+    let (d, mut adj) = adjust(&raw, &run.rec.covariate_diffs, sb.covariate);
     let level = run.rec.looks.last().map_or(plan.alpha, |l| l.alpha);
     run.rec.estimate = hac_look(&d, level, nw_lag(d.len()));
     if adj.used {
         run.rec.unadjusted = hac_look(&raw, level, nw_lag(raw.len())).map(Box::new);
+        adj.adjusted = run.rec.estimate.clone();
+    } else if adj.why.starts_with("recorded") {
+        // What the adjusted test would have said, for comparison.
+        let (a, _) = adjust(&raw, &run.rec.covariate_diffs, true);
+        adj.adjusted = hac_look(&a, level, nw_lag(a.len()));
     }
     run.rec.adjustment = (!raw.is_empty()).then(|| Box::new(adj));
     run.finish(result);
@@ -226,7 +232,11 @@ impl Run<'_> {
             } else {
                 self.strict(looks.len())
             };
-            let (ds, _) = adjust(&clipped(&self.rec.log_ratios), &self.rec.covariate_diffs);
+            let (ds, _) = adjust(
+                &clipped(&self.rec.log_ratios),
+                &self.rec.covariate_diffs,
+                self.sb.covariate,
+            );
             let lag = nw_lag(n);
             let l = hac_look(&ds, alpha, lag).expect("at least 3 finite blocks at a look");
             let futility = hac_look(&ds, self.plan.alpha / looks.len() as f64, lag)

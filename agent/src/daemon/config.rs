@@ -315,6 +315,9 @@ pub struct TrialConfig {
     /// knob's known carryover).
     #[serde(deserialize_with = "any_duration")]
     pub guard: Duration,
+    /// Decide switchback trials on the blocks adjusted by the disks' write
+    /// latency (`redoctor diagnose --trial-covariate`); off by default.
+    pub covariate: bool,
 }
 
 impl Default for TrialConfig {
@@ -329,6 +332,7 @@ impl Default for TrialConfig {
             design: crate::trial_run::DesignChoice::Auto,
             period: sb.period,
             guard: sb.guard,
+            covariate: sb.covariate,
         }
     }
 }
@@ -339,6 +343,7 @@ impl TrialConfig {
         redoctor_advisor::experiment::Switchback {
             period: self.period,
             guard: self.guard,
+            covariate: self.covariate,
             ..Default::default()
         }
     }
