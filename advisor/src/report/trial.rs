@@ -89,13 +89,19 @@ fn trial(heading: String, t: &TrialRecord) -> Block {
         lines.push(("looks", looks.collect::<Vec<_>>().join("; ")));
     }
     if let Some(a) = &t.adjustment {
-        let raw = t.unadjusted.as_ref().map_or(String::new(), |l| {
+        // The analysis the trial did not decide on, beside the one it did.
+        let (label, other) = if a.used {
+            ("unadjusted", t.unadjusted.as_deref())
+        } else {
+            ("adjusted", a.adjusted.as_ref())
+        };
+        let other = other.map_or(String::new(), |l| {
             format!(
-                "; unadjusted {:.3} ({:.3} to {:.3})",
+                "; {label} {:.3} ({:.3} to {:.3})",
                 l.mean_ratio, l.ci_low, l.ci_high
             )
         });
-        lines.push(("covariate", format!("{}: {}{raw}", a.covariate, a.why)));
+        lines.push(("covariate", format!("{}: {}{other}", a.covariate, a.why)));
     }
     if let Some(r) = &t.resolving_power {
         lines.push(("resolution", r.summary_in(t.unit())));
@@ -143,5 +149,59 @@ fn trial(heading: String, t: &TrialRecord) -> Block {
             ],
             rows,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Adjustment, Look, Plan, Settings};
+
+    fn look(r: f64) -> Look {
+        Look {
+            n: 60,
+            mean_ratio: r,
+            ci_low: r - 0.01,
+            ci_high: r + 0.01,
+            p_value: 0.5,
+            alpha: 0.05,
+        }
+    }
+
+    fn line(t: &TrialRecord) -> String {
+        let b = trial("Trial".into(), t);
+        let (_, text) = b.lines.iter().find(|(l, _)| *l == "covariate").unwrap();
+        text.clone()
+    }
+
+    /// The covariate line shows the analysis the trial did not decide on.
+    #[test]
+    fn the_covariate_line_shows_the_other_analysis() {
+        let mut t = TrialRecord::empty(&Plan::default(), &Settings::new(), &Settings::new());
+        let mut a = Adjustment {
+            covariate: "the disks' mean write latency per period".into(),
+            blocks: 60,
+            slope: -0.8,
+            r2: 0.5,
+            balance: Some(look(1.0)),
+            used: false,
+            adjusted: Some(look(0.990)),
+            why: "recorded, not used".into(),
+        };
+        t.adjustment = Some(Box::new(a.clone()));
+        assert!(
+            line(&t).contains("adjusted 0.990 (0.980 to 1.000)"),
+            "{}",
+            line(&t)
+        );
+        a.used = true;
+        a.why = "used".into();
+        t.adjustment = Some(Box::new(a));
+        t.unadjusted = Some(Box::new(look(1.020)));
+        assert!(
+            line(&t).contains("unadjusted 1.020 (1.010 to 1.030)"),
+            "{}",
+            line(&t)
+        );
     }
 }
