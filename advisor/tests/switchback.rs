@@ -35,6 +35,11 @@ fn host() -> Continuous {
 }
 
 fn trial(candidate_rate: f64, c: Continuous, seed: u64) -> TrialRecord {
+    trial_with(candidate_rate, c, seed, plan(seed))
+}
+
+/// A trial of a candidate at `candidate_rate` against 10 000 commits/s.
+fn trial_with(candidate_rate: f64, c: Continuous, seed: u64, p: Plan) -> TrialRecord {
     let base = s(&[("k", "a")]);
     let cand = s(&[("k", "b")]);
     let mut tb = Sim::correlated(
@@ -42,7 +47,6 @@ fn trial(candidate_rate: f64, c: Continuous, seed: u64) -> TrialRecord {
         c,
         seed,
     );
-    let p = plan(seed);
     run_trial(&mut tb, &base, &cand, &p, p.max_total)
 }
 
@@ -54,16 +58,8 @@ fn outcomes(rate: f64, seeds: u64, c: impl Fn() -> Continuous) -> Vec<TrialRecor
 
 /// As [`outcomes`], the design deciding on the covariate-adjusted blocks.
 fn adjusted(rate: f64, seeds: u64, c: impl Fn() -> Continuous) -> Vec<TrialRecord> {
-    let base = s(&[("k", "a")]);
-    let cand = s(&[("k", "b")]);
-    (0..seeds)
-        .map(|seed| {
-            let seed = 1000 + seed;
-            let mut tb =
-                Sim::correlated(&[(base.clone(), 10_000.0), (cand.clone(), rate)], c(), seed);
-            let p = covariate_plan(seed);
-            run_trial(&mut tb, &base, &cand, &p, p.max_total)
-        })
+    (1000..1000 + seeds)
+        .map(|seed| trial_with(rate, c(), seed, covariate_plan(seed)))
         .collect()
 }
 

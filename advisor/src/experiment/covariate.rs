@@ -75,6 +75,17 @@ pub struct Adjustment {
 /// blocks come back unchanged and [`Adjustment::why`] says the adjustment
 /// was only recorded.
 pub fn adjust(d: &[f64], c: &[Option<f64>], enabled: bool) -> (Vec<f64>, Adjustment) {
+    let (adjusted, mut adj) = qualify(d, c);
+    match adjusted {
+        Some(out) if adj.decide(enabled) => (out, adj),
+        _ => (d.to_vec(), adj),
+    }
+}
+
+/// The fit and its checks: the adjusted blocks when the covariate
+/// qualifies (then [`Adjustment::decide`] says whether they are used),
+/// else None with [`Adjustment::why`] saying why not.
+pub fn qualify(d: &[f64], c: &[Option<f64>]) -> (Option<Vec<f64>>, Adjustment) {
     let mut adj = Adjustment {
         covariate: COVARIATE.into(),
         blocks: c.iter().flatten().filter(|x| x.is_finite()).count(),
@@ -91,20 +102,18 @@ pub fn adjust(d: &[f64], c: &[Option<f64>], enabled: bool) -> (Vec<f64>, Adjustm
             "not used: {} of {n} blocks carry the covariate (a period without disk writes)",
             adj.blocks
         );
-        return (d.to_vec(), adj);
+        return (None, adj);
     }
     if n < MIN_BLOCKS {
         adj.why = format!("not used: {n} blocks, fewer than the {MIN_BLOCKS} a slope needs");
-        return (d.to_vec(), adj);
+        return (None, adj);
     }
     let c: Vec<f64> = c.iter().map(|x| x.expect("checked")).collect();
-    let (slope, r2) = fit(d, &c);
-    adj.slope = slope;
-    adj.r2 = r2;
+    (adj.slope, adj.r2) = fit(d, &c);
     adj.balance = hac_look(&c, BALANCE_ALPHA, nw_lag(n));
     let Some(b) = &adj.balance else {
         adj.why = "not used: the covariate's balance could not be tested".into();
-        return (d.to_vec(), adj);
+        return (None, adj);
     };
     let within = b.ci_low >= 1.0 - BALANCE_MAX && b.ci_high <= 1.0 + BALANCE_MAX;
     if b.p_value < BALANCE_ALPHA || !within {
@@ -115,29 +124,44 @@ pub fn adjust(d: &[f64], c: &[Option<f64>], enabled: bool) -> (Vec<f64>, Adjustm
             (b.ci_high - 1.0) * 100.0,
             b.p_value
         );
-        return (d.to_vec(), adj);
+        return (None, adj);
     }
-    if r2 < MIN_R2 {
+    if adj.r2 < MIN_R2 {
         adj.why = format!(
             "not used: it explains {:.0}% of the blocks' variance",
-            r2 * 100.0
+            adj.r2 * 100.0
         );
-        return (d.to_vec(), adj);
+        return (None, adj);
     }
-    let fit = format!(
-        "it explains {:.0}% of the blocks' variance (slope {slope:+.2}); balanced between the sides ({:+.1}%, p {:.2})",
-        r2 * 100.0,
-        (b.mean_ratio - 1.0) * 100.0,
-        b.p_value
-    );
-    let out: Vec<f64> = d.iter().zip(&c).map(|(d, c)| d - slope * c).collect();
-    if !enabled {
-        adj.why = format!("recorded, not used (the trial design's covariate is off): {fit}");
-        return (d.to_vec(), adj);
+    let slope = adj.slope;
+    let out = d.iter().zip(&c).map(|(d, c)| d - slope * c).collect();
+    (Some(out), adj)
+}
+
+impl Adjustment {
+    /// For a covariate that qualified ([`qualify`]): records whether its
+    /// adjusted blocks decide (`enabled`, the design's `covariate`) and
+    /// says so in [`Adjustment::why`]; returns [`Adjustment::used`].
+    pub fn decide(&mut self, enabled: bool) -> bool {
+        let b = self
+            .balance
+            .as_ref()
+            .expect("a qualified covariate was tested for balance");
+        let fit = format!(
+            "it explains {:.0}% of the blocks' variance (slope {:+.2}); balanced between the sides ({:+.1}%, p {:.2})",
+            self.r2 * 100.0,
+            self.slope,
+            (b.mean_ratio - 1.0) * 100.0,
+            b.p_value
+        );
+        self.used = enabled;
+        self.why = if enabled {
+            format!("used: {fit}")
+        } else {
+            format!("recorded, not used (the trial design's covariate is off): {fit}")
+        };
+        enabled
     }
-    adj.used = true;
-    adj.why = format!("used: {fit}");
-    (out, adj)
 }
 
 /// Least-squares slope of `y` on `x` (with an intercept) and R².

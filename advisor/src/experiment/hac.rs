@@ -2,7 +2,7 @@
 //! error that holds under serial correlation (an AR(1)-prewhitened
 //! Newey–West long-run variance), and the resolution it states.
 
-use redoctor_stats::{mean, student_t_critical, student_t_two_sided};
+use redoctor_stats::{mean, student_t_critical};
 
 use super::power::Resolution;
 use super::sequential::Look;
@@ -51,24 +51,7 @@ pub fn hac_look(d: &[f64], alpha: f64, lag: usize) -> Option<Look> {
         // of a long-run variance is noise).
         (lr.max(0.0) / (1.0 - rho).powi(2) * ne / (ne - 1.0)).max(0.1 * plain)
     };
-    let se = (v / nf).sqrt();
-    let df = nf - 1.0;
-    let half = student_t_critical(alpha, df) * se;
-    let p_value = if se > 0.0 {
-        student_t_two_sided(m / se, df)
-    } else if m == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    Some(Look {
-        n,
-        mean_ratio: m.exp(),
-        ci_low: (m - half).exp(),
-        ci_high: (m + half).exp(),
-        p_value,
-        alpha,
-    })
+    Some(Look::t_test(n, m, (v / nf).sqrt(), alpha))
 }
 
 /// What `n` blocks with these `d` could resolve at `alpha` with 80% power,

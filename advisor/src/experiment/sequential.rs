@@ -41,28 +41,34 @@ pub fn look(d: &[f64], alpha: f64) -> Option<Look> {
     if n < 2 || d.iter().any(|x| !x.is_finite()) || !(alpha > 0.0 && alpha < 1.0) {
         return None;
     }
-    let nf = n as f64;
-    let mean = mean(d);
-    let se = (variance(d)? / nf).sqrt();
-    let half = student_t_critical(alpha, nf - 1.0) * se;
-    let p_value = if se > 0.0 {
-        student_t_two_sided(mean / se, nf - 1.0)
-    } else if mean == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    Some(Look {
-        n,
-        mean_ratio: mean.exp(),
-        ci_low: (mean - half).exp(),
-        ci_high: (mean + half).exp(),
-        p_value,
-        alpha,
-    })
+    let se = (variance(d)? / n as f64).sqrt();
+    Some(Look::t_test(n, mean(d), se, alpha))
 }
 
 impl Look {
+    /// The two-sided t-test of a log-ratio mean `m` = 0 with standard
+    /// error `se` over `n` values (Student t on `n − 1` degrees of
+    /// freedom) at level `alpha`, as a ratio with its interval.
+    pub(crate) fn t_test(n: usize, m: f64, se: f64, alpha: f64) -> Look {
+        let df = n as f64 - 1.0;
+        let half = student_t_critical(alpha, df) * se;
+        let p_value = if se > 0.0 {
+            student_t_two_sided(m / se, df)
+        } else if m == 0.0 {
+            1.0
+        } else {
+            0.0
+        };
+        Look {
+            n,
+            mean_ratio: m.exp(),
+            ci_low: (m - half).exp(),
+            ci_high: (m + half).exp(),
+            p_value,
+            alpha,
+        }
+    }
+
     /// Better / worse when the interval excludes no change; futile when it
     /// lies within `(1/(1 + min_effect), 1 + min_effect)`, i.e.
     /// `±ln(1 + min_effect)` on the log scale; else continue.

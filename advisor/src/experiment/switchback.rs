@@ -44,7 +44,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use redoctor_stats::{mean, median};
 
-use super::covariate::adjust;
+use super::covariate::{adjust, qualify};
 use super::hac::{hac_look, hac_resolution, nw_lag};
 use super::sequential::Decision;
 use super::trial::{clipped, interval, Outcome, Side, TrialRecord, Window};
@@ -101,17 +101,20 @@ pub fn run(
     };
     let result = run.blocks(max_blocks, &looks);
     let raw = clipped(&run.rec.log_ratios);
-    let (d, mut adj) = adjust(&raw, &run.rec.covariate_diffs, sb.covariate);
     let level = run.rec.looks.last().map_or(plan.alpha, |l| l.alpha);
-    run.rec.estimate = hac_look(&d, level, nw_lag(d.len()));
-    if adj.used {
-        run.rec.unadjusted = hac_look(&raw, level, nw_lag(raw.len())).map(Box::new);
-        adj.adjusted = run.rec.estimate.clone();
-    } else if adj.why.starts_with("recorded") {
-        // What the adjusted test would have said, for comparison.
-        let (a, _) = adjust(&raw, &run.rec.covariate_diffs, true);
-        adj.adjusted = hac_look(&a, level, nw_lag(a.len()));
-    }
+    let test = |d: &[f64]| hac_look(d, level, nw_lag(d.len()));
+    let (adjusted, mut adj) = qualify(&raw, &run.rec.covariate_diffs);
+    // Both tests when the covariate qualified: the one decided on is the
+    // estimate, the other sits beside it.
+    adj.adjusted = adjusted.as_deref().and_then(test);
+    let d = match adjusted {
+        Some(a) if adj.decide(sb.covariate) => {
+            run.rec.unadjusted = test(&raw).map(Box::new);
+            a
+        }
+        _ => raw.clone(),
+    };
+    run.rec.estimate = test(&d);
     run.rec.adjustment = (!raw.is_empty()).then(|| Box::new(adj));
     run.finish(result);
     let blocks = run.rec.log_ratios.len();
@@ -232,11 +235,12 @@ impl Run<'_> {
             } else {
                 self.strict(looks.len())
             };
-            let (ds, _) = adjust(
-                &clipped(&self.rec.log_ratios),
-                &self.rec.covariate_diffs,
-                self.sb.covariate,
-            );
+            let ds = clipped(&self.rec.log_ratios);
+            let ds = if self.sb.covariate {
+                adjust(&ds, &self.rec.covariate_diffs, true).0
+            } else {
+                ds
+            };
             let lag = nw_lag(n);
             let l = hac_look(&ds, alpha, lag).expect("at least 3 finite blocks at a look");
             let futility = hac_look(&ds, self.plan.alpha / looks.len() as f64, lag)

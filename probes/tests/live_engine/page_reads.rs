@@ -1,9 +1,30 @@
 //! Page reads seen by the probes (positional reads on data files) against
 //! the engine's own count of pages read from disk.
 
-use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler};
+use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler, Signals};
 
 use crate::child::{EngineChild, ROWS_ENV};
+
+/// The engine with tables on pages in a pool a quarter of their size,
+/// the probes attached: the window over one run of its workload, and each
+/// status counter's advance over it. The sampler marks the page cleaners
+/// when it starts (their role comes from their names); a first window
+/// closes whatever loading the tables left.
+fn paged_workload() -> Result<(Signals, impl Fn(&str) -> u64), String> {
+    let exe = std::env::current_exe().unwrap();
+    let profile = Profile::builtin("redoctor-engine").unwrap();
+    let (mut child, _) =
+        EngineChild::start_with(&exe, "pages-files", 8, 1.5, &[(ROWS_ENV, "4000")]);
+    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
+    let mut sampler = Sampler::new(probes, profile).map_err(|e| e.to_string())?;
+    sampler.window().map_err(|e| e.to_string())?;
+    let before = child.status();
+    child.run_workload();
+    let after = child.status();
+    let w = sampler.window().map_err(|e| e.to_string())?;
+    child.finish();
+    Ok((w, move |name: &str| after[name] - before[name]))
+}
 
 /// Tables on pages in a pool a quarter of their size: every page the
 /// workload misses is one `pread` of one page on a tablespace file (a
@@ -11,18 +32,8 @@ use crate::child::{EngineChild, ROWS_ENV};
 /// probes' reads on data files are the engine's `Innodb_buffer_pool_reads`,
 /// each of a page's bytes, and each timed.
 pub fn page_reads_match_the_engine() -> Result<(), String> {
-    let exe = std::env::current_exe().unwrap();
-    let profile = Profile::builtin("redoctor-engine").unwrap();
-    let (mut child, _) =
-        EngineChild::start_with(&exe, "pages-files", 8, 1.5, &[(ROWS_ENV, "4000")]);
-    let before = child.status();
-    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
-    let mut sampler = Sampler::new(probes, profile).map_err(|e| e.to_string())?;
-    child.run_workload();
-    let after = child.status();
-    let w = sampler.window().map_err(|e| e.to_string())?;
-    child.finish();
-    let reads = after["Innodb_buffer_pool_reads"] - before["Innodb_buffer_pool_reads"];
+    let (w, d) = paged_workload()?;
+    let reads = d("Innodb_buffer_pool_reads");
     if reads < 50 {
         return Err(format!(
             "{reads} pages read from disk: the check proves little"
@@ -79,21 +90,7 @@ pub fn page_reads_match_the_engine() -> Result<(), String> {
 /// and the rest its single-page flushes (user threads that found no free
 /// page).
 pub fn page_writes_split_by_caller() -> Result<(), String> {
-    let exe = std::env::current_exe().unwrap();
-    let profile = Profile::builtin("redoctor-engine").unwrap();
-    let (mut child, _) =
-        EngineChild::start_with(&exe, "pages-files", 8, 1.5, &[(ROWS_ENV, "4000")]);
-    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
-    // The sampler marks the cleaners when it starts (their role comes
-    // from their names); a first window closes whatever the load left.
-    let mut sampler = Sampler::new(probes, profile).map_err(|e| e.to_string())?;
-    sampler.window().map_err(|e| e.to_string())?;
-    let before = child.status();
-    child.run_workload();
-    let after = child.status();
-    let w = sampler.window().map_err(|e| e.to_string())?;
-    child.finish();
-    let d = |name: &str| after[name] - before[name];
+    let (w, d) = paged_workload()?;
     let cleaners = d("Innodb_buffer_pool_pages_flushed_by_cleaners");
     let single = d("Innodb_buffer_pool_pages_flushed_single_page");
     let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
