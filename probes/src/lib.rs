@@ -36,6 +36,7 @@ pub mod preflight;
 pub mod procfs;
 pub mod profile;
 mod prune;
+mod ring_hooks;
 pub mod sampler;
 pub use redoctor_probes_common::signals;
 pub mod stack_roles;

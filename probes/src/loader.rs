@@ -28,9 +28,9 @@ use crate::maps::{FdIo, ThreadSched};
 use crate::preflight;
 use crate::procfs;
 use crate::profile::{Profile, TargetRules, UsdtEvent, UsdtRule};
-use crate::syscall_hooks;
 pub use crate::syscall_hooks::{SyscallHooks, READ_SYSCALLS, TIMED_SYSCALLS, TRACED_SYSCALLS};
 use crate::usdt::{self, Semaphores};
+use crate::{ring_hooks, syscall_hooks};
 
 /// The compiled BPF object (see build.rs).
 static BPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/redoctor.bpf.o"));
@@ -345,6 +345,14 @@ impl Probes {
             });
             None
         };
+        if opts.syscalls && opts.writes {
+            ring_hooks::attach(
+                &mut bpf,
+                &mut links,
+                syscall_hooks::TRACEFS,
+                &mut unavailable,
+            )?;
+        }
 
         let mut attached_points = Vec::new();
         let mut commit_point = None;

@@ -114,22 +114,27 @@ pub(crate) fn read_threads(
     Ok((threads, overflow))
 }
 
-/// Marks threads `tids` background writers in their own `thread_sched_slots`
-/// entries (claimed for them when free), so the programs count their
-/// writes apart; a thread whose entry another thread owns (it lives in the
-/// overflow hash) stays unmarked. Returns how many are marked.
-pub(crate) fn mark_background_writers(p: &Probes, tids: impl Iterator<Item = u32>) -> usize {
+/// Marks each `(tid, background)` in the thread's own `thread_sched_slots`
+/// entry (claimed for it when free): a background writer's writes are
+/// counted apart, a foreground thread's mark is cleared; a thread whose
+/// entry another thread owns (it lives in the overflow hash) stays
+/// unmarked. Returns how many are marked background writers.
+pub(crate) fn mark_background_writers(
+    p: &Probes,
+    marks: impl Iterator<Item = (u32, bool)>,
+) -> usize {
     let slots = p.thread_slots.len();
-    tids.filter(|&tid| {
-        p.thread_slots.claim_and_set(
-            tid as usize & (slots - 1),
-            THREAD_OWNER_OFFSET,
-            tid,
-            THREAD_BACKGROUND_WRITER_OFFSET,
-            1,
-        )
-    })
-    .count()
+    marks
+        .filter(|&(tid, background)| {
+            p.thread_slots.claim_and_set(
+                tid as usize & (slots - 1),
+                THREAD_OWNER_OFFSET,
+                tid,
+                THREAD_BACKGROUND_WRITER_OFFSET,
+                u32::from(background),
+            ) && background
+        })
+        .count()
 }
 
 /// Forgets exited threads: frees their `thread_sched_slots` entries (when

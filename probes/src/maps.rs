@@ -52,9 +52,9 @@ pub struct ThreadSched {
     pub call_fd: u32,
     /// What call it is in (1 write, 2 fsync; 0 none).
     pub call_kind: u32,
-    /// Set by user space (non-zero): the thread writes pages in the
-    /// background (page cleaner, checkpointer, PostgreSQL's background
-    /// writer), and its writes are counted apart
+    /// Set by user space (non-zero): the thread runs no transactions (page
+    /// cleaner, checkpointer, PostgreSQL's background writer, a task pool),
+    /// and its writes are counted apart
     /// ([`FdIo::background_write_calls`]).
     pub background_writer: u32,
     pub pad: u32,

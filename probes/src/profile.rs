@@ -189,6 +189,17 @@ pub struct Profile {
     /// page cleaner. They win over every other rule.
     #[serde(default)]
     pub server_threads: Vec<ServerThreadRule>,
+    /// Roles whose threads run the transactions: their data-file writes are
+    /// the foreground's (a user thread's single-page flush, PostgreSQL's
+    /// backend writes); every other thread's, named or not, count as
+    /// background writes (a page cleaner, a checkpointer, a task pool that
+    /// submits a cleaner's batch). Default: user, applier and worker.
+    #[serde(default = "default_foreground_roles")]
+    pub foreground_roles: Vec<Role>,
+}
+
+fn default_foreground_roles() -> Vec<Role> {
+    vec![Role::User, Role::Applier, Role::Worker]
 }
 
 /// Threads the server names `pattern` (a glob over
@@ -463,7 +474,23 @@ mod tests {
             Some(Role::PageWriter)
         );
         assert_eq!(md.server_thread_role("thread/sql/one_connection"), None);
+        assert_eq!(
+            md.server_thread_role("thread/innodb/thread_pool_thread"),
+            Some(Role::Maintenance)
+        );
         assert!(e.server_threads.is_empty());
+        // The threads that run transactions write in the foreground;
+        // PostgreSQL counts autovacuum's and the startup process's writes
+        // with the backends'.
+        let runs_transactions = vec![Role::User, Role::Applier, Role::Worker];
+        for p in [&e, &m, &md] {
+            assert_eq!(p.foreground_roles, runs_transactions, "{}", p.name);
+        }
+        let pg = Profile::builtin("postgresql").unwrap();
+        assert_eq!(
+            pg.foreground_roles,
+            vec![Role::User, Role::Maintenance, Role::Applier]
+        );
     }
 
     /// PostgreSQL's roles come from the process title (`/proc/PID/cmdline`

@@ -455,18 +455,20 @@ impl Sampler {
         roles.refresh(mine);
     }
 
-    /// Marks the live threads that write pages in the background (roles
-    /// [`Role::PageWriter`] and [`Role::Checkpointer`]) in the programs'
-    /// per-thread entries: their data-file writes are then counted apart
-    /// from the foreground threads' (a user thread's single-page flush,
-    /// PostgreSQL's backend writes).
+    /// Marks, in the programs' per-thread entries, which live threads write
+    /// in the background: every thread whose role is not one of the
+    /// profile's `foreground_roles` (a page cleaner, a checkpointer, a task
+    /// pool's thread, a thread no rule names); their data-file writes are
+    /// then counted apart from the foreground's (a user thread's
+    /// single-page flush, PostgreSQL's backend writes). Each window marks
+    /// again, so a thread whose role changed is counted by its new one.
     fn mark_background_writers(&self, live: Option<&HashMap<u32, String>>) {
         if let Some(live) = live {
-            let writers = live
-                .keys()
-                .copied()
-                .filter(|&t| matches!(self.role(t), Role::PageWriter | Role::Checkpointer));
-            map_reads::mark_background_writers(&self.probes, writers);
+            let marks = live.keys().map(|&t| {
+                let background = !self.profile.foreground_roles.contains(&self.role(t));
+                (t, background)
+            });
+            map_reads::mark_background_writers(&self.probes, marks);
         }
     }
 

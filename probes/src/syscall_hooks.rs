@@ -118,7 +118,7 @@ pub(crate) fn attach(
 }
 
 /// The tracefs mount points aya looks at, in its order.
-const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+pub(crate) const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
 /// Why the per-syscall tracepoints cannot be attached here, or `None` when
 /// tracefs lists every one of them.

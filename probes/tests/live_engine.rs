@@ -24,9 +24,15 @@ mod misses;
 mod named;
 #[path = "live_engine/page_reads.rs"]
 mod page_reads;
+#[path = "live_engine/ring.rs"]
+mod ring;
 
 fn main() {
     if let Ok(mode) = std::env::var(child::CHILD_ENV) {
+        if mode == ring::MODE {
+            ring::run_child();
+            return;
+        }
         child::run(&mode);
         return;
     }

@@ -152,6 +152,85 @@ fn commits_and_wal_syncs_agree_with_pg_stats() {
     );
 }
 
+/// Page writes split by caller, against `pg_stat_bgwriter`: with
+/// shared_buffers far below the table, the backends write the dirty
+/// buffers they evict and the pages they extend relations by
+/// (`buffers_backend`), the background writer cleans ahead
+/// (`buffers_clean`) and a checkpoint writes the rest
+/// (`buffers_checkpoint`). The probes' data-file writes by the background
+/// writer and the checkpointer are the last two, everything else's the
+/// first (the profile's `foreground_roles`).
+#[test]
+fn page_writes_split_as_pg_stat_bgwriter_counts_them() {
+    if pg_cluster::skip("page_writes_split_as_pg_stat_bgwriter_counts_them") {
+        return;
+    }
+    let pg = Cluster::start(
+        &[
+            "autovacuum=off",
+            "shared_buffers=1MB",
+            "bgwriter_delay=10ms",
+            "bgwriter_lru_maxpages=1000",
+            "checkpoint_timeout=1h",
+            "max_wal_size=4GB",
+        ],
+        None,
+    );
+    pg.prepare_sysbench("sbtest", 50_000);
+    pg.sql("postgres", "CHECKPOINT");
+    let stats = || {
+        let row = pg.sql(
+            "postgres",
+            "SELECT buffers_checkpoint, buffers_clean, buffers_backend FROM pg_stat_bgwriter",
+        );
+        let v: Vec<u64> = row.split('|').map(|x| x.parse().unwrap()).collect();
+        (v[0], v[1], v[2])
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut s = attach(pg.pid).expect("attach to the postmaster");
+    let (k0, c0, b0) = stats();
+    let mut bench = pg.sysbench("sbtest", 4, 4, 50_000, "run").spawn().unwrap();
+    let mut ws = windows_until(&mut s, Duration::from_millis(500), || {
+        bench.try_wait().unwrap().is_some()
+    });
+    assert!(bench.wait().unwrap().success());
+    pg.sql("postgres", "CHECKPOINT");
+    // The checkpointer reports its statistics, the backends' writes among
+    // them, after the checkpoint; the background writer every round.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (k1, c1, b1) = stats();
+    ws.push(s.window().unwrap());
+    let data = |f: fn(&redoctor_probes::signals::FileIo) -> u64| -> u64 {
+        ws.iter()
+            .filter_map(|w| w.io.get(&FileKind::Data))
+            .map(f)
+            .sum()
+    };
+    let writes = data(|f| f.write_calls);
+    let background = data(|f| f.background_write_calls);
+    let foreground = writes - background;
+    let (checkpoint, clean, backend) = (k1 - k0, c1 - c0, b1 - b0);
+    eprintln!(
+        "data-file writes: probes {background} by the background writer and checkpointer, \
+         {foreground} by the others; pg_stat_bgwriter: {checkpoint} checkpoint + {clean} clean, \
+         {backend} backend"
+    );
+    assert!(
+        backend > 200 && clean + checkpoint > 200,
+        "too few writes to tell: {checkpoint} checkpoint, {clean} clean, {backend} backend"
+    );
+    // Slack: pg_control (the checkpointer) and the relation cache's init
+    // files (new backends) are data-file writes outside the buffer pool.
+    assert!(
+        within(background, checkpoint + clean, 0.01),
+        "background writes: probes {background}, pg_stat_bgwriter {checkpoint} + {clean}"
+    );
+    assert!(
+        within(foreground, backend, 0.01),
+        "foreground writes: probes {foreground}, pg_stat_bgwriter buffers_backend {backend}"
+    );
+}
+
 #[test]
 fn a_pid_that_is_not_a_postmaster_is_refused_with_the_fix() {
     if pg_cluster::skip("a_pid_that_is_not_a_postmaster_is_refused_with_the_fix") {

@@ -321,7 +321,7 @@ pub const SIGNALS: &[SignalDef] = &[
     def(
         "data_writes_by_others_share",
         "",
-        "share of data-file write calls made in the foreground, by threads other than the background writers (page cleaners, checkpointers, PostgreSQL's background writer): on InnoDB-style engines user threads flushing a page themselves for want of a free one (single-page flushes), on PostgreSQL the backends' writes (buffers_backend); 0 without data writes",
+        "share of data-file write calls made in the foreground, by the threads that run transactions (the profile's foreground_roles; not page cleaners, checkpointers, PostgreSQL's background writer or MariaDB's task pool): on InnoDB-style engines user threads flushing a page themselves for want of a free one (single-page flushes), on PostgreSQL the backends' writes (buffers_backend); 0 without data writes",
         |t| {
             ratio(
                 t.data.write_calls.saturating_sub(t.data.background_write_calls) as f64,

@@ -264,10 +264,12 @@ pub struct FileIo {
     /// Their latency histogram.
     #[serde(default)]
     pub read_latency: Histogram,
-    /// Of `write_calls`, those made by the threads that write pages in the
-    /// background (page cleaners, checkpointers, PostgreSQL's background
-    /// writer); the rest were made in the foreground (on data files: user
-    /// threads flushing a page themselves, PostgreSQL's backends).
+    /// Of `write_calls`, those made in the background: by any thread that
+    /// runs no transactions (page cleaners, checkpointers, PostgreSQL's
+    /// background writer, MariaDB's task pool; the profile's
+    /// `foreground_roles` say which do); the rest were made in the
+    /// foreground (on data files: user threads flushing a page themselves,
+    /// PostgreSQL's backends).
     #[serde(default)]
     pub background_write_calls: u64,
     /// The bytes they wrote.

@@ -107,10 +107,10 @@ struct thread_sched {
 	__u64 call_start_ns; /* when the traced syscall it is in began */
 	__u32 call_fd;       /* that call's descriptor */
 	__u32 call_kind;     /* enum call_kind of that call; 0 = in none */
-	__u32 background_writer; /* set by user space: the thread writes pages in
-				  * the background (a page cleaner, a checkpointer,
-				  * PostgreSQL's background writer); its writes
-				  * are counted apart */
+	__u32 background_writer; /* set by user space: the thread runs no
+				  * transactions (a page cleaner, a checkpointer,
+				  * PostgreSQL's background writer, a task pool);
+				  * its writes are counted apart */
 	__u32 pad;
 };
 
@@ -645,19 +645,39 @@ static __always_inline void fd_file(struct proc_fd *k)
 	k->dev = BPF_CORE_READ(inode, i_sb, s_dev);
 }
 
+/* The key of descriptor `fd` of the current process: the descriptor, and
+ * with follow_children the process and the file it names now. */
+static __always_inline void fd_key(__u32 fd, struct proc_fd *k)
+{
+	k->tgid = bpf_get_current_pid_tgid() >> 32;
+	k->fd = fd;
+	k->ino = 0;
+	k->dev = 0;
+	k->pad = 0;
+	if (follow_children)
+		fd_file(k);
+}
+
+/* The totals kept under key `k` (from fd_key, in any context: a ring's
+ * completion may run in another process). */
+static __always_inline struct fd_io *fd_stats_of(struct proc_fd *k)
+{
+	static const struct fd_io zero;
+	if (follow_children)
+		return lookup_or_init(&io_by_proc_fd, k, &zero);
+	__u32 fd = k->fd;
+	if (fd < FD_SLOTS)
+		return bpf_map_lookup_elem(&io_by_fd_slots, &fd);
+	return lookup_or_init(&io_by_fd, &fd, &zero);
+}
+
 /* The totals of descriptor `fd` of the current process (with
  * follow_children: of the file it names now). */
 static __always_inline struct fd_io *fd_stats(__u32 fd)
 {
-	static const struct fd_io zero;
-	if (follow_children) {
-		struct proc_fd k = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd };
-		fd_file(&k);
-		return lookup_or_init(&io_by_proc_fd, &k, &zero);
-	}
-	if (fd < FD_SLOTS)
-		return bpf_map_lookup_elem(&io_by_fd_slots, &fd);
-	return lookup_or_init(&io_by_fd, &fd, &zero);
+	struct proc_fd k;
+	fd_key(fd, &k);
+	return fd_stats_of(&k);
 }
 
 /* x86-64 syscall numbers. */
@@ -875,6 +895,162 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		write_exit((__u32)cur, regs->di, ctx->args[1]);
 	else if (kind == CALL_FSYNC || kind == CALL_READ)
 		timed_exit((__u32)cur, ctx->args[1]);
+	return 0;
+}
+
+/* ---- io_uring: reads and writes submitted through a ring ---------------
+ *
+ * A server with native asynchronous IO (MariaDB's InnoDB on liburing) writes
+ * and reads its pages through an io_uring, not through write and pread
+ * syscalls. A request is followed by its address from submission (the
+ * submitting thread, so a background writer's requests are counted apart,
+ * and the time) through the lookup of its file (the descriptor, resolved
+ * in the process: the submitter or one of its io-wq workers, which share
+ * its descriptor table) to its completion (the bytes, in whatever context
+ * the completion runs), where it joins its file's totals like a write or a
+ * positional read syscall. A request on a registered (fixed) file never
+ * looks its descriptor up and is not counted. The records are the
+ * tracepoints' (tracefs formats checked by the loader). */
+
+/* IORING_OP_* of include/uapi/linux/io_uring.h. */
+#define RING_OP_READV 1
+#define RING_OP_WRITEV 2
+#define RING_OP_READ_FIXED 4
+#define RING_OP_WRITE_FIXED 5
+#define RING_OP_READ 22
+#define RING_OP_WRITE 23
+#define RING_INFLIGHT 8192
+
+struct ring_req {
+	__u64 start_ns;      /* submitted at */
+	__u32 kind;          /* CALL_WRITE or CALL_READ */
+	__u32 background;    /* submitted by a marked background writer */
+	__u32 has_file;      /* its descriptor was looked up */
+	__u32 pad;
+	struct proc_fd file; /* fd_key of that descriptor */
+};
+
+/* Requests in flight by address (an LRU: a request whose completion is
+ * never posted, IOSQE_CQE_SKIP_SUCCESS, ages out). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RING_INFLIGHT);
+	__type(key, __u64);
+	__type(value, struct ring_req);
+} ring_inflight SEC(".maps");
+
+/* io_uring/io_uring_submit_req: ctx, req, user_data, opcode (u8), ... */
+struct ring_submit_rec {
+	__u64 common;
+	__u64 ctx;
+	__u64 req;
+	__u64 user_data;
+	__u8 opcode;
+};
+
+/* io_uring/io_uring_file_get: ctx, req, user_data, fd */
+struct ring_file_rec {
+	__u64 common;
+	__u64 ctx;
+	__u64 req;
+	__u64 user_data;
+	__s32 fd;
+};
+
+/* io_uring/io_uring_complete: ctx, req, user_data, res, ... */
+struct ring_complete_rec {
+	__u64 common;
+	__u64 ctx;
+	__u64 req;
+	__u64 user_data;
+	__s32 res;
+};
+
+static __always_inline __u32 ring_kind(__u8 op)
+{
+	switch (op) {
+	case RING_OP_WRITEV:
+	case RING_OP_WRITE_FIXED:
+	case RING_OP_WRITE:
+		return CALL_WRITE;
+	case RING_OP_READV:
+	case RING_OP_READ_FIXED:
+	case RING_OP_READ:
+		return CALL_READ;
+	default:
+		return 0;
+	}
+}
+
+SEC("tracepoint/io_uring/io_uring_submit_req")
+int ring_submit(struct ring_submit_rec *ctx)
+{
+	if (empty_programs)
+		return 0;
+	__u64 cur = bpf_get_current_pid_tgid();
+	if (!tracked((__u32)(cur >> 32)))
+		return 0;
+	__u32 kind = ring_kind(ctx->opcode);
+	if (!kind)
+		return 0;
+	struct ring_req r = {
+		.start_ns = bpf_ktime_get_ns(),
+		.kind = kind,
+		.background = background_writer((__u32)cur),
+	};
+	__u64 req = ctx->req;
+	bpf_map_update_elem(&ring_inflight, &req, &r, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/io_uring/io_uring_file_get")
+int ring_file_get(struct ring_file_rec *ctx)
+{
+	if (empty_programs)
+		return 0;
+	__u64 req = ctx->req;
+	struct ring_req *r = bpf_map_lookup_elem(&ring_inflight, &req);
+	if (!r || r->has_file || ctx->fd < 0)
+		return 0;
+	fd_key((__u32)ctx->fd, &r->file);
+	r->has_file = 1;
+	return 0;
+}
+
+SEC("tracepoint/io_uring/io_uring_complete")
+int ring_complete(struct ring_complete_rec *ctx)
+{
+	if (empty_programs)
+		return 0;
+	__u64 req = ctx->req;
+	struct ring_req *p = bpf_map_lookup_elem(&ring_inflight, &req);
+	if (!p)
+		return 0;
+	struct ring_req r = *p;
+	bpf_map_delete_elem(&ring_inflight, &req);
+	__s64 res = ctx->res;
+	if (!r.has_file || res < 0)
+		return 0;
+	struct fd_io *s = fd_stats_of(&r.file);
+	if (!s)
+		return 0;
+	if (r.kind == CALL_WRITE) {
+		__sync_fetch_and_add(&s->write_calls, 1);
+		__sync_fetch_and_add(&s->write_bytes, res);
+		if (r.background) {
+			__sync_fetch_and_add(&s->background_write_calls, 1);
+			__sync_fetch_and_add(&s->background_write_bytes, res);
+		}
+		return 0;
+	}
+	__u64 ns = bpf_ktime_get_ns() - r.start_ns;
+	__u32 b = log2_bucket(ns);
+	if (b >= READ_BUCKETS)
+		b = READ_BUCKETS - 1;
+	__sync_fetch_and_add(&s->read_calls, 1);
+	__sync_fetch_and_add(&s->read_bytes, res);
+	__sync_fetch_and_add(&s->read_ns, ns);
+	__sync_fetch_and_add(&s->read_ns_log2[b & (READ_BUCKETS - 1)], 1);
 	return 0;
 }
 

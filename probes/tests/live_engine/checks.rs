@@ -75,6 +75,10 @@ pub fn run_all() {
             crate::page_reads::page_writes_split_by_caller,
         ),
         (
+            "ring_requests_are_counted_by_file_and_caller",
+            crate::ring::ring_requests_are_counted_by_file_and_caller,
+        ),
+        (
             "bcc_runqlat_and_syscount_agree",
             crate::bcc::runqlat_and_syscount_agree,
         ),

@@ -11,7 +11,7 @@ use redoctor_engine::{Engine, EngineOptions, RedoMode};
 use redoctor_workload::{self as workload, RunConfig, WorkloadKind};
 
 pub const CHILD_ENV: &str = "REDOCTOR_PROBES_CHILD";
-const DIR_ENV: &str = "REDOCTOR_PROBES_DIR";
+pub const DIR_ENV: &str = "REDOCTOR_PROBES_DIR";
 const USERS_ENV: &str = "REDOCTOR_PROBES_USERS";
 const SECS_ENV: &str = "REDOCTOR_PROBES_SECS";
 /// Rows per table (1000 if unset): fewer rows, more row-lock waits.
