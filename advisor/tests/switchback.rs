@@ -74,12 +74,15 @@ fn covariate_plan(seed: u64) -> Plan {
     }
 }
 
+/// Kept in at least 3 of 4 trials (31 of 40 on these seeds; 32 before
+/// the small-sample corrections of the long-run test, whose level was then
+/// twice its nominal at a first look's blocks).
 #[test]
 fn a_five_percent_better_candidate_is_kept() {
     let r = outcomes(10_500.0, 40, host);
     let kept = r.iter().filter(|t| t.outcome == Outcome::Kept).count();
     assert!(
-        kept >= 32,
+        kept >= 30,
         "kept {kept} of 40: {:?}",
         r.iter().map(|t| &t.reason).collect::<Vec<_>>()
     );
@@ -240,6 +243,41 @@ fn the_analysis_holds_under_serial_correlation_and_a_naive_one_does_not() {
         n >= 0.15 && n > 2.0 * h,
         "naive rejected {n}, Newey–West {h}"
     );
+}
+
+/// At the few blocks of a trial's first looks (12 to 24), the long-run
+/// variance is itself noisy and biased low: without the small-sample
+/// corrections (ρ's bias, the fixed-b critical value) a nominal 5% test
+/// rejected 11.7% of white-noise runs at 12 blocks and 12.3% at AR(1)
+/// ρ = 0.3. With them it keeps close to 5%.
+#[test]
+fn the_analysis_keeps_its_level_at_few_blocks() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let z = Normal::new(0.0, 1.0).unwrap();
+    for rho in [0.0, 0.3] {
+        for n in [12usize, 16, 24] {
+            let runs = 4000;
+            let mut rejected = 0;
+            for _ in 0..runs {
+                let mut x = z.sample(&mut rng) / f64::sqrt(1.0 - rho * rho);
+                let d: Vec<f64> = (0..n)
+                    .map(|_| {
+                        x = rho * x + z.sample(&mut rng);
+                        0.05 * x
+                    })
+                    .collect();
+                let lag = redoctor_advisor::experiment::nw_lag(n);
+                if hac_look(&d, 0.05, lag).unwrap().p_value < 0.05 {
+                    rejected += 1;
+                }
+            }
+            let size = rejected as f64 / runs as f64;
+            assert!(
+                size <= 0.07,
+                "ρ = {rho}, {n} blocks: a 5% test rejected {size}"
+            );
+        }
+    }
 }
 
 /// A host whose noise is mostly the disk's (as this one's at the demo
