@@ -30,8 +30,12 @@ is on (~3 min), unless `--calibration FILE` names one already made or
 `--priors` asks for the model's uncalibrated priors (the bench before
 2026-11-27).
 
+`--pause-file PATH` (as `advisor/bench/eval/measure.py`): while PATH
+exists another job holds the CPUs, so no run starts, and a run that
+overlapped one is run again (an agent run with a fresh state directory).
+
 Usage: agent/bench/phase.py [AGENT_RUNS] [--static-repeats R] [--json OUT]
-           [--calibration FILE | --priors]
+           [--calibration FILE | --priors] [--pause-file /tmp/redoctor-busy]
        (each static configuration runs R times, interleaved with the agent
        runs; R = 2 or more resolves phase B, where nothing pools; root; release build:
        cargo build --release -p redoctor-engine-cli -p redoctor-agent;
@@ -51,6 +55,8 @@ import tempfile
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "advisor", "bench", "eval"))
+from measure import quiet_cell  # noqa: E402  (the pause-file protocol)
 ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
 AGENT = os.path.join(ROOT, "target/release/redoctor")
 PHASES = [("A", 4, 40), ("B", 256, 40)]
@@ -239,6 +245,7 @@ def main():
     ap.add_argument("--static-repeats", type=int, default=1, metavar="R")
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--rescore", metavar="SAVED.json")
+    ap.add_argument("--pause-file")
     how = ap.add_mutually_exclusive_group()
     how.add_argument("--calibration", metavar="FILE")
     how.add_argument("--priors", action="store_true")
@@ -258,8 +265,9 @@ def main():
     if not priors and calibration is None:
         calibration = os.path.join(work, "calibration.json")
         print("calibrating this host (redoctor calibrate, ~3 min) ...", flush=True)
-        subprocess.run([AGENT, "calibrate", "--workdir", work, "--out", calibration],
-                       check=True, stdout=subprocess.DEVNULL)
+        quiet_cell(a, lambda: subprocess.run(
+            [AGENT, "calibrate", "--workdir", work, "--out", calibration],
+            check=True, stdout=subprocess.DEVNULL))
     socket = os.path.join(work, "s.sock")
     engine = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(work, "data"),
                                "--socket", socket, "--redo-threads", "on"],
@@ -277,15 +285,23 @@ def main():
         agents = []
         queue = [n for _ in range(repeats) for n in CONFIGS]
         per_agent = -(-len(queue) // runs)
+        attempts = iter(range(1 << 30))  # a fresh agent state for every attempt
+
+        def one_agent():
+            return agent_run(socket, engine.pid, defaults, work, next(attempts), calibration)
+
+        def one_static(n):
+            apply(socket, defaults)
+            apply(socket, CONFIGS[n])
+            return [p[2] for p in two_phases(socket)]
+
         for i in range(runs):
-            agents.append(agent_run(socket, engine.pid, defaults, work, i, calibration))
+            agents.append(quiet_cell(a, one_agent))
             print(f"agent run {i + 1}: " + "; ".join(
                 f"{p['phase']}: {p['held']} {p['tps']:.0f} TPS, {p['kept']} kept" for p in agents[-1]),
                 flush=True)
             for n in queue[i * per_agent:(i + 1) * per_agent]:
-                apply(socket, defaults)
-                apply(socket, CONFIGS[n])
-                statics[n].append([p[2] for p in two_phases(socket)])
+                statics[n].append(quiet_cell(a, one_static, n))
                 print(f"static {n}: " + ", ".join(f"{t:.0f}" for t in statics[n][-1]), flush=True)
     finally:
         engine.send_signal(signal.SIGTERM)
