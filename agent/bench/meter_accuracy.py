@@ -35,14 +35,13 @@ import argparse
 import json
 import math
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from meter_power import ENGINE, REDOCTOR, commits, mysql, unbusy, welch_ci  # noqa: E402
+from meter_power import (commits, diagnose_trial, mysql, start_engine,  # noqa: E402
+                         unbusy, welch_ci)
 
 Z975 = 1.959964
 REDO = "innodb_log_writer_threads"
@@ -67,27 +66,6 @@ SCENARIOS = [
 ]
 
 
-def start(workload, users, d):
-    sock = os.path.join(d, "admin.sock")
-    p = subprocess.Popen(
-        [ENGINE, "run", "--datadir", os.path.join(d, "data"), "--admin-socket", sock,
-         "--workload", workload, "--users", str(users), "--warmup", "0",
-         "--duration", "100000", "--redo-threads", "on"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    for _ in range(600):
-        if os.path.exists(sock):
-            try:
-                commits(sock)
-                time.sleep(3)  # the load settles
-                return p, sock
-            except subprocess.CalledProcessError:
-                pass
-        time.sleep(0.1)
-    p.kill()
-    sys.exit("the engine did not start its admin socket")
-
-
 def value(sock, knob):
     return mysql(sock, f"SELECT @@{knob}").strip()
 
@@ -107,16 +85,9 @@ def phase(sock, knob, v, secs):
 
 
 def trial(args, pid, sock, knob, v):
-    out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
-    cmd = [REDOCTOR, "diagnose", "--pid", str(pid), "--socket", sock, "--duration", "1s",
-           "--model-priors", "--format", "json", "--out", out, "--trial",
-           "--trial-max", f"{args.budget}s", "--candidate", f"{knob}={v}",
-           "--state", out + ".state"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return {"error": p.stderr.strip()[-400:]}
-    t = json.load(open(out))["trial"]
-    os.unlink(out)
+    t, failed = diagnose_trial(pid, sock, f"{knob}={v}", args.budget)
+    if failed:
+        return {"error": failed}
     est = t.get("estimate") or {}
     return {
         "outcome": t["outcome"], "reason": t["reason"], "elapsed_s": t["elapsed_s"],
@@ -130,7 +101,7 @@ def scenario(args, spec, workdir):
     name, workload, users, storage, knob, cand = spec
     parent = "/dev/shm" if storage == "tmpfs" else workdir
     with tempfile.TemporaryDirectory(dir=parent) as d:
-        proc, sock = start(workload, users, d)
+        proc, sock = start_engine(d, workload, users, ["--redo-threads", "on"])
         try:
             base_v = value(sock, knob)
             base, cands, tr = [], [], None

@@ -59,12 +59,14 @@ def commits(socket):
     return int(mysql(socket, "SHOW GLOBAL STATUS LIKE 'Com_commit'").split()[1])
 
 
-def start(args, d):
+def start_engine(d, workload, users, extra=()):
+    """A `redoctor-engine run` of `workload` at `users` users with its data
+    and admin socket in `d`, settled: (process, socket)."""
     sock = os.path.join(d, "admin.sock")
     p = subprocess.Popen(
         [ENGINE, "run", "--datadir", os.path.join(d, "data"), "--admin-socket", sock,
-         "--workload", args.workload, "--users", str(args.users), "--warmup", "0",
-         "--duration", "100000"],
+         "--workload", workload, "--users", str(users), "--warmup", "0",
+         "--duration", "100000", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     for _ in range(600):
@@ -78,6 +80,10 @@ def start(args, d):
         time.sleep(0.1)
     p.kill()
     sys.exit("the engine did not start its admin socket")
+
+
+def start(args, d):
+    return start_engine(d, args.workload, args.users)
 
 
 def phase(sock, spin, secs):
@@ -120,19 +126,28 @@ def welch_ci(a, b):
     return math.exp(d), math.exp(d - t * se), math.exp(d + t * se)
 
 
-def trial(args, pid, sock, spin):
+def diagnose_trial(pid, sock, candidate, budget, extra=()):
+    """One `redoctor diagnose --trial --candidate CANDIDATE` as an operator
+    would run it: (the report's `trial` object, None), or (None, why the
+    run failed)."""
     out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
     cmd = [REDOCTOR, "diagnose", "--pid", str(pid), "--socket", sock, "--duration", "1s",
            "--model-priors", "--format", "json", "--out", out, "--trial",
-           "--trial-max", f"{args.budget}s", "--candidate", f"{KNOB}={spin}",
-           "--trial-design", args.design, "--state", out + ".state"]
-    if args.covariate:
-        cmd.append("--trial-covariate")
+           "--trial-max", f"{budget}s", "--candidate", candidate,
+           "--state", out + ".state", *extra]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        return {"error": p.stderr.strip()[-400:]}
+        return None, p.stderr.strip()[-400:]
     t = json.load(open(out))["trial"]
     os.unlink(out)
+    return t, None
+
+
+def trial(args, pid, sock, spin):
+    extra = ["--trial-design", args.design] + (["--trial-covariate"] if args.covariate else [])
+    t, failed = diagnose_trial(pid, sock, f"{KNOB}={spin}", args.budget, extra)
+    if failed:
+        return {"error": failed}
     est = t.get("estimate") or {}
     return {
         "outcome": t["outcome"], "reason": t["reason"], "elapsed_s": t["elapsed_s"],

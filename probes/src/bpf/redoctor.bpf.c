@@ -728,6 +728,30 @@ static __always_inline void timed_enter(__u32 tid, __u64 fd, long nr, __u32 kind
 		       : nr == NR_fdatasync ? CALL_FDATASYNC : CALL_FSYNC;
 }
 
+/* A read of `bytes` that took `ns` joins the totals `s`. */
+static __always_inline void count_read(struct fd_io *s, __s64 bytes, __u64 ns)
+{
+	__u32 b = log2_bucket(ns);
+	if (b >= READ_BUCKETS)
+		b = READ_BUCKETS - 1;
+	__sync_fetch_and_add(&s->read_calls, 1);
+	__sync_fetch_and_add(&s->read_bytes, bytes);
+	__sync_fetch_and_add(&s->read_ns, ns);
+	__sync_fetch_and_add(&s->read_ns_log2[b & (READ_BUCKETS - 1)], 1);
+}
+
+/* A write of `bytes` joins the totals `s`, apart too when a background
+ * writer made it. */
+static __always_inline void count_write(struct fd_io *s, __s64 bytes, bool background)
+{
+	__sync_fetch_and_add(&s->write_calls, 1);
+	__sync_fetch_and_add(&s->write_bytes, bytes);
+	if (background) {
+		__sync_fetch_and_add(&s->background_write_calls, 1);
+		__sync_fetch_and_add(&s->background_write_bytes, bytes);
+	}
+}
+
 /* A timed call returns `ret`: add it to its descriptor's totals (a read
  * only when it succeeded; an fsync whatever its result). */
 static __always_inline void timed_exit(__u32 tid, __s64 ret)
@@ -747,13 +771,7 @@ static __always_inline void timed_exit(__u32 tid, __s64 ret)
 	if (!s)
 		return;
 	if (kind == CALL_READ) {
-		__u32 b = log2_bucket(ns);
-		if (b >= READ_BUCKETS)
-			b = READ_BUCKETS - 1;
-		__sync_fetch_and_add(&s->read_calls, 1);
-		__sync_fetch_and_add(&s->read_bytes, ret);
-		__sync_fetch_and_add(&s->read_ns, ns);
-		__sync_fetch_and_add(&s->read_ns_log2[b & (READ_BUCKETS - 1)], 1);
+		count_read(s, ret, ns);
 		return;
 	}
 	__sync_fetch_and_add(&s->fsync_calls, 1);
@@ -790,12 +808,7 @@ static __always_inline void write_exit(__u32 tid, __u64 fd, __s64 ret)
 	struct fd_io *s = fd_stats(fd);
 	if (!s)
 		return;
-	__sync_fetch_and_add(&s->write_calls, 1);
-	__sync_fetch_and_add(&s->write_bytes, ret);
-	if (background_writer(tid)) {
-		__sync_fetch_and_add(&s->background_write_calls, 1);
-		__sync_fetch_and_add(&s->background_write_bytes, ret);
-	}
+	count_write(s, ret, background_writer(tid));
 }
 
 /* Two ways to see the traced syscalls; the loader attaches one pair.
@@ -1034,23 +1047,10 @@ int ring_complete(struct ring_complete_rec *ctx)
 	struct fd_io *s = fd_stats_of(&r.file);
 	if (!s)
 		return 0;
-	if (r.kind == CALL_WRITE) {
-		__sync_fetch_and_add(&s->write_calls, 1);
-		__sync_fetch_and_add(&s->write_bytes, res);
-		if (r.background) {
-			__sync_fetch_and_add(&s->background_write_calls, 1);
-			__sync_fetch_and_add(&s->background_write_bytes, res);
-		}
-		return 0;
-	}
-	__u64 ns = bpf_ktime_get_ns() - r.start_ns;
-	__u32 b = log2_bucket(ns);
-	if (b >= READ_BUCKETS)
-		b = READ_BUCKETS - 1;
-	__sync_fetch_and_add(&s->read_calls, 1);
-	__sync_fetch_and_add(&s->read_bytes, res);
-	__sync_fetch_and_add(&s->read_ns, ns);
-	__sync_fetch_and_add(&s->read_ns_log2[b & (READ_BUCKETS - 1)], 1);
+	if (r.kind == CALL_WRITE)
+		count_write(s, res, r.background);
+	else
+		count_read(s, res, bpf_ktime_get_ns() - r.start_ns);
 	return 0;
 }
 
