@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from meter_power import (commits, diagnose_trial, mysql, start_engine,  # noqa: E402
-                         unbusy, welch_ci)
+                         trial_summary, unbusy, welch_ci)
 
 Z975 = 1.959964
 REDO = "innodb_log_writer_threads"
@@ -88,13 +88,7 @@ def trial(args, pid, sock, knob, v):
     t, failed = diagnose_trial(pid, sock, f"{knob}={v}", args.budget)
     if failed:
         return {"error": failed}
-    est = t.get("estimate") or {}
-    return {
-        "outcome": t["outcome"], "reason": t["reason"], "elapsed_s": t["elapsed_s"],
-        "design": (t.get("plan") or {}).get("design"), "estimate": est.get("mean_ratio"),
-        "ci": [est.get("ci_low"), est.get("ci_high")],
-        "resolution": (t.get("resolving_power") or {}).get("detectable"),
-    }
+    return dict(trial_summary(t), design=(t.get("plan") or {}).get("design"))
 
 
 def scenario(args, spec, workdir):

@@ -143,20 +143,23 @@ def diagnose_trial(pid, sock, candidate, budget, extra=()):
     return t, None
 
 
+def trial_summary(t):
+    """What a bench keeps of a report's `trial` object."""
+    est = t.get("estimate") or {}
+    return {
+        "outcome": t["outcome"], "reason": t["reason"], "elapsed_s": t["elapsed_s"],
+        "estimate": est.get("mean_ratio"), "ci": [est.get("ci_low"), est.get("ci_high")],
+        "resolution": (t.get("resolving_power") or {}).get("detectable"),
+    }
+
+
 def trial(args, pid, sock, spin):
     extra = ["--trial-design", args.design] + (["--trial-covariate"] if args.covariate else [])
     t, failed = diagnose_trial(pid, sock, f"{KNOB}={spin}", args.budget, extra)
     if failed:
         return {"error": failed}
-    est = t.get("estimate") or {}
-    return {
-        "outcome": t["outcome"], "reason": t["reason"], "elapsed_s": t["elapsed_s"],
-        "units": len(t["log_ratios"]), "estimate": est.get("mean_ratio"),
-        "ci": [est.get("ci_low"), est.get("ci_high")],
-        "resolution": (t.get("resolving_power") or {}).get("detectable"),
-        "adjustment": t.get("adjustment"),
-        "unadjusted": t.get("unadjusted"),
-    }
+    return dict(trial_summary(t), units=len(t["log_ratios"]),
+                adjustment=t.get("adjustment"), unadjusted=t.get("unadjusted"))
 
 
 def main():
