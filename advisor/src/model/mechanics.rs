@@ -488,8 +488,8 @@ struct Solved {
 /// threads' share of them (an open class), lock waits as a delay inside
 /// the engine, the commit wait as a delay outside it (inside a throttle's
 /// slot), a cap or throttle as the limit of users admitted.
-/// `x` is the rate (commits/s) the log threads' share is taken at: the
-/// callers iterate it to a fixed point with the group and the hand-offs.
+/// The callers iterate it to a fixed point with the group and the
+/// hand-offs.
 #[allow(clippy::too_many_arguments)]
 fn solve(
     p: &Params,
@@ -499,7 +499,6 @@ fn solve(
     users: f64,
     group: f64,
     hop: f64,
-    x: f64,
 ) -> Solved {
     let servers = i.cores.round().max(1.0) as usize;
     let capacity = p.usable_cpu * i.cores / servers as f64;
@@ -516,33 +515,81 @@ fn solve(
         (k.lock_wait + gate, latency)
     };
     let user_cpu = (k.cpu - k.log_cpu).max(1e-3);
-    // The log threads' utilisation of the servers at the rate, at most
-    // their share of saturated CPUs (`log / cpu`: the users need the
-    // rest), so the solution never exceeds the CPUs' supply; iterated from
-    // the caller's rate, damped.
-    let saturated_share = k.log_cpu / k.cpu.max(1e-9);
-    let mut x = x;
-    let mut out = None;
-    // Without log threads (RT0) one solve is the answer.
-    let rounds = if k.log_cpu > 0.0 { 3 } else { 1 };
-    for _ in 0..rounds {
-        let u_log = (x / 1e6 * k.log_cpu / (servers as f64 * capacity)).min(saturated_share);
+    let at = |u_log: f64| {
         let demand = user_cpu / capacity / (1.0 - u_log);
         let (rate_us, at_cpu) = network(limit, n, demand, servers, inner_delay, outer);
-        let queue = rate_us * at_cpu;
-        x = if x > 0.0 {
-            (x * rate_us * 1e6).sqrt()
-        } else {
-            rate_us * 1e6
-        };
-        out = Some(Solved {
-            x: rate_us * 1e6,
-            runq_wait: (at_cpu - demand).max(0.0),
-            waiting_per_cpu: ((queue - servers as f64) / servers as f64).max(0.0),
-            latency,
-        });
+        (rate_us, at_cpu, demand)
+    };
+    // The log threads' utilisation of the servers at the rate they serve,
+    // at most their share of saturated CPUs (`log / cpu`: the users need
+    // the rest), so the solution never exceeds the CPUs' supply. The rate
+    // falls as their share rises, so the share has one fixed point,
+    // bracketed by none and the saturated share.
+    let saturated_share = k.log_cpu / k.cpu.max(1e-9);
+    let share_at =
+        |rate_us: f64| (rate_us * k.log_cpu / (servers as f64 * capacity)).min(saturated_share);
+    let u_log = if k.log_cpu > 0.0 {
+        fixed_share(|u| share_at(at(u).0) - u, saturated_share)
+    } else {
+        0.0
+    };
+    let (rate_us, at_cpu, demand) = at(u_log);
+    let queue = rate_us * at_cpu;
+    Solved {
+        x: rate_us * 1e6,
+        runq_wait: (at_cpu - demand).max(0.0),
+        waiting_per_cpu: ((queue - servers as f64) / servers as f64).max(0.0),
+        latency,
     }
-    out.expect("solved at least once")
+}
+
+/// The root in `[0, hi]` of `gap`, a decreasing function with
+/// `gap(0) ≥ 0 ≥ gap(hi)`: the log threads' share of the CPUs at which
+/// the rate it allows makes that share. Regula falsi with the Illinois
+/// halving (superlinear, and never leaves the bracket), to 1e-12 of a CPU.
+fn fixed_share(gap: impl Fn(f64) -> f64, hi: f64) -> f64 {
+    let (mut a, mut b) = (0.0, hi);
+    let (mut ga, mut gb) = (gap(a), gap(b));
+    if ga <= 0.0 {
+        return a;
+    }
+    if gb >= 0.0 {
+        return b;
+    }
+    let mut side = 0;
+    for _ in 0..100 {
+        let c = (a * gb - b * ga) / (gb - ga);
+        if (b - a) <= 1e-12 || !c.is_finite() {
+            break;
+        }
+        let gc = gap(c);
+        if gc == 0.0 {
+            return c;
+        }
+        if gc > 0.0 {
+            a = c;
+            ga = gc;
+            if side == 1 {
+                gb *= 0.5;
+            }
+            side = 1;
+        } else {
+            b = c;
+            gb = gc;
+            if side == -1 {
+                ga *= 0.5;
+            }
+            side = -1;
+        }
+        if gc.abs() <= 1e-12 {
+            break;
+        }
+    }
+    if ga.abs() < gb.abs() {
+        a
+    } else {
+        b
+    }
 }
 
 /// Throughput (per µs) and a transaction's CPU residence of `n` users with
@@ -594,14 +641,14 @@ fn hop_with_wait(p: &Params, k: &Costs, s: &Solved) -> f64 {
 fn evaluate(p: &Params, i: &Inputs, l: &Load, c: &Config, group: f64) -> Estimate {
     let k = costs(p, i, l, c, group);
     let mut hop = p.hop_us;
-    let mut s = solve(p, i, &k, c, l.users, group, hop, 0.0);
+    let mut s = solve(p, i, &k, c, l.users, group, hop);
     for _ in 0..5 {
         let next = 0.5 * hop + 0.5 * hop_with_wait(p, &k, &s);
         if (next - hop).abs() <= 1e-9 * hop {
             break;
         }
         hop = next;
-        s = solve(p, i, &k, c, l.users, group, hop, s.x);
+        s = solve(p, i, &k, c, l.users, group, hop);
     }
     estimate_of(p, i, l, c, group, &k, &s, hop)
 }
@@ -699,7 +746,7 @@ fn estimate_from(p: &Params, i: &Inputs, observed: &Estimate, c: &Config, cores:
     let mut group = i.group.clamp(1.0, max_group);
     let mut hop = observed.hop_us;
     let mut k = costs(p, &at, &l, c, group);
-    let mut s = solve(p, &at, &k, c, l.users, group, hop, observed.commits_per_s);
+    let mut s = solve(p, &at, &k, c, l.users, group, hop);
     if i.commits_per_s > 0.0 {
         for _ in 0..12 {
             let cycle_model = cycle_at(&at, c.redo_threads, hop);
@@ -716,7 +763,7 @@ fn estimate_from(p: &Params, i: &Inputs, observed: &Estimate, c: &Config, cores:
             if (group - before.0).abs() <= 1e-9 * group && (hop - before.1).abs() <= 1e-9 * hop {
                 break;
             }
-            s = solve(p, &at, &k, c, l.users, group, hop, s.x);
+            s = solve(p, &at, &k, c, l.users, group, hop);
         }
     }
     estimate_of(p, &at, &l, c, group, &k, &s, hop)

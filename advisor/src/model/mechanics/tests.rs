@@ -564,3 +564,47 @@ fn a_busy_flusher_takes_the_hand_offs_off_the_cycle() {
     let chain = cycle_us(&p, &idle, true) - cycle_us(&p, &idle, false);
     assert!((chain - 2.0 * p.hop_us).abs() < 1e-9, "{chain}");
 }
+
+/// The log threads' share of the CPUs is solved to its fixed point, not
+/// iterated a few rounds: with RT1's log threads taking most of the CPU
+/// (a 177-µs round per group of one, 1,682 users behind a cap of 4), the
+/// damped rounds stopped at rates above the CPUs' own bound and not
+/// monotone in their count (11,536 on 4 CPUs against a bound of 10,277,
+/// 14,019 on 5, 11,277 on 6), a case the property
+/// `more_cpus_never_lower_a_cpu_bound_prediction` found.
+#[test]
+fn the_log_threads_share_is_solved_to_its_fixed_point() {
+    let p = Params {
+        hop_us: 1.0,
+        switch_cpu_us: 1.260_674_695_969_546_7,
+        rt1_group_cpu_us: 176.990_892_337_758_02,
+        rt0_group_cpu_us: 5.241_135_154_870_234,
+        rt0_convoy_cpu_us: 13.101_056_671_799_885,
+        rt0_convoy_knee: 312.917_426_952_259_6,
+        gate_handoff_us: 33.758_003_513_143_51,
+        usable_cpu: 0.523_228_395_661_153_5,
+        runq_handoff: 0.1,
+    };
+    let i = world(&p, false, 4.0, 1682.235, 24.15, 20.0);
+    let c = Config {
+        redo_threads: true,
+        cap: 4,
+        throttle: 0,
+    };
+    let mut last = 0.0;
+    for cores in [4.0, 5.0, 6.0, 8.0] {
+        let e = estimate_on(&p, &i, &c, cores);
+        assert!(
+            e.commits_per_s <= e.cpu_bound * 1.001,
+            "{cores} CPUs: {} above the CPU bound {}",
+            e.commits_per_s,
+            e.cpu_bound
+        );
+        assert!(
+            e.commits_per_s >= last * 0.995,
+            "{cores} CPUs: {} after {last}",
+            e.commits_per_s
+        );
+        last = e.commits_per_s;
+    }
+}
