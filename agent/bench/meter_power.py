@@ -21,7 +21,12 @@ exists another job uses the CPUs, so the engine is stopped (SIGSTOP) and
 nothing is measured; a phase pair or trial that overlapped such a job
 (PATH.log grew) is measured again.
 
+With `--serve-threads N` the load is `redoctor-engine serve` under sysbench
+oltp_update_index with N threads (the issue's 4-user load) instead of
+`redoctor-engine run`'s own users; the trials attach to `serve`.
+
 Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
+       [--serve-threads N]
        [--spins 300,1000 (empty: A/A only)] [--trials 20] [--aa 40] [--budget 60]
        [--phases 5 (0: the trials' pooled unadjusted estimate stands for the truth)] [--phase 20] [--design auto] [--workdir /var/tmp]
        [--covariate (redoctor diagnose --trial-covariate)]
@@ -82,8 +87,40 @@ def start_engine(d, workload, users, extra=()):
     sys.exit("the engine did not start its admin socket")
 
 
+def start_serve(d, threads):
+    """`redoctor-engine serve` under sysbench oltp_update_index with
+    `threads` threads (sysbench's default 10,000-row table, run far beyond
+    the bench), settled: (server process, socket, sysbench process)."""
+    sock = os.path.join(d, "serve.sock")
+    p = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(d, "data"), "--socket", sock],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "serve.err"), "w"))
+    for _ in range(600):
+        if os.path.exists(sock):
+            try:
+                commits(sock)
+                break
+            except subprocess.CalledProcessError:
+                pass
+        time.sleep(0.1)
+    else:
+        p.kill()
+        sys.exit("redoctor-engine serve did not answer on its socket")
+    base = ["sysbench", "--db-driver=mysql", f"--mysql-socket={sock}", "--mysql-user=root",
+            "--mysql-db=sbtest", "oltp_update_index"]
+    subprocess.run(base + ["prepare"], capture_output=True, check=True)
+    sb = subprocess.Popen(base + [f"--threads={threads}", "--time=0", "run"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(5)  # the load settles
+    return p, sock, sb
+
+
 def start(args, d):
-    return start_engine(d, args.workload, args.users)
+    """The load: a `redoctor-engine run` (its own users) or, with
+    `--serve-threads N`, `serve` under sysbench. (engine process, admin
+    socket, sysbench process or None)."""
+    if args.serve_threads:
+        return start_serve(d, args.serve_threads)
+    return (*start_engine(d, args.workload, args.users), None)
 
 
 def phase(sock, spin, secs):
@@ -166,6 +203,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--users", type=int, default=64)
+    ap.add_argument("--serve-threads", type=int, default=0,
+                    help="`redoctor-engine serve` under sysbench oltp_update_index "
+                         "with this many threads instead of `run --users`")
     ap.add_argument("--workload", default="update_index")
     ap.add_argument("--spins", default="300,1000")
     ap.add_argument("--trials", type=int, default=20)
@@ -184,7 +224,7 @@ def main():
     rng = random.Random(args.seed)
     out = open(args.out, "a")
     with tempfile.TemporaryDirectory(dir=args.workdir) as d:
-        proc, sock = start(args, d)
+        proc, sock, load = start(args, d)
         try:
             truth = {}
             for spin in spins if args.phases > 0 else []:
@@ -213,8 +253,10 @@ def main():
                 results[spin].append(r)
                 print(f"[{n}/{len(jobs)}] spin {spin}: {r.get('outcome')} {r.get('estimate')}", flush=True)
         finally:
-            proc.kill()
-            proc.wait()
+            for q in (load, proc):
+                if q is not None:
+                    q.kill()
+                    q.wait()
     print()
     for spin, rs in results.items():
         ok = [r for r in rs if "outcome" in r]
