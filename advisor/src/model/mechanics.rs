@@ -546,9 +546,14 @@ fn solve(
 /// The root in `[0, hi]` of `gap`, a decreasing function with
 /// `gap(0) ≥ 0 ≥ gap(hi)`: the log threads' share of the CPUs at which
 /// the rate it allows makes that share. Regula falsi with the Illinois
-/// halving (superlinear, and never leaves the bracket), to 1e-12 of a CPU.
+/// halving (superlinear, and never leaves the bracket), to 1e-12 of a CPU
+/// (the gap, a falling share less the share, falls at least as fast as
+/// the share rises, so its size bounds the distance to the root); the
+/// point evaluated closest to the root.
 fn fixed_share(gap: impl Fn(f64) -> f64, hi: f64) -> f64 {
     let (mut a, mut b) = (0.0, hi);
+    // The ends' values as the secant sees them (Illinois halves the one
+    // kept twice in a row), and the best point evaluated.
     let (mut ga, mut gb) = (gap(a), gap(b));
     if ga <= 0.0 {
         return a;
@@ -556,40 +561,37 @@ fn fixed_share(gap: impl Fn(f64) -> f64, hi: f64) -> f64 {
     if gb >= 0.0 {
         return b;
     }
-    let mut side = 0;
+    let mut best = if ga < -gb { (ga, a) } else { (-gb, b) };
+    // Which end the last step moved (true: the lower).
+    let mut moved_low = None;
     for _ in 0..100 {
         let c = (a * gb - b * ga) / (gb - ga);
-        if (b - a) <= 1e-12 || !c.is_finite() {
+        if b - a <= 1e-12 || !c.is_finite() {
             break;
         }
         let gc = gap(c);
-        if gc == 0.0 {
-            return c;
-        }
-        if gc > 0.0 {
-            a = c;
-            ga = gc;
-            if side == 1 {
-                gb *= 0.5;
-            }
-            side = 1;
-        } else {
-            b = c;
-            gb = gc;
-            if side == -1 {
-                ga *= 0.5;
-            }
-            side = -1;
+        if gc.abs() < best.0 {
+            best = (gc.abs(), c);
         }
         if gc.abs() <= 1e-12 {
             break;
         }
+        // The root lies above c where the gap is still positive.
+        let low = gc > 0.0;
+        if low {
+            (a, ga) = (c, gc);
+            if moved_low == Some(true) {
+                gb *= 0.5;
+            }
+        } else {
+            (b, gb) = (c, gc);
+            if moved_low == Some(false) {
+                ga *= 0.5;
+            }
+        }
+        moved_low = Some(low);
     }
-    if ga.abs() < gb.abs() {
-        a
-    } else {
-        b
-    }
+    best.1
 }
 
 /// Throughput (per µs) and a transaction's CPU residence of `n` users with

@@ -608,3 +608,23 @@ fn the_log_threads_share_is_solved_to_its_fixed_point() {
         last = e.commits_per_s;
     }
 }
+
+/// Roots of gaps shaped as the model's (a decreasing share minus the
+/// share itself, so the gap falls at least as fast as the share rises and
+/// its size bounds the distance to the root), inside the bracket and at
+/// either end.
+#[test]
+fn finds_the_root_of_a_decreasing_gap() {
+    type Gap<'a> = &'a dyn Fn(f64) -> f64;
+    let cases: [(Gap, f64, f64); 4] = [
+        (&|u| 0.3 - u, 0.9, 0.3),
+        (&|u| 0.5 * (-10.0 * u).exp() - u, 0.9, 0.132_672_466_524_22),
+        (&|u| 0.2 - u / (1.0 - u), 0.95, 0.2 / 1.2),
+        (&|u| -u - 0.1, 0.9, 0.0),
+    ];
+    for (gap, hi, root) in cases {
+        let u = fixed_share(gap, hi);
+        assert!((u - root).abs() < 1e-6, "{u} against {root}");
+    }
+    assert_eq!(fixed_share(|u| 1.0 - u, 0.5), 0.5);
+}
