@@ -74,17 +74,24 @@ def start_engine(d, workload, users, extra=()):
          "--duration", "100000", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
+    answering(p, sock, "the engine did not start its admin socket")
+    time.sleep(3)  # the load settles
+    return p, sock
+
+
+def answering(p, sock, failure):
+    """Waits (up to 60 s) until the server `p` answers on `sock`; otherwise
+    stops it and exits with `failure`."""
     for _ in range(600):
         if os.path.exists(sock):
             try:
                 commits(sock)
-                time.sleep(3)  # the load settles
-                return p, sock
+                return
             except subprocess.CalledProcessError:
                 pass
         time.sleep(0.1)
     p.kill()
-    sys.exit("the engine did not start its admin socket")
+    sys.exit(failure)
 
 
 def start_serve(d, threads):
@@ -94,17 +101,7 @@ def start_serve(d, threads):
     sock = os.path.join(d, "serve.sock")
     p = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(d, "data"), "--socket", sock],
                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "serve.err"), "w"))
-    for _ in range(600):
-        if os.path.exists(sock):
-            try:
-                commits(sock)
-                break
-            except subprocess.CalledProcessError:
-                pass
-        time.sleep(0.1)
-    else:
-        p.kill()
-        sys.exit("redoctor-engine serve did not answer on its socket")
+    answering(p, sock, "redoctor-engine serve did not answer on its socket")
     base = ["sysbench", "--db-driver=mysql", f"--mysql-socket={sock}", "--mysql-user=root",
             "--mysql-db=sbtest", "oltp_update_index"]
     subprocess.run(base + ["prepare"], capture_output=True, check=True)
