@@ -372,7 +372,9 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         }
     }
     // The server's own counters over the same span (buffer pool and
-    // doublewrite for MySQL/MariaDB, WAL full-page images for PostgreSQL).
+    // doublewrite for MySQL/MariaDB, WAL full-page images for PostgreSQL):
+    // the probes' first window starts now, not when they were attached.
+    sampler.restart().context("reading the probes' maps")?;
     let counters_before = admin.as_mut().map(crate::server_counters::read);
     let windows = crate::probe::observe(&mut sampler, pid, duration, args.interval)?;
     let counters = match (counters_before, admin.as_mut()) {

@@ -441,7 +441,10 @@ fn diagnose_names_only_mariadb_settings(m: &Maria, t: &Tools) {
     // per page flushed and one per batch, and all of them in the
     // background although performance_schema is OFF (the cleaner and the
     // task pool that submits a batch's pages are unnamed, but run no
-    // transactions).
+    // transactions). The probes' windows and the counters cover the same
+    // span (measured apart by under 1%; until the first window began
+    // after the marks, 1 run in 4 counted 5-20% of the writes, those
+    // made while the stacks were read, in the foreground).
     m.conn()
         .query_drop(
             "SET GLOBAL innodb_max_dirty_pages_pct = DEFAULT, GLOBAL innodb_io_capacity = DEFAULT",
@@ -460,7 +463,7 @@ fn diagnose_names_only_mariadb_settings(m: &Maria, t: &Tools) {
         "the cleaner flushed too little to check: {c}"
     );
     assert!(
-        (seen / server - 1.0).abs() <= 0.15,
+        (seen / server - 1.0).abs() <= 0.08,
         "the probes saw {seen:.0} data-file writes/s, the server wrote {server:.0}/s: {c}"
     );
     assert!(

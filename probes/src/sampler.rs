@@ -79,7 +79,10 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts the first window now.
+    /// Starts the first window now, once the target's threads have their
+    /// roles and the background writers are marked (finding the roles
+    /// may take a while: a stack-scanned profile reads the server's
+    /// binary), so no write in it is counted by a role not yet known.
     pub fn new(probes: Probes, profile: Profile) -> Result<Sampler, ProbeError> {
         let prev = MapsReading::read(&probes)?;
         let pid = probes.pid();
@@ -116,14 +119,24 @@ impl Sampler {
         let (_, live) = s.refresh_proc();
         s.refresh_stack_roles(live.as_ref());
         s.mark_background_writers(live.as_ref());
+        s.prev = MapsReading::read(&s.probes)?;
         Ok(s)
+    }
+
+    /// Drops the window under way and starts the next now, as
+    /// [`Sampler::window`] would: for a caller whose observation begins
+    /// later than the sampler did (after reading a server's counters to
+    /// compare with it, say), so the first window covers the same span.
+    pub fn restart(&mut self) -> Result<(), ProbeError> {
+        self.window().map(drop)
     }
 
     /// The server's names for its threads (thread id, name), as read over
     /// its admin connection, or why it tells none: the profile's
     /// `server_threads` rules turn them into roles, which win over the
     /// stacks' and the names'. Without such rules nothing changes; without
-    /// the names, every window says why under `unavailable`.
+    /// the names, every window says why under `unavailable`. The
+    /// background writers are marked again at once, by the new roles.
     pub fn set_server_threads(&mut self, names: Result<Vec<(u32, String)>, String>) {
         if self.profile.server_threads.is_empty() {
             return;
@@ -134,6 +147,8 @@ impl Sampler {
                 .filter_map(|(tid, n)| Some((tid, self.profile.server_thread_role(&n)?)))
                 .collect()
         }));
+        let (_, live) = self.refresh_proc();
+        self.mark_background_writers(live.as_ref());
     }
 
     /// Measures the programs' own cost (`probe_cost`) in one window of

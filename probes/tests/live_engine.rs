@@ -16,6 +16,8 @@ mod bcc;
 mod checks;
 #[path = "live_engine/child.rs"]
 mod child;
+#[path = "live_engine/first_window.rs"]
+mod first_window;
 #[path = "live_engine/fsync_counters.rs"]
 mod fsync_counters;
 #[path = "live_engine/misses.rs"]
@@ -31,6 +33,10 @@ fn main() {
     if let Ok(mode) = std::env::var(child::CHILD_ENV) {
         if mode == ring::MODE {
             ring::run_child();
+            return;
+        }
+        if mode == first_window::MODE {
+            first_window::run_child();
             return;
         }
         child::run(&mode);

@@ -79,6 +79,10 @@ pub fn run_all() {
             crate::ring::ring_requests_are_counted_by_file_and_caller,
         ),
         (
+            "background_writes_are_split_from_the_first_window",
+            crate::first_window::background_writes_are_split_from_the_first_window,
+        ),
+        (
             "bcc_runqlat_and_syscount_agree",
             crate::bcc::runqlat_and_syscount_agree,
         ),

@@ -1,0 +1,116 @@
+//! The first window splits writes by caller like every later one: a child
+//! process's thread named as the engine's page cleaner writes pages of a
+//! tablespace file without pause from before the probes are attached, so
+//! any write counted before the sampler marked it a background writer
+//! would show up as a foreground (user thread's) write.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::FileExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler};
+
+use crate::child::{CHILD_ENV, DIR_ENV};
+
+/// The child mode of this check.
+pub const MODE: &str = "steady-writer";
+const PAGE: usize = 16384;
+/// Pages the writer cycles over.
+const PAGES: u64 = 64;
+
+/// Child side: prints READY once the cleaner's thread has written a
+/// first round of pages, keeps it writing until a line from the parent,
+/// then prints DONE and exits.
+pub fn run_child() {
+    let dir = std::path::PathBuf::from(std::env::var(DIR_ENV).expect("REDOCTOR_PROBES_DIR"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.join("space-00001.ibd"))
+        .expect("creating the tablespace file");
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let (s, w) = (stop.clone(), written.clone());
+    let cleaner = std::thread::Builder::new()
+        .name("page_cleaner/0".into())
+        .spawn(move || {
+            let buf = vec![0xc1u8; PAGE];
+            let mut page = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                file.write_at(&buf, page * PAGE as u64)
+                    .expect("writing a page");
+                page = (page + 1) % PAGES;
+                w.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+        .unwrap();
+    while written.load(Ordering::Relaxed) < PAGES {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    println!("READY");
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    cleaner.join().unwrap();
+    println!("DONE");
+    std::io::stdout().flush().unwrap();
+}
+
+pub fn background_writes_are_split_from_the_first_window() -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = redoctor_testkit::KillOnDrop(
+        Command::new(std::env::current_exe().unwrap())
+            .env(CHILD_ENV, MODE)
+            .env(DIR_ENV, dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawning the writer child"),
+    );
+    let mut stdin = child.0.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    if line.trim() != "READY" {
+        return Err(format!("the writer child said `{line}`, expected READY"));
+    }
+    let probes = Probes::attach(&AttachOptions::new(child.0.id())).map_err(|e| e.to_string())?;
+    let mut sampler = Sampler::new(probes, Profile::builtin("redoctor-engine").unwrap())
+        .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(100));
+    let first = sampler.window().map_err(|e| e.to_string())?;
+    sampler.restart().map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(100));
+    let after_restart = sampler.window().map_err(|e| e.to_string())?;
+    writeln!(stdin).unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    let status = child.0.wait().unwrap();
+    if !status.success() || line.trim() != "DONE" {
+        return Err(format!("the writer child failed: {status}, said `{line}`"));
+    }
+    for (which, w) in [("first", &first), ("after a restart, the", &after_restart)] {
+        let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
+        println!(
+            "  {which} window: {} data-file writes, {} by the cleaner",
+            data.write_calls, data.background_write_calls
+        );
+        if data.write_calls == 0 {
+            return Err(format!(
+                "{which} window: no data-file write of a writer that never paused"
+            ));
+        }
+        if data.background_write_calls != data.write_calls {
+            return Err(format!(
+                "{which} window: {} of {} data-file writes counted as background; only the page cleaner's thread wrote",
+                data.background_write_calls, data.write_calls
+            ));
+        }
+    }
+    Ok(())
+}
