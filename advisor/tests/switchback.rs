@@ -383,7 +383,9 @@ fn a_candidate_that_moves_the_covariate_is_judged_unadjusted() {
             .adjustment
             .as_ref()
             .expect("a switchback records its adjustment");
-        if !a.used && a.why.contains("moves the covariate") {
+        if !a.used
+            && (a.why.contains("moves the covariate") || a.why.contains("balance is not shown"))
+        {
             refused += 1;
         }
         if t.outcome == Outcome::RolledBackWorse || t.reason.starts_with("likely slower") {

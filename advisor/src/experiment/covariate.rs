@@ -116,13 +116,25 @@ pub fn qualify(d: &[f64], c: &[Option<f64>]) -> (Option<Vec<f64>>, Adjustment) {
         return (None, adj);
     };
     let within = b.ci_low >= 1.0 - BALANCE_MAX && b.ci_high <= 1.0 + BALANCE_MAX;
-    if b.p_value < BALANCE_ALPHA || !within {
+    let shift = format!(
+        "{:+.1}%, {:+.1}% to {:+.1}%, p {:.2}",
+        (b.mean_ratio - 1.0) * 100.0,
+        (b.ci_low - 1.0) * 100.0,
+        (b.ci_high - 1.0) * 100.0,
+        b.p_value
+    );
+    if b.p_value < BALANCE_ALPHA {
         adj.why = format!(
-            "not used: the candidate moves the covariate ({:+.1}%, {:+.1}% to {:+.1}%, p {:.2}), so adjusting would absorb part of its effect",
-            (b.mean_ratio - 1.0) * 100.0,
-            (b.ci_low - 1.0) * 100.0,
-            (b.ci_high - 1.0) * 100.0,
-            b.p_value
+            "not used: the candidate moves the covariate ({shift}), so adjusting would absorb part of its effect"
+        );
+        return (None, adj);
+    }
+    if !within {
+        // No shift shown, but none ruled out either: too few or too noisy
+        // blocks to say the candidate leaves the disk alone.
+        adj.why = format!(
+            "not used: the covariate's balance is not shown ({shift}: the interval reaches past ±{:.0}%), so adjusting could absorb part of the candidate's effect",
+            BALANCE_MAX * 100.0
         );
         return (None, adj);
     }
@@ -228,6 +240,22 @@ mod tests {
         let (out, a) = adjust(&d, &c.iter().map(|c| Some(*c)).collect::<Vec<_>>(), true);
         assert!(!a.used);
         assert!(a.why.contains("moves the covariate"), "{}", a.why);
+        assert_eq!(out, d);
+    }
+
+    #[test]
+    fn an_unshown_balance_is_not_called_a_shift() {
+        // The candidate leaves the covariate alone, but its blocks are too
+        // noisy for the interval to fit within the bound.
+        let c: Vec<f64> = noise(7, 12).iter().map(|c| 0.4 * c).collect();
+        let e = noise(8, 12);
+        let d: Vec<f64> = c.iter().zip(&e).map(|(c, e)| -0.8 * c + 0.01 * e).collect();
+        let (out, a) = adjust(&d, &c.iter().map(|c| Some(*c)).collect::<Vec<_>>(), true);
+        let b = a.balance.as_ref().expect("tested");
+        assert!(b.p_value >= BALANCE_ALPHA, "p {}", b.p_value);
+        assert!(!a.used);
+        assert!(a.why.contains("balance is not shown"), "{}", a.why);
+        assert!(!a.why.contains("moves the covariate"), "{}", a.why);
         assert_eq!(out, d);
     }
 
