@@ -87,8 +87,8 @@ def report(ws: list) -> None:
     writes = sum(x.get("write_calls", 0) for x in data)
     reads = sum(x.get("read_calls", 0) for x in data)
     per_window = [sum(c["run_ns"] for c in w["probe_cost"] if c["program"] in RING)
-                  / max(1, w["io"].get("data", {}).get("write_calls", 0)
-                        + w["io"].get("data", {}).get("read_calls", 0)) for w in ws]
+                  / max(1, x.get("write_calls", 0) + x.get("read_calls", 0))
+                  for w, x in zip(ws, data)]
     print(f"{len(ws)} windows, {secs:.1f} s: data-file requests {writes / secs:.0f} writes/s, "
           f"{reads / secs:.0f} reads/s")
     print(f"{'program':<16} {'runs/s':>10} {'ns/run':>8} {'CPU ‰ of one':>13}")

@@ -166,30 +166,40 @@ impl StackRoles {
         let last = std::mem::replace(&mut self.last, now);
         self.decided
             .retain(|t, _| self.last.contains(t) || last.contains(t));
-        let waits = (1..RETRIES).map(|_| 200).chain(FIRST_SCAN_WAITS_US);
-        for (attempt, wait_us) in std::iter::once(0).chain(waits).enumerate() {
-            if attempt == RETRIES as usize {
-                todo.retain(|t| !self.decided.contains_key(t));
-            }
+        let pause = |us| std::thread::sleep(std::time::Duration::from_micros(us));
+        for attempt in 0..RETRIES {
             if todo.is_empty() {
-                break;
+                return;
             }
-            if wait_us > 0 {
-                std::thread::sleep(std::time::Duration::from_micros(wait_us));
+            if attempt > 0 {
+                pause(200);
             }
-            todo.retain(|&tid| match self.scan(tid, &maps, &mem) {
-                Scan::Found(role) => {
-                    self.decided.insert(tid, role);
-                    false
-                }
-                Scan::NotFound => {
-                    self.decided.insert(tid, self.otherwise);
-                    false
-                }
-                Scan::Unknown => true,
-                Scan::Gone => false,
-            });
+            self.scan_round(&mut todo, &maps, &mem);
         }
+        todo.retain(|t| !self.decided.contains_key(t));
+        for us in FIRST_SCAN_WAITS_US {
+            if todo.is_empty() {
+                return;
+            }
+            pause(us);
+            self.scan_round(&mut todo, &maps, &mem);
+        }
+    }
+
+    /// Scans each of `todo` once; keeps those that could not be read.
+    fn scan_round(&mut self, todo: &mut Vec<u32>, maps: &str, mem: &File) {
+        todo.retain(|&tid| match self.scan(tid, maps, mem) {
+            Scan::Found(role) => {
+                self.decided.insert(tid, role);
+                false
+            }
+            Scan::NotFound => {
+                self.decided.insert(tid, self.otherwise);
+                false
+            }
+            Scan::Unknown => true,
+            Scan::Gone => false,
+        });
     }
 
     fn scan(&self, tid: u32, maps: &str, mem: &File) -> Scan {
@@ -340,12 +350,7 @@ mod tests {
             end2_rx.recv().unwrap();
         });
         let tid_other = ready_rx.recv().unwrap();
-        let rule = StackRoleRule {
-            symbols: vec!["redoctor_stack_role_marker".into()],
-            role: Role::User,
-            otherwise: Role::Other,
-            before: Vec::new(),
-        };
+        let rule = marker_rule();
         let mut roles = StackRoles::resolve(std::process::id(), &rule).unwrap();
         // Each blocks in recv (a futex wait) once it has sent its tid.
         let until = |roles: &mut StackRoles, tid: u32, want: Role| {
@@ -382,12 +387,7 @@ mod tests {
     fn a_thread_never_scanned_is_waited_for_until_it_blocks() {
         use std::sync::mpsc;
         use std::time::{Duration, Instant};
-        let rule = StackRoleRule {
-            symbols: vec!["redoctor_stack_role_marker".into()],
-            role: Role::User,
-            otherwise: Role::Other,
-            before: Vec::new(),
-        };
+        let rule = marker_rule();
         let mut roles = StackRoles::resolve(std::process::id(), &rule).unwrap();
         // It runs for 3 ms (longer than a refresh's four scans 200 µs
         // apart), then blocks.
@@ -406,6 +406,17 @@ mod tests {
         assert_eq!(roles.role(tid), Some(Role::Other));
         end.send(()).unwrap();
         busy.join().unwrap();
+    }
+
+    /// Threads inside [`redoctor_stack_role_marker`] are users, the
+    /// rest others.
+    fn marker_rule() -> StackRoleRule {
+        StackRoleRule {
+            symbols: vec!["redoctor_stack_role_marker".into()],
+            role: Role::User,
+            otherwise: Role::Other,
+            before: Vec::new(),
+        }
     }
 
     fn gettid() -> u32 {

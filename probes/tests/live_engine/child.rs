@@ -125,7 +125,8 @@ fn status(tag: &str, engine: &Engine) {
     out.flush().unwrap();
 }
 
-fn wait_line() {
+/// Child side: waits for the parent's next line.
+pub fn wait_line() {
     let mut s = String::new();
     std::io::stdin().lock().read_line(&mut s).unwrap();
 }
@@ -228,5 +229,86 @@ impl EngineChild {
         drop(self.stdin);
         let status = self.child.wait().unwrap();
         assert!(status.success(), "engine child failed: {status}");
+    }
+}
+
+/// Child side of the checks that write a tablespace file themselves (no
+/// engine): the file `space-00001.ibd` in `REDOCTOR_PROBES_DIR`, created
+/// empty.
+pub fn tablespace_file() -> std::fs::File {
+    let dir = PathBuf::from(std::env::var(DIR_ENV).expect("REDOCTOR_PROBES_DIR"));
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.join("space-00001.ibd"))
+        .expect("creating the tablespace file")
+}
+
+/// Parent side of those checks: this binary run in `mode` in a fresh
+/// directory, talked to in bare lines (READY, DONE), killed if dropped.
+pub struct LineChild {
+    child: redoctor_testkit::KillOnDrop,
+    stdin: ChildStdin,
+    stdout: std::io::BufReader<ChildStdout>,
+    mode: &'static str,
+    _dir: tempfile::TempDir,
+}
+
+impl LineChild {
+    pub fn start(mode: &'static str) -> LineChild {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = redoctor_testkit::KillOnDrop(
+            Command::new(std::env::current_exe().unwrap())
+                .env(CHILD_ENV, mode)
+                .env(DIR_ENV, dir.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("spawning the {mode} child: {e}")),
+        );
+        let stdin = child.0.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.0.stdout.take().unwrap());
+        LineChild {
+            child,
+            stdin,
+            stdout,
+            mode,
+            _dir: dir,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// Reads the child's next line, which must be `tag`.
+    pub fn expect(&mut self, tag: &str) -> Result<(), String> {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        if line.trim() == tag {
+            Ok(())
+        } else {
+            Err(format!(
+                "the {} child said `{line}`, expected {tag}",
+                self.mode
+            ))
+        }
+    }
+
+    /// Sends the child the line it waits for.
+    pub fn go(&mut self) {
+        writeln!(self.stdin).unwrap();
+    }
+
+    /// Waits for the child to exit, which must be a success.
+    pub fn wait(mut self) -> Result<(), String> {
+        let status = self.child.0.wait().unwrap();
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("the {} child failed: {status}", self.mode))
+        }
     }
 }

@@ -4,16 +4,15 @@
 //! any write counted before the sampler marked it a background writer
 //! would show up as a foreground (user thread's) write.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler};
 
-use crate::child::{CHILD_ENV, DIR_ENV};
+use crate::child::{tablespace_file, wait_line, LineChild};
 
 /// The child mode of this check.
 pub const MODE: &str = "steady-writer";
@@ -25,14 +24,7 @@ const PAGES: u64 = 64;
 /// first round of pages, keeps it writing until a line from the parent,
 /// then prints DONE and exits.
 pub fn run_child() {
-    let dir = std::path::PathBuf::from(std::env::var(DIR_ENV).expect("REDOCTOR_PROBES_DIR"));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(dir.join("space-00001.ibd"))
-        .expect("creating the tablespace file");
+    let file = tablespace_file();
     let stop = Arc::new(AtomicBool::new(false));
     let written = Arc::new(AtomicU64::new(0));
     let (s, w) = (stop.clone(), written.clone());
@@ -53,8 +45,7 @@ pub fn run_child() {
         std::thread::sleep(Duration::from_millis(1));
     }
     println!("READY");
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line).unwrap();
+    wait_line();
     stop.store(true, Ordering::Relaxed);
     cleaner.join().unwrap();
     println!("DONE");
@@ -62,24 +53,9 @@ pub fn run_child() {
 }
 
 pub fn background_writes_are_split_from_the_first_window() -> Result<(), String> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = redoctor_testkit::KillOnDrop(
-        Command::new(std::env::current_exe().unwrap())
-            .env(CHILD_ENV, MODE)
-            .env(DIR_ENV, dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawning the writer child"),
-    );
-    let mut stdin = child.0.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    if line.trim() != "READY" {
-        return Err(format!("the writer child said `{line}`, expected READY"));
-    }
-    let probes = Probes::attach(&AttachOptions::new(child.0.id())).map_err(|e| e.to_string())?;
+    let mut child = LineChild::start(MODE);
+    child.expect("READY")?;
+    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
     let mut sampler = Sampler::new(probes, Profile::builtin("redoctor-engine").unwrap())
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(100));
@@ -87,13 +63,9 @@ pub fn background_writes_are_split_from_the_first_window() -> Result<(), String>
     sampler.restart().map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(100));
     let after_restart = sampler.window().map_err(|e| e.to_string())?;
-    writeln!(stdin).unwrap();
-    line.clear();
-    stdout.read_line(&mut line).unwrap();
-    let status = child.0.wait().unwrap();
-    if !status.success() || line.trim() != "DONE" {
-        return Err(format!("the writer child failed: {status}, said `{line}`"));
-    }
+    child.go();
+    child.expect("DONE")?;
+    child.wait()?;
     for (which, w) in [("first", &first), ("after a restart, the", &after_restart)] {
         let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
         println!(

@@ -5,15 +5,14 @@
 //! which then reads some back through a ring; the probes' data-file totals must be exactly
 //! those requests, split by caller, each read timed.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
 use io_uring::{opcode, types, IoUring};
 use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler};
 
-use crate::child::{CHILD_ENV, DIR_ENV};
+use crate::child::{tablespace_file, wait_line, LineChild};
 
 /// The child mode of this check.
 pub const MODE: &str = "ring";
@@ -52,14 +51,7 @@ fn one_request(ring: &mut IoUring, fd: i32, page: usize, buf: &mut [u8], write: 
 /// sampler marks it), runs the requests on a line from the parent, prints
 /// DONE and keeps the file open until the next line.
 pub fn run_child() {
-    let dir = std::path::PathBuf::from(std::env::var(DIR_ENV).expect("REDOCTOR_PROBES_DIR"));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(dir.join("space-00001.ibd"))
-        .expect("creating the tablespace file");
+    let file = tablespace_file();
     let fd = file.as_raw_fd();
     // Both threads exist before READY, so the sampler marks them: the
     // cleaner's by its role (page_writer, a background writer), the user's
@@ -93,43 +85,21 @@ pub fn run_child() {
         }
     });
     println!("READY");
-    let mut line = String::new();
-    let stdin = std::io::stdin();
-    stdin.lock().read_line(&mut line).unwrap();
+    wait_line();
     for (go, t) in [cleaner, user] {
         go.send(()).unwrap();
         t.join().unwrap();
     }
     println!("DONE");
     std::io::stdout().flush().unwrap();
-    stdin.lock().read_line(&mut line).unwrap();
+    wait_line();
     drop(file);
 }
 
 pub fn ring_requests_are_counted_by_file_and_caller() -> Result<(), String> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = redoctor_testkit::KillOnDrop(
-        Command::new(std::env::current_exe().unwrap())
-            .env(CHILD_ENV, MODE)
-            .env(DIR_ENV, dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawning the ring child"),
-    );
-    let mut stdin = child.0.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
-    let mut expect = |tag: &str| {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        if line.trim() == tag {
-            Ok(())
-        } else {
-            Err(format!("the ring child said `{line}`, expected {tag}"))
-        }
-    };
-    expect("READY")?;
-    let probes = Probes::attach(&AttachOptions::new(child.0.id())).map_err(|e| e.to_string())?;
+    let mut child = LineChild::start(MODE);
+    child.expect("READY")?;
+    let probes = Probes::attach(&AttachOptions::new(child.pid())).map_err(|e| e.to_string())?;
     if let Some(u) = probes
         .unavailable()
         .iter()
@@ -140,14 +110,11 @@ pub fn ring_requests_are_counted_by_file_and_caller() -> Result<(), String> {
     let mut sampler = Sampler::new(probes, Profile::builtin("redoctor-engine").unwrap())
         .map_err(|e| e.to_string())?;
     sampler.window().map_err(|e| e.to_string())?;
-    writeln!(stdin).unwrap();
-    expect("DONE")?;
+    child.go();
+    child.expect("DONE")?;
     let w = sampler.window().map_err(|e| e.to_string())?;
-    writeln!(stdin).unwrap();
-    let status = child.0.wait().unwrap();
-    if !status.success() {
-        return Err(format!("the ring child failed: {status}"));
-    }
+    child.go();
+    child.wait()?;
     let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
     println!(
         "  ring: {} data-file writes ({} by the cleaner), {} reads, mean read {:.1} us",
