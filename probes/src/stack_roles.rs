@@ -20,11 +20,8 @@
 //!
 //! Every live thread is scanned once per refresh, so the role follows the
 //! thread (a pool worker that takes a request, a connection thread that
-//! parks in the cache). A thread that runs, or waits for a CPU, cannot be
-//! scanned (`/proc` reads any runnable thread as "running"): one scanned
-//! before keeps its last role; one never scanned is waited for up to
-//! 15 ms, as on a loaded host it may stay runnable that long, and only
-//! then falls back to the role its name gives until a later refresh.
+//! parks in the cache); a thread on a CPU cannot be scanned and keeps its
+//! last role (the role its name gives, before any scan).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -42,11 +39,6 @@ const MAX_STACK_BYTES: u64 = 512 * 1024;
 
 /// Scans of a running thread per refresh.
 const RETRIES: u32 = 4;
-
-/// Further waits, µs, for a thread never scanned yet, which has only its
-/// name's role until a scan (on a loaded host a runnable thread, not just
-/// one on a CPU, cannot be read, and may stay runnable for milliseconds).
-const FIRST_SCAN_WAITS_US: [u64; 4] = [1_000, 2_000, 4_000, 8_000];
 
 /// Why a profile's stack roles cannot be used on a target.
 #[derive(Debug, thiserror::Error)]
@@ -80,10 +72,8 @@ pub struct StackRoles {
 enum Scan {
     Found(Role),
     NotFound,
-    /// Running, or its stack unreadable: ask again later.
+    /// Running, exited, or unreadable: ask again later.
     Unknown,
-    /// Exited (its `/proc` entry is gone): not worth waiting for.
-    Gone,
 }
 
 impl StackRoles {
@@ -150,10 +140,9 @@ impl StackRoles {
         self.decided.get(&tid).copied()
     }
 
-    /// Scans the stacks of `tids` (the process's live threads). A thread
-    /// that runs (or waits for a CPU) cannot be scanned: it is tried again
-    /// a few times, 200 µs apart, then left for the next refresh, unless
-    /// it was never scanned: that one is waited for up to 15 ms more.
+    /// Scans the stacks of `tids` (the process's live threads). A thread on
+    /// a CPU cannot be scanned: it is tried again a few times, 200 µs
+    /// apart, then left for the next refresh.
     pub fn refresh(&mut self, tids: impl IntoIterator<Item = u32>) {
         let Ok(maps) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) else {
             return;
@@ -166,48 +155,31 @@ impl StackRoles {
         let last = std::mem::replace(&mut self.last, now);
         self.decided
             .retain(|t, _| self.last.contains(t) || last.contains(t));
-        let pause = |us| std::thread::sleep(std::time::Duration::from_micros(us));
         for attempt in 0..RETRIES {
-            if todo.is_empty() {
-                return;
-            }
             if attempt > 0 {
-                pause(200);
+                std::thread::sleep(std::time::Duration::from_micros(200));
             }
-            self.scan_round(&mut todo, &maps, &mem);
-        }
-        todo.retain(|t| !self.decided.contains_key(t));
-        for us in FIRST_SCAN_WAITS_US {
+            todo.retain(|&tid| match self.scan(tid, &maps, &mem) {
+                Scan::Found(role) => {
+                    self.decided.insert(tid, role);
+                    false
+                }
+                Scan::NotFound => {
+                    self.decided.insert(tid, self.otherwise);
+                    false
+                }
+                Scan::Unknown => true,
+            });
             if todo.is_empty() {
-                return;
+                break;
             }
-            pause(us);
-            self.scan_round(&mut todo, &maps, &mem);
         }
-    }
-
-    /// Scans each of `todo` once; keeps those that could not be read.
-    fn scan_round(&mut self, todo: &mut Vec<u32>, maps: &str, mem: &File) {
-        todo.retain(|&tid| match self.scan(tid, maps, mem) {
-            Scan::Found(role) => {
-                self.decided.insert(tid, role);
-                false
-            }
-            Scan::NotFound => {
-                self.decided.insert(tid, self.otherwise);
-                false
-            }
-            Scan::Unknown => true,
-            Scan::Gone => false,
-        });
     }
 
     fn scan(&self, tid: u32, maps: &str, mem: &File) -> Scan {
         let path = format!("/proc/{}/task/{tid}/syscall", self.pid);
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Scan::Gone,
-            Err(_) => return Scan::Unknown,
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Scan::Unknown;
         };
         let Some(sp) = stack_pointer(&text) else {
             return Scan::Unknown;
@@ -350,7 +322,12 @@ mod tests {
             end2_rx.recv().unwrap();
         });
         let tid_other = ready_rx.recv().unwrap();
-        let rule = marker_rule();
+        let rule = StackRoleRule {
+            symbols: vec!["redoctor_stack_role_marker".into()],
+            role: Role::User,
+            otherwise: Role::Other,
+            before: Vec::new(),
+        };
         let mut roles = StackRoles::resolve(std::process::id(), &rule).unwrap();
         // Each blocks in recv (a futex wait) once it has sent its tid.
         let until = |roles: &mut StackRoles, tid: u32, want: Role| {
@@ -381,42 +358,6 @@ mod tests {
         };
         let e = StackRoles::resolve(std::process::id(), &missing).unwrap_err();
         assert!(e.to_string().contains("exports none of"), "{e}");
-    }
-
-    #[test]
-    fn a_thread_never_scanned_is_waited_for_until_it_blocks() {
-        use std::sync::mpsc;
-        use std::time::{Duration, Instant};
-        let rule = marker_rule();
-        let mut roles = StackRoles::resolve(std::process::id(), &rule).unwrap();
-        // It runs for 3 ms (longer than a refresh's four scans 200 µs
-        // apart), then blocks.
-        let (ready, ready_rx) = mpsc::channel::<u32>();
-        let (end, end_rx) = mpsc::channel::<()>();
-        let busy = std::thread::spawn(move || {
-            let began = Instant::now();
-            ready.send(gettid()).unwrap();
-            while began.elapsed() < Duration::from_millis(3) {
-                std::hint::spin_loop();
-            }
-            end_rx.recv().unwrap();
-        });
-        let tid = ready_rx.recv().unwrap();
-        roles.refresh([tid]);
-        assert_eq!(roles.role(tid), Some(Role::Other));
-        end.send(()).unwrap();
-        busy.join().unwrap();
-    }
-
-    /// Threads inside [`redoctor_stack_role_marker`] are users, the
-    /// rest others.
-    fn marker_rule() -> StackRoleRule {
-        StackRoleRule {
-            symbols: vec!["redoctor_stack_role_marker".into()],
-            role: Role::User,
-            otherwise: Role::Other,
-            before: Vec::new(),
-        }
     }
 
     fn gettid() -> u32 {
