@@ -96,12 +96,10 @@ pub struct StackRoles {
 /// What a scan of one thread's stack found.
 #[derive(Debug, PartialEq, Eq)]
 enum Scan {
-    /// Read while blocked: its stack mapping, and the role found (`None`:
-    /// none of the rule's functions).
-    Read((u64, u64), Option<Role>),
-    /// Read while it ran, from its outermost frames.
-    Found(Role),
-    NotFound,
+    /// Read: the role found (`None`: none of the rule's functions), and
+    /// the thread's stack mapping when it was read blocked (`None`: read
+    /// while it ran, from its outermost frames).
+    Read(Option<Role>, Option<(u64, u64)>),
     /// Runnable, or its stack unreadable: ask again later.
     Unknown,
     /// Exited (its `/proc` entry is gone): not worth asking again.
@@ -181,7 +179,7 @@ impl StackRoles {
     /// before, else tried again every 200 µs, up to 20 ms for all of
     /// them, then keeps its last role.
     pub fn refresh(&mut self, tids: impl IntoIterator<Item = u32>) {
-        let Ok(mut maps) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) else {
+        let Some(mut maps) = self.mappings() else {
             return;
         };
         let Ok(mem) = File::open(format!("/proc/{}/mem", self.pid)) else {
@@ -198,17 +196,11 @@ impl StackRoles {
         loop {
             let mut unmapped = false;
             todo.retain(|&tid| match self.scan(tid, &maps, &mem) {
-                Scan::Read(stack, role) => {
-                    self.stacks.insert(tid, stack);
+                Scan::Read(role, stack) => {
+                    if let Some(stack) = stack {
+                        self.stacks.insert(tid, stack);
+                    }
                     self.decided.insert(tid, role.unwrap_or(self.otherwise));
-                    false
-                }
-                Scan::Found(role) => {
-                    self.decided.insert(tid, role);
-                    false
-                }
-                Scan::NotFound => {
-                    self.decided.insert(tid, self.otherwise);
                     false
                 }
                 Scan::Gone => false,
@@ -224,9 +216,9 @@ impl StackRoles {
             if unmapped && maps_again {
                 // Once per refresh: a stack mapped since the maps were read.
                 maps_again = false;
-                match std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) {
-                    Ok(m) => maps = m,
-                    Err(_) => break,
+                match self.mappings() {
+                    Some(m) => maps = m,
+                    None => break,
                 }
                 continue;
             }
@@ -234,7 +226,14 @@ impl StackRoles {
         }
     }
 
-    fn scan(&self, tid: u32, maps: &str, mem: &File) -> Scan {
+    /// The target's mappings `[start, end)`, in address order, from
+    /// `/proc/PID/maps`: parsed once per refresh, not once per thread.
+    fn mappings(&self) -> Option<Vec<(u64, u64)>> {
+        let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).ok()?;
+        Some(parse_mappings(&text))
+    }
+
+    fn scan(&self, tid: u32, maps: &[(u64, u64)], mem: &File) -> Scan {
         let path = format!("/proc/{}/task/{tid}/syscall", self.pid);
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
@@ -251,7 +250,7 @@ impl StackRoles {
             };
             let from = start.max(end.saturating_sub(TOP_BYTES));
             return match self.read_role(mem, from, end) {
-                Some(role) => role.map_or(Scan::NotFound, Scan::Found),
+                Some(role) => Scan::Read(role, None),
                 None => Scan::Unknown,
             };
         };
@@ -259,7 +258,7 @@ impl StackRoles {
             return Scan::Unmapped;
         };
         match self.read_role(mem, sp, end.min(sp + MAX_STACK_BYTES)) {
-            Some(role) => Scan::Read((start, end), role),
+            Some(role) => Scan::Read(role, Some((start, end))),
             None => Scan::Unknown,
         }
     }
@@ -304,17 +303,24 @@ fn stack_pointer(text: &str) -> Option<u64> {
     u64::from_str_radix(sp.trim_start_matches("0x"), 16).ok()
 }
 
-/// The mapping `[start, end)` that holds `addr`, from `/proc/PID/maps`.
-fn mapping(maps: &str, addr: u64) -> Option<(u64, u64)> {
-    maps.lines().find_map(|l| {
-        let range = l.split_whitespace().next()?;
-        let (a, b) = range.split_once('-')?;
-        let (a, b) = (
-            u64::from_str_radix(a, 16).ok()?,
-            u64::from_str_radix(b, 16).ok()?,
-        );
-        (addr >= a && addr < b).then_some((a, b))
-    })
+/// The mappings `[start, end)` of a `/proc/PID/maps` text (the kernel
+/// lists them in address order).
+fn parse_mappings(maps: &str) -> Vec<(u64, u64)> {
+    maps.lines()
+        .filter_map(|l| {
+            let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// The mapping of `maps` (in address order) that holds `addr`.
+fn mapping(maps: &[(u64, u64)], addr: u64) -> Option<(u64, u64)> {
+    let i = maps.partition_point(|&(_, end)| end <= addr);
+    maps.get(i).copied().filter(|&(start, _)| start <= addr)
 }
 
 #[cfg(test)]
@@ -366,8 +372,9 @@ mod tests {
     fn mapping_finds_the_range() {
         let maps = "5600-5700 r-xp 00000000 08:01 1 /usr/sbin/x\n\
                     7f00-7f80 rw-p 00000000 00:00 0 \n";
-        assert_eq!(mapping(maps, 0x7f10), Some((0x7f00, 0x7f80)));
-        assert_eq!(mapping(maps, 0x7f80), None);
+        let maps = parse_mappings(maps);
+        assert_eq!(mapping(&maps, 0x7f10), Some((0x7f00, 0x7f80)));
+        assert_eq!(mapping(&maps, 0x7f80), None);
     }
 
     /// A thread parked inside a function of this binary is found by its
