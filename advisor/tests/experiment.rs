@@ -541,15 +541,31 @@ fn with_and_without_harm(c: f64, noise: f64, seeds: u64) -> [(usize, usize, usiz
 #[test]
 fn a_slower_candidate_stops_early_for_harm() {
     // 0.8x under 15% window noise: the strict interim level lets it run
-    // most of the trial's pairs; the harm stop ends most trials early.
+    // most of the trial's pairs; the harm stop ends about half the trials
+    // early (23 of 40 on these seeds at Pocock's level over the eight
+    // looks; 33 at 5% at every look, which stopped equal settings 3.5
+    // times as often as it states, below).
     let [(harm, kept, pairs), (off, _, pairs_off)] = with_and_without_harm(800.0, 0.15, 40);
     eprintln!("0.8x: {harm} of 40 stopped for harm, {pairs} pairs; without the stop {pairs_off}");
     assert_eq!(off, 0, "harm = 0 never stops for harm");
     assert_eq!(kept, 0);
-    assert!(harm >= 25, "{harm} of 40 stopped for harm");
+    assert!(harm >= 18, "{harm} of 40 stopped for harm");
     assert!(
-        3 * pairs < 2 * pairs_off,
+        5 * pairs < 4 * pairs_off,
         "{pairs} pairs against {pairs_off}"
+    );
+}
+
+/// Equal settings stop for harm in about `harm` (0.05) of trials or fewer:
+/// the stop's level is Pocock's over the plan's looks, not 5% at each of
+/// them (200 trials at 5% make 10; 16 is the binomial 99% bound).
+#[test]
+fn equal_settings_rarely_stop_for_harm() {
+    let [(harm, kept, _), _] = with_and_without_harm(1000.0, 0.15, 200);
+    eprintln!("1.0x: {harm} of 200 stopped for harm, {kept} kept");
+    assert!(
+        harm <= 16,
+        "{harm} of 200 equal candidates stopped for harm"
     );
 }
 

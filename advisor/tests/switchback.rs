@@ -92,6 +92,10 @@ fn a_five_percent_better_candidate_is_kept() {
     }
 }
 
+/// Rolled back as slower in at least 3 of 4 trials, as the +5% one is
+/// kept (31 of 40 on these seeds, 166 of 200 on 200; the early stop for
+/// harm at 5% at every look rolled back more, 190 of 200, because it also
+/// stopped equal settings four times as often as it stated).
 #[test]
 fn a_five_percent_worse_candidate_is_rolled_back() {
     let r = outcomes(9_500.0, 40, host);
@@ -100,7 +104,7 @@ fn a_five_percent_worse_candidate_is_rolled_back() {
         .iter()
         .filter(|t| t.outcome == Outcome::RolledBackWorse || t.reason.starts_with("likely slower"))
         .count();
-    assert!(worse >= 32, "rolled back as slower in {worse} of 40");
+    assert!(worse >= 30, "rolled back as slower in {worse} of 40");
 }
 
 /// +0%: a decision either way is a false one; the design states alpha
@@ -418,4 +422,23 @@ fn by_default_the_adjustment_is_recorded_not_used() {
             assert!(a.why.starts_with("not used"), "{}", a.why);
         }
     }
+}
+
+/// The early stop for harm tests each look at Pocock's level for `harm`
+/// (0.05) over the five looks: on equal settings "likely slower" stops at
+/// most about 5% of trials (200 trials at 5% make 10; 16 is the binomial
+/// 99% bound). At 5% one-sided at each look it stopped 20 of these 200,
+/// at Pocock's level 5.
+#[test]
+fn equal_settings_rarely_stop_for_harm() {
+    let r = outcomes(10_000.0, 200, host);
+    let harm = r
+        .iter()
+        .filter(|t| t.reason.starts_with("likely slower"))
+        .count();
+    eprintln!("{harm} of 200 stopped for harm on equal settings");
+    assert!(
+        harm <= 16,
+        "{harm} of 200 stopped for harm on equal settings"
+    );
 }

@@ -32,10 +32,12 @@
 //!   (rolled back). Futility — the interval at `alpha / looks` inside
 //!   `(-ln(1 + min_effect), ln(1 + min_effect))` — stops "no meaningful
 //!   difference" (rolled back; stopping without rejecting spends no
-//!   alpha). A candidate slower at the one-sided [`Plan::harm`] level
-//!   (0.05) stops "likely slower" (inconclusive, rolled back: a slower
-//!   setting need not run until the strict level calls it worse, and never
-//!   being kept it spends no alpha either). Otherwise the trial goes on;
+//!   alpha). A candidate slower at one-sided [`Plan::harm`] (0.05) over
+//!   the looks — each look at Pocock's constant level for the looks the
+//!   budget plans ([`Plan::harm_level`]) — stops "likely slower"
+//!   (inconclusive, rolled back: a slower setting need not run until the
+//!   strict level calls it worse, and never being kept it spends no alpha
+//!   either). Otherwise the trial goes on;
 //!   after the last look it ends inconclusive (rolled back).
 //! - **Floor guard.** Every measured candidate window is compared with the
 //!   baseline's lowest measured window so far (at least half their
@@ -70,6 +72,7 @@
 //! use up the budget before a later one has had a look that settles a
 //! large effect. A candidate that cannot fit `min_pairs` pairs is skipped.
 
+mod boundary;
 mod carryover;
 pub mod covariate;
 mod design;

@@ -36,10 +36,12 @@ pub struct Plan {
     /// abort (default 0.7; 0 disables the guard).
     pub floor: f64,
     /// Early stop for harm: at a look, a candidate whose one-sided upper
-    /// bound at this level lies below no change (it is slower at that
-    /// level) ends the trial inconclusive, rolled back, without waiting for
-    /// the strict interim level (default 0.05; 0 never stops for harm).
-    /// Like futility it never keeps a candidate, so it spends no `alpha`.
+    /// bound at this level's share (see below) lies below no change (it
+    /// is slower) ends the trial inconclusive, rolled back, without waiting
+    /// for the strict interim level (default 0.05 over all the looks, each
+    /// tested at [`Plan::harm_level`]; 0 never stops for harm). Like futility it
+    /// never keeps a candidate, so it spends no `alpha`; on equal settings
+    /// it stops at most this share of trials.
     #[serde(default = "default_harm")]
     pub harm: f64,
     /// How baseline and candidate alternate: ABBA pairs of windows (the
@@ -161,6 +163,19 @@ impl Plan {
         (self.alpha - interim as f64 * self.interim_alpha()).max(self.interim_alpha())
     }
 
+    /// The early stop for harm's one-sided level at each look, for looks
+    /// planned after the pair (block) counts `looks`: Pocock's constant
+    /// level with `harm` over all of them ([`super::boundary`]), so that
+    /// on equal settings the stop fires in at most `harm` of trials. At
+    /// `harm` at every look it fired in 10% of simulated and 22% of live
+    /// A/A trials at five looks (`agent/bench/RESULTS.md`, 2026-12-03).
+    pub fn harm_level(&self, looks: &[usize]) -> f64 {
+        if self.harm == 0.0 {
+            return 0.0;
+        }
+        super::boundary::pocock_level(looks, self.harm)
+    }
+
     /// Planned length of one pair: two windows and one warm-up (a
     /// switchback's block: four periods).
     pub fn pair_time(&self) -> Duration {
@@ -202,7 +217,7 @@ impl Plan {
                  ABBA or BAAB at random (seed {}); t-test on the blocks' ln(candidate/baseline) with a \
                  Newey-West standard error; {} looks evenly over the blocks the budget holds (the first \
                  at {} blocks), Haybittle-Peto at alpha {} (two-sided); futility within ±{:.1}%; an early \
-                 stop when slower at one-sided {:.2}; floor {:.2} × the baseline's lowest recent period",
+                 stop when slower at one-sided {:.2} over the looks (Pocock's constant level); floor {:.2} × the baseline's lowest recent period",
                 sb.period.as_secs_f64() * 1e3,
                 sb.guard.as_secs_f64() * 1e3,
                 sb.seed,
@@ -219,7 +234,7 @@ impl Plan {
              ({:.1}s windows, {:.1}s warm-up after each switch); looks at pairs {}..={} \
              rejecting at alpha {:.4} at an interim look and what is left of {} \
              (two-sided) at the last (Haybittle–Peto, up to {} looks); \
-             futility within ±{:.1}% at alpha {:.5}; an early stop when slower at one-sided {:.2}; floor {:.2} × the baseline's lowest window (at least half its median), \
+             futility within ±{:.1}% at alpha {:.5}; an early stop when slower at one-sided {:.2} over the looks (Pocock's constant level); floor {:.2} × the baseline's lowest window (at least half its median), \
              the baseline restored at each breach, aborting at the second in a row",
             self.window.as_secs_f64(),
             self.warmup.as_secs_f64(),

@@ -166,6 +166,8 @@ impl Run<'_> {
         let mut strike: Option<String> = None;
         let mut zeros = 0;
         let mut interim = 0;
+        // The harm stop's level at each look (Pocock's, over the looks).
+        let harm_level = self.plan.harm_level(looks);
         for block in 1..=max_blocks {
             let order = if self.rng.gen_bool(0.5) {
                 [
@@ -252,8 +254,8 @@ impl Run<'_> {
                     _ => Decision::Continue,
                 },
             };
-            let harm = (decision == Decision::Continue && self.plan.harm > 0.0)
-                .then(|| hac_look(&ds, 2.0 * self.plan.harm, lag))
+            let harm = (decision == Decision::Continue && harm_level > 0.0)
+                .then(|| hac_look(&ds, 2.0 * harm_level, lag))
                 .flatten()
                 .filter(|h| h.ci_high < 1.0);
             self.rec.looks.push(l.clone());
@@ -270,7 +272,7 @@ impl Run<'_> {
                 return Ok((
                     Outcome::Inconclusive,
                     format!(
-                        "likely slower: {est} (upper bound {} at one-sided {:.2}): stopped, rolled back",
+                        "likely slower: {est} (upper bound {} at one-sided {harm_level:.4} a look, {:.2} over the looks): stopped, rolled back",
                         pct(h.ci_high),
                         self.plan.harm
                     ),

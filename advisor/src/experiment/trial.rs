@@ -248,6 +248,12 @@ impl Run<'_> {
         // Measured windows in a row at 0 commits/s.
         let mut zeros = 0;
         let mut pair = 0;
+        // The harm stop's level at each look, for the looks the budget
+        // plans (one after each pair it fits, from `min_pairs` on).
+        let planned = (1..=plan.max_pairs)
+            .take_while(|k| plan.fits(plan.pair_time() * *k as u32, budget))
+            .count();
+        let harm_level = plan.harm_level(&(plan.min_pairs..=planned).collect::<Vec<_>>());
         while self.rec.log_ratios.len() < self.plan.max_pairs {
             pair += 1;
             let n = self.rec.log_ratios.len();
@@ -334,10 +340,11 @@ impl Run<'_> {
                     _ => Decision::Continue,
                 },
             };
-            // Not worse at the look's level, but slower at the harm level:
-            // it will not be kept, and each further pair runs it again.
-            let harm = (decision == Decision::Continue && self.plan.harm > 0.0)
-                .then(|| look(&ds, 2.0 * self.plan.harm))
+            // Not worse at the look's level, but slower at the harm
+            // stop's: it will not be kept, and each further pair runs it
+            // again.
+            let harm = (decision == Decision::Continue && harm_level > 0.0)
+                .then(|| look(&ds, 2.0 * harm_level))
                 .flatten()
                 .filter(|h| h.ci_high < 1.0);
             self.rec.looks.push(l.clone());
@@ -346,8 +353,9 @@ impl Run<'_> {
                 return Ok((
                     Outcome::Inconclusive,
                     format!(
-                        "likely slower: {est} (upper bound {} at one-sided {:.2}), not yet worse \
-                         at this look's level: stopped early, rolled back",
+                        "likely slower: {est} (upper bound {} at one-sided {harm_level:.4} a look, \
+                         {:.2} over the looks), not yet worse at this look's level: stopped early, \
+                         rolled back",
                         pct(h.ci_high),
                         self.plan.harm
                     ),
