@@ -213,6 +213,57 @@ fn the_doublewrite_buffer_goes_where_innodb_doublewrite_dir_says() {
     }
 }
 
+/// `redoctor_device_sync_latency_us` models a device with that latency
+/// per sync and syncs in parallel (`device_model`): each commit waits its
+/// redo sync's latency on top of the real sync, SHOW VARIABLES says it, a
+/// live SET and an out-of-range value are refused by name.
+#[test]
+fn a_modelled_device_makes_every_sync_wait_its_latency() {
+    use std::time::{Duration, Instant};
+    let vfs = Arc::new(SimVfs::new());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut o = opts(&vfs, 32, "files");
+    let dw = tmp.path().join("dw").display().to_string();
+    o.settings.push(("innodb_doublewrite_dir".into(), dw));
+    o.settings
+        .push(("redoctor_device_sync_latency_us".into(), "20000".into()));
+    let e = Engine::open(o).unwrap();
+    assert_eq!(
+        e.variable("redoctor_device_sync_latency_us").unwrap().value,
+        "20000"
+    );
+    e.prepare_sbtest(1, 2000).unwrap();
+    let t = e.table_id("sbtest1").unwrap();
+    let syncs = vfs.sync_count();
+    let start = Instant::now();
+    for id in 1..=5 {
+        let mut trx = e.begin();
+        assert!(trx.update_k(t, id, 1).unwrap());
+        e.commit(trx).unwrap();
+    }
+    let took = start.elapsed();
+    assert!(vfs.sync_count() - syncs >= 5, "the real syncs happened");
+    assert!(
+        took >= Duration::from_millis(100),
+        "5 commits, one after another, took {took:?}"
+    );
+    let err = e
+        .set_global("redoctor_device_sync_latency_us", "0")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("redoctor_device_sync_latency_us") && err.contains("startup"),
+        "{err}"
+    );
+    e.shutdown().unwrap();
+    drop(e);
+    let mut o = opts(&Arc::new(SimVfs::new()), 32, "files");
+    o.settings
+        .push(("redoctor_device_sync_latency_us".into(), "2000000".into()));
+    let err = Engine::open(o).err().expect("opened").to_string();
+    assert!(err.contains("redoctor_device_sync_latency_us"), "{err}");
+}
+
 /// Index `k_1` on pages: lookups by `k` answer from its B+tree (scratch
 /// files `space-NNNNN.k_1.ibt`), and every start rebuilds it from the
 /// rows: a scratch file overwritten with garbage while the engine is

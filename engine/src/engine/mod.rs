@@ -34,6 +34,7 @@ pub use crate::data::table::TableId;
 use crate::data::table::{Row, Shape};
 use crate::data::trx::{EngineHooks, Trx, TrxError};
 use crate::debug_hooks::DebugHooks;
+use crate::device_model::DeviceModel;
 use crate::error::EngineError;
 use crate::page_store::store::PageStore;
 use crate::paged_tables;
@@ -89,6 +90,10 @@ pub struct EngineOptions {
     /// `log_replica_updates` (startup only): a replica writes the
     /// transactions it applies to its own binlog.
     pub log_replica_updates: bool,
+    /// `redoctor_device_sync_latency_us` (startup only): every sync of the
+    /// data and doublewrite directories waits this much more, any number
+    /// at once (`crate::device_model`; zero: off).
+    pub device_sync_latency: Duration,
 }
 
 impl EngineOptions {
@@ -107,6 +112,7 @@ impl EngineOptions {
             max_binlog_size: 1 << 30,
             pages: paged_tables::PageSettings::default(),
             log_replica_updates: true,
+            device_sync_latency: Duration::ZERO,
         }
     }
 }
@@ -163,6 +169,8 @@ pub struct Engine {
     /// Where tables keep their committed rows when they are on pages.
     store: Option<Arc<PageStore>>,
     page_settings: paged_tables::PageSettings,
+    /// `redoctor_device_sync_latency_us`.
+    device_sync_latency: Duration,
     /// What the doublewrite buffer restored at startup (tables on pages).
     page_recovery: Option<crate::page_store::doublewrite::Recovered>,
     /// The replica settings (live; see `crate::replica`).
@@ -196,7 +204,9 @@ impl Engine {
                 })
             })?),
         };
-        let (store, page_recovery) = paged_tables::open(&vfs, &opts.pages)?.unzip();
+        let vfs = DeviceModel::wrap(vfs, opts.device_sync_latency);
+        let (store, page_recovery) =
+            paged_tables::open(&vfs, &opts.pages, opts.device_sync_latency)?.unzip();
         let rec = recovery::recover_with(vfs.as_ref(), &opts.redo, store.as_ref())?;
         // Tablespaces of tables dropped (durably) whose files remain.
         rec.catalog
@@ -248,6 +258,7 @@ impl Engine {
             debug: DebugHooks::default(),
             store,
             page_settings: opts.pages,
+            device_sync_latency: opts.device_sync_latency,
             page_recovery,
             replica_settings: Arc::new(ReplicaSettings::new(opts.log_replica_updates)),
             max_binlog_size: opts.max_binlog_size,
@@ -1046,6 +1057,11 @@ impl Engine {
     /// The page store's startup settings.
     pub fn page_settings(&self) -> &paged_tables::PageSettings {
         &self.page_settings
+    }
+
+    /// The modelled device's latency per sync (`crate::device_model`).
+    pub fn device_sync_latency(&self) -> Duration {
+        self.device_sync_latency
     }
 
     /// The committed contents of every table (for tests and verification).

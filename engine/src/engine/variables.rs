@@ -386,6 +386,15 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         at_startup: Some(|o, v| o.pages.lru_scan_depth = v.as_u64()),
     },
     Setting {
+        name: "redoctor_device_sync_latency_us",
+        kind: Kind::UInt { min: 0, max: 1_000_000, unit: "microseconds" },
+        default: "0",
+        doc: "Not a MySQL setting; for benches. Models a storage device with this latency per sync and no limit on syncs in flight: every fdatasync in the data and doublewrite directories (redo, binlog, tablespaces, doublewrite copies) and every directory sync does the real one, then waits this long. Put the data on tmpfs to measure on that device alone. 0: off. Fixed at startup.",
+        get: |e| Value::UInt(e.device_sync_latency().as_micros() as u64),
+        set: None,
+        at_startup: Some(|o, v| o.device_sync_latency = std::time::Duration::from_micros(v.as_u64())),
+    },
+    Setting {
         name: "redoctor_debug_commit_extra_hop",
         kind: Kind::Bool,
         default: "OFF",
