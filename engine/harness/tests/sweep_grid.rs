@@ -38,6 +38,33 @@ fn shipped_sweeps_are_valid() {
     assert!(full.cells().len() > default.cells().len());
 }
 
+/// Every grid shipped under `engine/sweeps` loads, and each setting its
+/// configurations name is one the engine knows, at a value it takes: a
+/// typo fails here, not in a cell partway through a sweep.
+#[test]
+fn every_shipped_grid_names_settings_the_engine_takes() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sweeps");
+    let mut grids = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        grids += 1;
+        let grid = Grid::load(&path).unwrap();
+        for (name, settings) in &grid.configurations {
+            for (key, value) in settings {
+                let s = redoctor_engine::find_setting(key)
+                    .unwrap_or_else(|e| panic!("{}: `{name}`: {e}", path.display()));
+                if let Err(e) = s.parse(value) {
+                    panic!("{}: `{name}`: {e}", path.display());
+                }
+            }
+        }
+    }
+    assert!(grids >= 5, "{grids} grids in {}", dir.display());
+}
+
 #[test]
 fn grid_defaults_and_settings() {
     let g = Grid::parse(GRID).unwrap();
