@@ -7,7 +7,7 @@
 //! legacy design's 8 single-page slots are the narrowest point). Wrapping
 //! the data directory (on tmpfs) in [`DeviceModel`] gives that device: every
 //! `fdatasync` of a file and every directory sync first does the real one,
-//! then waits [`DeviceModel::latency`] in the calling thread, so N threads
+//! then waits the latency in the calling thread, so N threads
 //! syncing at once all finish after about one latency, as on a device with
 //! a deep queue. Writes and reads pass through untouched (a device's write
 //! cache absorbs them; the sync pays). Set by the engine-specific
@@ -26,21 +26,13 @@ pub struct DeviceModel {
 }
 
 impl DeviceModel {
-    pub fn new(inner: Arc<dyn Vfs>, latency: Duration) -> Self {
-        DeviceModel { inner, latency }
-    }
-
     /// Wraps `inner` when `latency` is not zero.
     pub fn wrap(inner: Arc<dyn Vfs>, latency: Duration) -> Arc<dyn Vfs> {
         if latency.is_zero() {
             inner
         } else {
-            Arc::new(DeviceModel::new(inner, latency))
+            Arc::new(DeviceModel { inner, latency })
         }
-    }
-
-    pub fn latency(&self) -> Duration {
-        self.latency
     }
 }
 

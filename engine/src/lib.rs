@@ -20,7 +20,7 @@ mod checkpoint;
 mod counters;
 mod data;
 mod debug_hooks;
-pub mod device_model;
+mod device_model;
 mod engine;
 mod error;
 pub mod failpoints;

@@ -13,7 +13,7 @@
 //! third, a switchback at block counts the budget sets).
 //!
 //! A constant level, not a spending function split by Bonferroni: with
-//! five even looks at 0.05 overall it tests each look at 0.0158, where
+//! five even looks at 0.05 overall it tests each look at 0.0169, where
 //! Lan–DeMets' Pocock-type spending split by Bonferroni tests them at
 //! 0.015 down to 0.007, and with the paired design's eight looks on
 //! strongly overlapping pairs the gap is several-fold.
