@@ -107,6 +107,89 @@ fn a_five_percent_worse_candidate_is_rolled_back() {
     assert!(worse >= 30, "rolled back as slower in {worse} of 40");
 }
 
+/// A trial that stops early states what its blocks resolved (fewer of
+/// them, at a stricter look's level) and what its whole budget would:
+/// the latter is what a full trial at this load states, so it predicts
+/// the trials' power where the former understates it.
+#[test]
+fn an_early_stop_states_what_its_full_budget_resolves() {
+    let full: Vec<f64> = outcomes(10_000.0, 30, host)
+        .iter()
+        .filter_map(|t| t.resolving_power.as_ref())
+        .filter(|r| r.full_budget.is_none())
+        .map(|r| r.detectable)
+        .collect();
+    assert!(
+        full.len() >= 20,
+        "{} A/A trials ran their budget",
+        full.len()
+    );
+    let early: Vec<_> = outcomes(9_000.0, 30, host)
+        .into_iter()
+        .filter_map(|t| t.resolving_power)
+        .filter_map(|r| r.full_budget.clone().map(|f| (r.detectable, f)))
+        .collect();
+    assert!(
+        early.len() >= 20,
+        "{} of 30 -10% trials stopped early",
+        early.len()
+    );
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let at_budget = med(full.clone());
+    let projected = med(early.iter().map(|(_, f)| f.detectable).collect());
+    let own = med(early.iter().map(|(d, _)| *d).collect());
+    assert!(
+        (projected / at_budget - 1.0).abs() < 0.35,
+        "the early stops' full budget resolves {projected:.4}, full trials state {at_budget:.4}"
+    );
+    assert!(
+        own > 1.5 * at_budget,
+        "an early stop's own resolution {own:.4} against full trials' {at_budget:.4}"
+    );
+    let planned = early[0].1.units;
+    assert!(early
+        .iter()
+        .all(|(_, f)| f.units == planned && f.alpha > 0.04));
+}
+
+/// One look: a fixed-horizon trial runs every block its budget holds,
+/// never says it stopped early, and its estimates centre on the true
+/// ratio (no early stop selects the high ones).
+#[test]
+fn a_fixed_horizon_trial_runs_its_budget_without_a_stopping_bias() {
+    let one_look = |seed| {
+        let mut p = plan(seed);
+        if let Design::Switchback(sb) = &mut p.design {
+            sb.looks = 1;
+        }
+        p
+    };
+    let r: Vec<_> = (0..40)
+        .map(|i| trial_with(9_500.0, host(), 1000 + i, one_look(1000 + i)))
+        .collect();
+    let logs: Vec<f64> = r
+        .iter()
+        .map(|t| t.estimate.as_ref().unwrap().mean_ratio.ln())
+        .collect();
+    for t in &r {
+        assert_eq!(t.log_ratios.len(), 60, "{}", t.reason);
+        assert_eq!(t.looks.len(), 1, "{}", t.reason);
+        assert!(!t.reason.contains("stopped early"), "{}", t.reason);
+    }
+    let n = logs.len() as f64;
+    let m = logs.iter().sum::<f64>() / n;
+    let sd = (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let off = (m - 0.95f64.ln()).abs();
+    assert!(
+        off < 3.0 * sd / n.sqrt(),
+        "mean log estimate {m:.4} against {:.4} (sd {sd:.4})",
+        0.95f64.ln()
+    );
+}
+
 /// +0%: a decision either way is a false one; the design states alpha
 /// 0.05, and 200 trials at that rate would make 10 (16 is the binomial
 /// 99% bound). The interval covers no change as often.

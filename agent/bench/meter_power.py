@@ -8,6 +8,13 @@ after each durable commit) and tried with `redoctor diagnose --trial
    running engine: spin 0 and spin X alternate every PHASE seconds (the
    first 2 s of each discarded), PHASES phases a side, commits counted by
    `Com_commit`: the ratio and its 95% interval (Welch on the phases' logs).
+   At 4 users 20-s phases drift by several percent, so 5 a side resolve
+   only about ±9%: too coarse to size a 3% slowdown. `--fast-truth SECS`
+   adds a fixed-horizon switchback trial of SECS seconds per spin, before
+   the trials and again after them (`diagnose --trial --trial-looks 1`:
+   one look, so it runs its whole budget and no early stop biases its
+   estimate; 250-ms periods in ABBA blocks, a HAC interval). It shares the
+   meter's design, so the static phases stay as the independent check.
 2. **Trials.** TRIALS trials of each spin (and of spin 0 against itself:
    A/A), each `redoctor diagnose --pid P --socket S --trial --candidate
    redoctor_debug_commit_spin_ns=X --trial-max BUDGET` on the same engine,
@@ -28,7 +35,8 @@ oltp_update_index with N threads (the issue's 4-user load) instead of
 Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
        [--serve-threads N]
        [--spins 300,1000 (empty: A/A only)] [--trials 20] [--aa 40] [--budget 60]
-       [--phases 5 (0: the trials' pooled unadjusted estimate stands for the truth)] [--phase 20] [--design auto] [--workdir /var/tmp]
+       [--phases 5 (0: the trials' pooled unadjusted estimate stands for the truth)] [--phase 20]
+       [--fast-truth SECS] [--design auto] [--workdir /var/tmp]
        [--covariate (redoctor diagnose --trial-covariate)]
        [--pause-file /tmp/redoctor-busy]
        (root; release builds of redoctor and redoctor-engine)
@@ -129,6 +137,20 @@ def phase(sock, spin, secs):
     return (c1 - c0) / (t1 - t0)
 
 
+def fast_truth(pid, sock, spin, secs):
+    """A fixed-horizon switchback trial of `spin` (one look: it runs all
+    `secs`, no early stop biases it): (ratio, 95% low, high, the trial's
+    summary)."""
+    t, failed = diagnose_trial(pid, sock, f"{KNOB}={spin}", secs,
+                               ["--trial-design", "switchback", "--trial-looks", "1"])
+    mysql(sock, f"SET GLOBAL {KNOB} = 0")  # whatever it decided
+    if failed:
+        sys.exit(f"the fixed-horizon trial failed: {failed}")
+    s = trial_summary(t)
+    # Its interval is at the one look's level, 0.05 two-sided.
+    return s["estimate"], s["ci"][0], s["ci"][1], s
+
+
 def unbusy(args, proc, fn, *a):
     """fn(*a) measured while no other job held the CPUs."""
     while True:
@@ -184,6 +206,8 @@ def trial_summary(t):
         "outcome": t["outcome"], "reason": t["reason"], "elapsed_s": t["elapsed_s"],
         "estimate": est.get("mean_ratio"), "ci": [est.get("ci_low"), est.get("ci_high")],
         "resolution": (t.get("resolving_power") or {}).get("detectable"),
+        # What the whole budget would resolve (set after an early stop).
+        "full_resolution": ((t.get("resolving_power") or {}).get("full_budget") or {}).get("detectable"),
     }
 
 
@@ -210,6 +234,8 @@ def main():
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--phases", type=int, default=5)
     ap.add_argument("--phase", type=float, default=20.0)
+    ap.add_argument("--fast-truth", type=int, default=0,
+                    help="seconds of a fixed-horizon switchback trial per spin, before and after the trials")
     ap.add_argument("--design", default="auto")
     ap.add_argument("--workdir", default="/var/tmp")
     ap.add_argument("--seed", type=int, default=1)
@@ -239,6 +265,17 @@ def main():
                 out.write(json.dumps(rec) + "\n")
                 out.flush()
                 print(f"spin {spin} ns: true ratio {r:.4f} [{lo:.4f}, {hi:.4f}]", flush=True)
+            def fast(when):
+                for spin in spins if args.fast_truth > 0 else []:
+                    r, lo, hi, t = unbusy(args, proc, fast_truth, proc.pid, sock, spin,
+                                          args.fast_truth)
+                    rec = {"kind": "truth_fast", "when": when, "spin_ns": spin, "trial": t,
+                           "ratio": r, "ci": [lo, hi]}
+                    out.write(json.dumps(rec) + "\n")
+                    out.flush()
+                    print(f"spin {spin} ns, alternation {when}: ratio {r:.4f} [{lo:.4f}, {hi:.4f}]",
+                          flush=True)
+            fast("before")
             jobs = [s for s in spins for _ in range(args.trials)] + [0] * args.aa
             rng.shuffle(jobs)
             results = {s: [] for s in [0] + spins}
@@ -249,6 +286,7 @@ def main():
                 out.flush()
                 results[spin].append(r)
                 print(f"[{n}/{len(jobs)}] spin {spin}: {r.get('outcome')} {r.get('estimate')}", flush=True)
+            fast("after")
         finally:
             for q in (load, proc):
                 if q is not None:

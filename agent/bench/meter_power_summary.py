@@ -5,6 +5,9 @@ the rate the trials' own stated resolution predicts, and how often the
 trial's interval held the true ratio; for the A/A trials (spin 0) how many
 kept anything and the median |estimate|.
 
+The truth is the static phases' ratio, or where `--fast-truth` ran, the
+fixed-horizon trials' (before and after the trials, pooled).
+
 Predicted detection: a trial states the change it detects with 80% power
 (`resolution` r), so its standard error is ln(1 + r) / (z(0.975) + z(0.8));
 at a true log effect d it detects with probability
@@ -17,7 +20,17 @@ A trial that stopped early reports an estimate biased away from no change
 (its reason says so), so the pooled ratio leans away from 1 too: it is an
 upper bound on the effect's size, not a corrected estimate.
 
-Usage: agent/bench/meter_power_summary.py RUN.jsonl
+Each trial's own resolution is the one it stated at its stop: after an
+early stop that is fewer blocks at a stricter look's level, so the mean
+over the trials predicts far less than they detect. Trials since
+2026-12-05 also state what their whole budget would resolve
+(`full_resolution`), and the prediction uses that where it is set. For
+older runs, `--full A.jsonl`
+predicts instead from what a trial that runs its whole budget states at
+the same load: the median resolution of the A/A trials in A.jsonl (spin 0)
+that ran to their budget, the figure a user sees after a full trial.
+
+Usage: agent/bench/meter_power_summary.py RUN.jsonl [--full AA.jsonl]
 """
 import json
 import math
@@ -40,13 +53,56 @@ def pooled(rs):
     return f"{math.exp(m):.3f} [{math.exp(m - t * se):.3f}, {math.exp(m + t * se):.3f}]"
 
 
+def full_resolution(path):
+    """The median resolution A/A trials state after running their whole
+    budget (not stopped early), and how many there were."""
+    rs = [json.loads(l) for l in open(path) if l.strip()]
+    full = [r["resolution"] for r in rs
+            if r.get("kind") == "trial" and r.get("spin_ns") == 0 and r.get("resolution")
+            and r.get("outcome") == "inconclusive" and "stopped early" not in r["reason"]]
+    if not full:
+        sys.exit(f"{path}: no A/A trial ran to its budget")
+    return statistics.median(full), len(full)
+
+
+def detect_at(d, resolution):
+    """The chance a trial stating `resolution` detects a log effect `d`."""
+    return NormalDist().cdf(abs(d) / (math.log1p(resolution) / (Z975 + Z80)) - Z975)
+
+
+def fast_truths(rows):
+    """Per spin, the fixed-horizon trials' ratio and 95% interval
+    (`meter_power.py --fast-truth`): the runs before and after the trials
+    pooled by inverse variance on the log scale (each run's standard
+    error from its interval, t quantile ~2.0 at its ~60 blocks)."""
+    out = {}
+    for spin in {r["spin_ns"] for r in rows if r["kind"] == "truth_fast"}:
+        w = m = 0.0
+        for r in rows:
+            if r["kind"] == "truth_fast" and r["spin_ns"] == spin:
+                se = (math.log(r["ci"][1]) - math.log(r["ci"][0])) / (2 * 2.0)
+                w += 1 / se**2
+                m += math.log(r["ratio"]) / se**2
+        m, se = m / w, 1 / math.sqrt(w)
+        out[spin] = {"ratio": math.exp(m), "ci": [math.exp(m - Z975 * se), math.exp(m + Z975 * se)]}
+    return out
+
+
 def main():
-    rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+    args = sys.argv[1:]
+    full = None
+    if "--full" in args:
+        i = args.index("--full")
+        full = full_resolution(args[i + 1])
+        del args[i:i + 2]
+        print(f"a full trial at this load states ±{full[0]:.2%} (median of {full[1]} A/A trials that ran their budget)")
+    rows = [json.loads(l) for l in open(args[0]) if l.strip()]
     truth = {r["spin_ns"]: r for r in rows if r["kind"] == "truth"}
+    truth.update(fast_truths(rows))  # the tighter truth where it was measured
     trials = [r for r in rows if r["kind"] == "trial" and "outcome" in r]
     errors = [r for r in rows if r["kind"] == "trial" and "error" in r]
     print(f"{len(trials)} trials ({len(errors)} failed to run)")
-    print("| spin (ns) | true ratio, static [95%] | pooled trials [95%] | trials | detected | predicted (static / pooled) | kept | interval held the static truth | stated resolution (median) | elapsed (median s) |")
+    print("| spin (ns) | true ratio [95%] | pooled trials [95%] | trials | detected | predicted (truth / pooled) | kept | interval held the truth | stated resolution (median) | elapsed (median s) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for spin in sorted({r["spin_ns"] for r in trials}):
         rs = [r for r in trials if r["spin_ns"] == spin]
@@ -66,9 +122,10 @@ def main():
         det = sum(r["outcome"] == "rolled_back_worse" or r["reason"].startswith("likely slower")
                   for r in rs)
         def predicted(d):
-            return statistics.mean(
-                NormalDist().cdf(abs(d) / (math.log1p(r["resolution"]) / (Z975 + Z80)) - Z975)
-                for r in rs if r.get("resolution"))
+            if full:
+                return detect_at(d, full[0])
+            return statistics.mean(detect_at(d, r.get("full_resolution") or r["resolution"])
+                                   for r in rs if r.get("resolution"))
         logs = [math.log(r["estimate"]) for r in rs if r.get("estimate")]
         pred_pooled = predicted(statistics.mean(logs)) if logs else float("nan")
         if t:

@@ -104,6 +104,12 @@ pub struct DiagnoseArgs {
     /// least the knob's known carryover).
     #[arg(long, default_value = "50ms", value_parser = redoctor_args::duration)]
     trial_guard: Duration,
+    /// --trial (switchback): looks of the sequential test, evenly spaced
+    /// over the blocks the budget allows. 1 is a fixed-horizon trial: it
+    /// runs its whole budget and its estimate carries no early stop's bias
+    /// (to measure an effect rather than to decide quickly).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
+    trial_looks: u32,
     /// --trial (switchback): decide on the blocks adjusted by the disks'
     /// write latency when it is balanced between the sides. Off by
     /// default: a candidate that changes the commit rate changes the disk's
@@ -443,6 +449,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             redoctor_advisor::experiment::Switchback {
                 period: args.trial_period,
                 guard: args.trial_guard,
+                looks: args.trial_looks as usize,
                 covariate: args.trial_covariate,
                 ..Default::default()
             },

@@ -595,6 +595,18 @@ fn bad_calibrations_and_trial_without_a_socket_are_refused_up_front() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains("--trial-floor") && err.contains(says), "{err}");
     }
+    for looks in ["0", "51"] {
+        let o = redoctor()
+            .args(["diagnose", "--pid", "1", "--trial-looks", looks])
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("--trial-looks") && err.contains("1..=50"),
+            "{err}"
+        );
+    }
     let o = redoctor()
         .args(["calibrate", "--workdir"])
         .arg(&missing)

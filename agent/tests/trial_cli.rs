@@ -207,7 +207,7 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
             })
         })
         .collect();
-    let run = |candidate: &str, out: &std::path::Path| {
+    let run = |candidate: &str, out: &std::path::Path, extra: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_redoctor"))
             .args(["diagnose", "--pid", &s.child.id().to_string()])
             .args(["--duration", "1s", "--model-priors", "--format", "json"])
@@ -218,11 +218,12 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
             .arg(s.state())
             .arg("--out")
             .arg(out)
+            .args(extra)
             .output()
             .unwrap()
     };
     let out = s.dir.path().join("report.json");
-    let o = run("innodb_log_writer_threads=OFF", &out);
+    let o = run("innodb_log_writer_threads=OFF", &out, &[]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{err}");
     let v: serde_json::Value =
@@ -305,18 +306,27 @@ fn switchback_trial_alternates_in_blocks_and_a_named_candidate_runs() {
             .unwrap();
     }
     // A/A: the setting against itself keeps nothing and changes nothing.
+    // As a fixed-horizon trial (one look): it runs its whole budget, and
+    // its estimate is not one of an early stop.
     let out = s.dir.path().join("aa.json");
-    let o = run("innodb_log_writer_threads=ON", &out);
+    let o = run(
+        "innodb_log_writer_threads=ON",
+        &out,
+        &["--trial-looks", "1"],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let t = &v["trial"];
     assert_ne!(t["outcome"], "failed", "{}", t["reason"]);
-    // It ran to the first look at least (an early stop for harm may end
-    // it there: that rolls back).
-    let first_look = t["plan"]["design"]["min_blocks"].as_u64().unwrap() as usize;
+    assert_eq!(t["plan"]["design"]["looks"], 1, "{}", t["plan"]);
+    // Every block the 24-s budget holds (blocks of four periods).
+    let period = t["plan"]["design"]["period_s"].as_f64().unwrap();
+    let blocks = t["log_ratios"].as_array().unwrap().len();
+    assert_eq!(blocks, (24.0 / (4.0 * period)).floor() as usize, "{t}");
+    assert_eq!(t["looks"].as_array().unwrap().len(), 1, "{t}");
     assert!(
-        t["log_ratios"].as_array().unwrap().len() >= first_look,
+        !t["reason"].as_str().unwrap().contains("stopped early"),
         "{t}"
     );
     assert_eq!(s.var("innodb_log_writer_threads"), "ON");

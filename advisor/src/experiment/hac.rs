@@ -4,7 +4,7 @@
 
 use redoctor_stats::{mean, student_t_critical};
 
-use super::power::Resolution;
+use super::power::{FullBudget, Resolution};
 use super::sequential::Look;
 
 /// Newey–West lag for `n` blocks: `⌊4 (n/100)^{2/9}⌋`, at least 1, less than `n`.
@@ -93,5 +93,64 @@ pub fn hac_resolution(d: &[f64], alpha: f64, secs_per_block: f64) -> Option<Reso
         detectable: detect.exp() - 1.0,
         pairs_needed: needed,
         secs_per_pair: secs_per_block,
+        full_budget: None,
     })
+}
+
+/// What `units` blocks would resolve at `alpha` with 80% power, given the
+/// spread `r` measured over its own blocks: the per-block long-run sd
+/// without the fixed-b inflation of `r`'s own count, with that of
+/// `units` (the inflation shrinks as blocks are added), t quantiles on
+/// `units − 1` degrees of freedom.
+pub fn full_budget(r: &Resolution, units: usize, alpha: f64) -> Option<FullBudget> {
+    if units < 3 || r.pairs < 3 || !r.per_pair_sd.is_finite() {
+        return None;
+    }
+    let b = |n: usize| (nw_lag(n) as f64 + 1.0) / n as f64;
+    let sd = r.per_pair_sd / fixed_b_factor(b(r.pairs)) * fixed_b_factor(b(units));
+    let df = units as f64 - 1.0;
+    let z = student_t_critical(alpha, df) + student_t_critical(2.0 * (1.0 - super::POWER), df);
+    Some(FullBudget {
+        units,
+        alpha,
+        detectable: (z * sd / (units as f64).sqrt()).exp() - 1.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 12 blocks alternating around +1% by ±3%.
+    fn blocks(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| 0.01 + if i % 2 == 0 { 0.03 } else { -0.03 })
+            .collect()
+    }
+
+    #[test]
+    fn the_full_budget_at_the_units_run_is_the_resolution_itself() {
+        let r = hac_resolution(&blocks(12), 0.05, 1.0).unwrap();
+        let f = full_budget(&r, 12, 0.05).unwrap();
+        assert!((f.detectable - r.detectable).abs() < 1e-12, "{f:?} {r:?}");
+    }
+
+    #[test]
+    fn a_longer_budget_resolves_finer_by_more_than_the_root_of_its_units() {
+        let r = hac_resolution(&blocks(12), 0.001, 1.0).unwrap();
+        let f = full_budget(&r, 60, 0.045).unwrap();
+        assert_eq!(f.units, 60);
+        // sqrt(12/60) alone gives 0.447 of the width; the looser level,
+        // more degrees of freedom and a smaller fixed-b inflation narrow
+        // it further.
+        let ratio = f.detectable.ln_1p() / r.detectable.ln_1p();
+        assert!(ratio < 0.447 * 0.8, "{ratio}: {f:?} against {r:?}");
+        // By hand: the per-block sd without 12 blocks' fixed-b factor,
+        // with 60's, and t quantiles on 59 df.
+        let b = |n: usize| (nw_lag(n) as f64 + 1.0) / n as f64;
+        let sd = r.per_pair_sd / fixed_b_factor(b(12)) * fixed_b_factor(b(60));
+        let z = student_t_critical(0.045, 59.0) + student_t_critical(0.4, 59.0);
+        assert!((f.detectable - ((z * sd / 60f64.sqrt()).exp() - 1.0)).abs() < 1e-12);
+        assert!(full_budget(&r, 2, 0.05).is_none());
+    }
 }

@@ -94,7 +94,7 @@ pub use covariate::Adjustment;
 pub use design::{Design, Switchback};
 pub use hac::{hac_look, nw_lag};
 pub use plan::Plan;
-pub use power::{resolution, Resolution, POWER};
+pub use power::{resolution, FullBudget, Resolution, POWER};
 pub use search::{search, share, Candidate, SearchReport, Step, StepResult};
 pub use sequential::{look, Decision, Look};
 pub use trial::{clipped, Outcome, Side, TrialRecord, Window, MAX_LOG_RATIO, ZERO_WINDOWS_TO_FAIL};

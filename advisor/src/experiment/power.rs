@@ -33,6 +33,23 @@ pub struct Resolution {
     pub pairs_needed: Option<u64>,
     /// Seconds one pair took here (both windows and the warm-up).
     pub secs_per_pair: f64,
+    /// What the trial's whole budget would resolve with the same spread:
+    /// set when it stopped before its last planned look, whose wider
+    /// figure (fewer units, a stricter look's level) says how soon it
+    /// stopped, not what a trial at this load can tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_budget: Option<FullBudget>,
+}
+
+/// The resolution of a trial's whole planned budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FullBudget {
+    /// Units (pairs or blocks) the budget plans.
+    pub units: usize,
+    /// The two-sided level of its last look.
+    pub alpha: f64,
+    /// The smallest change it detects with [`POWER`] (a share).
+    pub detectable: f64,
 }
 
 impl Resolution {
@@ -56,6 +73,13 @@ impl Resolution {
             100.0 * POWER,
             100.0 * self.per_pair_sd
         );
+        if let Some(f) = &self.full_budget {
+            s.push_str(&format!(
+                "; its full budget ({} {unit}) would resolve ±{:.1}%",
+                f.units,
+                100.0 * f.detectable
+            ));
+        }
         if let (Some(n), Some(secs)) = (self.pairs_needed, self.secs_needed()) {
             if n > self.pairs as u64 {
                 s.push_str(&format!(
@@ -101,6 +125,7 @@ pub fn resolution(d: &[f64], alpha: f64, secs_per_pair: f64) -> Option<Resolutio
         detectable,
         pairs_needed,
         secs_per_pair,
+        full_budget: None,
     })
 }
 
@@ -128,6 +153,26 @@ mod tests {
         let s = r.summary();
         assert!(s.starts_with("10 pairs resolve ±7.7%"), "{s}");
         assert!(s.contains("min)"), "{s}");
+    }
+
+    #[test]
+    fn an_early_stop_says_what_its_full_budget_resolves() {
+        let d: Vec<f64> = (0..12)
+            .map(|i| -0.10 + if i % 2 == 0 { 0.05 } else { -0.05 })
+            .collect();
+        let mut r = resolution(&d, 0.001, 1.0).unwrap();
+        assert!(!r.summary_in("blocks").contains("full budget"));
+        r.full_budget = Some(FullBudget {
+            units: 60,
+            alpha: 0.045,
+            detectable: 0.041,
+        });
+        let s = r.summary_in("blocks");
+        assert!(
+            s.contains("12 blocks resolve")
+                && s.contains("its full budget (60 blocks) would resolve ±4.1%"),
+            "{s}"
+        );
     }
 
     #[test]

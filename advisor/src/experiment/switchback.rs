@@ -45,7 +45,7 @@ use rand::{Rng, SeedableRng};
 use redoctor_stats::{mean, median};
 
 use super::covariate::{adjust, qualify};
-use super::hac::{hac_look, hac_resolution, nw_lag};
+use super::hac::{full_budget, hac_look, hac_resolution, nw_lag};
 use super::sequential::Decision;
 use super::trial::{clipped, interval, Outcome, Side, TrialRecord, Window};
 use super::{pct, ExperimentError, Plan, Settings, Switchback, Testbed};
@@ -119,8 +119,12 @@ pub fn run(
     run.finish(result);
     let blocks = run.rec.log_ratios.len();
     if blocks > 0 {
-        run.rec.resolving_power =
-            hac_resolution(&d, level, run.rec.elapsed_s / blocks as f64).map(Box::new);
+        let mut r = hac_resolution(&d, level, run.rec.elapsed_s / blocks as f64);
+        if let Some(r) = r.as_mut().filter(|_| blocks < max_blocks) {
+            let last = run.final_level(looks.len() - 1, looks.len());
+            r.full_budget = full_budget(r, max_blocks, last);
+        }
+        run.rec.resolving_power = r.map(Box::new);
     }
     run.rec
 }
