@@ -55,7 +55,11 @@ against=(--baseline tests/gate/engine-commit-path.baseline.json)
 # The reference build is cached by commit and toolchain outside the clone
 # (REDOCTOR_GATE_CACHE, default ~/.cache/redoctor/gate-ref): the same
 # commit and compiler give the same engine, and building it costs minutes.
-cache="${REDOCTOR_GATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redoctor/gate-ref}/$ref-$(rustc -V | tr -c 'A-Za-z0-9.\n' _)"
+# An incremental build (CI's) differs in its code generation from a plain
+# one, so the two are cached apart and compared only with their own kind.
+inc=""
+[[ ${CARGO_INCREMENTAL:-0} == 1 ]] && inc=-incremental
+cache="${REDOCTOR_GATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redoctor/gate-ref}/$ref-$(rustc -V | tr -c 'A-Za-z0-9.\n' _)$inc"
 if [[ -x $cache/redoctor-engine ]] && git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     echo "   against the reference build $ref, side by side (cached in $cache)"
     mkdir -p "$tgt"/gate-ref
@@ -78,8 +82,15 @@ elif git rev-parse -q --verify "$ref^{commit}" >/dev/null 2>&1; then
     # binary is set aside, and the workspace crates' fingerprints are
     # dropped so that this tree's crates are built again (below); the
     # dependencies stay built.
+    # The incremental cache (CI's) is set aside meanwhile: the reference's
+    # sources sit at another path, and would leave a cache this tree's next
+    # build cannot reuse.
+    rm -rf "$tgt"/release/incremental.head
+    [[ -d $tgt/release/incremental ]] && mv "$tgt"/release/incremental "$tgt"/release/incremental.head
     (cd "$refsrc" && cargo test --release -q --workspace --no-run --test cli_grammar \
         --target-dir "$tgt")
+    rm -rf "$tgt"/release/incremental
+    [[ -d $tgt/release/incremental.head ]] && mv "$tgt"/release/incremental.head "$tgt"/release/incremental
     mkdir -p "$tgt"/gate-ref
     cp "$tgt"/release/redoctor-engine "$tgt"/gate-ref/redoctor-engine
     rm -rf "$tgt"/release/.fingerprint/redoctor*
