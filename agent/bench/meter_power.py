@@ -139,16 +139,14 @@ def phase(sock, spin, secs):
 
 def fast_truth(pid, sock, spin, secs):
     """A fixed-horizon switchback trial of `spin` (one look: it runs all
-    `secs`, no early stop biases it): (ratio, 95% low, high, the trial's
-    summary)."""
+    `secs`, no early stop biases it): the trial's summary, whose interval
+    is at the one look's level, 0.05 two-sided."""
     t, failed = diagnose_trial(pid, sock, f"{KNOB}={spin}", secs,
                                ["--trial-design", "switchback", "--trial-looks", "1"])
     mysql(sock, f"SET GLOBAL {KNOB} = 0")  # whatever it decided
     if failed:
         sys.exit(f"the fixed-horizon trial failed: {failed}")
-    s = trial_summary(t)
-    # Its interval is at the one look's level, 0.05 two-sided.
-    return s["estimate"], s["ci"][0], s["ci"][1], s
+    return trial_summary(t)
 
 
 def unbusy(args, proc, fn, *a):
@@ -267,14 +265,13 @@ def main():
                 print(f"spin {spin} ns: true ratio {r:.4f} [{lo:.4f}, {hi:.4f}]", flush=True)
             def fast(when):
                 for spin in spins if args.fast_truth > 0 else []:
-                    r, lo, hi, t = unbusy(args, proc, fast_truth, proc.pid, sock, spin,
-                                          args.fast_truth)
+                    t = unbusy(args, proc, fast_truth, proc.pid, sock, spin, args.fast_truth)
                     rec = {"kind": "truth_fast", "when": when, "spin_ns": spin, "trial": t,
-                           "ratio": r, "ci": [lo, hi]}
+                           "ratio": t["estimate"], "ci": t["ci"]}
                     out.write(json.dumps(rec) + "\n")
                     out.flush()
-                    print(f"spin {spin} ns, alternation {when}: ratio {r:.4f} [{lo:.4f}, {hi:.4f}]",
-                          flush=True)
+                    print(f"spin {spin} ns, fixed-horizon trial {when}: ratio {t['estimate']:.4f} "
+                          f"[{t['ci'][0]:.4f}, {t['ci'][1]:.4f}]", flush=True)
             fast("before")
             jobs = [s for s in spins for _ in range(args.trials)] + [0] * args.aa
             rng.shuffle(jobs)

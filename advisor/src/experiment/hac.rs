@@ -20,6 +20,11 @@ fn fixed_b_factor(b: f64) -> f64 {
     (1.96 + 2.9694 * b + 0.4160 * b * b - 0.5324 * b * b * b) / 1.96
 }
 
+/// [`fixed_b_factor`] at `n` blocks with the lag [`nw_lag`] gives them.
+fn nw_fixed_b(n: usize) -> f64 {
+    fixed_b_factor((nw_lag(n) as f64 + 1.0) / n as f64)
+}
+
 /// The t-test of mean `d` = 0 at level `alpha` with a serial-correlation
 /// robust standard error, Student t on `n − 1` degrees of freedom; None
 /// with fewer than 3 values or a non-finite one. The long-run variance is
@@ -106,8 +111,7 @@ pub fn full_budget(r: &Resolution, units: usize, alpha: f64) -> Option<FullBudge
     if units < 3 || r.pairs < 3 || !r.per_pair_sd.is_finite() {
         return None;
     }
-    let b = |n: usize| (nw_lag(n) as f64 + 1.0) / n as f64;
-    let sd = r.per_pair_sd / fixed_b_factor(b(r.pairs)) * fixed_b_factor(b(units));
+    let sd = r.per_pair_sd / nw_fixed_b(r.pairs) * nw_fixed_b(units);
     let df = units as f64 - 1.0;
     let z = student_t_critical(alpha, df) + student_t_critical(2.0 * (1.0 - super::POWER), df);
     Some(FullBudget {
