@@ -39,16 +39,41 @@ echo "== [${SECONDS}s] crate layers (tests/crate_layers.py)"
 python3 tests/crate_layers.py
 echo "== [${SECONDS}s] no test skips on its own (tests/silent_skips.py)"
 python3 tests/silent_skips.py
-echo "== [${SECONDS}s] cargo test --release --workspace --all-targets"
-# Each test binary's start and result lines carry the seconds since the
+echo "== [${SECONDS}s] cargo test --release --workspace --all-targets (tests/run_tests.py)"
+# The test binaries cargo builds, run as cargo runs them, but for the
+# order: the agent's (live trials, time and CPU budgets, servers under
+# load) one at a time with the machine to themselves, then the others, whose
+# checks do not depend on the host's speed, as many at a time as there are
+# CPUs. Each binary's start and result lines carry the seconds since this
 # script started, so a log shows where the time goes.
-cargo test --release --workspace --all-targets 2>&1 |
-    awk -v t0="$(date +%s)" -v s0="$SECONDS" '
-        /^ *(Running|Doc-tests)|^test result/ { printf "[%ds] %s\n", s0 + systime() - t0, $0; fflush(); next }
-        { print; fflush() }'
+python3 tests/run_tests.py --target-dir "$tgt" --t0 "$(($(date +%s) - SECONDS))"
 echo "== [${SECONDS}s] loom model checks (engine/src/tests/loom_*.rs)"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$tgt/loom" \
-    cargo test --release -p redoctor-engine --lib tests::loom_
+# Each model runs in a process of its own, as many at a time as there are
+# CPUs. Loom maps a fresh stack for every thread of every execution it
+# explores, so most of its time is the kernel's (mmap, mprotect, munmap),
+# and the test threads of one process contend for its address space: on 2
+# CPUs the models took 72 s as one process with 2 test threads, 54 s with
+# one, 29 s as separate processes two at a time (tests/RESULTS.md).
+loom_bin=$(RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$tgt/loom" \
+    cargo test --release -p redoctor-engine --lib --no-run --message-format=json |
+    python3 -c 'import json, sys
+exes = [m["executable"] for m in map(json.loads, sys.stdin)
+        if m.get("reason") == "compiler-artifact" and m.get("executable")
+        and m["target"]["name"] == "redoctor_engine" and m["profile"]["test"]]
+assert len(exes) == 1, exes
+print(exes[0])')
+loom_logs=$(mktemp -d)
+mapfile -t models < <("$loom_bin" --list --format terse tests::loom_ | sed -n 's/: test$//p' | sort -r)
+((${#models[@]} > 0)) || { echo "no loom models found in $loom_bin" >&2; exit 1; }
+printf '%s\n' "${models[@]}" | xargs -P "$(nproc)" -I{} sh -c '
+    if "$1" --exact "$2" --test-threads 1 >"$3/$2.log" 2>&1 &&
+        grep -q "test result: ok. 1 passed" "$3/$2.log"; then
+        echo "test $2 ... ok"
+    else
+        echo "test $2 ... FAILED"; cat "$3/$2.log"; exit 1
+    fi' _ "$loom_bin" {} "$loom_logs"
+echo "loom: ${#models[@]} models passed"
+rm -rf "$loom_logs"
 echo "== [${SECONDS}s] performance gate (tests/gate/engine-commit-path.toml)"
 ref=$(grep -v '^#' tests/gate/reference-commit | head -1)
 against=(--baseline tests/gate/engine-commit-path.baseline.json)
