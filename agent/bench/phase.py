@@ -186,8 +186,14 @@ def agent_run(socket, pid, defaults, work, i, calibration):
                 last = t - start
                 settings.update(l["candidate"])
         trials = [l for l in lines if l.get("event") == "trial" and bounds[j] <= l["ts_unix_ms"] / 1000 < bounds[j + 1]]
+        # When the first trial of the phase began (s after the phase
+        # started) and how long each ran: where the time to converge goes.
+        starts = [l["ts_unix_ms"] / 1000 - start for l in lines
+                  if l.get("event") == "trial_started" and bounds[j] <= l["ts_unix_ms"] / 1000 < bounds[j + 1]]
         out.append({"phase": name, "tps": tps, "per_s": per_s, "held": name_of(settings),
                     "kept": kept, "last_change_s": last, "trials": len(trials),
+                    "first_trial_s": min(starts) if starts else None,
+                    "trial_elapsed_s": [t.get("elapsed_s") for t in trials],
                     "outcomes": [f"{name_of(dict(defaults, **t['candidate']))}:{t['outcome']}" for t in trials]})
     return out
 
@@ -235,7 +241,11 @@ def score(statics, agents):
             f"{n} " + "/".join(f"{t:.0f}" for t in v) for n, (_, v) in pool.items()))
     for i, a in enumerate(agents):
         for p in a:
-            print(f"agent run {i + 1} phase {p['phase']} trials: {', '.join(p['outcomes']) or 'none'}")
+            first = p.get("first_trial_s")
+            timing = "" if first is None else (
+                f" (first began at {first:.1f} s; ran " +
+                ", ".join(f"{e:.1f}" for e in p["trial_elapsed_s"] if e is not None) + " s)")
+            print(f"agent run {i + 1} phase {p['phase']} trials: {', '.join(p['outcomes']) or 'none'}{timing}")
     return report
 
 

@@ -24,6 +24,24 @@ pub fn read_pidfile(p: &Path) -> Option<u32> {
     alive(pid).then_some(pid)
 }
 
+/// How long process `pid` has been running: its start time (field 22 of
+/// `/proc/PID/stat`, in clock ticks since boot) against the uptime.
+pub fn age(pid: u32) -> Option<std::time::Duration> {
+    let ticks: u64 = stat_fields(pid)?.split_whitespace().nth(19)?.parse().ok()?;
+    // SAFETY: sysconf reads a constant of the running system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    (hz > 0).then(|| {
+        let started = ticks as f64 / hz as f64;
+        std::time::Duration::from_secs_f64((uptime - started).max(0.0))
+    })
+}
+
 /// The first 15 bytes of `name`: what the kernel keeps of a process name.
 fn comm_of(name: &str) -> &[u8] {
     &name.as_bytes()[..name.len().min(15)]
@@ -91,6 +109,21 @@ mod tests {
         c.wait().unwrap();
         assert!(!alive(pid));
         assert_eq!(read_pidfile(&pf), None);
+    }
+
+    #[test]
+    fn a_new_process_is_young_and_init_is_not() {
+        let mut c = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let young = age(c.id()).expect("a live child's age");
+        c.kill().unwrap();
+        c.wait().unwrap();
+        assert!(young < std::time::Duration::from_secs(1), "{young:?}");
+        let init = age(1).expect("pid 1's age");
+        assert!(init > std::time::Duration::from_secs(5), "{init:?}");
+        assert_eq!(age(0x7fff_fff0), None);
     }
 
     /// A name longer than the kernel's 15 bytes, cut inside a character.

@@ -76,6 +76,18 @@ pub struct Worker {
     external: ExternalWatch,
 }
 
+/// How long a server that started `age` ago runs before its first sample.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// The wait before the first sample of a process: a just-started server
+/// settles for [`SETTLE`] (its buffers, threads and connections are still
+/// coming up), one that has run that long already is sampled at once
+/// (an agent started beside a running server; each second of waiting
+/// delays the first trial). Of unknown age: the whole wait.
+fn settle_wait(age: Option<Duration>) -> Duration {
+    SETTLE.saturating_sub(age.unwrap_or(Duration::ZERO))
+}
+
 fn sleep_unless(stop: &AtomicBool, d: Duration) {
     let end = Instant::now() + d;
     while !stop.load(Ordering::Relaxed) {
@@ -311,8 +323,7 @@ impl Worker {
         self.rejected.clear();
         self.warned_unavailable = false;
         self.attach_fsyncs(pid);
-        // Let a just-started server settle before the first sample.
-        self.next_sample = Instant::now() + Duration::from_secs(2);
+        self.next_sample = Instant::now() + settle_wait(crate::find::age(pid));
         self.status(|s| {
             s.pid = Some(pid);
             s.state = "observing".into();
@@ -725,5 +736,21 @@ impl Worker {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_just_started_server_waits_before_its_first_sample() {
+        assert_eq!(
+            settle_wait(Some(Duration::from_millis(300))),
+            Duration::from_millis(1700)
+        );
+        assert_eq!(settle_wait(Some(Duration::from_secs(3600))), Duration::ZERO);
+        assert_eq!(settle_wait(Some(SETTLE)), Duration::ZERO);
+        assert_eq!(settle_wait(None), SETTLE);
     }
 }
