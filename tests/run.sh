@@ -55,7 +55,7 @@ echo "== [${SECONDS}s] loom model checks (engine/src/tests/loom_*.rs)"
 # CPUs the models took 72 s as one process with 2 test threads, 54 s with
 # one, 29 s as separate processes two at a time (tests/RESULTS.md).
 loom_bin=$(RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$tgt/loom" \
-    cargo test --release -p redoctor-engine --lib --no-run --message-format=json |
+    cargo test --release -p redoctor-engine --lib --no-run --message-format=json-render-diagnostics |
     python3 -c 'import json, sys
 exes = [m["executable"] for m in map(json.loads, sys.stdin)
         if m.get("reason") == "compiler-artifact" and m.get("executable")

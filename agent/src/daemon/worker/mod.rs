@@ -76,7 +76,7 @@ pub struct Worker {
     external: ExternalWatch,
 }
 
-/// How long a server that started `age` ago runs before its first sample.
+/// How long a just-started server runs before its first sample.
 const SETTLE: Duration = Duration::from_secs(2);
 
 /// The wait before the first sample of a process: a just-started server
