@@ -255,6 +255,39 @@ fn arbitration_and_workers_switch_live_and_only_lock_waits_on_the_lock() {
     r.stop();
 }
 
+/// A worker count changed while the applier idles: it retires the old
+/// workers (their queues are empty) and applies what comes next with the
+/// new count. (The old workers used to wait for the replica to stop, so
+/// the applier waited for them for ever: found when this file's tests ran
+/// beside another test binary.)
+#[test]
+fn a_worker_count_change_on_an_idle_replica_goes_on_applying() {
+    let src = source();
+    let rep = engine(
+        Arc::new(SimVfs::new()),
+        &[("replica_parallel_workers", "2")],
+    );
+    let r = Replica::new(rep.clone());
+    r.start(Box::new(LocalSource(src.clone()))).unwrap();
+    load(&src, 4, 100, 5);
+    catch_up(&src, &r);
+    for n in ["1", "3", "0", "2"] {
+        rep.set_global("replica_parallel_workers", n).unwrap();
+        // The idle applier looks at the setting at least every 100 ms.
+        std::thread::sleep(Duration::from_millis(300));
+        load(&src, 4, 50, 6);
+        let end = src.binlog_end().unwrap();
+        assert!(
+            r.wait_applied(end, Duration::from_secs(10)),
+            "after replica_parallel_workers = {n} the replica stopped applying: {:?}",
+            r.status()
+        );
+        assert_eq!(r.status().workers, n.parse::<u32>().unwrap());
+    }
+    assert_eq!(user_tables(&src), user_tables(&rep));
+    r.stop();
+}
+
 #[test]
 fn power_cut_during_apply_loses_nothing_and_applies_nothing_twice() {
     for seed in 0..6u64 {

@@ -122,6 +122,8 @@ struct Queue {
     jobs: NamedMutex<VecDeque<Job>>,
     ready: NamedCondvar,
     sleeping: AtomicBool,
+    /// Set by [`Workers::join`]: the worker exits once its queue is empty.
+    retire: AtomicBool,
 }
 
 /// The worker threads.
@@ -145,6 +147,7 @@ impl Workers {
                 jobs: NamedMutex::new("replica.worker_queue", VecDeque::new()),
                 ready: NamedCondvar::new("replica.worker_ready"),
                 sleeping: AtomicBool::new(false),
+                retire: AtomicBool::new(false),
             });
             let (q2, ctx2, failed2) = (q.clone(), ctx.clone(), failed.clone());
             let t = std::thread::Builder::new()
@@ -195,6 +198,10 @@ impl Workers {
     /// replica stops) and joins them.
     pub fn join(self) {
         for q in &self.queues {
+            // Stored before the lock is taken to notify: a worker checks
+            // it under that lock before it sleeps, so it either sees it or
+            // is asleep when the notification comes.
+            q.retire.store(true, Ordering::SeqCst);
             let _g = q.jobs.lock();
             q.ready.notify_all();
         }
@@ -212,7 +219,7 @@ fn worker_loop(w: u32, q: &Queue, ctx: &ApplyCtx, failed: &NamedMutex<Option<Rep
                 if let Some(j) = jobs.pop_front() {
                     break Some(j);
                 }
-                if ctx.stopping() {
+                if ctx.stopping() || q.retire.load(Ordering::SeqCst) {
                     break None;
                 }
                 q.sleeping.store(true, Ordering::SeqCst);
