@@ -54,14 +54,8 @@ echo "== [${SECONDS}s] loom model checks (engine/src/tests/loom_*.rs)"
 # and the test threads of one process contend for its address space: on 2
 # CPUs the models took 72 s as one process with 2 test threads, 54 s with
 # one, 29 s as separate processes two at a time (tests/RESULTS.md).
-loom_bin=$(RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$tgt/loom" \
-    cargo test --release -p redoctor-engine --lib --no-run --message-format=json-render-diagnostics |
-    python3 -c 'import json, sys
-exes = [m["executable"] for m in map(json.loads, sys.stdin)
-        if m.get("reason") == "compiler-artifact" and m.get("executable")
-        and m["target"]["name"] == "redoctor_engine" and m["profile"]["test"]]
-assert len(exes) == 1, exes
-print(exes[0])')
+loom_bin=$(RUSTFLAGS="--cfg loom" python3 tests/run_tests.py --target-dir "$tgt/loom" \
+    --print-lib-test redoctor-engine)
 loom_logs=$(mktemp -d)
 mapfile -t models < <("$loom_bin" --list --format terse tests::loom_ | sed -n 's/: test$//p' | sort -r)
 ((${#models[@]} > 0)) || { echo "no loom models found in $loom_bin" >&2; exit 1; }

@@ -23,6 +23,7 @@ Usage: run_tests.py --target-dir DIR [--t0 UNIX_SECONDS]
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -35,10 +36,11 @@ import time
 ALONE = {"redoctor-agent"}
 
 
-def build(target_dir):
-    """Builds every test binary; returns them as dicts (package, name,
-    kind, src, exe, cwd), in cargo's order."""
-    cmd = ["cargo", "test", "--release", "--workspace", "--all-targets", "--no-run",
+def build(target_dir, select=("--workspace", "--all-targets")):
+    """Builds the test binaries `select` names (every one by default);
+    returns them as dicts (package, name, kind, src, exe, cwd), in cargo's
+    order."""
+    cmd = ["cargo", "test", "--release", *select, "--no-run",
            "--message-format=json-render-diagnostics"]
     env = dict(os.environ, CARGO_TARGET_DIR=target_dir)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
@@ -120,7 +122,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target-dir", required=True)
     ap.add_argument("--t0", type=float, default=time.time())
+    ap.add_argument("--print-lib-test", metavar="PACKAGE",
+                    help="only build PACKAGE's library tests and print that binary's path "
+                         "(tests/run.sh's loom step)")
     a = ap.parse_args()
+    if a.print_lib_test:
+        exes = [b["exe"] for b in build(a.target_dir, ("-p", a.print_lib_test, "--lib"))]
+        if len(exes) != 1:
+            sys.exit(f"expected one library test binary of {a.print_lib_test}, got {exes}")
+        print(exes[0])
+        return
     log = Log(a.t0)
     binaries = build(a.target_dir)
     times_file = os.path.join(a.target_dir, "redoctor-test-times.json")
@@ -144,22 +155,9 @@ def main():
           f"{os.cpu_count()} at a time", flush=True)
     for b in alone:
         run(b, "alone")
-    queue = sorted(shared, key=lambda b: -last.get(key(b), 0.0))
-    qlock = threading.Lock()
-
-    def worker():
-        while True:
-            with qlock:
-                if not queue:
-                    return
-                b = queue.pop(0)
-            run(b, "shared")
-
-    workers = [threading.Thread(target=worker) for _ in range(os.cpu_count() or 1)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    longest_first = sorted(shared, key=lambda b: -last.get(key(b), 0.0))
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(pool.map(lambda b: run(b, "shared"), longest_first))
 
     tmp = times_file + ".part"
     with open(tmp, "w") as f:

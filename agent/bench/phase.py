@@ -178,18 +178,18 @@ def agent_run(socket, pid, defaults, work, i, calibration):
     bounds = [p[1] for p in phases] + [end]
     settings = dict(defaults)
     for j, (name, start, tps, per_s) in enumerate(phases):
+        def in_phase(l, event):
+            return l.get("event") == event and bounds[j] <= l["ts_unix_ms"] / 1000 < bounds[j + 1]
         kept, last = 0, None
         for l in lines:
-            t = l["ts_unix_ms"] / 1000
-            if l.get("event") == "trial" and l.get("outcome") == "kept" and bounds[j] <= t < bounds[j + 1]:
+            if in_phase(l, "trial") and l.get("outcome") == "kept":
                 kept += 1
-                last = t - start
+                last = l["ts_unix_ms"] / 1000 - start
                 settings.update(l["candidate"])
-        trials = [l for l in lines if l.get("event") == "trial" and bounds[j] <= l["ts_unix_ms"] / 1000 < bounds[j + 1]]
+        trials = [l for l in lines if in_phase(l, "trial")]
         # When the first trial of the phase began (s after the phase
         # started) and how long each ran: where the time to converge goes.
-        starts = [l["ts_unix_ms"] / 1000 - start for l in lines
-                  if l.get("event") == "trial_started" and bounds[j] <= l["ts_unix_ms"] / 1000 < bounds[j + 1]]
+        starts = [l["ts_unix_ms"] / 1000 - start for l in lines if in_phase(l, "trial_started")]
         out.append({"phase": name, "tps": tps, "per_s": per_s, "held": name_of(settings),
                     "kept": kept, "last_change_s": last, "trials": len(trials),
                     "first_trial_s": min(starts) if starts else None,

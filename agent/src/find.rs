@@ -24,10 +24,16 @@ pub fn read_pidfile(p: &Path) -> Option<u32> {
     alive(pid).then_some(pid)
 }
 
+/// Field 22 of `/proc/PID/stat` (given from field 3 on, as
+/// [`stat_fields`] returns it): the start time in clock ticks since boot.
+fn start_ticks(fields: &str) -> Option<u64> {
+    fields.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// How long process `pid` has been running: its start time (field 22 of
 /// `/proc/PID/stat`, in clock ticks since boot) against the uptime.
 pub fn age(pid: u32) -> Option<std::time::Duration> {
-    let ticks: u64 = stat_fields(pid)?.split_whitespace().nth(19)?.parse().ok()?;
+    let ticks = start_ticks(&stat_fields(pid)?)?;
     // SAFETY: sysconf reads a constant of the running system.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let uptime: f64 = std::fs::read_to_string("/proc/uptime")
@@ -75,12 +81,7 @@ pub fn newest_process(name: &str) -> Option<u32> {
         let Some(fields) = stat_fields(pid).filter(|f| live(f)) else {
             continue;
         };
-        // Field 22 of /proc/PID/stat: start time in clock ticks.
-        let start = fields
-            .split_whitespace()
-            .nth(19)
-            .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(0);
+        let start = start_ticks(&fields).unwrap_or(0);
         if best.is_none_or(|(s, _)| start > s) {
             best = Some((start, pid));
         }
