@@ -1,5 +1,5 @@
-//! A modelled storage device: a fixed latency per sync and no limit on the
-//! syncs in flight, over any [`Vfs`].
+//! A modelled storage device: a fixed latency per sync, with no limit on
+//! the syncs in flight or (serial) one at a time, over any [`Vfs`].
 //!
 //! This host's one virtual disk serves one sync at a time, and tmpfs serves
 //! them for free; neither is the device seed 002's doublewrite comparison
@@ -12,33 +12,72 @@
 //! a deep queue. Writes and reads pass through untouched (a device's write
 //! cache absorbs them; the sync pays). Set by the engine-specific
 //! `redoctor_device_sync_latency_us` at startup; for benches only.
+//!
+//! `redoctor_device_sync_serial` models the other kind of device: one that
+//! serves one sync at a time (a single queue), so N syncs at once finish
+//! after N latencies. One queue for every file the engine opens through
+//! the model (data and doublewrite directories alike), as one device.
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::vfs::{Vfs, VfsFile};
 
-/// A [`Vfs`] whose syncs take `latency` more, any number at once.
+/// The modelled device (`redoctor_device_sync_latency_us`,
+/// `redoctor_device_sync_serial`).
+#[derive(Clone, Debug, Default)]
+pub struct DeviceSpec {
+    /// Added to every sync; zero: no model.
+    pub sync_latency: Duration,
+    /// One sync at a time: the device's single queue, shared by every
+    /// directory wrapped with this spec (clones share it).
+    pub serial: Option<Arc<Mutex<()>>>,
+}
+
+impl DeviceSpec {
+    /// A device that serves syncs one at a time (`serial`) or any number
+    /// at once.
+    pub fn new(sync_latency: Duration, serial: bool) -> DeviceSpec {
+        DeviceSpec {
+            sync_latency,
+            serial: serial.then(|| Arc::new(Mutex::new(()))),
+        }
+    }
+
+    /// Waits the latency, in the device's queue when it has one.
+    fn wait(&self) {
+        let _turn = self
+            .serial
+            .as_ref()
+            .map(|q| q.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        std::thread::sleep(self.sync_latency);
+    }
+}
+
+/// A [`Vfs`] whose syncs take the spec's latency more.
 pub struct DeviceModel {
     inner: Arc<dyn Vfs>,
-    latency: Duration,
+    spec: DeviceSpec,
 }
 
 impl DeviceModel {
-    /// Wraps `inner` when `latency` is not zero.
-    pub fn wrap(inner: Arc<dyn Vfs>, latency: Duration) -> Arc<dyn Vfs> {
-        if latency.is_zero() {
+    /// Wraps `inner` when the spec's latency is not zero.
+    pub fn wrap(inner: Arc<dyn Vfs>, spec: &DeviceSpec) -> Arc<dyn Vfs> {
+        if spec.sync_latency.is_zero() {
             inner
         } else {
-            Arc::new(DeviceModel { inner, latency })
+            Arc::new(DeviceModel {
+                inner,
+                spec: spec.clone(),
+            })
         }
     }
 }
 
 struct ModelledFile {
     inner: Arc<dyn VfsFile>,
-    latency: Duration,
+    spec: DeviceSpec,
 }
 
 impl VfsFile for ModelledFile {
@@ -50,7 +89,7 @@ impl VfsFile for ModelledFile {
     }
     fn sync_data(&self) -> io::Result<()> {
         self.inner.sync_data()?;
-        std::thread::sleep(self.latency);
+        self.spec.wait();
         Ok(())
     }
     fn len(&self) -> io::Result<u64> {
@@ -62,7 +101,7 @@ impl Vfs for DeviceModel {
     fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn VfsFile>> {
         Ok(Arc::new(ModelledFile {
             inner: self.inner.open(name, create)?,
-            latency: self.latency,
+            spec: self.spec.clone(),
         }))
     }
     fn exists(&self, name: &str) -> bool {
@@ -79,14 +118,19 @@ impl Vfs for DeviceModel {
     }
     fn sync_dir(&self) -> io::Result<()> {
         self.inner.sync_dir()?;
-        std::thread::sleep(self.latency);
+        self.spec.wait();
         Ok(())
     }
     fn describe(&self) -> String {
         format!(
-            "{} (a modelled device: {} µs a sync)",
+            "{} (a modelled device: {} µs a sync, {})",
             self.inner.describe(),
-            self.latency.as_micros()
+            self.spec.sync_latency.as_micros(),
+            if self.spec.serial.is_some() {
+                "one at a time"
+            } else {
+                "any number at once"
+            }
         )
     }
 }
@@ -102,7 +146,7 @@ mod tests {
     fn a_sync_waits_the_latency_and_syncs_overlap() {
         let latency = Duration::from_millis(100);
         let sim = Arc::new(SimVfs::new());
-        let dev = DeviceModel::wrap(sim.clone(), latency);
+        let dev = DeviceModel::wrap(sim.clone(), &DeviceSpec::new(latency, false));
         let f = dev.open("a", true).unwrap();
         f.write_at(b"page", 0).unwrap();
         let t = Instant::now();
@@ -137,10 +181,32 @@ mod tests {
         );
     }
 
+    /// A serial device serves the syncs of all its directories one at a
+    /// time: four at once take four latencies.
+    #[test]
+    fn a_serial_device_queues_syncs_across_its_directories() {
+        let latency = Duration::from_millis(30);
+        let spec = DeviceSpec::new(latency, true);
+        let a = DeviceModel::wrap(Arc::new(SimVfs::new()), &spec);
+        let b = DeviceModel::wrap(Arc::new(SimVfs::new()), &spec);
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for i in 0..4 {
+                let dev = if i % 2 == 0 { a.clone() } else { b.clone() };
+                s.spawn(move || {
+                    let f = dev.open(&format!("f{i}"), true).unwrap();
+                    f.sync_data().unwrap();
+                });
+            }
+        });
+        assert!(t.elapsed() >= latency * 4, "{:?}", t.elapsed());
+        assert!(a.describe().contains("one at a time"), "{}", a.describe());
+    }
+
     #[test]
     fn zero_latency_is_the_device_itself() {
         let sim: Arc<dyn Vfs> = Arc::new(SimVfs::new());
-        let same = DeviceModel::wrap(sim.clone(), Duration::ZERO);
+        let same = DeviceModel::wrap(sim.clone(), &DeviceSpec::new(Duration::ZERO, true));
         assert!(Arc::ptr_eq(&sim, &same));
     }
 }

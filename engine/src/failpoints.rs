@@ -244,13 +244,14 @@ pub(crate) fn write_at(
     file.write_at(buf, offset)
 }
 
-/// `file.sync_data()` for `target`, through its fsync failpoint.
+/// `file.sync_data()` for `target`, through its fsync failpoint; in flight
+/// for the page syncs beside it (`crate::sync_timing`).
 #[cfg_attr(not(feature = "failpoints"), allow(unused_variables))]
 pub(crate) fn sync_data(target: Target, file: &dyn VfsFile) -> io::Result<()> {
     if let Some(name) = target.points().fsync_eio {
         fail::fail_point!(name, |_| Err(errno(libc::EIO)));
     }
-    file.sync_data()
+    crate::sync_timing::timed(crate::sync_timing::SyncKind::Other, || file.sync_data())
 }
 
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]

@@ -36,6 +36,7 @@ pub mod replica;
 pub mod replica_settings;
 mod settings;
 mod sync;
+pub mod sync_timing;
 mod throttle;
 mod trx_sys;
 pub mod vfs;

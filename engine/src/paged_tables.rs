@@ -124,7 +124,7 @@ impl PageSettings {
 pub fn open(
     data: &Arc<dyn Vfs>,
     settings: &PageSettings,
-    device_sync_latency: std::time::Duration,
+    device: &crate::device_model::DeviceSpec,
 ) -> Result<Option<(Arc<PageStore>, Recovered)>, PagesError> {
     let marked = data.exists(MARKER);
     let Some(opts) = settings.store_options()? else {
@@ -150,7 +150,7 @@ pub fn open(
             std::fs::create_dir_all(dir).map_err(bad)?;
             crate::device_model::DeviceModel::wrap(
                 Arc::new(crate::vfs::OsVfs::new(dir.clone()).map_err(bad)?),
-                device_sync_latency,
+                device,
             )
         }
     };

@@ -148,6 +148,33 @@ pub extern "C" fn redoctor_replica_applied(source_file: u64, source_offset: u64)
     black_box((0x0fu8, source_file, source_offset));
 }
 
+/// Periodic tick (thread `counters_tick`, right after
+/// `redoctor_idle_poll`): the process's page syncs as the engine timed them
+/// (`crate::sync_timing`), cumulative: doublewrite syncs and their ns,
+/// tablespace syncs and their ns, and of either kind those that began while
+/// another page sync was in flight, and their ns. A modelled device's wait
+/// (`crate::device_model`) is in these times, not in the syscalls'.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn redoctor_page_syncs(
+    doublewrite_syncs: u64,
+    doublewrite_ns: u64,
+    data_syncs: u64,
+    data_ns: u64,
+    overlapped_syncs: u64,
+    overlapped_ns: u64,
+) {
+    black_box((
+        0x10u8,
+        doublewrite_syncs,
+        doublewrite_ns,
+        data_syncs,
+        data_ns,
+        overlapped_syncs,
+        overlapped_ns,
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     /// Every probe point the probes attach to (the shared probe

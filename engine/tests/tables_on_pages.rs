@@ -264,6 +264,37 @@ fn a_modelled_device_makes_every_sync_wait_its_latency() {
     assert!(err.contains("redoctor_device_sync_latency_us"), "{err}");
 }
 
+/// `redoctor_device_sync_serial` (startup only, default OFF) reaches the
+/// modelled device: SHOW VARIABLES reads it from the device the engine
+/// opened its directories with (whose one queue `device_model`'s tests
+/// time), and a live SET is refused by name.
+#[test]
+fn the_serial_modelled_device_is_a_startup_setting() {
+    for serial in ["ON", "OFF"] {
+        let mut o = opts(&Arc::new(SimVfs::new()), 32, "files");
+        o.settings
+            .push(("redoctor_device_sync_latency_us".into(), "1000".into()));
+        if serial == "ON" {
+            o.settings
+                .push(("redoctor_device_sync_serial".into(), serial.into()));
+        }
+        let e = Engine::open(o).unwrap();
+        assert_eq!(
+            e.variable("redoctor_device_sync_serial").unwrap().value,
+            serial
+        );
+        let err = e
+            .set_global("redoctor_device_sync_serial", "ON")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("redoctor_device_sync_serial") && err.contains("startup"),
+            "{err}"
+        );
+        e.shutdown().unwrap();
+    }
+}
+
 /// Index `k_1` on pages: lookups by `k` answer from its B+tree (scratch
 /// files `space-NNNNN.k_1.ibt`), and every start rebuilds it from the
 /// rows: a scratch file overwritten with garbage while the engine is

@@ -330,7 +330,14 @@ pub mod point {
     pub const WAL_SWITCH: usize = 12;
     pub const WAL_BUFFER_FULL: usize = 13;
     pub const IDLE_POLL: usize = 14;
-    pub const COUNT: usize = 15;
+    /// `redoctor_page_syncs`' six cumulative values, one slot each.
+    pub const DBLWR_SYNCS: usize = 15;
+    pub const DBLWR_SYNC_NS: usize = 16;
+    pub const DATA_SYNCS: usize = 17;
+    pub const DATA_SYNC_NS: usize = 18;
+    pub const OVERLAPPED_SYNCS: usize = 19;
+    pub const OVERLAPPED_SYNC_NS: usize = 20;
+    pub const COUNT: usize = 21;
 }
 
 /// How [`MapsReading::read_as`] reads the maps.

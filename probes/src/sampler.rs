@@ -957,6 +957,14 @@ impl Sampler {
             checkpoints,
             fail_stop_errno: (fail_stops > 0).then_some(cur.points[point::FAIL_STOP].last as i32),
             idle_poll_ns: grown(point::IDLE_POLL),
+            page_syncs: grown(point::DBLWR_SYNCS).map(|doublewrite_syncs| PageSyncs {
+                doublewrite_syncs,
+                doublewrite_ns: grown(point::DBLWR_SYNC_NS).unwrap_or(0),
+                data_syncs: grown(point::DATA_SYNCS).unwrap_or(0),
+                data_ns: grown(point::DATA_SYNC_NS).unwrap_or(0),
+                overlapped_syncs: grown(point::OVERLAPPED_SYNCS).unwrap_or(0),
+                overlapped_ns: grown(point::OVERLAPPED_SYNC_NS).unwrap_or(0),
+            }),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Sums over the windows that every summary signal is computed from.
 
-use redoctor_probes_common::signals::{FileIo, Histogram, RoleSignals, Signals};
+use redoctor_probes_common::signals::{FileIo, Histogram, PageSyncs, RoleSignals, Signals};
 use redoctor_probes_common::{FileKind, Role};
 
 use super::{merge_hists, ratio};
@@ -51,6 +51,9 @@ pub struct Totals {
     /// (`dblwr.*`: the legacy design's mutex and slots, the files design's
     /// segments): a user thread flushing a page itself, queued there.
     pub user_dblwr_lock_ns: f64,
+    /// Page syncs as the engine timed them (the bundled engine's
+    /// `redoctor_page_syncs`), summed; `None` where no window had them.
+    pub page_syncs: Option<PageSyncs>,
     /// A replica's threads (zero elsewhere): receiver, applier, workers.
     pub receiver: RoleTotals,
     pub applier: RoleTotals,
@@ -181,6 +184,17 @@ impl Totals {
             user_redo_lock_ns: redo_ns,
             user_redo_lock_waits: redo_waits,
             user_dblwr_lock_ns: dblwr_ns,
+            page_syncs: windows
+                .iter()
+                .filter_map(|w| w.engine.page_syncs)
+                .reduce(|a, b| PageSyncs {
+                    doublewrite_syncs: a.doublewrite_syncs + b.doublewrite_syncs,
+                    doublewrite_ns: a.doublewrite_ns + b.doublewrite_ns,
+                    data_syncs: a.data_syncs + b.data_syncs,
+                    data_ns: a.data_ns + b.data_ns,
+                    overlapped_syncs: a.overlapped_syncs + b.overlapped_syncs,
+                    overlapped_ns: a.overlapped_ns + b.overlapped_ns,
+                }),
             receiver: roles(windows, &[Role::Receiver]),
             applier: roles(windows, &[Role::Applier]),
             workers: roles(windows, &[Role::Worker]),

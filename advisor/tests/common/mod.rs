@@ -30,6 +30,11 @@ pub struct Shape {
     /// Fsyncs of the doublewrite buffer's files per window (tables on
     /// pages).
     pub dblwr_fsyncs: u64,
+    /// Page syncs as the engine timed them (`redoctor_page_syncs`): the
+    /// device's latency per sync, and how much longer a sync that began
+    /// beside another took than one that began alone (1: the device serves
+    /// them side by side); `None`: no page syncs seen.
+    pub page_sync: Option<(std::time::Duration, f64)>,
 }
 
 impl Default for Shape {
@@ -50,6 +55,7 @@ impl Default for Shape {
             lock_waits_per_commit: 1,
             dblwr_wait_share: 0.0,
             dblwr_fsyncs: 0,
+            page_sync: None,
         }
     }
 }
@@ -66,6 +72,23 @@ fn dblwr_waits(s: &Shape, window_ns: u64) -> Vec<NamedLockWait> {
         addresses: 1,
         wait_ns_by_role: [(Role::User, ns)].into_iter().collect(),
     }]
+}
+
+/// 400 page syncs in a window, half doublewrite and half data, 300 of them
+/// begun beside another: those take `overlap` times as long as the rest.
+fn page_syncs((latency, overlap): (std::time::Duration, f64)) -> PageSyncs {
+    let ns = latency.as_nanos() as u64;
+    let (alone, beside) = (100, 300);
+    let beside_ns = (ns as f64 * overlap) as u64;
+    let total = alone * ns + beside * beside_ns;
+    PageSyncs {
+        doublewrite_syncs: 200,
+        doublewrite_ns: total / 2,
+        data_syncs: 200,
+        data_ns: total / 2,
+        overlapped_syncs: beside,
+        overlapped_ns: beside * beside_ns,
+    }
 }
 
 pub fn window(s: Shape) -> Signals {
@@ -197,6 +220,7 @@ pub fn window(s: Shape) -> Signals {
         engine: EngineEvents {
             commits: Some(s.commits),
             commits_per_s: Some(s.commits as f64 / s.secs),
+            page_syncs: s.page_sync.map(page_syncs),
             ..Default::default()
         },
         probe_cost: vec![],

@@ -16,6 +16,7 @@ pub const PROBE_POINTS: &[(&str, &str)] = &[
     ("fail_stop", "redoctor_fail_stop"),
     ("counters_tick", "redoctor_counters_tick"),
     ("idle_poll", "redoctor_idle_poll"),
+    ("page_syncs", "redoctor_page_syncs"),
     ("named_locks", "redoctor_named_locks"),
 ];
 

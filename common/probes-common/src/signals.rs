@@ -395,6 +395,31 @@ pub struct EngineEvents {
     /// `Cpu::idle_poll_ns`); absent without the tick.
     #[serde(default)]
     pub idle_poll_ns: Option<u64>,
+    /// Page syncs in the window as the engine timed them around the
+    /// `fdatasync` (`redoctor_page_syncs`, the 100-ms tick): with a
+    /// modelled device its wait is here and not in `io`'s syscall times.
+    /// Absent without the tick (an engine without it, or another server).
+    #[serde(default)]
+    pub page_syncs: Option<PageSyncs>,
+}
+
+/// Page syncs in a window as the engine timed them (`EngineEvents::page_syncs`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PageSyncs {
+    /// Syncs of the doublewrite buffer's area or files.
+    pub doublewrite_syncs: u64,
+    /// Their time, ns.
+    pub doublewrite_ns: u64,
+    /// Syncs of tablespaces.
+    pub data_syncs: u64,
+    /// Their time, ns.
+    pub data_ns: u64,
+    /// Of either kind, the syncs that began while another page sync was
+    /// in flight: on a device that serves syncs one at a time these take
+    /// longer than those that began alone; on one that overlaps them, as long.
+    pub overlapped_syncs: u64,
+    /// Their time, ns.
+    pub overlapped_ns: u64,
 }
 
 /// One BPF program's cost in the window (kernel BPF run-time statistics).

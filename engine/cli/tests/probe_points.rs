@@ -30,6 +30,7 @@ fn probe_points_start_with_push_rbp() {
         "redoctor_group_commit",
         "redoctor_counters_tick",
         "redoctor_idle_poll",
+        "redoctor_page_syncs",
     ] {
         let header = format!("<{sym}>:");
         let at = text

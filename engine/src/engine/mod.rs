@@ -34,7 +34,7 @@ pub use crate::data::table::TableId;
 use crate::data::table::{Row, Shape};
 use crate::data::trx::{EngineHooks, Trx, TrxError};
 use crate::debug_hooks::DebugHooks;
-use crate::device_model::DeviceModel;
+use crate::device_model::{DeviceModel, DeviceSpec};
 use crate::error::EngineError;
 use crate::page_store::store::PageStore;
 use crate::paged_tables;
@@ -90,10 +90,12 @@ pub struct EngineOptions {
     /// `log_replica_updates` (startup only): a replica writes the
     /// transactions it applies to its own binlog.
     pub log_replica_updates: bool,
-    /// `redoctor_device_sync_latency_us` (startup only): every sync of the
-    /// data and doublewrite directories waits this much more, any number
-    /// at once (`crate::device_model`; zero: off).
+    /// `redoctor_device_sync_latency_us` and `redoctor_device_sync_serial`
+    /// (startup only): every sync of the data and doublewrite directories
+    /// waits this much more, any number at once or one at a time
+    /// (`crate::device_model`; zero latency: off).
     pub device_sync_latency: Duration,
+    pub device_sync_serial: bool,
 }
 
 impl EngineOptions {
@@ -113,6 +115,7 @@ impl EngineOptions {
             pages: paged_tables::PageSettings::default(),
             log_replica_updates: true,
             device_sync_latency: Duration::ZERO,
+            device_sync_serial: false,
         }
     }
 }
@@ -169,8 +172,8 @@ pub struct Engine {
     /// Where tables keep their committed rows when they are on pages.
     store: Option<Arc<PageStore>>,
     page_settings: paged_tables::PageSettings,
-    /// `redoctor_device_sync_latency_us`.
-    device_sync_latency: Duration,
+    /// `redoctor_device_sync_latency_us`, `redoctor_device_sync_serial`.
+    device: DeviceSpec,
     /// What the doublewrite buffer restored at startup (tables on pages).
     page_recovery: Option<crate::page_store::doublewrite::Recovered>,
     /// The replica settings (live; see `crate::replica`).
@@ -204,9 +207,9 @@ impl Engine {
                 })
             })?),
         };
-        let vfs = DeviceModel::wrap(vfs, opts.device_sync_latency);
-        let (store, page_recovery) =
-            paged_tables::open(&vfs, &opts.pages, opts.device_sync_latency)?.unzip();
+        let device = DeviceSpec::new(opts.device_sync_latency, opts.device_sync_serial);
+        let vfs = DeviceModel::wrap(vfs, &device);
+        let (store, page_recovery) = paged_tables::open(&vfs, &opts.pages, &device)?.unzip();
         let rec = recovery::recover_with(vfs.as_ref(), &opts.redo, store.as_ref())?;
         // Tablespaces of tables dropped (durably) whose files remain.
         rec.catalog
@@ -258,7 +261,7 @@ impl Engine {
             debug: DebugHooks::default(),
             store,
             page_settings: opts.pages,
-            device_sync_latency: opts.device_sync_latency,
+            device,
             page_recovery,
             replica_settings: Arc::new(ReplicaSettings::new(opts.log_replica_updates)),
             max_binlog_size: opts.max_binlog_size,
@@ -297,7 +300,8 @@ impl Engine {
     /// once a second. `counters_tick` publishes, every 100 ms, the
     /// cumulative commit and redo-byte counters through the
     /// `redoctor_counters_tick` probe point, the process's idle-poll time
-    /// through `redoctor_idle_poll`, and the table of named locks through
+    /// through `redoctor_idle_poll`, its page syncs' times through
+    /// `redoctor_page_syncs`, and the table of named locks through
     /// `redoctor_named_locks`. They are two threads so that a checkpoint
     /// (seconds, under a heavy insert load) does not stop the counters: a
     /// window of the probes would read no commits, the next twice as many.
@@ -363,6 +367,15 @@ impl Engine {
                         );
                     }
                     crate::probe_points::redoctor_idle_poll(crate::idle_poll::total_ns());
+                    let p = crate::sync_timing::totals();
+                    crate::probe_points::redoctor_page_syncs(
+                        p.doublewrite_syncs,
+                        p.doublewrite_ns,
+                        p.data_syncs,
+                        p.data_ns,
+                        p.overlapped_syncs,
+                        p.overlapped_ns,
+                    );
                     crate::named_locks::publish();
                     // Woken early by the stop (`stop_background`).
                     std::thread::park_timeout(Duration::from_millis(100));
@@ -1061,7 +1074,12 @@ impl Engine {
 
     /// The modelled device's latency per sync (`crate::device_model`).
     pub fn device_sync_latency(&self) -> Duration {
-        self.device_sync_latency
+        self.device.sync_latency
+    }
+
+    /// Whether the modelled device serves one sync at a time.
+    pub fn device_sync_serial(&self) -> bool {
+        self.device.serial.is_some()
     }
 
     /// The committed contents of every table (for tests and verification).

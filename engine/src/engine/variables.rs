@@ -434,6 +434,15 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         }),
         at_startup: None,
     },
+    Setting {
+        name: "redoctor_device_sync_serial",
+        kind: Kind::Bool,
+        default: "OFF",
+        doc: "Not a MySQL setting; for benches, with redoctor_device_sync_latency_us: ON models a device that serves one sync at a time (a single queue shared by the data and doublewrite directories), so syncs in flight wait for each other; OFF, any number at once. Fixed at startup.",
+        get: |e| Value::Bool(e.device_sync_serial()),
+        set: None,
+        at_startup: Some(|o, v| o.device_sync_serial = v.as_u64() == 1),
+    },
 ];
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::failpoints::{self, Target};
+use crate::sync_timing::{self, SyncKind};
 use crate::vfs::{Vfs, VfsFile};
 
 use super::page::{self, PageCorrupt, PageId, PageState};
@@ -140,10 +141,9 @@ impl Tablespace {
         done.map_err(|e| StoreError::io(&self.name, "writing", e))
     }
 
-    /// `fdatasync`.
+    /// `fdatasync`, timed for the probes ([`crate::sync_timing`]).
     pub fn sync(&self) -> Result<(), StoreError> {
-        self.file
-            .sync_data()
+        sync_timing::timed(SyncKind::Data, || self.file.sync_data())
             .map_err(|e| StoreError::io(&self.name, "syncing", e))
     }
 

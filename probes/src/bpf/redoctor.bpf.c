@@ -1075,7 +1075,14 @@ enum engine_point {
 	EP_WAL_SWITCH = 12,     /* wal__switch: segment switches */
 	EP_WAL_BUFFER_FULL = 13, /* wal__buffer__write__dirty__start: WAL buffers full */
 	EP_IDLE_POLL = 14,      /* redoctor_idle_poll: sum = first total, last = total */
-	EP_COUNT = 15,
+	/* redoctor_page_syncs: six cumulative values, a tick slot each */
+	EP_DBLWR_SYNCS = 15,
+	EP_DBLWR_SYNC_NS = 16,
+	EP_DATA_SYNCS = 17,
+	EP_DATA_SYNC_NS = 18,
+	EP_OVERLAPPED_SYNCS = 19,
+	EP_OVERLAPPED_SYNC_NS = 20,
+	EP_COUNT = 21,
 };
 
 struct engine_point_stats {
@@ -1197,6 +1204,20 @@ SEC("uprobe")
 int idle_poll(struct pt_regs *ctx)
 {
 	return tick_store(EP_IDLE_POLL, ctx->di, 0);
+}
+
+/* redoctor_page_syncs(dblwr_syncs, dblwr_ns, data_syncs, data_ns,
+ * overlapped_syncs, overlapped_ns): the process's page syncs as the engine
+ * timed them, cumulative. */
+SEC("uprobe")
+int page_syncs(struct pt_regs *ctx)
+{
+	tick_store(EP_DBLWR_SYNCS, ctx->di, 0);
+	tick_store(EP_DBLWR_SYNC_NS, ctx->si, 0);
+	tick_store(EP_DATA_SYNCS, ctx->dx, 0);
+	tick_store(EP_DATA_SYNC_NS, ctx->cx, 0);
+	tick_store(EP_OVERLAPPED_SYNCS, ctx->r8, 0);
+	return tick_store(EP_OVERLAPPED_SYNC_NS, ctx->r9, 0);
 }
 
 /* ---- named locks (uprobe on redoctor_named_locks) ------------------------ */

@@ -28,6 +28,7 @@ mod recover;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::sync_timing::{self, SyncKind};
 use crate::vfs::Vfs;
 
 use super::page::PageId;
@@ -296,7 +297,7 @@ pub(crate) fn write_slots(
         slot_image(p.bytes, detect_only, slot);
     }
     file.write_at(&buf, u64::from(first) * page_size as u64)
-        .and_then(|_| file.sync_data())
+        .and_then(|_| sync_timing::timed(SyncKind::Doublewrite, || file.sync_data()))
         .map_err(|e| StoreError::io(name, "writing", e))
 }
 
