@@ -7,6 +7,7 @@
 //!   `lock` (before MySQL 8.0.1) or `position` (8.0.1), switchable live.
 //! - [`applier`]: the applier thread (the coordinator with workers).
 //! - [`workers`]: applying one transaction; the worker threads.
+//! - [`worker_queue`]: one worker's queue, and how a sleeping worker is woken.
 //! - [`schedule`]: tickets, the low-water mark, `LOGICAL_CLOCK` and
 //!   commit order.
 //! - [`applied`]: the applied position, in the replica's own table.
@@ -24,6 +25,7 @@ pub mod receiver;
 pub mod relay_log;
 pub mod schedule;
 pub mod status;
+pub mod worker_queue;
 pub mod workers;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -9,7 +9,6 @@
 //! commits. Lock waits and deadlocks are retried, as MySQL's
 //! `replica_transaction_retries` (10).
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,11 +18,12 @@ use crate::data::record::RowOp;
 use crate::data::table::TableId;
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::named_locks::{NamedCondvar, NamedMutex};
+use crate::named_locks::NamedMutex;
 use crate::probe_points;
 
 use super::applied;
 use super::schedule::{Progress, Ticket};
+use super::worker_queue::{WorkerQueue, POLL};
 use super::ReplicaError;
 
 /// Retries of a transaction that met a lock wait timeout or a deadlock.
@@ -118,17 +118,9 @@ impl ApplyCtx {
     }
 }
 
-struct Queue {
-    jobs: NamedMutex<VecDeque<Job>>,
-    ready: NamedCondvar,
-    sleeping: AtomicBool,
-    /// Set by [`Workers::join`]: the worker exits once its queue is empty.
-    retire: AtomicBool,
-}
-
 /// The worker threads.
 pub struct Workers {
-    queues: Vec<Arc<Queue>>,
+    queues: Vec<Arc<WorkerQueue<Job>>>,
     threads: Vec<JoinHandle<()>>,
     /// The first error a worker met (it stops then).
     pub failed: Arc<NamedMutex<Option<ReplicaError>>>,
@@ -143,12 +135,7 @@ impl Workers {
         let mut queues = Vec::new();
         let mut threads = Vec::new();
         for w in 1..=n {
-            let q = Arc::new(Queue {
-                jobs: NamedMutex::new("replica.worker_queue", VecDeque::new()),
-                ready: NamedCondvar::new("replica.worker_ready"),
-                sleeping: AtomicBool::new(false),
-                retire: AtomicBool::new(false),
-            });
+            let q = Arc::new(WorkerQueue::new());
             let (q2, ctx2, failed2) = (q.clone(), ctx.clone(), failed.clone());
             let t = std::thread::Builder::new()
                 .name(format!("rpl_worker_{w}"))
@@ -174,17 +161,13 @@ impl Workers {
             .queues
             .iter()
             .enumerate()
-            .map(|(i, q)| (i, q.jobs.lock().len()))
+            .map(|(i, q)| (i, q.queued()))
             .min_by_key(|&(_, l)| l)
             .expect("at least one worker");
         if len >= QUEUE_DEPTH {
             return Err(job);
         }
-        let q = &self.queues[i];
-        q.jobs.lock().push_back(job);
-        if q.sleeping.load(Ordering::SeqCst) {
-            let _g = q.jobs.lock();
-            q.ready.notify_one();
+        if self.queues[i].push(job) {
             engine
                 .counters()
                 .applier_worker_wakeups
@@ -198,12 +181,7 @@ impl Workers {
     /// replica stops) and joins them.
     pub fn join(self) {
         for q in &self.queues {
-            // Stored before the lock is taken to notify: a worker checks
-            // it under that lock before it sleeps, so it either sees it or
-            // is asleep when the notification comes.
-            q.retire.store(true, Ordering::SeqCst);
-            let _g = q.jobs.lock();
-            q.ready.notify_all();
+            q.retire();
         }
         for t in self.threads {
             let _ = t.join();
@@ -211,28 +189,16 @@ impl Workers {
     }
 }
 
-fn worker_loop(w: u32, q: &Queue, ctx: &ApplyCtx, failed: &NamedMutex<Option<ReplicaError>>) {
+fn worker_loop(
+    w: u32,
+    q: &WorkerQueue<Job>,
+    ctx: &ApplyCtx,
+    failed: &NamedMutex<Option<ReplicaError>>,
+) {
     loop {
-        let job = {
-            let mut jobs = q.jobs.lock();
-            loop {
-                if let Some(j) = jobs.pop_front() {
-                    break Some(j);
-                }
-                if ctx.stopping() || q.retire.load(Ordering::SeqCst) {
-                    break None;
-                }
-                q.sleeping.store(true, Ordering::SeqCst);
-                if jobs.is_empty() {
-                    let (g, _) = q
-                        .ready
-                        .wait_until(jobs, Instant::now() + Duration::from_millis(50));
-                    jobs = g;
-                }
-                q.sleeping.store(false, Ordering::SeqCst);
-            }
+        let Some(job) = q.next(&|| ctx.stopping(), POLL) else {
+            return;
         };
-        let Some(job) = job else { return };
         if let Err(e) = ctx.apply(&job, w) {
             if !matches!(e, ReplicaError::Stopped) {
                 failed.lock().get_or_insert(e);

@@ -40,3 +40,5 @@ mod loom_log_buffer;
 mod loom_relay_log;
 #[cfg(loom)]
 mod loom_throttle;
+#[cfg(loom)]
+mod loom_worker_queue;
