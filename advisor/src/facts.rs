@@ -58,6 +58,8 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("innodb_buffer_pool_size", "0"),
     ("innodb_doublewrite", "ON"),
     ("innodb_doublewrite_design", "files"),
+    ("innodb_doublewrite_files", "2"),
+    ("innodb_doublewrite_pages", "64"),
     ("innodb_page_cleaners", "1"),
     ("replica_parallel_workers", "4"),
     ("replica_preserve_commit_order", "ON"),

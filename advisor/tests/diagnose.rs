@@ -1202,19 +1202,20 @@ fn page_flushing_rules_read_the_counters_and_doublewrite_off_needs_consent() {
 
 /// The files design's knobs: users queued on its segments propose more
 /// files (doubled, at most 256); cleaners' batches that fill their
-/// segments while users wait for free pages propose larger segments
-/// (doubled, at most 512). Neither fires in the legacy design, nor below
-/// its thresholds.
+/// segments while a doublewrite sync costs the device time propose larger
+/// segments (doubled, at most 512), with the gain measured for that
+/// change. Neither fires in the legacy design, nor below its thresholds;
+/// larger segments not where syncs are free (tmpfs).
 #[test]
 fn the_files_design_gets_more_files_or_larger_segments() {
     let rules = RuleSet::load(&[shipped_rules()]).unwrap();
-    let diagnosis = |wait_share: f64, design: &str, files: &str, pages_per_write: f64| {
+    let on_device = |sync: Duration, wait_share: f64, design: &str, files: &str, per_batch: f64| {
         let w = windows(
             3,
             Shape {
                 users: 256,
                 dblwr_wait_share: wait_share,
-                page_sync: Some((Duration::from_millis(2), 1.0)),
+                page_sync: Some((sync, 1.0)),
                 ..small_groups()
             },
         );
@@ -1231,20 +1232,43 @@ fn the_files_design_gets_more_files_or_larger_segments() {
         let commits_per_s = summarize(&w)["commits_per_s"];
         facts.counters = [
             ("buffer_pool_wait_free_per_s", 0.1 * commits_per_s),
-            ("dblwr_pages_per_write", pages_per_write),
+            ("dblwr_pages_per_batch", per_batch),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         diagnose(1, w, facts, &rules, &confident_model()).unwrap()
     };
+    let diagnosis = |wait_share: f64, design: &str, files: &str, per_batch: f64| {
+        on_device(
+            Duration::from_millis(2),
+            wait_share,
+            design,
+            files,
+            per_batch,
+        )
+    };
     let proposed = |d: &Diagnosis, rule: &str| status(d, rule).and_then(|n| n.proposed.clone());
 
-    let d = diagnosis(0.4, "files", "2", 64.0);
+    // Batches of 54.6 pages in segments of 64 (as measured).
+    let d = diagnosis(0.4, "files", "2", 54.6);
     assert_eq!(proposed(&d, "dblwr-more-files").as_deref(), Some("4"));
     assert_eq!(
         proposed(&d, "dblwr-larger-segments").as_deref(),
         Some("128")
+    );
+    let e = status(&d, "dblwr-larger-segments")
+        .unwrap()
+        .restart
+        .clone()
+        .expect("a measured restart prior for doubling the segments");
+    assert!(e.regime == "users>64" && e.gain > 0.2, "{e:?}");
+    // Where a sync is free the batches' extra syncs cost nothing.
+    let d = on_device(Duration::from_micros(1), 0.4, "files", "2", 54.6);
+    assert!(
+        status(&d, "dblwr-larger-segments").is_none(),
+        "{:?}",
+        d.not_applied
     );
     assert_eq!(
         status(&d, "dblwr-more-files").unwrap().status,

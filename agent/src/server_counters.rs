@@ -5,7 +5,9 @@
 //! - MySQL/MariaDB (`SHOW GLOBAL STATUS`): buffer-pool reads and read
 //!   requests, free-page waits, pages flushed, and the doublewrite
 //!   buffer's writes and pages (`Innodb_dblwr_*`), each `<name>_per_s`,
-//!   plus `dblwr_pages_per_write` (the batch size); the bundled engine's
+//!   plus `dblwr_pages_per_write` (single-page flushes and batches alike)
+//!   and, for the bundled engine, `dblwr_pages_per_batch` (the page
+//!   cleaners' batch writes alone, without its single-page flushes); its
 //!   pages written by caller (`pages_flushed_single_page_per_s` by user
 //!   threads, `pages_flushed_by_cleaners_per_s`) and their
 //!   `single_page_flush_share`. A counter the server does not have is
@@ -57,6 +59,12 @@ const MYSQL: &[(&str, &str)] = &[
     ),
     ("Innodb_dblwr_writes", "dblwr_writes"),
     ("Innodb_dblwr_pages_written", "dblwr_pages_written"),
+    // The bundled engine's single-page flushes, each one doublewrite write
+    // of one page: what is left is the page cleaners' batches.
+    (
+        "Innodb_dblwr_single_page_flushes",
+        "dblwr_single_page_flushes",
+    ),
     // A bundled-engine replica (engine/src/replica).
     ("Replica_trx_applied", "replica_trx_applied"),
     ("Relay_log_lock_waits", "relay_log_lock_waits"),
@@ -189,6 +197,11 @@ pub fn facts(before: &Reading, after: &Reading) -> BTreeMap<String, f64> {
         if w > 0.0 {
             out.insert("dblwr_pages_per_write".into(), p / w);
         }
+        if let Some(single) = delta("dblwr_single_page_flushes") {
+            if w - single > 0.0 {
+                out.insert("dblwr_pages_per_batch".into(), (p - single) / (w - single));
+            }
+        }
     }
     if let (Some(f), Some(b), Some(bs)) = (
         delta("wal_fpi"),
@@ -238,6 +251,7 @@ mod tests {
                 ("checkpoints_timed", 1.0),
                 ("dblwr_writes", 10.0),
                 ("dblwr_pages_written", 100.0),
+                ("dblwr_single_page_flushes", 5.0),
                 ("commits", 1000.0),
                 ("pages_flushed_single_page", 0.0),
                 ("pages_flushed_by_cleaners", 100.0),
@@ -253,6 +267,7 @@ mod tests {
                 ("checkpoints_timed", 2.0),
                 ("dblwr_writes", 20.0),
                 ("dblwr_pages_written", 400.0),
+                ("dblwr_single_page_flushes", 9.0),
                 ("commits", 1500.0),
                 ("pages_flushed_single_page", 25.0),
                 ("pages_flushed_by_cleaners", 175.0),
@@ -265,6 +280,8 @@ mod tests {
         assert!((f["wal_fpi_bytes_share"] - 200.0 * 8192.0 / 2e6).abs() < 1e-9);
         assert_eq!(f["checkpoints_req_share"], 0.75);
         assert_eq!(f["dblwr_pages_per_write"], 30.0);
+        // 10 writes of 300 pages, 4 of them single pages: 6 batches of 296.
+        assert!((f["dblwr_pages_per_batch"] - 296.0 / 6.0).abs() < 1e-9);
         // 2 MB of WAL and 200 images for 500 commits.
         assert_eq!(f["wal_bytes_per_commit"], 4000.0);
         assert_eq!(f["wal_fpi_per_commit"], 0.4);

@@ -246,6 +246,60 @@ fn demo_with_the_doublewrite_as_bottleneck_names_it_and_its_restart() {
     );
 }
 
+/// The files design's batch segments on a live server: the page cleaners'
+/// batches (~200 pages at innodb_io_capacity 2000) are cut into segments
+/// of 64 pages, each synced, on a modelled device whose syncs take 2 ms.
+/// The diagnosis reads the engine's settings and counters (the batches'
+/// fill without the single-page flushes), proposes 128-page segments as a
+/// restart, with the gain measured for it.
+#[test]
+fn demo_with_files_batches_cut_into_segments_proposes_larger_ones() {
+    if skip() {
+        return;
+    }
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let (o, err) = demo(
+        &[
+            "--format",
+            "json",
+            "--users",
+            "64",
+            "--table-size",
+            "50000",
+            "--engine-set",
+            "innodb_buffer_pool_size=18841600",
+            "--engine-set",
+            "innodb_doublewrite_design=files",
+            "--engine-set",
+            "innodb_io_capacity=2000",
+            "--engine-set",
+            "redoctor_device_sync_latency_us=2000",
+        ],
+        out.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
+    assert_eq!(v["facts"]["settings"]["innodb_doublewrite_pages"], "64");
+    let per_batch = v["facts"]["counters"]["dblwr_pages_per_batch"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no batch size: {}", v["facts"]["counters"]));
+    assert!(
+        (48.0..=64.0).contains(&per_batch),
+        "batches of {per_batch} pages in 64-page segments"
+    );
+    let rule = v["not_applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["rule"] == "dblwr-larger-segments")
+        .unwrap_or_else(|| panic!("the segments rule did not fire: {}", v["not_applied"]));
+    assert_eq!(rule["status"], "needs_restart", "{rule}");
+    assert_eq!(rule["proposed"], "128", "{rule}");
+    assert_eq!(rule["restart"]["regime"], "users<=64", "{rule}");
+    assert!(rule["restart"]["gain"].as_f64().unwrap() > 0.0, "{rule}");
+}
+
 #[test]
 fn demo_with_binlog_in_html_shows_the_models_predictions() {
     if skip() {
