@@ -97,16 +97,21 @@ impl SyncTimes {
     }
 
     fn timed<T>(&self, kind: SyncKind, sync: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        let (calls, time) = match kind {
+            SyncKind::Doublewrite => (&self.doublewrite_syncs, &self.doublewrite_ns),
+            SyncKind::Data => (&self.data_syncs, &self.data_ns),
+            SyncKind::Other => {
+                self.in_flight.fetch_add(1, Relaxed);
+                let done = sync();
+                self.in_flight.fetch_sub(1, Relaxed);
+                return done;
+            }
+        };
         let beside = self.in_flight.fetch_add(1, Relaxed) > 0;
         let start = Instant::now();
         let done = sync();
         let ns = start.elapsed().as_nanos() as u64;
         self.in_flight.fetch_sub(1, Relaxed);
-        let (calls, time) = match kind {
-            SyncKind::Doublewrite => (&self.doublewrite_syncs, &self.doublewrite_ns),
-            SyncKind::Data => (&self.data_syncs, &self.data_ns),
-            SyncKind::Other => return done,
-        };
         calls.fetch_add(1, Relaxed);
         time.fetch_add(ns, Relaxed);
         if beside {

@@ -286,30 +286,16 @@ pub const SIGNALS: &[SignalDef] = &[
         "dblwr_sync_mean_us",
         "us",
         "time of a doublewrite sync as the bundled engine timed it around the fdatasync (a modelled device's wait included); elsewhere the syscall-timed dblwr_fsync_mean_us (0 without syncs)",
-        |t| match t.page_syncs {
-            Some(p) if p.doublewrite_syncs > 0 => {
-                p.doublewrite_ns as f64 / p.doublewrite_syncs as f64 / 1e3
-            }
-            _ => ratio(t.doublewrite.fsync_ns as f64, t.doublewrite.fsync_calls as f64) / 1e3,
+        |t| match t.page_syncs.and_then(|p| p.doublewrite_mean_ns()) {
+            Some(ns) => ns / 1e3,
+            None => ratio(t.doublewrite.fsync_ns as f64, t.doublewrite.fsync_calls as f64) / 1e3,
         },
     ),
     def(
         "page_sync_overlap_ratio",
         "",
-        "mean time of the page syncs (doublewrite and tablespace, engine-timed) that began while another was in flight / of those that began alone: ~1 where the device serves syncs side by side, ~2 and up where it queues them one at a time (0 without both kinds)",
-        |t| match t.page_syncs {
-            Some(p) => {
-                let alone = p.doublewrite_syncs + p.data_syncs - p.overlapped_syncs.min(p.doublewrite_syncs + p.data_syncs);
-                let alone_ns = (p.doublewrite_ns + p.data_ns).saturating_sub(p.overlapped_ns);
-                if alone == 0 || p.overlapped_syncs == 0 {
-                    0.0
-                } else {
-                    (p.overlapped_ns as f64 / p.overlapped_syncs as f64)
-                        / (alone_ns as f64 / alone as f64)
-                }
-            }
-            None => 0.0,
-        },
+        "mean time of the page syncs (doublewrite and tablespace, engine-timed) that began while another was in flight / of those that began alone: ~1 where the device serves syncs side by side, ~2 and up where it queues them one at a time (0 unless both sorts were seen: then the device cannot be told)",
+        |t| t.page_syncs.and_then(|p| p.overlap_ratio()).unwrap_or(0.0),
     ),
     def(
         "dblwr_write_bytes_per_s",
