@@ -35,7 +35,8 @@ exists another job holds the CPUs, so no run starts, and a run that
 overlapped one is run again (an agent run with a fresh state directory).
 
 Usage: agent/bench/phase.py [AGENT_RUNS] [--static-repeats R] [--json OUT]
-           [--calibration FILE | --priors] [--pause-file /tmp/redoctor-busy]
+           [--configs RT0,RT1] [--calibration FILE | --priors]
+           [--pause-file /tmp/redoctor-busy]
        (each static configuration runs R times, interleaved with the agent
        runs; R = 2 or more resolves phase B, where nothing pools; root; release build:
        cargo build --release -p redoctor-engine-cli -p redoctor-agent;
@@ -256,6 +257,10 @@ def main():
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--rescore", metavar="SAVED.json")
     ap.add_argument("--pause-file")
+    ap.add_argument("--configs", metavar="NAMES",
+                    help="comma-separated static configurations to run (default: all six); "
+                         "fewer buys more repeats of those in the same time, and the best "
+                         "static is then the best of these")
     how = ap.add_mutually_exclusive_group()
     how.add_argument("--calibration", metavar="FILE")
     how.add_argument("--priors", action="store_true")
@@ -265,6 +270,10 @@ def main():
         score(saved["statics"], saved["agent_runs"])
         return
     json_out, repeats, runs, priors = a.json, a.static_repeats, a.runs, a.priors
+    chosen = list(CONFIGS) if not a.configs else a.configs.split(",")
+    unknown = [n for n in chosen if n not in CONFIGS]
+    if unknown:
+        sys.exit(f"--configs: unknown {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
     calibration = a.calibration and os.path.abspath(a.calibration)
     if calibration and not os.path.exists(calibration):
         sys.exit(f"--calibration {calibration}: no such file")
@@ -291,9 +300,9 @@ def main():
                         "--table-size=10000", "oltp_update_index", "prepare"],
                        capture_output=True, check=True)
         defaults = read_settings(socket)
-        statics = {n: [] for n in CONFIGS}
+        statics = {n: [] for n in chosen}
         agents = []
-        queue = [n for _ in range(repeats) for n in CONFIGS]
+        queue = [n for _ in range(repeats) for n in chosen]
         per_agent = -(-len(queue) // runs)
         attempts = iter(range(1 << 30))  # a fresh agent state for every attempt
 
