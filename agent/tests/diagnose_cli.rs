@@ -91,6 +91,24 @@ fn demo_end_to_end_json() {
     );
 }
 
+/// A demo with tables on pages (4 x 50,000 rows, `innodb_io_capacity`
+/// 2000) and `args` (users, pool, design, device), as JSON; it must exit 0.
+fn pages_demo(args: &[&str]) -> serde_json::Value {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut all = vec![
+        "--format",
+        "json",
+        "--table-size",
+        "50000",
+        "--engine-set",
+        "innodb_io_capacity=2000",
+    ];
+    all.extend_from_slice(args);
+    let (o, err) = demo(&all, out.path());
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap()
+}
+
 /// Seed 002's bottleneck on the bundled engine: tables on pages in a
 /// buffer pool of 0.4 of the data (4 x 50,000 rows: 575 pages of 16 KiB
 /// each), the legacy doublewrite buffer, 192 users, on a modelled device
@@ -108,29 +126,21 @@ fn demo_with_the_doublewrite_as_bottleneck_names_it_and_its_restart() {
     }
     let pool = (4 * 575 * 16384) * 2 / 5;
     let pool_set = format!("innodb_buffer_pool_size={pool}");
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let (o, err) = demo(
+    let legacy = [
+        "--users",
+        "192",
+        "--engine-set",
+        &pool_set,
+        "--engine-set",
+        "innodb_doublewrite_design=legacy",
+    ];
+    let v = pages_demo(
         &[
-            "--format",
-            "json",
-            "--users",
-            "192",
-            "--table-size",
-            "50000",
-            "--engine-set",
-            &pool_set,
-            "--engine-set",
-            "innodb_doublewrite_design=legacy",
-            "--engine-set",
-            "innodb_io_capacity=2000",
-            "--engine-set",
-            "redoctor_device_sync_latency_us=2000",
-        ],
-        out.path(),
+            &legacy[..],
+            &["--engine-set", "redoctor_device_sync_latency_us=2000"],
+        ]
+        .concat(),
     );
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
     assert_eq!(
         v["facts"]["settings"]["innodb_doublewrite_design"],
         "legacy"
@@ -200,30 +210,13 @@ fn demo_with_the_doublewrite_as_bottleneck_names_it_and_its_restart() {
 
     // The same load on a device serving one sync at a time: the users
     // still queue on the doublewrite buffer, but files is not proposed.
-    let (o, err) = demo(
-        &[
-            "--format",
-            "json",
-            "--users",
-            "192",
-            "--table-size",
-            "50000",
-            "--engine-set",
-            &pool_set,
-            "--engine-set",
-            "innodb_doublewrite_design=legacy",
-            "--engine-set",
-            "innodb_io_capacity=2000",
-            "--engine-set",
-            "redoctor_device_sync_latency_us=1000",
-            "--engine-set",
-            "redoctor_device_sync_serial=ON",
-        ],
-        out.path(),
-    );
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
+    let serial = [
+        "--engine-set",
+        "redoctor_device_sync_latency_us=1000",
+        "--engine-set",
+        "redoctor_device_sync_serial=ON",
+    ];
+    let v = pages_demo(&[&legacy[..], &serial[..]].concat());
     assert!(
         v["summary"]["dblwr_wait_share"].as_f64().unwrap() >= 0.05,
         "{}",
@@ -257,29 +250,16 @@ fn demo_with_files_batches_cut_into_segments_proposes_larger_ones() {
     if skip() {
         return;
     }
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let (o, err) = demo(
-        &[
-            "--format",
-            "json",
-            "--users",
-            "64",
-            "--table-size",
-            "50000",
-            "--engine-set",
-            "innodb_buffer_pool_size=18841600",
-            "--engine-set",
-            "innodb_doublewrite_design=files",
-            "--engine-set",
-            "innodb_io_capacity=2000",
-            "--engine-set",
-            "redoctor_device_sync_latency_us=2000",
-        ],
-        out.path(),
-    );
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
+    let v = pages_demo(&[
+        "--users",
+        "64",
+        "--engine-set",
+        "innodb_buffer_pool_size=18841600",
+        "--engine-set",
+        "innodb_doublewrite_design=files",
+        "--engine-set",
+        "redoctor_device_sync_latency_us=2000",
+    ]);
     assert_eq!(v["facts"]["settings"]["innodb_doublewrite_pages"], "64");
     let per_batch = v["facts"]["counters"]["dblwr_pages_per_batch"]
         .as_f64()

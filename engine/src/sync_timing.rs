@@ -27,6 +27,8 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
+use redoctor_probes_common::abi::PageSyncs;
+
 /// What a timed sync made durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncKind {
@@ -37,37 +39,6 @@ pub enum SyncKind {
     /// Any other file (redo, binlog, relay log, checkpoint): counted as
     /// in flight while it syncs, not timed.
     Other,
-}
-
-/// Cumulative counts of page syncs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PageSyncTotals {
-    pub doublewrite_syncs: u64,
-    pub doublewrite_ns: u64,
-    pub data_syncs: u64,
-    pub data_ns: u64,
-    /// Of all page syncs (either kind), those that began while another
-    /// sync (any kind) was in flight, and their time.
-    pub overlapped_syncs: u64,
-    pub overlapped_ns: u64,
-}
-
-impl PageSyncTotals {
-    /// What grew from `earlier` to `self`.
-    pub fn since(&self, earlier: &PageSyncTotals) -> PageSyncTotals {
-        PageSyncTotals {
-            doublewrite_syncs: self
-                .doublewrite_syncs
-                .saturating_sub(earlier.doublewrite_syncs),
-            doublewrite_ns: self.doublewrite_ns.saturating_sub(earlier.doublewrite_ns),
-            data_syncs: self.data_syncs.saturating_sub(earlier.data_syncs),
-            data_ns: self.data_ns.saturating_sub(earlier.data_ns),
-            overlapped_syncs: self
-                .overlapped_syncs
-                .saturating_sub(earlier.overlapped_syncs),
-            overlapped_ns: self.overlapped_ns.saturating_sub(earlier.overlapped_ns),
-        }
-    }
 }
 
 /// The counters ([`PROCESS`]'s; a test keeps its own).
@@ -121,8 +92,8 @@ impl SyncTimes {
         done
     }
 
-    fn totals(&self) -> PageSyncTotals {
-        PageSyncTotals {
+    fn totals(&self) -> PageSyncs {
+        PageSyncs {
             doublewrite_syncs: self.doublewrite_syncs.load(Relaxed),
             doublewrite_ns: self.doublewrite_ns.load(Relaxed),
             data_syncs: self.data_syncs.load(Relaxed),
@@ -140,9 +111,11 @@ pub fn timed<T>(kind: SyncKind, sync: impl FnOnce() -> io::Result<T>) -> io::Res
     PROCESS.timed(kind, sync)
 }
 
-/// The process's page-sync totals so far (each counter read on its own: a
-/// sync that ends during the read may be in one and not yet in another).
-pub fn totals() -> PageSyncTotals {
+/// The process's page-sync totals so far, cumulative (each counter read on
+/// its own: a sync that ends during the read may be in one and not yet in
+/// another). The type is the probe interface's: `redoctor_page_syncs`
+/// carries these six values.
+pub fn totals() -> PageSyncs {
     PROCESS.totals()
 }
 

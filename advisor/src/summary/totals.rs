@@ -187,14 +187,7 @@ impl Totals {
             page_syncs: windows
                 .iter()
                 .filter_map(|w| w.engine.page_syncs)
-                .reduce(|a, b| PageSyncs {
-                    doublewrite_syncs: a.doublewrite_syncs + b.doublewrite_syncs,
-                    doublewrite_ns: a.doublewrite_ns + b.doublewrite_ns,
-                    data_syncs: a.data_syncs + b.data_syncs,
-                    data_ns: a.data_ns + b.data_ns,
-                    overlapped_syncs: a.overlapped_syncs + b.overlapped_syncs,
-                    overlapped_ns: a.overlapped_ns + b.overlapped_ns,
-                }),
+                .reduce(|a, b| a + b),
             receiver: roles(windows, &[Role::Receiver]),
             applier: roles(windows, &[Role::Applier]),
             workers: roles(windows, &[Role::Worker]),

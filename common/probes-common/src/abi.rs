@@ -6,6 +6,8 @@
 //! layout) or fails the engine's test that every symbol here is defined
 //! (the symbols: `engine/src/probe_points.rs`). Semantics: `engine/PROBES.md`.
 
+use serde::{Deserialize, Serialize};
+
 /// Uprobes: (BPF program, symbol in the target binary).
 pub const PROBE_POINTS: &[(&str, &str)] = &[
     ("log_write", "redoctor_log_write"),
@@ -95,6 +97,82 @@ impl NamedLockEntry {
     }
 }
 
+/// The six values `redoctor_page_syncs` carries (`engine/PROBES.md`): page
+/// syncs as the engine timed them around the `fdatasync`. The engine
+/// publishes them cumulative; the probes report a window's growth
+/// (`EngineEvents::page_syncs`) and the advisor sums windows.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PageSyncs {
+    /// Syncs of the doublewrite buffer's area or files.
+    pub doublewrite_syncs: u64,
+    /// Their time, ns.
+    pub doublewrite_ns: u64,
+    /// Syncs of tablespaces.
+    pub data_syncs: u64,
+    /// Their time, ns.
+    pub data_ns: u64,
+    /// Of either kind, the syncs that began while another sync of the
+    /// process was in flight: on a device that serves syncs one at a time
+    /// these take longer than those that began alone; on one that overlaps
+    /// them, as long.
+    pub overlapped_syncs: u64,
+    /// Their time, ns.
+    pub overlapped_ns: u64,
+}
+
+impl PageSyncs {
+    /// What grew from `earlier` to `self` (cumulative values).
+    pub fn since(&self, earlier: &PageSyncs) -> PageSyncs {
+        PageSyncs {
+            doublewrite_syncs: self
+                .doublewrite_syncs
+                .saturating_sub(earlier.doublewrite_syncs),
+            doublewrite_ns: self.doublewrite_ns.saturating_sub(earlier.doublewrite_ns),
+            data_syncs: self.data_syncs.saturating_sub(earlier.data_syncs),
+            data_ns: self.data_ns.saturating_sub(earlier.data_ns),
+            overlapped_syncs: self
+                .overlapped_syncs
+                .saturating_sub(earlier.overlapped_syncs),
+            overlapped_ns: self.overlapped_ns.saturating_sub(earlier.overlapped_ns),
+        }
+    }
+    /// Mean time of a doublewrite sync, ns; `None` without one.
+    pub fn doublewrite_mean_ns(&self) -> Option<f64> {
+        (self.doublewrite_syncs > 0)
+            .then(|| self.doublewrite_ns as f64 / self.doublewrite_syncs as f64)
+    }
+
+    /// Mean time of the page syncs that began beside another over that of
+    /// those that began alone: ~1 on a device that serves syncs side by
+    /// side, more by the queue ahead on one that serves them in turn.
+    /// `None` unless both sorts were seen.
+    pub fn overlap_ratio(&self) -> Option<f64> {
+        let all = self.doublewrite_syncs + self.data_syncs;
+        let alone = all.checked_sub(self.overlapped_syncs).filter(|&n| n > 0)?;
+        if self.overlapped_syncs == 0 {
+            return None;
+        }
+        let alone_ns = (self.doublewrite_ns + self.data_ns).saturating_sub(self.overlapped_ns);
+        let beside = self.overlapped_ns as f64 / self.overlapped_syncs as f64;
+        Some(beside / (alone_ns as f64 / alone as f64))
+    }
+}
+
+/// Two windows' syncs together.
+impl std::ops::Add for PageSyncs {
+    type Output = PageSyncs;
+    fn add(self, o: PageSyncs) -> PageSyncs {
+        PageSyncs {
+            doublewrite_syncs: self.doublewrite_syncs + o.doublewrite_syncs,
+            doublewrite_ns: self.doublewrite_ns + o.doublewrite_ns,
+            data_syncs: self.data_syncs + o.data_syncs,
+            data_ns: self.data_ns + o.data_ns,
+            overlapped_syncs: self.overlapped_syncs + o.overlapped_syncs,
+            overlapped_ns: self.overlapped_ns + o.overlapped_ns,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +192,34 @@ mod tests {
         let long = NamedLockEntry::new(&"é".repeat(40), 0, 1);
         assert_eq!(long.name().len(), 30);
         assert_eq!(long.name[NAME_LEN - 1], 0);
+    }
+
+    #[test]
+    fn the_overlap_ratio_compares_syncs_begun_beside_others_with_those_begun_alone() {
+        // 100 alone at 1 ms, 300 beside others at 3 ms: a queue of two ahead.
+        let p = PageSyncs {
+            doublewrite_syncs: 200,
+            doublewrite_ns: 500_000_000,
+            data_syncs: 200,
+            data_ns: 500_000_000,
+            overlapped_syncs: 300,
+            overlapped_ns: 900_000_000,
+        };
+        assert!((p.overlap_ratio().unwrap() - 3.0).abs() < 1e-9);
+        assert!((p.doublewrite_mean_ns().unwrap() - 2.5e6).abs() < 1e-3);
+        // Without both sorts (or without syncs) there is nothing to compare.
+        let all_beside = PageSyncs {
+            overlapped_syncs: 400,
+            overlapped_ns: 1_000_000_000,
+            ..p
+        };
+        assert_eq!(all_beside.overlap_ratio(), None);
+        let none_beside = PageSyncs {
+            overlapped_syncs: 0,
+            overlapped_ns: 0,
+            ..p
+        };
+        assert_eq!(none_beside.overlap_ratio(), None);
+        assert_eq!(PageSyncs::default().doublewrite_mean_ns(), None);
     }
 }

@@ -403,47 +403,9 @@ pub struct EngineEvents {
     pub page_syncs: Option<PageSyncs>,
 }
 
-/// Page syncs in a window as the engine timed them (`EngineEvents::page_syncs`).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct PageSyncs {
-    /// Syncs of the doublewrite buffer's area or files.
-    pub doublewrite_syncs: u64,
-    /// Their time, ns.
-    pub doublewrite_ns: u64,
-    /// Syncs of tablespaces.
-    pub data_syncs: u64,
-    /// Their time, ns.
-    pub data_ns: u64,
-    /// Of either kind, the syncs that began while another page sync was
-    /// in flight: on a device that serves syncs one at a time these take
-    /// longer than those that began alone; on one that overlaps them, as long.
-    pub overlapped_syncs: u64,
-    /// Their time, ns.
-    pub overlapped_ns: u64,
-}
-
-impl PageSyncs {
-    /// Mean time of a doublewrite sync, ns; `None` without one.
-    pub fn doublewrite_mean_ns(&self) -> Option<f64> {
-        (self.doublewrite_syncs > 0)
-            .then(|| self.doublewrite_ns as f64 / self.doublewrite_syncs as f64)
-    }
-
-    /// Mean time of the page syncs that began beside another over that of
-    /// those that began alone: ~1 on a device that serves syncs side by
-    /// side, more by the queue ahead on one that serves them in turn.
-    /// `None` unless both sorts were seen.
-    pub fn overlap_ratio(&self) -> Option<f64> {
-        let all = self.doublewrite_syncs + self.data_syncs;
-        let alone = all.checked_sub(self.overlapped_syncs).filter(|&n| n > 0)?;
-        if self.overlapped_syncs == 0 {
-            return None;
-        }
-        let alone_ns = (self.doublewrite_ns + self.data_ns).saturating_sub(self.overlapped_ns);
-        let beside = self.overlapped_ns as f64 / self.overlapped_syncs as f64;
-        Some(beside / (alone_ns as f64 / alone as f64))
-    }
-}
+/// Page syncs in a window as the engine timed them (the probe interface's
+/// type: `crate::abi::PageSyncs`).
+pub use crate::abi::PageSyncs;
 
 /// One BPF program's cost in the window (kernel BPF run-time statistics).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -455,38 +417,4 @@ pub struct ProgramCost {
     pub run_ns: u64,
     /// `run_ns / runs`, ns per event.
     pub ns_per_run: Option<f64>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::PageSyncs;
-
-    #[test]
-    fn the_overlap_ratio_compares_syncs_begun_beside_others_with_those_begun_alone() {
-        // 100 alone at 1 ms, 300 beside others at 3 ms: a queue of two ahead.
-        let p = PageSyncs {
-            doublewrite_syncs: 200,
-            doublewrite_ns: 500_000_000,
-            data_syncs: 200,
-            data_ns: 500_000_000,
-            overlapped_syncs: 300,
-            overlapped_ns: 900_000_000,
-        };
-        assert!((p.overlap_ratio().unwrap() - 3.0).abs() < 1e-9);
-        assert!((p.doublewrite_mean_ns().unwrap() - 2.5e6).abs() < 1e-3);
-        // Without both sorts (or without syncs) there is nothing to compare.
-        let all_beside = PageSyncs {
-            overlapped_syncs: 400,
-            overlapped_ns: 1_000_000_000,
-            ..p
-        };
-        assert_eq!(all_beside.overlap_ratio(), None);
-        let none_beside = PageSyncs {
-            overlapped_syncs: 0,
-            overlapped_ns: 0,
-            ..p
-        };
-        assert_eq!(none_beside.overlap_ratio(), None);
-        assert_eq!(PageSyncs::default().doublewrite_mean_ns(), None);
-    }
 }
