@@ -249,7 +249,7 @@ pub(crate) fn read_io(p: &Probes, how: Lookup) -> Result<IoReading, ProbeError> 
         .collect();
     for fd in 0..p.fd_slots.len() {
         let v = p.fd_slots.get(fd);
-        if v.write_calls > 0 || v.fsync_calls > 0 || v.read_calls > 0 {
+        if v.write_calls() > 0 || v.fsync_calls > 0 || v.read_calls > 0 {
             io.insert(key(fd as u32), v);
         }
     }

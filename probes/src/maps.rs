@@ -138,8 +138,14 @@ pub struct PairSlot {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FdIo {
-    pub write_calls: u64,
-    pub write_bytes: u64,
+    /// write/pwrite64/writev/pwritev(2) calls that succeeded, by threads
+    /// not marked background writers. Each write counts in this pair or
+    /// in the background pair, never both: a read that races a write
+    /// (the slots are read field by field) moves it to the next window,
+    /// not to the other caller.
+    pub foreground_write_calls: u64,
+    /// The bytes they wrote.
+    pub foreground_write_bytes: u64,
     pub fsync_calls: u64,
     pub fsync_ns: u64,
     pub fsync_ns_log2: [u64; HIST_BUCKETS],
@@ -153,17 +159,29 @@ pub struct FdIo {
     pub read_ns: u64,
     /// Their latency, log2 buckets of ns (the last one open).
     pub read_ns_log2: [u64; READ_BUCKETS],
-    /// Of `write_calls`, those made by threads marked background writers.
+    /// The writes by threads marked background writers.
     pub background_write_calls: u64,
     /// The bytes they wrote.
     pub background_write_bytes: u64,
 }
 
+impl FdIo {
+    /// Every write that succeeded, whoever made it.
+    pub fn write_calls(&self) -> u64 {
+        self.foreground_write_calls + self.background_write_calls
+    }
+
+    /// The bytes they wrote.
+    pub fn write_bytes(&self) -> u64 {
+        self.foreground_write_bytes + self.background_write_bytes
+    }
+}
+
 impl Default for FdIo {
     fn default() -> Self {
         FdIo {
-            write_calls: 0,
-            write_bytes: 0,
+            foreground_write_calls: 0,
+            foreground_write_bytes: 0,
             fsync_calls: 0,
             fsync_ns: 0,
             fsync_ns_log2: [0; HIST_BUCKETS],

@@ -1005,8 +1005,8 @@ fn add_io(io: &mut BTreeMap<FileKind, IoSums>, kind: FileKind, now: &FdIo, was: 
     let (f, h, r) = io
         .entry(kind)
         .or_insert_with(|| (FileIo::default(), [0; HIST_BUCKETS], [0; HIST_BUCKETS]));
-    f.write_calls += now.write_calls.saturating_sub(was.write_calls);
-    f.write_bytes += now.write_bytes.saturating_sub(was.write_bytes);
+    f.write_calls += now.write_calls().saturating_sub(was.write_calls());
+    f.write_bytes += now.write_bytes().saturating_sub(was.write_bytes());
     f.fsync_calls += now.fsync_calls.saturating_sub(was.fsync_calls);
     f.fsync_ns += now.fsync_ns.saturating_sub(was.fsync_ns);
     f.fdatasync_calls += now.fdatasync_calls.saturating_sub(was.fdatasync_calls);

@@ -563,8 +563,14 @@ int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 
 /* Per file descriptor of the target; user space maps fd -> path -> kind. */
 struct fd_io {
-	__u64 write_calls;  /* write/pwrite64/writev/pwritev(2) calls that returned >= 0 */
-	__u64 write_bytes;  /* bytes those calls wrote */
+	/* write/pwrite64/writev/pwritev(2) calls that returned >= 0, by threads
+	 * not marked background writers, and the bytes they wrote; the
+	 * background writers' are the last two fields. A write counts in one
+	 * pair only, so a read of the entry that a write races (user space
+	 * reads it field by field) moves the write to the next window, never
+	 * to the other pair. */
+	__u64 foreground_write_calls;
+	__u64 foreground_write_bytes;
 	__u64 fsync_calls;  /* fsync + fdatasync calls (any result) */
 	__u64 fsync_ns;     /* ns spent inside them */
 	__u64 fsync_ns_log2[HIST_BUCKETS]; /* their latency histogram */
@@ -573,8 +579,8 @@ struct fd_io {
 	__u64 read_bytes;   /* bytes they read */
 	__u64 read_ns;      /* ns spent inside them */
 	__u64 read_ns_log2[READ_BUCKETS]; /* their latency histogram */
-	__u64 background_write_calls; /* of write_calls, those by a thread user
-				       * space marked a background writer */
+	__u64 background_write_calls; /* the writes by a thread user space
+				       * marked a background writer */
 	__u64 background_write_bytes; /* the bytes they wrote */
 };
 
@@ -740,15 +746,15 @@ static __always_inline void count_read(struct fd_io *s, __s64 bytes, __u64 ns)
 	__sync_fetch_and_add(&s->read_ns_log2[b & (READ_BUCKETS - 1)], 1);
 }
 
-/* A write of `bytes` joins the totals `s`, apart too when a background
- * writer made it. */
+/* A write of `bytes` joins the totals `s` of its writer's kind. */
 static __always_inline void count_write(struct fd_io *s, __s64 bytes, bool background)
 {
-	__sync_fetch_and_add(&s->write_calls, 1);
-	__sync_fetch_and_add(&s->write_bytes, bytes);
 	if (background) {
 		__sync_fetch_and_add(&s->background_write_calls, 1);
 		__sync_fetch_and_add(&s->background_write_bytes, bytes);
+	} else {
+		__sync_fetch_and_add(&s->foreground_write_calls, 1);
+		__sync_fetch_and_add(&s->foreground_write_bytes, bytes);
 	}
 }
 

@@ -2,7 +2,11 @@
 //! process's thread named as the engine's page cleaner writes pages of a
 //! tablespace file without pause from before the probes are attached, so
 //! any write counted before the sampler marked it a background writer
-//! would show up as a foreground (user thread's) write.
+//! would show up as a foreground (user thread's) write. Forty short
+//! windows follow: the programs count a write while user space reads the
+//! counters field by field, so a split that a racing write could tear
+//! would show a foreground write in one of them (the old counters, a
+//! total and its background part, did within a few windows).
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -19,6 +23,8 @@ pub const MODE: &str = "steady-writer";
 const PAGE: usize = 16384;
 /// Pages the writer cycles over.
 const PAGES: u64 = 64;
+/// Short windows read after the first two.
+const SHORT_WINDOWS: usize = 40;
 
 /// Child side: prints READY once the cleaner's thread has written a
 /// first round of pages, keeps it writing until a line from the parent,
@@ -63,23 +69,49 @@ pub fn background_writes_are_split_from_the_first_window() -> Result<(), String>
     sampler.restart().map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(100));
     let after_restart = sampler.window().map_err(|e| e.to_string())?;
+    let mut short = Vec::new();
+    for _ in 0..SHORT_WINDOWS {
+        std::thread::sleep(Duration::from_millis(5));
+        short.push(sampler.window().map_err(|e| e.to_string())?);
+    }
     child.go();
     child.expect("DONE")?;
     child.wait()?;
-    for (which, w) in [("first", &first), ("after a restart, the", &after_restart)] {
+    let short_total: u64 = short
+        .iter()
+        .filter_map(|w| w.io.get(&FileKind::Data))
+        .map(|d| d.write_calls)
+        .sum();
+    println!("  {SHORT_WINDOWS} windows of 5 ms: {short_total} data-file writes");
+    let long = [
+        ("first window", &first),
+        ("window after a restart", &after_restart),
+    ];
+    for (which, w) in long {
         let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
         println!(
-            "  {which} window: {} data-file writes, {} by the cleaner",
+            "  {which}: {} data-file writes, {} by the cleaner",
             data.write_calls, data.background_write_calls
         );
+    }
+    let short = short
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (format!("5-ms window {}", i + 1), w));
+    for (which, w) in long
+        .map(|(n, w)| (n.to_string(), w))
+        .into_iter()
+        .chain(short)
+    {
+        let data = w.io.get(&FileKind::Data).cloned().unwrap_or_default();
         if data.write_calls == 0 {
             return Err(format!(
-                "{which} window: no data-file write of a writer that never paused"
+                "{which}: no data-file write of a writer that never paused"
             ));
         }
         if data.background_write_calls != data.write_calls {
             return Err(format!(
-                "{which} window: {} of {} data-file writes counted as background; only the page cleaner's thread wrote",
+                "{which}: {} of {} data-file writes counted as background; only the page cleaner's thread wrote",
                 data.background_write_calls, data.write_calls
             ));
         }
