@@ -46,6 +46,6 @@ pub mod usdt;
 pub use error::ProbeError;
 pub use fsync_counters::{FsyncCounters, FsyncTotals};
 pub use loader::{AttachOptions, Probes, SyscallHooks, Unavailable};
-pub use profile::{FileKind, Profile, ProfileError, Role};
+pub use profile::{FileKind, Profile, ProfileError, Role, WriterSide};
 pub use sampler::Sampler;
 pub use signals::Signals;

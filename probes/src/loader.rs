@@ -27,7 +27,7 @@ use crate::mapped_array::MappedArray;
 use crate::maps::{FdIo, ThreadSched};
 use crate::preflight;
 use crate::procfs;
-use crate::profile::{Profile, TargetRules, UsdtEvent, UsdtRule};
+use crate::profile::{Profile, TargetRules, UsdtEvent, UsdtRule, WriterSide};
 pub use crate::syscall_hooks::{SyscallHooks, READ_SYSCALLS, TIMED_SYSCALLS, TRACED_SYSCALLS};
 use crate::usdt::{self, Semaphores};
 use crate::{ring_hooks, syscall_hooks};
@@ -116,6 +116,10 @@ pub struct AttachOptions {
     /// probes attach (a PostgreSQL cluster from its postmaster). Off, the
     /// programs compare the tgid with the target's and nothing more.
     pub follow_children: bool,
+    /// Count the writes of threads not marked yet (born since the last
+    /// window) as the background's, not the foreground's (the profile's
+    /// `new_threads`).
+    pub unmarked_background: bool,
     /// USDT probes of the target's binary to attach, and what each counts.
     pub usdt: Vec<UsdtRule>,
     /// What the target process must be (a profile's `[target]`), checked
@@ -176,6 +180,7 @@ impl AttachOptions {
             runq_hist_us: false,
             runq_stamps: false,
             follow_children: false,
+            unmarked_background: false,
             usdt: Vec::new(),
             target: None,
             commit_points: Vec::new(),
@@ -190,6 +195,7 @@ impl AttachOptions {
             // engine's `redoctor_*` probe points.
             uprobes: profile.usdt.is_empty(),
             follow_children: profile.target.follow_children,
+            unmarked_background: profile.new_threads == WriterSide::Background,
             usdt: profile.usdt.clone(),
             target: Some((profile.name.clone(), profile.target.clone())),
             commit_points: profile.commit_symbols(),
@@ -297,6 +303,7 @@ impl Probes {
         let follow = u8::from(opts.follow_children);
         let runq_us = u8::from(opts.runq_hist_us);
         let stamps = u8::from(opts.runq_stamps);
+        let unmarked = u8::from(opts.unmarked_background);
         let mut bpf = EbpfLoader::new()
             .override_global("target_tgid", &opts.pid, true)
             .override_global("follow_children", &follow, true)
@@ -306,6 +313,7 @@ impl Probes {
             .override_global("empty_programs", &empty, true)
             .override_global("runq_hist_us", &runq_us, true)
             .override_global("runq_stamps", &stamps, true)
+            .override_global("unmarked_background", &unmarked, true)
             .map_max_entries("thread_sched_slots", opts.thread_slots)
             .map_max_entries("wakeups_by_pair", opts.wake_pairs)
             .load(BPF_OBJECT)
@@ -808,5 +816,19 @@ mod tests {
         let mut one = ok;
         one.thread_slots = 1;
         assert!(one.validate().is_ok());
+    }
+
+    #[test]
+    fn new_threads_write_where_the_profile_says() {
+        for (name, background) in [
+            ("mariadb", true),
+            ("redoctor-engine", false),
+            ("postgresql", false),
+            ("mysql8", false),
+        ] {
+            let p = Profile::builtin(name).unwrap();
+            let o = AttachOptions::for_profile(1, &p);
+            assert_eq!(o.unmarked_background, background, "{name}");
+        }
     }
 }

@@ -116,9 +116,10 @@ pub(crate) fn read_threads(
 
 /// Marks each `(tid, background)` in the thread's own `thread_sched_slots`
 /// entry (claimed for it when free): a background writer's writes are
-/// counted apart, a foreground thread's mark is cleared; a thread whose
-/// entry another thread owns (it lives in the overflow hash) stays
-/// unmarked. Returns how many are marked background writers.
+/// counted apart, a foreground thread's are the foreground's; a thread
+/// whose entry another thread owns (it lives in the overflow hash) stays
+/// unmarked, and its writes count where the profile's `new_threads` says.
+/// Returns how many are marked background writers.
 pub(crate) fn mark_background_writers(
     p: &Probes,
     marks: impl Iterator<Item = (u32, bool)>,
@@ -131,7 +132,11 @@ pub(crate) fn mark_background_writers(
                 THREAD_OWNER_OFFSET,
                 tid,
                 THREAD_BACKGROUND_WRITER_OFFSET,
-                u32::from(background),
+                if background {
+                    WRITER_BACKGROUND
+                } else {
+                    WRITER_FOREGROUND
+                },
             ) && background
         })
         .count()

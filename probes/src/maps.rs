@@ -52,10 +52,12 @@ pub struct ThreadSched {
     pub call_fd: u32,
     /// What call it is in (1 write, 2 fsync; 0 none).
     pub call_kind: u32,
-    /// Set by user space (non-zero): the thread runs no transactions (page
-    /// cleaner, checkpointer, PostgreSQL's background writer, a task pool),
-    /// and its writes are counted apart
-    /// ([`FdIo::background_write_calls`]).
+    /// Set by user space: [`WRITER_BACKGROUND`] when the thread runs no
+    /// transactions (page cleaner, checkpointer, PostgreSQL's background
+    /// writer, a task pool), and its writes are counted apart
+    /// ([`FdIo::background_write_calls`]); [`WRITER_FOREGROUND`] when it
+    /// does; 0 until marked (its writes then count where the profile's
+    /// `new_threads` says).
     pub background_writer: u32,
     pub pad: u32,
 }
@@ -65,6 +67,11 @@ pub const THREAD_OWNER_OFFSET: usize = std::mem::offset_of!(ThreadSched, tid);
 /// Byte offset of [`ThreadSched::background_writer`], the word user space sets.
 pub const THREAD_BACKGROUND_WRITER_OFFSET: usize =
     std::mem::offset_of!(ThreadSched, background_writer);
+
+/// [`ThreadSched::background_writer`] of a thread that runs transactions.
+pub const WRITER_FOREGROUND: u32 = 1;
+/// [`ThreadSched::background_writer`] of a thread that runs none.
+pub const WRITER_BACKGROUND: u32 = 2;
 
 /// `FD_SLOTS` of the BPF source: descriptors below it are entries of
 /// `io_by_fd_slots`, higher ones keys of `io_by_fd`.

@@ -196,6 +196,23 @@ pub struct Profile {
     /// submits a cleaner's batch). Default: user, applier and worker.
     #[serde(default = "default_foreground_roles")]
     pub foreground_roles: Vec<Role>,
+    /// Where the data-file writes of a thread count before the sampler has
+    /// given it a role (until the window it was born in ends): the
+    /// foreground's (the default: a new connection's thread or backend) or
+    /// the background's (a server that starts background threads on
+    /// demand, as MariaDB's task pool does, and whose connection threads
+    /// write no pages).
+    #[serde(default)]
+    pub new_threads: WriterSide,
+}
+
+/// Which side of the foreground/background split a write counts on.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WriterSide {
+    #[default]
+    Foreground,
+    Background,
 }
 
 fn default_foreground_roles() -> Vec<Role> {

@@ -39,6 +39,10 @@ fn main() {
             first_window::run_child();
             return;
         }
+        if mode == first_window::MODE_LATE {
+            first_window::run_late_child();
+            return;
+        }
         child::run(&mode);
         return;
     }

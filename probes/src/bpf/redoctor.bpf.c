@@ -53,6 +53,13 @@ const volatile bool runq_hist_us = 0;
  * target thread; frozen before the verifier runs, so the default keeps no
  * trace of it. */
 const volatile bool runq_stamps = 0;
+/* Set by the loader from the profile (`new_threads`): where the writes of a
+ * thread user space has not marked yet count, the background's (1) or the
+ * foreground's (0). A server that starts threads on demand while it runs
+ * (MariaDB's task pool, whose threads submit the page cleaner's batches)
+ * would otherwise count their writes as the foreground's until the next
+ * window marks them. */
+const volatile bool unmarked_background = 0;
 
 #define HIST_BUCKETS 64
 #define READ_BUCKETS 32 /* READ_BUCKETS in maps.rs: 1 ns to 2 s, the last open */
@@ -107,10 +114,12 @@ struct thread_sched {
 	__u64 call_start_ns; /* when the traced syscall it is in began */
 	__u32 call_fd;       /* that call's descriptor */
 	__u32 call_kind;     /* enum call_kind of that call; 0 = in none */
-	__u32 background_writer; /* set by user space: the thread runs no
-				  * transactions (a page cleaner, a checkpointer,
-				  * PostgreSQL's background writer, a task pool);
-				  * its writes are counted apart */
+	__u32 background_writer; /* set by user space: WRITER_BACKGROUND when
+				  * the thread runs no transactions (a page
+				  * cleaner, a checkpointer, PostgreSQL's
+				  * background writer, a task pool), its writes
+				  * counted apart; WRITER_FOREGROUND when it
+				  * does; 0 until marked */
 	__u32 pad;
 };
 
@@ -795,14 +804,24 @@ static __always_inline struct pt_regs *current_user_regs(void)
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
-/* Whether thread `tid` is marked a background writer: only its own entry of
- * thread_sched_slots is looked at (an array access and a compare; user
- * space marks no overflow entry). */
+#define WRITER_FOREGROUND 1 /* WRITER_FOREGROUND in maps.rs */
+#define WRITER_BACKGROUND 2 /* WRITER_BACKGROUND in maps.rs */
+
+/* Whether thread `tid`'s writes count as the background's: as user space
+ * marked it, else (not marked yet, or in the overflow hash, which user
+ * space does not mark) as the profile says for unmarked threads. Only its
+ * own entry of thread_sched_slots is looked at (an array access and a
+ * compare). */
 static __always_inline bool background_writer(__u32 tid)
 {
 	__u32 idx = tid & thread_slot_mask;
 	struct thread_sched *t = bpf_map_lookup_elem(&thread_sched_slots, &idx);
-	return t && t->tid == tid && t->background_writer;
+	__u32 mark = t && t->tid == tid ? t->background_writer : 0;
+	if (mark == WRITER_BACKGROUND)
+		return 1;
+	if (mark == WRITER_FOREGROUND)
+		return 0;
+	return unmarked_background;
 }
 
 /* A write on descriptor `fd` (its first argument, still in the saved user

@@ -83,6 +83,10 @@ pub fn run_all() {
             crate::first_window::background_writes_are_split_from_the_first_window,
         ),
         (
+            "new_threads_count_on_the_profiles_side",
+            crate::first_window::new_threads_count_on_the_profiles_side,
+        ),
+        (
             "bcc_runqlat_and_syscount_agree",
             crate::bcc::runqlat_and_syscount_agree,
         ),

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler};
+use redoctor_probes::{AttachOptions, FileKind, Probes, Profile, Sampler, WriterSide};
 
 use crate::child::{tablespace_file, wait_line, LineChild};
 
@@ -114,6 +114,109 @@ pub fn background_writes_are_split_from_the_first_window() -> Result<(), String>
                 "{which}: {} of {} data-file writes counted as background; only the page cleaner's thread wrote",
                 data.background_write_calls, data.write_calls
             ));
+        }
+    }
+    Ok(())
+}
+
+/// The child mode of [`new_threads_count_on_the_profiles_side`].
+pub const MODE_LATE: &str = "late-writer";
+
+/// Child side: prints READY, and on a line from the parent starts a page
+/// cleaner's thread that writes pages without pause; prints STARTED once
+/// it has written a first round, stops it on the next line, then prints
+/// DONE and exits.
+pub fn run_late_child() {
+    let file = tablespace_file();
+    println!("READY");
+    wait_line();
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let (s, w) = (stop.clone(), written.clone());
+    let cleaner = std::thread::Builder::new()
+        .name("page_cleaner/1".into())
+        .spawn(move || {
+            let buf = vec![0xc2u8; PAGE];
+            let mut page = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                file.write_at(&buf, page * PAGE as u64)
+                    .expect("writing a page");
+                page = (page + 1) % PAGES;
+                w.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+        .unwrap();
+    while written.load(Ordering::Relaxed) < PAGES {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    println!("STARTED");
+    wait_line();
+    stop.store(true, Ordering::Relaxed);
+    cleaner.join().unwrap();
+    println!("DONE");
+    std::io::stdout().flush().unwrap();
+}
+
+/// A thread born after the probes attached writes before any window has
+/// marked it: those writes count where the profile's `new_threads` says.
+/// With `background` (MariaDB's: its task pool starts threads on demand)
+/// every write of the new page cleaner is the background's from the
+/// window it was born in; with the default, `foreground`, the writes it
+/// made before that window's end read as the foreground's, and later
+/// windows count it by its role.
+pub fn new_threads_count_on_the_profiles_side() -> Result<(), String> {
+    let engine = Profile::builtin("redoctor-engine").unwrap();
+    let mut background = engine.clone();
+    background.new_threads = WriterSide::Background;
+    for (side, profile) in [("background", background), ("foreground", engine)] {
+        let mut child = LineChild::start(MODE_LATE);
+        child.expect("READY")?;
+        let mut opts = AttachOptions::new(child.pid());
+        opts.unmarked_background = profile.new_threads == WriterSide::Background;
+        let probes = Probes::attach(&opts).map_err(|e| e.to_string())?;
+        let mut sampler = Sampler::new(probes, profile).map_err(|e| e.to_string())?;
+        child.go();
+        child.expect("STARTED")?;
+        std::thread::sleep(Duration::from_millis(20));
+        let born = sampler.window().map_err(|e| e.to_string())?;
+        std::thread::sleep(Duration::from_millis(20));
+        let next = sampler.window().map_err(|e| e.to_string())?;
+        child.go();
+        child.expect("DONE")?;
+        child.wait()?;
+        let data =
+            |w: &redoctor_probes::Signals| w.io.get(&FileKind::Data).cloned().unwrap_or_default();
+        let (born, next) = (data(&born), data(&next));
+        println!(
+            "  new_threads = {side}: the window it was born in {} data-file writes, {} background; the next {} of {}",
+            born.write_calls, born.background_write_calls, next.background_write_calls, next.write_calls
+        );
+        if born.write_calls < PAGES || next.write_calls == 0 {
+            return Err(format!(
+                "new_threads = {side}: {} writes in the window the thread was born in, {} in the next",
+                born.write_calls, next.write_calls
+            ));
+        }
+        if next.background_write_calls != next.write_calls {
+            return Err(format!(
+                "new_threads = {side}: the window after it was marked counted {} of {} writes as background",
+                next.background_write_calls, next.write_calls
+            ));
+        }
+        let before_mark = born.write_calls - born.background_write_calls;
+        match side {
+            "background" if before_mark != 0 => {
+                return Err(format!(
+                    "new_threads = background: {before_mark} of {} writes of a thread not marked yet counted in the foreground",
+                    born.write_calls
+                ))
+            }
+            "foreground" if before_mark < PAGES => {
+                return Err(format!(
+                    "new_threads = foreground: only {before_mark} writes counted in the foreground, but the thread wrote {PAGES} before any window marked it"
+                ))
+            }
+            _ => {}
         }
     }
     Ok(())
