@@ -6,7 +6,8 @@ and the rest two (the CPU count) at a time.
 The agent's tests drive live trials, the daemon's CPU and time budgets and
 real servers under load: their verdicts follow what this host measures, so
 each of those binaries runs with the machine to itself, as `cargo test`
-runs every binary. The other crates' tests check counts, contents and
+runs every binary (but four whose checks hold no timed verdict:
+`SHARED_OK`). The other crates' tests check counts, contents and
 crash recovery, which do not depend on how fast the host is; many of them
 wait on child processes (engines, servers, bpftrace), so on 2 CPUs they
 leave a CPU idle most of the time (tests/RESULTS.md). Those run as many at
@@ -34,6 +35,15 @@ import time
 
 # Packages whose tests run alone (see above).
 ALONE = {"redoctor-agent"}
+# Of those, the binaries whose checks hold no timed verdict (error paths,
+# options, file contents, a unit's capabilities, settings applied and
+# restored): they run with the others.
+SHARED_OK = {
+    ("redoctor-agent", "bin", "redoctor"),
+    ("redoctor-agent", "test", "probe_cli"),
+    ("redoctor-agent", "test", "systemd_unit"),
+    ("redoctor-agent", "test", "apply_revert"),
+}
 
 
 def build(target_dir, select=("--workspace", "--all-targets")):
@@ -148,8 +158,10 @@ def main():
         with lock:
             results[key(b)] = (code, passed, secs)
 
-    alone = [b for b in binaries if b["package"] in ALONE]
-    shared = [b for b in binaries if b["package"] not in ALONE]
+    runs_alone = lambda b: (b["package"] in ALONE
+                            and (b["package"], b["kind"], b["name"]) not in SHARED_OK)
+    alone = [b for b in binaries if runs_alone(b)]
+    shared = [b for b in binaries if not runs_alone(b)]
     print(f"{log.stamp()} {len(binaries)} test binaries: {len(alone)} alone "
           f"({', '.join(sorted(ALONE))}), then {len(shared)} "
           f"{os.cpu_count()} at a time", flush=True)
