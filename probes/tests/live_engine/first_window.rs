@@ -30,32 +30,50 @@ const SHORT_WINDOWS: usize = 40;
 /// first round of pages, keeps it writing until a line from the parent,
 /// then prints DONE and exits.
 pub fn run_child() {
-    let file = tablespace_file();
-    let stop = Arc::new(AtomicBool::new(false));
-    let written = Arc::new(AtomicU64::new(0));
-    let (s, w) = (stop.clone(), written.clone());
-    let cleaner = std::thread::Builder::new()
-        .name("page_cleaner/0".into())
-        .spawn(move || {
-            let buf = vec![0xc1u8; PAGE];
-            let mut page = 0u64;
-            while !s.load(Ordering::Relaxed) {
-                file.write_at(&buf, page * PAGE as u64)
-                    .expect("writing a page");
-                page = (page + 1) % PAGES;
-                w.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-        .unwrap();
-    while written.load(Ordering::Relaxed) < PAGES {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let writer = Writer::start("page_cleaner/0", 0xc1);
     println!("READY");
     wait_line();
-    stop.store(true, Ordering::Relaxed);
-    cleaner.join().unwrap();
+    writer.stop();
     println!("DONE");
     std::io::stdout().flush().unwrap();
+}
+
+/// A thread named `name` writing pages of the tablespace file without
+/// pause (filled with `fill`); started once it has written a first round.
+struct Writer {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Writer {
+    fn start(name: &str, fill: u8) -> Writer {
+        let file = tablespace_file();
+        let stop = Arc::new(AtomicBool::new(false));
+        let written = Arc::new(AtomicU64::new(0));
+        let (s, w) = (stop.clone(), written.clone());
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let buf = vec![fill; PAGE];
+                let mut page = 0u64;
+                while !s.load(Ordering::Relaxed) {
+                    file.write_at(&buf, page * PAGE as u64)
+                        .expect("writing a page");
+                    page = (page + 1) % PAGES;
+                    w.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .unwrap();
+        while written.load(Ordering::Relaxed) < PAGES {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Writer { stop, thread }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+    }
 }
 
 pub fn background_writes_are_split_from_the_first_window() -> Result<(), String> {
@@ -127,32 +145,12 @@ pub const MODE_LATE: &str = "late-writer";
 /// it has written a first round, stops it on the next line, then prints
 /// DONE and exits.
 pub fn run_late_child() {
-    let file = tablespace_file();
     println!("READY");
     wait_line();
-    let stop = Arc::new(AtomicBool::new(false));
-    let written = Arc::new(AtomicU64::new(0));
-    let (s, w) = (stop.clone(), written.clone());
-    let cleaner = std::thread::Builder::new()
-        .name("page_cleaner/1".into())
-        .spawn(move || {
-            let buf = vec![0xc2u8; PAGE];
-            let mut page = 0u64;
-            while !s.load(Ordering::Relaxed) {
-                file.write_at(&buf, page * PAGE as u64)
-                    .expect("writing a page");
-                page = (page + 1) % PAGES;
-                w.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-        .unwrap();
-    while written.load(Ordering::Relaxed) < PAGES {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let writer = Writer::start("page_cleaner/1", 0xc2);
     println!("STARTED");
     wait_line();
-    stop.store(true, Ordering::Relaxed);
-    cleaner.join().unwrap();
+    writer.stop();
     println!("DONE");
     std::io::stdout().flush().unwrap();
 }
