@@ -18,12 +18,25 @@ use redoctor_advisor::experiment::{
 };
 use sim::{s, Continuous, Sim};
 
+/// The switchback these tests run: 250-ms periods with a 50-ms guard.
+/// The simulated host's switch settles with a 20-ms time constant and its
+/// white noise grows as a window shortens (1/√t), so the default 50-ms
+/// periods with a 10-ms guard (sized for the live host, whose 40-ms and
+/// 200-ms windows spread alike, and for knobs that settle within
+/// milliseconds) would measure its carryover and its white noise instead
+/// of the analysis these tests are about.
+fn sim_design(seed: u64) -> Switchback {
+    Switchback {
+        seed,
+        period: Duration::from_millis(250),
+        guard: Duration::from_millis(50),
+        ..Switchback::default()
+    }
+}
+
 fn plan(seed: u64) -> Plan {
     Plan {
-        design: Design::Switchback(Switchback {
-            seed,
-            ..Switchback::default()
-        }),
+        design: Design::Switchback(sim_design(seed)),
         ..Plan::default()
     }
 }
@@ -67,9 +80,8 @@ fn adjusted(rate: f64, seeds: u64, c: impl Fn() -> Continuous) -> Vec<TrialRecor
 fn covariate_plan(seed: u64) -> Plan {
     Plan {
         design: Design::Switchback(Switchback {
-            seed,
             covariate: true,
-            ..Switchback::default()
+            ..sim_design(seed)
         }),
         ..Plan::default()
     }

@@ -13,7 +13,7 @@ after each durable commit) and tried with `redoctor diagnose --trial
    adds a fixed-horizon switchback trial of SECS seconds per spin, before
    the trials and again after them (`diagnose --trial --trial-looks 1`:
    one look, so it runs its whole budget and no early stop biases its
-   estimate; 250-ms periods in ABBA blocks, a HAC interval). It shares the
+   estimate; the default switchback periods in ABBA blocks, a HAC interval). It shares the
    meter's design, so the static phases stay as the independent check.
 2. **Trials.** TRIALS trials of each spin (and of spin 0 against itself:
    A/A), each `redoctor diagnose --pid P --socket S --trial --candidate

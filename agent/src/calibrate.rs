@@ -26,7 +26,7 @@ use redoctor_probes::{AttachOptions, Profile};
 
 use crate::admin::Admin;
 use crate::demo::{engine_binary, DemoEngine, DemoWorkload};
-use crate::trial_run::counter_window;
+use crate::status_counter::StatusCounter;
 
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
@@ -216,7 +216,8 @@ fn observe(
     std::thread::sleep(SETTLE);
     let mut admin = Admin::connect(e.admin_socket(), "")
         .context("connecting to the calibration engine's admin socket")?;
-    let outcome = counter_window(&mut admin, COMMIT_COUNTER, duration, || Ok(()))
+    let outcome = StatusCounter::new(COMMIT_COUNTER)
+        .window(&mut admin, duration, || Ok(()))
         .map_err(|err| anyhow::anyhow!("{err}"))
         .with_context(|| format!("reading {COMMIT_COUNTER} of the calibration engine"))?;
     drop(e);

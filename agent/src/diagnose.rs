@@ -97,12 +97,13 @@ pub struct DiagnoseArgs {
     /// `switchback` or `pairs` for every candidate.
     #[arg(long, value_enum, default_value_t = crate::trial_run::DesignChoice::Auto)]
     trial_design: crate::trial_run::DesignChoice,
-    /// --trial: a switchback period (the guard after a switch included).
-    #[arg(long, default_value = "250ms", value_parser = redoctor_args::positive_duration)]
+    /// --trial: a switchback period (the guard after a switch included),
+    /// at least two of the knob's known carryovers.
+    #[arg(long, default_value = "50ms", value_parser = redoctor_args::positive_duration)]
     trial_period: Duration,
     /// --trial: the switchback guard discarded after each switch (at
     /// least the knob's known carryover).
-    #[arg(long, default_value = "50ms", value_parser = redoctor_args::duration)]
+    #[arg(long, default_value = "10ms", value_parser = redoctor_args::duration)]
     trial_guard: Duration,
     /// --trial (switchback): looks of the sequential test, evenly spaced
     /// over the blocks the budget allows. 1 is a fixed-horizon trial: it
@@ -467,7 +468,10 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             let meter = match trial_counter {
                 Some(name) => {
                     drop(sampler);
-                    crate::trial_run::Meter::Counter { name, pid }
+                    crate::trial_run::Meter::Counter {
+                        counter: crate::status_counter::StatusCounter::new(name),
+                        pid,
+                    }
                 }
                 None => crate::trial_run::Meter::Probes(&mut sampler),
             };

@@ -22,6 +22,7 @@ mod probe;
 mod revert;
 mod server_counters;
 mod state;
+mod status_counter;
 mod table;
 mod trial_run;
 

@@ -6,7 +6,7 @@
 //! `redoctor revert` can still undo it.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use redoctor_advisor::advice::Status;
@@ -21,6 +21,7 @@ use redoctor_probes::Sampler;
 use crate::admin::{guard_durability, Admin};
 use crate::disk_latency;
 use crate::state::State;
+use crate::status_counter::StatusCounter;
 
 /// How a trial reads each window's commits/s.
 pub enum Meter<'a> {
@@ -31,15 +32,18 @@ pub enum Meter<'a> {
     /// configurations a trial compares unequally: on 2 CPUs at 256 users
     /// they took 20% of RT0's commits/s and 13% of RT1's, which turned
     /// RT0's lead of 6% into a loss (`advisor/bench/RESULTS.md`).
-    Counter { name: String, pid: u32 },
+    Counter { counter: StatusCounter, pid: u32 },
 }
 
 impl Meter<'_> {
     pub fn describe(&self) -> String {
         match self {
             Meter::Probes(_) => "the probes' commit count (probes attached)".into(),
-            Meter::Counter { name, .. } => {
-                format!("the server's status counter {name} (probes detached)")
+            Meter::Counter { counter, .. } => {
+                format!(
+                    "the server's status counter {} (probes detached)",
+                    counter.name()
+                )
             }
         }
     }
@@ -64,9 +68,9 @@ impl Testbed for Live<'_> {
     fn measure(&mut self, len: Duration) -> Result<Sample, ExperimentError> {
         match &mut self.meter {
             Meter::Probes(sampler) => probe_window(sampler, len),
-            Meter::Counter { name, pid } => {
+            Meter::Counter { counter, pid } => {
                 let pid = *pid;
-                counter_window(self.admin, name, len, || target_alive(pid))
+                counter.window(self.admin, len, || target_alive(pid))
             }
         }
     }
@@ -90,37 +94,6 @@ fn probe_window(sampler: &mut Sampler, len: Duration) -> Result<Sample, Experime
     let secs = w.window_ns as f64 / 1e9;
     Ok(Sample {
         commits_per_s: commits as f64 / secs,
-        secs,
-        covariate: disk_latency::covariate(disk, disk_latency::mark()),
-    })
-}
-
-/// One window of about `len` measured by the status counter `name`, read
-/// at both ends; `check` is asked every 100 ms meanwhile and its error ends
-/// the window (the target exited, the caller is stopping). Shared with the
-/// daemon's trials.
-pub fn counter_window(
-    admin: &mut Admin,
-    name: &str,
-    len: Duration,
-    mut check: impl FnMut() -> Result<(), ExperimentError>,
-) -> Result<Sample, ExperimentError> {
-    let mut read = || {
-        admin
-            .status(name)
-            .map_err(|e| ExperimentError::measure(format!("{e:#}")))
-    };
-    let c0 = read()?;
-    let disk = disk_latency::mark();
-    let t0 = Instant::now();
-    while t0.elapsed() < len {
-        check()?;
-        std::thread::sleep((len - t0.elapsed().min(len)).min(Duration::from_millis(100)));
-    }
-    let c1 = read()?;
-    let secs = t0.elapsed().as_secs_f64();
-    Ok(Sample {
-        commits_per_s: c1.saturating_sub(c0) as f64 / secs,
         secs,
         covariate: disk_latency::covariate(disk, disk_latency::mark()),
     })
@@ -313,7 +286,15 @@ pub fn assign_designs(candidates: &mut [Candidate], choice: DesignChoice, base: 
         let (design, why) = match choice {
             DesignChoice::Pairs => (Design::Pairs, "paired windows (chosen)".to_string()),
             DesignChoice::Switchback => {
-                (Design::Switchback(base), "switchback (chosen)".to_string())
+                let sb = redoctor_advisor::experiment::stretched(&c.settings, base);
+                (
+                    Design::Switchback(sb),
+                    format!(
+                        "switchback (chosen): {:.0} ms periods with a {:.0} ms guard",
+                        sb.period.as_secs_f64() * 1e3,
+                        sb.guard.as_secs_f64() * 1e3
+                    ),
+                )
             }
             DesignChoice::Auto => design_for(&c.settings, base),
         };

@@ -36,43 +36,53 @@ pub fn carryover(knob: &str) -> Option<Duration> {
     CARRYOVER.iter().find(|(k, _)| *k == knob).map(|(_, d)| *d)
 }
 
-/// The design for a trial of `settings`, and why: switchback (from
-/// `base`, its guard at least the longest carryover among the knobs and
-/// its period at least two guards) when every knob's carryover is known,
-/// else the paired design. Two guards, not more: the host's noise is
-/// flicker-like (a period's spread hardly shrinks from 50 ms to 800 ms of
-/// measuring), so the number of periods, not their length, sets the
-/// resolution, and a shorter period buys more of them.
-pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
-    let mut longest = Duration::ZERO;
-    for k in settings.keys() {
-        match carryover(k) {
-            Some(c) => longest = longest.max(c),
-            None => {
-                return (
-                    Design::Pairs,
-                    format!(
-                        "paired windows: the carryover of {k} has not been measured, so each switch keeps a long warm-up"
-                    ),
-                )
-            }
-        }
-    }
+/// `base` stretched for the knobs of `settings` whose carryover is known:
+/// the guard at least the longest of them, the period at least two guards.
+/// Two guards, not more: the host's noise is flicker-like (a period's
+/// spread hardly shrinks from 50 ms to 800 ms of measuring), so the number
+/// of periods, not their length, sets the resolution, and a shorter period
+/// buys more of them.
+pub fn stretched(settings: &Settings, base: Switchback) -> Switchback {
+    let longest = settings
+        .keys()
+        .filter_map(|k| carryover(k))
+        .max()
+        .unwrap_or_default();
     let guard = base.guard.max(longest);
-    let period = base.period.max(guard * 2);
+    Switchback {
+        guard,
+        period: base.period.max(guard * 2),
+        ..base
+    }
+}
+
+/// The design for a trial of `settings`, and why: switchback (`base`
+/// [`stretched`] for the knobs) when every knob's carryover is known, else
+/// the paired design.
+pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
+    if let Some(k) = settings.keys().find(|k| carryover(k).is_none()) {
+        return (
+            Design::Pairs,
+            format!(
+                "paired windows: the carryover of {k} has not been measured, so each switch keeps a long warm-up"
+            ),
+        );
+    }
+    let longest = settings
+        .keys()
+        .filter_map(|k| carryover(k))
+        .max()
+        .unwrap_or_default();
+    let sb = stretched(settings, base);
     (
-        Design::Switchback(Switchback {
-            guard,
-            period,
-            ..base
-        }),
+        Design::Switchback(sb),
         format!(
             "switchback: {} settle{} within {:.0} ms of a switch, so {:.0} ms periods with a {:.0} ms guard",
             settings.keys().cloned().collect::<Vec<_>>().join(", "),
             if settings.len() == 1 { "s" } else { "" },
             longest.as_secs_f64() * 1e3,
-            period.as_secs_f64() * 1e3,
-            guard.as_secs_f64() * 1e3
+            sb.period.as_secs_f64() * 1e3,
+            sb.guard.as_secs_f64() * 1e3
         ),
     )
 }

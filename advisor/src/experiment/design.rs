@@ -47,14 +47,20 @@ pub struct Switchback {
 }
 
 impl Default for Switchback {
-    /// 250-ms periods with a 50-ms guard, for knobs that act on the next
+    /// 50-ms periods with a 10-ms guard, for knobs that act on the next
     /// commit; a knob with a longer carryover stretches both
-    /// (`super::carryover`). Six blocks before the first look, so that a
-    /// 2-s period still gets its looks within a minute.
+    /// (`super::carryover`). The host's noise is flicker-like: a 40-ms
+    /// window's rate spreads about as much as a 200-ms one's, so the number
+    /// of periods sets the resolution. At the demo load 60-s trials of a
+    /// setting against itself stated ±2.5% at 50-ms periods, ±3.0% at 100 ms
+    /// and ±3.8-5.7% at 250 ms (`agent/bench/RESULTS.md`, 2026-12-05).
+    /// Shorter periods run into the counter's read (0.3-0.6 ms at the
+    /// median, 3-7 ms at the 99th percentile). Six blocks before the first
+    /// look, so that a 2-s period still gets its looks within a minute.
     fn default() -> Switchback {
         Switchback {
-            period: Duration::from_millis(250),
-            guard: Duration::from_millis(50),
+            period: Duration::from_millis(50),
+            guard: Duration::from_millis(10),
             looks: 5,
             min_blocks: 6,
             seed: 1,

@@ -22,12 +22,21 @@ use super::super::journal::{now_ms, KeptChange, OpenTrial};
 use super::super::metrics::{Metrics, TOutcome};
 use super::super::status::TrialLine;
 use super::Worker;
+use crate::status_counter::StatusCounter;
 
 /// The server as a testbed: settings over the admin socket, commits/s
 /// from the status counter; stops (an error, so the baseline is restored)
 /// when the agent is stopping or the target goes away.
 struct CounterBed<'a> {
     w: &'a mut Worker,
+    counter: StatusCounter,
+}
+
+impl<'a> CounterBed<'a> {
+    fn new(w: &'a mut Worker) -> CounterBed<'a> {
+        let counter = StatusCounter::new(w.t.commit_counter.clone());
+        CounterBed { w, counter }
+    }
 }
 
 impl CounterBed<'_> {
@@ -59,7 +68,7 @@ impl Testbed for CounterBed<'_> {
             .as_mut()
             .ok_or_else(|| ExperimentError::measure("not connected"))?;
         let (stop, pid) = (&w.stop, w.pid);
-        let sample = crate::trial_run::counter_window(admin, &w.t.commit_counter, len, || {
+        let sample = self.counter.window(admin, len, || {
             if stop.load(Ordering::Relaxed) {
                 return Err(ExperimentError::measure("the agent is stopping"));
             }
@@ -184,7 +193,7 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
             break;
         }
         let names: Vec<String> = c.settings.keys().cloned().collect();
-        let baseline = CounterBed { w }
+        let baseline = CounterBed::new(w)
             .read(&names)
             .context("reading the baseline")?;
         w.journal.open_trial = Some(OpenTrial {
@@ -212,7 +221,13 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
         w.status(|s| s.state = format!("trial: {}", show(&c.settings)));
         w.phase.pause();
         let budget = share(left, n - i, &own);
-        let rec = run_trial(&mut CounterBed { w }, &baseline, &c.settings, &own, budget);
+        let rec = run_trial(
+            &mut CounterBed::new(w),
+            &baseline,
+            &c.settings,
+            &own,
+            budget,
+        );
         let kept = rec.outcome.kept();
         settle(w, &c.settings, &baseline, &rec)?;
         let m = Metrics::t(&w.t.name);
@@ -244,7 +259,7 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
 fn settle(w: &mut Worker, cand: &Settings, baseline: &Settings, rec: &TrialRecord) -> Result<()> {
     let expect = if rec.outcome.kept() { cand } else { baseline };
     let names: Vec<String> = expect.keys().cloned().collect();
-    let now_at = CounterBed { w }.read(&names).ok();
+    let now_at = CounterBed::new(w).read(&names).ok();
     let settled = now_at.as_ref() == Some(expect);
     let windows: Vec<serde_json::Value> = rec
         .windows
