@@ -258,6 +258,55 @@ fn a_candidate_that_stalls_every_other_period_is_aborted() {
     }
 }
 
+/// The floor guard judges spans of at least 200 ms, whatever the period:
+/// at the default 50-ms periods the load's own stalls (100 ms at a tenth
+/// of the rate, every 3 s on average, on both sides alike) would make two
+/// strikes in a row if each period were judged alone (5 of 11 live A/A
+/// trials at the demo load aborted so), while a candidate that stalls
+/// every other period is still aborted within seconds.
+#[test]
+fn the_floor_judges_spans_not_short_periods() {
+    let short = |seed| Plan {
+        design: Design::Switchback(Switchback {
+            seed,
+            ..Switchback::default()
+        }),
+        ..Plan::default()
+    };
+    let base = s(&[("k", "a")]);
+    let cand = s(&[("k", "b")]);
+    let host = || Continuous::pink(0.12).dips(3.0, 0.1, 0.1);
+    let mut aborted = 0;
+    for seed in 0..40 {
+        let mut tb = Sim::correlated(
+            &[(base.clone(), 10_000.0), (cand.clone(), 10_000.0)],
+            host(),
+            seed,
+        );
+        let p = short(seed);
+        let t = run_trial(&mut tb, &base, &cand, &p, Duration::from_secs(20));
+        aborted += usize::from(t.outcome == Outcome::AbortedFloor);
+    }
+    assert!(
+        aborted <= 2,
+        "{aborted} of 40 A/A trials aborted at the floor"
+    );
+    for seed in 0..10 {
+        let mut tb = Sim::correlated(
+            &[(base.clone(), 10_000.0), (cand.clone(), 10_500.0)],
+            host(),
+            seed,
+        );
+        tb.stall_state = Some((cand.clone(), 0.05));
+        let p = short(seed);
+        let t = run_trial(&mut tb, &base, &cand, &p, p.max_total);
+        assert_eq!(t.outcome, Outcome::AbortedFloor, "{}", t.reason);
+        assert_eq!(tb.current, base, "the baseline is restored");
+        assert!(t.elapsed_s < 10.0, "aborted within {} s", t.elapsed_s);
+        assert!(t.reason.contains("over its last 5 periods"), "{}", t.reason);
+    }
+}
+
 #[test]
 fn the_time_bound_holds_and_the_budget_sets_the_blocks() {
     let base = s(&[("k", "a")]);

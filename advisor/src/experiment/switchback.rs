@@ -32,11 +32,16 @@
 //!   as the paired design does (`super::Plan`). An estimate after an early
 //!   stop is biased away from no change (a trial stops early when its
 //!   blocks happened to run high); the record says so.
-//! - **Floor guard.** A candidate period below `floor` × the baseline's
-//!   lowest period among its last [`FLOOR_WINDOW`] (at least half their
-//!   median) restores the baseline at once; a second in a row aborts. Each
-//!   such switch back costs one guard period beyond the blocks the budget
-//!   planned (the trial may run that much past `--trial-max`).
+//! - **Floor guard.** It judges spans of [`FLOOR_SPAN`] or more, whatever
+//!   the period: the candidate's rate over its last `k` measured periods
+//!   (`k` the periods a span needs: one at 250 ms, five at 50 ms) against
+//!   the baseline's spans of `k` periods, the last [`FLOOR_WINDOW`] of
+//!   them. A candidate span below `floor` × the baseline's lowest span (at
+//!   least half their median) restores the baseline at once; a second span
+//!   in a row aborts. Judged per 40-ms period, one 100-ms stall of the
+//!   disk made two strikes in a row: 5 of 11 A/A trials at the demo load
+//!   aborted. Each switch back costs one guard period beyond the blocks the
+//!   budget planned (the trial may run that much past `--trial-max`).
 
 use std::time::Duration;
 
@@ -50,8 +55,12 @@ use super::sequential::Decision;
 use super::trial::{clipped, interval, Outcome, Side, TrialRecord, Window};
 use super::{pct, ExperimentError, Plan, Settings, Switchback, Testbed};
 
-/// Baseline periods the floor guard looks back over.
+/// Baseline spans the floor guard looks back over.
 pub const FLOOR_WINDOW: usize = 24;
+
+/// The shortest span the floor guard judges: a 250-ms period's measured
+/// part, so that a period of 250 ms or more is judged alone.
+pub const FLOOR_SPAN: Duration = Duration::from_millis(200);
 
 /// A block's covariate difference: the candidate periods' mean less the
 /// baseline periods' (None when a period lacks it).
@@ -98,6 +107,7 @@ pub fn run(
         rec,
         at: Side::Baseline,
         rng: SmallRng::seed_from_u64(sb.seed),
+        unjudged: 0,
     };
     let result = run.blocks(max_blocks, &looks);
     let raw = clipped(&run.rec.log_ratios);
@@ -136,6 +146,8 @@ struct Run<'a> {
     rec: TrialRecord,
     at: Side,
     rng: SmallRng,
+    /// Candidate periods measured since the floor guard last judged.
+    unjudged: usize,
 }
 
 impl Run<'_> {
@@ -204,8 +216,8 @@ impl Run<'_> {
                         "{zeros} periods in a row at 0 commits/s: the load stopped or commits are not counted"
                     )));
                 }
-                if side == Side::Candidate {
-                    match (self.below_floor(r), strike.take()) {
+                if side == Side::Candidate && self.judge_now() {
+                    match (self.below_floor(), strike.take()) {
                         (Some(second), Some(first)) => {
                             self.rec.strikes += 1;
                             return Ok((
@@ -361,21 +373,50 @@ impl Run<'_> {
         Ok((s.commits_per_s, s.covariate.filter(|c| c.is_finite())))
     }
 
-    /// The floor on a rolling window: `floor` × the lowest of the last
-    /// [`FLOOR_WINDOW`] baseline periods, at least half their median.
-    fn below_floor(&self, r: f64) -> Option<String> {
-        let base: Vec<f64> = self
-            .rec
-            .measured(Side::Baseline)
-            .map(|w| w.commits_per_s)
-            .collect();
-        let recent = &base[base.len().saturating_sub(FLOOR_WINDOW)..];
-        let median = median(recent)?;
+    /// Measured periods a floor span holds: enough for [`FLOOR_SPAN`].
+    fn span_periods(&self) -> usize {
+        let measured = self.sb.period.saturating_sub(self.sb.guard / 2);
+        (FLOOR_SPAN.as_secs_f64() / measured.as_secs_f64().max(1e-3))
+            .ceil()
+            .max(1.0) as usize
+    }
+
+    /// Counts a candidate period; whether a span of them is complete.
+    fn judge_now(&mut self) -> bool {
+        self.unjudged += 1;
+        if self.unjudged < self.span_periods() {
+            return false;
+        }
+        self.unjudged = 0;
+        true
+    }
+
+    /// The floor on a rolling window: the candidate's last span against
+    /// `floor` × the lowest of the baseline's last [`FLOOR_WINDOW`] spans,
+    /// at least half their median.
+    fn below_floor(&self) -> Option<String> {
+        let k = self.span_periods();
+        let span = |ws: &[&Window]| {
+            let secs: f64 = ws.iter().map(|w| w.secs).sum();
+            ws.iter().map(|w| w.commits_per_s * w.secs).sum::<f64>() / secs.max(1e-9)
+        };
+        let cand: Vec<&Window> = self.rec.measured(Side::Candidate).collect();
+        let r = span(&cand[cand.len().saturating_sub(k)..]);
+        let base: Vec<&Window> = self.rec.measured(Side::Baseline).collect();
+        let base = &base[base.len().saturating_sub(k * FLOOR_WINDOW)..];
+        // Whole spans from the newest back.
+        let recent: Vec<f64> = base.rchunks_exact(k).map(span).collect();
+        let median = median(&recent)?;
         let lowest = recent.iter().copied().fold(f64::INFINITY, f64::min);
         let reference = lowest.max(0.5 * median);
+        let over = if k == 1 {
+            String::new()
+        } else {
+            format!(" over its last {k} periods")
+        };
         (self.plan.floor > 0.0 && r < self.plan.floor * reference).then(|| {
             format!(
-                "{r:.0} commits/s, below {:.2} × the baseline's lowest recent period {reference:.0} (median {median:.0})",
+                "{r:.0} commits/s{over}, below {:.2} × the baseline's lowest recent span {reference:.0} (median {median:.0})",
                 self.plan.floor
             )
         })

@@ -79,6 +79,13 @@ pub struct Continuous {
     /// disks' write latency): `−share × mean noise + measurement noise +
     /// the state's shift` (None: no covariate).
     pub covariate: Option<Covariate>,
+    /// (mean gap in s, length in s, factor): the load stalls now and
+    /// then, whatever the setting (a disk's slow sync): stalls start at
+    /// random at that mean gap, and for their length every rate is
+    /// multiplied by `factor`.
+    pub dips: Option<(f64, f64, f64)>,
+    /// What is left of the current stall (s).
+    dip_left: f64,
     /// The mean continuous log noise over the last window.
     last_noise: f64,
     std: Normal<f64>,
@@ -106,6 +113,8 @@ impl Continuous {
             level: None,
             steps: vec![],
             covariate: None,
+            dips: None,
+            dip_left: 0.0,
             last_noise: 0.0,
             std: Normal::new(0.0, 1.0).unwrap(),
         }
@@ -152,6 +161,12 @@ impl Continuous {
 
     pub fn step(mut self, at_s: f64, factor: f64) -> Continuous {
         self.steps.push((at_s, factor));
+        self
+    }
+
+    /// Stalls of `len_s` at `factor`, one every `gap_s` on average.
+    pub fn dips(mut self, gap_s: f64, len_s: f64, factor: f64) -> Continuous {
+        self.dips = Some((gap_s, len_s, factor));
         self
     }
 }
@@ -215,7 +230,17 @@ impl Sim {
                 .filter(|(at, _)| t >= *at)
                 .map(|(_, f)| f)
                 .product();
-            sum += level * step * x.exp();
+            let mut dip = 1.0;
+            if let Some((gap, len, factor)) = c.dips {
+                if c.dip_left <= 0.0 && self.rng.gen_bool((dt / gap).min(1.0)) {
+                    c.dip_left = len;
+                }
+                if c.dip_left > 0.0 {
+                    c.dip_left -= dt;
+                    dip = factor;
+                }
+            }
+            sum += level * step * dip * x.exp();
             noise += x;
         }
         c.level = Some(level);
