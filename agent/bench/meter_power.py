@@ -214,8 +214,13 @@ def trial(args, pid, sock, spin):
     t, failed = diagnose_trial(pid, sock, f"{KNOB}={spin}", args.budget, extra)
     if failed:
         return {"error": failed}
+    # The blocks' (pairs') log ratios and the looks' levels too, so that
+    # an analysis can be re-run on them offline (another lag, another
+    # boundary) without running the trials again.
     return dict(trial_summary(t), units=len(t["log_ratios"]),
-                adjustment=t.get("adjustment"), unadjusted=t.get("unadjusted"))
+                adjustment=t.get("adjustment"), unadjusted=t.get("unadjusted"),
+                log_ratios=t["log_ratios"], looks=[l.get("n") for l in t.get("looks", [])],
+                period_s=(t.get("plan", {}).get("design") or {}).get("period_s"))
 
 
 def main():
