@@ -239,23 +239,37 @@ fn a_step_of_the_load_does_not_decide_either() {
     assert!(decided <= 10, "{decided} of 100 decided on equal settings");
 }
 
-#[test]
-fn a_candidate_that_stalls_every_other_period_is_aborted() {
+/// Ten trials (seeds 0-9) of a +5% candidate that stalls every other
+/// period at 5% of its rate, on `host`, in `plan`'s design: each is
+/// aborted at the floor within 10 s with the baseline restored. Their
+/// records.
+fn stalling_candidates_are_aborted(
+    host: impl Fn() -> Continuous,
+    plan: impl Fn(u64) -> Plan,
+) -> Vec<TrialRecord> {
     let base = s(&[("k", "a")]);
     let cand = s(&[("k", "b")]);
-    for seed in 0..10 {
-        let mut tb = Sim::correlated(
-            &[(base.clone(), 10_000.0), (cand.clone(), 10_500.0)],
-            host(),
-            seed,
-        );
-        tb.stall_state = Some((cand.clone(), 0.05));
-        let p = plan(seed);
-        let t = run_trial(&mut tb, &base, &cand, &p, p.max_total);
-        assert_eq!(t.outcome, Outcome::AbortedFloor, "{}", t.reason);
-        assert_eq!(tb.current, base, "the baseline is restored");
-        assert!(t.elapsed_s < 10.0, "aborted within {} s", t.elapsed_s);
-    }
+    (0..10)
+        .map(|seed| {
+            let mut tb = Sim::correlated(
+                &[(base.clone(), 10_000.0), (cand.clone(), 10_500.0)],
+                host(),
+                seed,
+            );
+            tb.stall_state = Some((cand.clone(), 0.05));
+            let p = plan(seed);
+            let t = run_trial(&mut tb, &base, &cand, &p, p.max_total);
+            assert_eq!(t.outcome, Outcome::AbortedFloor, "{}", t.reason);
+            assert_eq!(tb.current, base, "the baseline is restored");
+            assert!(t.elapsed_s < 10.0, "aborted within {} s", t.elapsed_s);
+            t
+        })
+        .collect()
+}
+
+#[test]
+fn a_candidate_that_stalls_every_other_period_is_aborted() {
+    stalling_candidates_are_aborted(host, plan);
 }
 
 /// The floor guard judges spans of at least 200 ms, whatever the period:
@@ -291,18 +305,7 @@ fn the_floor_judges_spans_not_short_periods() {
         aborted <= 2,
         "{aborted} of 40 A/A trials aborted at the floor"
     );
-    for seed in 0..10 {
-        let mut tb = Sim::correlated(
-            &[(base.clone(), 10_000.0), (cand.clone(), 10_500.0)],
-            host(),
-            seed,
-        );
-        tb.stall_state = Some((cand.clone(), 0.05));
-        let p = short(seed);
-        let t = run_trial(&mut tb, &base, &cand, &p, p.max_total);
-        assert_eq!(t.outcome, Outcome::AbortedFloor, "{}", t.reason);
-        assert_eq!(tb.current, base, "the baseline is restored");
-        assert!(t.elapsed_s < 10.0, "aborted within {} s", t.elapsed_s);
+    for t in stalling_candidates_are_aborted(host, short) {
         assert!(t.reason.contains("over its last 5 periods"), "{}", t.reason);
     }
 }

@@ -36,6 +36,16 @@ pub fn carryover(knob: &str) -> Option<Duration> {
     CARRYOVER.iter().find(|(k, _)| *k == knob).map(|(_, d)| *d)
 }
 
+/// The longest known carryover among the knobs of `settings` (zero when
+/// none is known).
+fn longest_carryover(settings: &Settings) -> Duration {
+    settings
+        .keys()
+        .filter_map(|k| carryover(k))
+        .max()
+        .unwrap_or_default()
+}
+
 /// `base` stretched for the knobs of `settings` whose carryover is known:
 /// the guard at least the longest of them, the period at least two guards.
 /// Two guards, not more: the host's noise is flicker-like (a period's
@@ -43,12 +53,7 @@ pub fn carryover(knob: &str) -> Option<Duration> {
 /// of periods, not their length, sets the resolution, and a shorter period
 /// buys more of them.
 pub fn stretched(settings: &Settings, base: Switchback) -> Switchback {
-    let longest = settings
-        .keys()
-        .filter_map(|k| carryover(k))
-        .max()
-        .unwrap_or_default();
-    let guard = base.guard.max(longest);
+    let guard = base.guard.max(longest_carryover(settings));
     Switchback {
         guard,
         period: base.period.max(guard * 2),
@@ -68,11 +73,7 @@ pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
             ),
         );
     }
-    let longest = settings
-        .keys()
-        .filter_map(|k| carryover(k))
-        .max()
-        .unwrap_or_default();
+    let longest = longest_carryover(settings);
     let sb = stretched(settings, base);
     (
         Design::Switchback(sb),

@@ -400,12 +400,22 @@ impl Run<'_> {
             let secs: f64 = ws.iter().map(|w| w.secs).sum();
             ws.iter().map(|w| w.commits_per_s * w.secs).sum::<f64>() / secs.max(1e-9)
         };
-        let cand: Vec<&Window> = self.rec.measured(Side::Candidate).collect();
-        let r = span(&cand[cand.len().saturating_sub(k)..]);
-        let base: Vec<&Window> = self.rec.measured(Side::Baseline).collect();
-        let base = &base[base.len().saturating_sub(k * FLOOR_WINDOW)..];
+        // The newest first: only the windows the spans need are read.
+        let newest = |side: Side, n: usize| -> Vec<&Window> {
+            self.rec
+                .windows
+                .iter()
+                .rev()
+                .filter(|w| w.side == side && !w.warmup)
+                .take(n)
+                .collect()
+        };
+        let r = span(&newest(Side::Candidate, k));
         // Whole spans from the newest back.
-        let recent: Vec<f64> = base.rchunks_exact(k).map(span).collect();
+        let recent: Vec<f64> = newest(Side::Baseline, k * FLOOR_WINDOW)
+            .chunks_exact(k)
+            .map(span)
+            .collect();
         let median = median(&recent)?;
         let lowest = recent.iter().copied().fold(f64::INFINITY, f64::min);
         let reference = lowest.max(0.5 * median);
