@@ -7,17 +7,32 @@ designs interleaved round by round on one running load, each trial's
 stated resolution (the change it detects with 80% power) and estimate
 recorded.
 
+With `--spin NS` the candidate is a real slowdown (the spin after each
+durable commit) instead of the setting itself: the designs' estimates of
+one effect side by side, so a design that dilutes it (a switch that lands
+after its guard) shows as a smaller estimate than the longer periods'.
+`--sql STMT` (repeatable) runs on the server once the load has settled,
+e.g. `SET GLOBAL innodb_log_spin_cpu_pct_hwm = 0` to hold the engine's
+spin gate shut, so a carryover through it can be told from others.
+
 The load is `meter_power.py`'s: `redoctor-engine run` at the demo load
 (update_index, 64 users) or, with `--serve-threads N`, `serve` under
 sysbench oltp_update_index with N threads.
 
 Usage: agent/bench/meter_periods.py OUT [--rounds 3] [--budget 60]
        [--designs 250ms/50ms,100ms/20ms,50ms/10ms] [--serve-threads N]
+       [--spin NS (0: A/A)] [--sql STMT ...]
+       agent/bench/meter_periods.py --summary RUN.jsonl...
+       (per run, design and setup: the estimates pooled by inverse variance on
+       the log scale, each trial's standard error from its 95% interval,
+       and the median stated resolution)
        (root; release builds of redoctor and redoctor-engine)
 """
 import argparse
 import json
+import math
 import os
+import statistics
 import sys
 import tempfile
 
@@ -25,13 +40,40 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import meter_power as mp  # noqa: E402  (the loads and the trial runner)
 
 
+def summary(files):
+    """Per design (and spin, and setup statements): the pooled estimate."""
+    groups = {}
+    for f in files:
+        for line in open(f):
+            r = json.loads(line)
+            key = (r.get("run", "-"), r.get("load", "?"), r.get("spin_ns", 0),
+                   " ; ".join(r.get("sql") or []), r["period"], r["guard"])
+            groups.setdefault(key, []).append(r)
+    print("| run | load | spin (ns) | setup | period / guard | trials | pooled estimate [95%] | median stated resolution |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (run, load, spin, sql, period, guard), rows in sorted(groups.items()):
+        logs = [(math.log(r["estimate"]),
+                 (math.log(r["ci"][1]) - math.log(r["ci"][0])) / (2 * 1.96)) for r in rows]
+        w = [1 / s ** 2 for _, s in logs]
+        m = sum(x * wi for (x, _), wi in zip(logs, w)) / sum(w)
+        se = 1 / math.sqrt(sum(w))
+        res = statistics.median(r["resolution"] for r in rows)
+        print(f"| {run} | {load} | {spin} | {sql or '-'} | {period} / {guard} | {len(rows)} | "
+              f"{math.exp(m) - 1:+.2%} [{math.exp(m - 1.96 * se) - 1:+.2%}, "
+              f"{math.exp(m + 1.96 * se) - 1:+.2%}] | {res:.2%} |")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--summary":
+        return summary(sys.argv[2:])
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--designs", default="250ms/50ms,100ms/20ms,50ms/10ms")
     ap.add_argument("--serve-threads", type=int, default=0)
+    ap.add_argument("--spin", type=int, default=0)
+    ap.add_argument("--sql", action="append", default=[])
     ap.add_argument("--workload", default="update_index")
     ap.add_argument("--users", type=int, default=64)
     ap.add_argument("--workdir", default="/var/tmp")
@@ -40,16 +82,21 @@ def main():
     d = tempfile.mkdtemp(dir=args.workdir)
     proc, sock, sb = mp.start(args, d)
     try:
+        for stmt in args.sql:
+            mp.mysql(sock, stmt)
         with open(args.out, "a") as out:
             for r in range(args.rounds):
                 for period, guard in designs if r % 2 == 0 else designs[::-1]:
                     t, failed = mp.diagnose_trial(
-                        proc.pid, sock, f"{mp.KNOB}=0", args.budget,
+                        proc.pid, sock, f"{mp.KNOB}={args.spin}", args.budget,
                         ["--trial-design", "switchback", "--trial-looks", "1",
                          "--trial-period", period, "--trial-guard", guard])
                     if failed:
                         sys.exit(f"a trial failed: {failed}")
-                    row = dict(mp.trial_summary(t), period=period, guard=guard,
+                    mp.mysql(sock, f"SET GLOBAL {mp.KNOB} = 0")  # whatever it decided
+                    row = dict(mp.trial_summary(t), period=period, guard=guard, spin_ns=args.spin, sql=args.sql,
+                               load=(f"serve, {args.serve_threads} threads" if args.serve_threads
+                                     else f"{args.workload}, {args.users} users"),
                                units=len(t["log_ratios"]), log_ratios=t["log_ratios"])
                     out.write(json.dumps(row) + "\n")
                     out.flush()

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use redoctor_advisor::experiment::Switchback;
 use redoctor_advisor::report::{render_with, Format};
 use redoctor_advisor::{diagnose, summarize, Facts, RuleSet};
 use redoctor_probes::{AttachOptions, Profile};
@@ -101,10 +102,12 @@ pub struct DiagnoseArgs {
     /// at least two of the knob's known carryovers.
     #[arg(long, default_value = "50ms", value_parser = redoctor_args::positive_duration)]
     trial_period: Duration,
-    /// --trial: the switchback guard discarded after each switch (at
-    /// least the knob's known carryover).
-    #[arg(long, default_value = "10ms", value_parser = redoctor_args::duration)]
-    trial_guard: Duration,
+    /// --trial: the switchback guard discarded after each switch
+    /// [default: 10ms, stretched to the knob's measured carryover]. Given,
+    /// it is kept as it is, with the period, even below a knob's carryover
+    /// (the candidate's label then warns that the estimate may be biased).
+    #[arg(long, value_parser = redoctor_args::duration)]
+    trial_guard: Option<Duration>,
     /// --trial (switchback): looks of the sequential test, evenly spaced
     /// over the blocks the budget allows. 1 is a fixed-horizon trial: it
     /// runs its whole budget and its estimate carries no early stop's bias
@@ -447,13 +450,14 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         crate::trial_run::assign_designs(
             &mut candidates,
             args.trial_design,
-            redoctor_advisor::experiment::Switchback {
+            Switchback {
                 period: args.trial_period,
-                guard: args.trial_guard,
+                guard: args.trial_guard.unwrap_or(Switchback::default().guard),
                 looks: args.trial_looks as usize,
                 covariate: args.trial_covariate,
                 ..Default::default()
             },
+            args.trial_guard.is_some(),
         );
         if candidates.is_empty() {
             say!("redoctor: no candidate worth a trial");

@@ -280,13 +280,29 @@ pub enum DesignChoice {
 /// switchback (from `base`) where every knob's carryover is known and
 /// short, paired windows otherwise
 /// (`redoctor_advisor::experiment::design_for`); the same for all
-/// otherwise. The label says which and why.
-pub fn assign_designs(candidates: &mut [Candidate], choice: DesignChoice, base: Switchback) {
+/// otherwise. A switchback's period and guard are stretched to the knobs'
+/// measured carryovers, unless `as_given` (the operator named the guard):
+/// then they are kept, and the label warns where the guard is shorter
+/// than a carryover. The label says which design and why.
+pub fn assign_designs(
+    candidates: &mut [Candidate],
+    choice: DesignChoice,
+    base: Switchback,
+    as_given: bool,
+) {
+    use redoctor_advisor::experiment as x;
     for c in candidates {
         let (design, why) = match choice {
             DesignChoice::Pairs => (Design::Pairs, "paired windows (chosen)".to_string()),
+            DesignChoice::Switchback if as_given => {
+                let (sb, why) = x::as_given(&c.settings, base);
+                (
+                    Design::Switchback(sb),
+                    format!("switchback (chosen): {why}"),
+                )
+            }
             DesignChoice::Switchback => {
-                let sb = redoctor_advisor::experiment::stretched(&c.settings, base);
+                let sb = x::stretched(&c.settings, base);
                 (
                     Design::Switchback(sb),
                     format!(
@@ -296,7 +312,13 @@ pub fn assign_designs(candidates: &mut [Candidate], choice: DesignChoice, base: 
                     ),
                 )
             }
-            DesignChoice::Auto => design_for(&c.settings, base),
+            DesignChoice::Auto => match design_for(&c.settings, base) {
+                (Design::Switchback(_), _) if as_given => {
+                    let (sb, why) = x::as_given(&c.settings, base);
+                    (Design::Switchback(sb), format!("switchback: {why}"))
+                }
+                chosen => chosen,
+            },
         };
         c.design = Some(design);
         c.label = format!("{}; trial design: {why}", c.label);
@@ -568,5 +590,46 @@ mod tests {
         let p = plan(10, Duration::from_secs(1), Duration::from_secs(60), 0.7);
         assert_eq!((p.min_pairs, p.max_pairs), (3, 10));
         assert_eq!(p.floor, 0.7);
+    }
+
+    /// A guard the operator gave is kept (with a warning below the knob's
+    /// carryover); otherwise the design is stretched to the carryover.
+    #[test]
+    fn a_given_guard_is_kept_and_a_default_one_stretched() {
+        use super::{assign_designs, DesignChoice};
+        use redoctor_advisor::experiment::{Candidate, Design, Switchback};
+        let spin = || {
+            let s: Settings = [("redoctor_debug_commit_spin_ns".to_string(), "8000".into())]
+                .into_iter()
+                .collect();
+            vec![Candidate::new("spin", s, 0.0)]
+        };
+        let base = Switchback::default();
+        for choice in [DesignChoice::Auto, DesignChoice::Switchback] {
+            let mut c = spin();
+            assign_designs(&mut c, choice, base, true);
+            assert_eq!(c[0].design, Some(Design::Switchback(base)), "{choice:?}");
+            assert!(
+                c[0].label.contains("10 ms guard as given, shorter than")
+                    && c[0].label.contains("may be biased"),
+                "{}",
+                c[0].label
+            );
+            let mut c = spin();
+            assign_designs(&mut c, choice, base, false);
+            let Some(Design::Switchback(sb)) = c[0].design else {
+                panic!("{:?}", c[0].design)
+            };
+            assert_eq!(
+                (sb.period, sb.guard),
+                (Duration::from_millis(600), Duration::from_millis(300)),
+                "{choice:?}"
+            );
+            assert!(!c[0].label.contains("as given"), "{}", c[0].label);
+        }
+        // Pairs stay pairs, given guard or not.
+        let mut c = spin();
+        assign_designs(&mut c, DesignChoice::Pairs, base, true);
+        assert_eq!(c[0].design, Some(Design::Pairs));
     }
 }

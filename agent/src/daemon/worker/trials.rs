@@ -180,7 +180,12 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
         }
     }
     let plan = w.shared.trial_plan(&w.t);
-    crate::trial_run::assign_designs(&mut admitted, w.t.trial.design, w.t.trial.switchback());
+    crate::trial_run::assign_designs(
+        &mut admitted,
+        w.t.trial.design,
+        w.t.trial.switchback(),
+        false,
+    );
     let budget_end = Instant::now() + plan.max_total;
     let n = admitted.len();
     for (i, c) in admitted.into_iter().enumerate() {
