@@ -290,35 +290,18 @@ pub fn assign_designs(
     base: Switchback,
     as_given: bool,
 ) {
-    use redoctor_advisor::experiment as x;
     for c in candidates {
         let (design, why) = match choice {
             DesignChoice::Pairs => (Design::Pairs, "paired windows (chosen)".to_string()),
-            DesignChoice::Switchback if as_given => {
-                let (sb, why) = x::as_given(&c.settings, base);
-                (
-                    Design::Switchback(sb),
-                    format!("switchback (chosen): {why}"),
-                )
-            }
             DesignChoice::Switchback => {
-                let sb = x::stretched(&c.settings, base);
+                let (sb, how) =
+                    redoctor_advisor::experiment::switchback_for(&c.settings, base, as_given);
                 (
                     Design::Switchback(sb),
-                    format!(
-                        "switchback (chosen): {:.0} ms periods with a {:.0} ms guard",
-                        sb.period.as_secs_f64() * 1e3,
-                        sb.guard.as_secs_f64() * 1e3
-                    ),
+                    format!("switchback (chosen): {how}"),
                 )
             }
-            DesignChoice::Auto => match design_for(&c.settings, base) {
-                (Design::Switchback(_), _) if as_given => {
-                    let (sb, why) = x::as_given(&c.settings, base);
-                    (Design::Switchback(sb), format!("switchback: {why}"))
-                }
-                chosen => chosen,
-            },
+            DesignChoice::Auto => design_for(&c.settings, base, as_given),
         };
         c.design = Some(design);
         c.label = format!("{}; trial design: {why}", c.label);

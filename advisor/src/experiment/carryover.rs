@@ -44,14 +44,24 @@ pub fn carryover(knob: &str) -> Option<Duration> {
     CARRYOVER.iter().find(|(k, _)| *k == knob).map(|(_, d)| *d)
 }
 
-/// The longest known carryover among the knobs of `settings` (zero when
-/// none is known).
-fn longest_carryover(settings: &Settings) -> Duration {
-    settings
+/// The knob of `settings` with the longest known carryover, and that
+/// carryover (the first such knob on a tie; none when no carryover is
+/// known).
+fn longest_carryover(settings: &Settings) -> Option<(&str, Duration)> {
+    let mut longest: Option<(&str, Duration)> = None;
+    for (knob, d) in settings
         .keys()
-        .filter_map(|k| carryover(k))
-        .max()
-        .unwrap_or_default()
+        .filter_map(|k| carryover(k).map(|d| (k.as_str(), d)))
+    {
+        if longest.is_none_or(|(_, l)| d > l) {
+            longest = Some((knob, d));
+        }
+    }
+    longest
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 /// `base` stretched for the knobs of `settings` whose carryover is known:
@@ -61,7 +71,9 @@ fn longest_carryover(settings: &Settings) -> Duration {
 /// of periods, not their length, sets the resolution, and a shorter period
 /// buys more of them.
 pub fn stretched(settings: &Settings, base: Switchback) -> Switchback {
-    let guard = base.guard.max(longest_carryover(settings));
+    let guard = base
+        .guard
+        .max(longest_carryover(settings).map_or(Duration::ZERO, |(_, d)| d));
     Switchback {
         guard,
         period: base.period.max(guard * 2),
@@ -69,37 +81,45 @@ pub fn stretched(settings: &Settings, base: Switchback) -> Switchback {
     }
 }
 
-/// `base` exactly as an operator gave it, and what that means: where its
-/// guard is shorter than a knob's measured carryover the label warns that
-/// the estimate may be biased (the side just switched is measured before
-/// it has settled). For measuring designs against each other
-/// (`agent/bench/meter_periods.py`) or a load whose carryover is known to
-/// be shorter than the knob's listed one.
-pub fn as_given(settings: &Settings, base: Switchback) -> (Switchback, String) {
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let mut why = format!(
-        "{:.0} ms periods with a {:.0} ms guard as given",
-        ms(base.period),
-        ms(base.guard)
+/// The switchback for a trial of `settings` from `base`, and its periods
+/// in words: [`stretched`] to the knobs' carryovers, or, `as_given`, `base`
+/// exactly as an operator gave it. A guard given shorter than a knob's
+/// measured carryover is kept, and the words warn that the estimate may
+/// be biased (the side just switched is measured before it has settled):
+/// for measuring designs against each other (`agent/bench/meter_periods.py`)
+/// or a load whose carryover is known to be shorter than the knob's listed
+/// one.
+pub fn switchback_for(
+    settings: &Settings,
+    base: Switchback,
+    as_given: bool,
+) -> (Switchback, String) {
+    let sb = if as_given {
+        base
+    } else {
+        stretched(settings, base)
+    };
+    let mut how = format!(
+        "{:.0} ms periods with a {:.0} ms guard",
+        ms(sb.period),
+        ms(sb.guard)
     );
-    let longest = longest_carryover(settings);
-    if base.guard < longest {
-        let knob = settings
-            .keys()
-            .find(|k| carryover(k) == Some(longest))
-            .map_or("", String::as_str);
-        why.push_str(&format!(
-            ", shorter than {knob}'s measured carryover ({:.0} ms): the estimate may be biased",
-            ms(longest)
-        ));
+    if as_given {
+        how.push_str(" as given");
+        if let Some((knob, d)) = longest_carryover(settings).filter(|&(_, d)| sb.guard < d) {
+            how.push_str(&format!(
+                ", shorter than {knob}'s measured carryover ({:.0} ms): the estimate may be biased",
+                ms(d)
+            ));
+        }
     }
-    (base, why)
+    (sb, how)
 }
 
-/// The design for a trial of `settings`, and why: switchback (`base`
-/// [`stretched`] for the knobs) when every knob's carryover is known, else
+/// The design for a trial of `settings`, and why: switchback
+/// ([`switchback_for`] `base`) when every knob's carryover is known, else
 /// the paired design.
-pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
+pub fn design_for(settings: &Settings, base: Switchback, as_given: bool) -> (Design, String) {
     if let Some(k) = settings.keys().find(|k| carryover(k).is_none()) {
         return (
             Design::Pairs,
@@ -108,24 +128,32 @@ pub fn design_for(settings: &Settings, base: Switchback) -> (Design, String) {
             ),
         );
     }
-    let longest = longest_carryover(settings);
-    let sb = stretched(settings, base);
-    (
-        Design::Switchback(sb),
+    let (sb, how) = switchback_for(settings, base, as_given);
+    let why = if as_given {
+        format!("switchback: {how}")
+    } else {
         format!(
-            "switchback: {} settle{} within {:.0} ms of a switch, so {:.0} ms periods with a {:.0} ms guard",
+            "switchback: {} settle{} within {:.0} ms of a switch, so {how}",
             settings.keys().cloned().collect::<Vec<_>>().join(", "),
             if settings.len() == 1 { "s" } else { "" },
-            longest.as_secs_f64() * 1e3,
-            sb.period.as_secs_f64() * 1e3,
-            sb.guard.as_secs_f64() * 1e3
-        ),
-    )
+            ms(longest_carryover(settings).map_or(Duration::ZERO, |(_, d)| d))
+        )
+    };
+    (Design::Switchback(sb), why)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A switchback of `period_ms` periods with a `guard_ms` guard.
+    fn sb(period_ms: u64, guard_ms: u64) -> Switchback {
+        Switchback {
+            period: Duration::from_millis(period_ms),
+            guard: Duration::from_millis(guard_ms),
+            ..Switchback::default()
+        }
+    }
 
     fn s(pairs: &[(&str, &str)]) -> Settings {
         pairs
@@ -137,19 +165,15 @@ mod tests {
     #[test]
     fn a_guard_as_given_is_kept_and_a_short_one_is_flagged() {
         let knob = s(&[("redoctor_debug_commit_spin_ns", "300")]);
-        let (sb, why) = as_given(&knob, Switchback::default());
-        assert_eq!(sb, Switchback::default());
+        let (given, why) = switchback_for(&knob, Switchback::default(), true);
+        assert_eq!(given, Switchback::default());
         assert!(
             why.starts_with("50 ms periods with a 10 ms guard as given, shorter than redoctor_debug_commit_spin_ns's measured carryover (300 ms)"),
             "{why}"
         );
-        let long = Switchback {
-            guard: Duration::from_millis(300),
-            period: Duration::from_millis(600),
-            ..Switchback::default()
-        };
-        let (sb, why) = as_given(&knob, long);
-        assert_eq!(sb, long);
+        let long = sb(600, 300);
+        let (given, why) = switchback_for(&knob, long, true);
+        assert_eq!(given, long);
         assert_eq!(why, "600 ms periods with a 300 ms guard as given");
     }
 
@@ -158,6 +182,7 @@ mod tests {
         let (d, why) = design_for(
             &s(&[("innodb_log_writer_threads", "OFF")]),
             Switchback::default(),
+            false,
         );
         assert!(
             matches!(d, Design::Switchback(sb)
@@ -171,6 +196,7 @@ mod tests {
                 ("thread_pool_size", "4"),
             ]),
             Switchback::default(),
+            false,
         );
         assert_eq!(d, Design::Pairs);
         assert!(
@@ -178,23 +204,18 @@ mod tests {
             "{why}"
         );
         // A long carryover stretches the period to two guards.
-        let base = Switchback {
-            guard: Duration::from_millis(10),
-            period: Duration::from_millis(40),
-            ..Switchback::default()
-        };
-        let (d, _) = design_for(&s(&[("innodb_max_active_transactions", "16")]), base);
-        let Design::Switchback(sb) = d else { panic!() };
-        assert_eq!(sb.guard, Duration::from_millis(200));
-        assert_eq!(sb.period, Duration::from_millis(400));
+        let (d, _) = design_for(
+            &s(&[("innodb_max_active_transactions", "16")]),
+            sb(40, 10),
+            false,
+        );
+        let Design::Switchback(got) = d else { panic!() };
+        assert_eq!(got.guard, Duration::from_millis(200));
+        assert_eq!(got.period, Duration::from_millis(400));
         // A carryover within the base's guard keeps the base's period and
         // guard.
-        let long = Switchback {
-            guard: Duration::from_millis(500),
-            period: Duration::from_millis(1000),
-            ..Switchback::default()
-        };
-        let (d, _) = design_for(&s(&[("redoctor_debug_commit_spin_ns", "300")]), long);
+        let long = sb(1000, 500);
+        let (d, _) = design_for(&s(&[("redoctor_debug_commit_spin_ns", "300")]), long, false);
         assert_eq!(d, Design::Switchback(long));
         // Every knob of the bundled engine changes its CPU use, which the
         // spin gate answers a 200-ms window later: none keeps the default

@@ -89,7 +89,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use carryover::{as_given, carryover, design_for, stretched, CARRYOVER};
+pub use carryover::{carryover, design_for, stretched, switchback_for, CARRYOVER};
 pub use covariate::Adjustment;
 pub use design::{Design, Switchback};
 pub use hac::{hac_look, nw_lag};
