@@ -14,6 +14,9 @@ after its guard) shows as a smaller estimate than the longer periods'.
 `--sql STMT` (repeatable) runs on the server once the load has settled,
 e.g. `SET GLOBAL innodb_log_spin_cpu_pct_hwm = 0` to hold the engine's
 spin gate shut, so a carryover through it can be told from others.
+`--windows MS,...` interleaves the engine's spin gate windows
+(`redoctor_spin_gate_window_ms`) with the designs, round by round: how
+the gate's reading time moves each design's estimate.
 
 The load is `meter_power.py`'s: `redoctor-engine run` at the demo load
 (update_index, 64 users) or, with `--serve-threads N`, `serve` under
@@ -21,7 +24,7 @@ sysbench oltp_update_index with N threads.
 
 Usage: agent/bench/meter_periods.py OUT [--rounds 3] [--budget 60]
        [--designs 250ms/50ms,100ms/20ms,50ms/10ms] [--serve-threads N]
-       [--spin NS (0: A/A)] [--sql STMT ...]
+       [--spin NS (0: A/A)] [--sql STMT ...] [--windows MS,...]
        agent/bench/meter_periods.py --summary RUN.jsonl...
        (per run, design and setup: the estimates pooled by inverse variance on
        the log scale, each trial's standard error from its 95% interval,
@@ -46,8 +49,11 @@ def summary(files):
     for f in files:
         for line in open(f):
             r = json.loads(line)
+            setup = list(r.get("sql") or [])
+            if r.get("gate_window_ms"):
+                setup.append(f"gate window {r['gate_window_ms']} ms")
             key = (r.get("run", "-"), r.get("load", "?"), r.get("spin_ns", 0),
-                   " ; ".join(r.get("sql") or []), r["period"], r["guard"])
+                   " ; ".join(setup), r["period"], r["guard"])
             groups.setdefault(key, []).append(r)
     print("| run | load | spin (ns) | setup | period / guard | trials | pooled estimate [95%] | median stated resolution |")
     print("|---|---|---|---|---|---|---|---|")
@@ -74,6 +80,7 @@ def main():
     ap.add_argument("--serve-threads", type=int, default=0)
     ap.add_argument("--spin", type=int, default=0)
     ap.add_argument("--sql", action="append", default=[])
+    ap.add_argument("--windows", default="")
     ap.add_argument("--workload", default="update_index")
     ap.add_argument("--users", type=int, default=64)
     ap.add_argument("--workdir", default="/var/tmp")
@@ -85,8 +92,12 @@ def main():
         for stmt in args.sql:
             mp.mysql(sock, stmt)
         with open(args.out, "a") as out:
+            windows = [int(w) for w in args.windows.split(",") if w] or [None]
+            cells = [(w, p, g) for w in windows for p, g in designs]
             for r in range(args.rounds):
-                for period, guard in designs if r % 2 == 0 else designs[::-1]:
+                for window, period, guard in cells if r % 2 == 0 else cells[::-1]:
+                    if window is not None:
+                        mp.mysql(sock, f"SET GLOBAL redoctor_spin_gate_window_ms = {window}")
                     t, failed = mp.diagnose_trial(
                         proc.pid, sock, f"{mp.KNOB}={args.spin}", args.budget,
                         ["--trial-design", "switchback", "--trial-looks", "1",
@@ -95,12 +106,13 @@ def main():
                         sys.exit(f"a trial failed: {failed}")
                     mp.mysql(sock, f"SET GLOBAL {mp.KNOB} = 0")  # whatever it decided
                     row = dict(mp.trial_summary(t), period=period, guard=guard, spin_ns=args.spin, sql=args.sql,
+                               gate_window_ms=window,
                                load=(f"serve, {args.serve_threads} threads" if args.serve_threads
                                      else f"{args.workload}, {args.users} users"),
                                units=len(t["log_ratios"]), log_ratios=t["log_ratios"])
                     out.write(json.dumps(row) + "\n")
                     out.flush()
-                    print(f"[{r + 1}] {period}/{guard}: resolution {row['resolution']:.2%}, "
+                    print(f"[{r + 1}] window {window}, {period}/{guard}: resolution {row['resolution']:.2%}, "
                           f"estimate {row['estimate']:.4f}", flush=True)
     finally:
         if sb:

@@ -262,6 +262,12 @@ mod imp {
         pub fn notify_all(&self) {
             self.0.notify_all();
         }
+        pub fn wait<'a, T>(&self, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            MutexGuard {
+                lock: g.lock,
+                guard: self.0.wait(g.guard).expect("loom mutex poisoned"),
+            }
+        }
         /// Time does not exist in a model (and a model must not branch on
         /// the clock): a deadline still ahead at the call never passes, so
         /// this is a plain wait and a lost wakeup deadlocks; a deadline

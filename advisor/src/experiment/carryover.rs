@@ -17,9 +17,9 @@ use super::Switchback;
 /// new setting's steady state.
 pub const CARRYOVER: &[(&str, Duration)] = &[
     // The bundled engine: a redo mode switch pauses or resumes its log
-    // threads in microseconds, but switching them ON costs 10-20% of the
-    // rate for ~250 ms (the committers' spin gate re-reads the CPU every
-    // 200 ms and the log threads' first batches are small).
+    // threads in microseconds, but at the demo load switching them ON
+    // costs ~12% of the rate for 50 ms and 3-5% until ~500 ms after (with
+    // the threads parked at OFF; started anew they cost 11-14% for 300 ms).
     ("innodb_log_writer_threads", Duration::from_millis(300)),
     // A gate or throttle change takes effect at the next admission; the
     // queue reshapes within ~150 ms (lifting a cap of 4: -12%).
@@ -27,7 +27,8 @@ pub const CARRYOVER: &[(&str, Duration)] = &[
     ("innodb_admission_policy", Duration::from_millis(200)),
     ("innodb_max_active_transactions", Duration::from_millis(200)),
     // The debug spin and sleep act on the next commit, but they change the
-    // process's CPU use, which the spin gate re-reads every 200 ms: where
+    // process's CPU use, which the spin gate re-reads (every 200 ms when
+    // this was measured; 50 ms since, not yet shown to shorten it): where
     // its decision is marginal (4 users on 2 CPUs), the gate answers the
     // switch one window later. Measured there (two runs of three): 50-ms
     // periods with a 10-ms guard read a spin of 8 µs as -1.4%, periods of

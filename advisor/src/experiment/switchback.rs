@@ -8,7 +8,7 @@
 //!   settles (the knob's carryover), and measures the rest. The period is
 //!   set by the knob's carryover, not by a second of warm-up: the bundled
 //!   engine switches its redo mode in microseconds and its spin gate reads
-//!   the CPU every 200 ms.
+//!   the CPU every 50 ms.
 //! - **Blocks.** Periods come in blocks of four, ABBA or BAAB, the order
 //!   drawn per block from a seeded generator: a linear drift cancels inside
 //!   every block, and no periodic load can lock onto a fixed pattern. A

@@ -1133,7 +1133,7 @@ impl Drop for Engine {
         if !self.shut.load(Ordering::Acquire) {
             self.stop_background();
             self.abort_base_writer();
-            self.redo.set_mode(RedoMode::Off);
+            self.redo.end_threads();
         }
     }
 }

@@ -90,6 +90,18 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         at_startup: Some(|o, v| o.redo.wait_for_flush_spin_hwm_us = v.as_u64()),
     },
     Setting {
+        name: "redoctor_spin_gate_window_ms",
+        kind: Kind::UInt { min: 10, max: 1000, unit: "milliseconds" },
+        default: "50",
+        doc: "Not a MySQL setting. How often the spin gate re-reads the process's CPU use (each reading covers this window); also how long the gate takes to answer a change in CPU use.",
+        get: |e| Value::UInt(e.redo().spin.window_ms.load(Relaxed).into()),
+        set: Some(|e, v| {
+            e.redo().spin.window_ms.store(v.as_u64() as u32, Relaxed);
+            Ok(())
+        }),
+        at_startup: Some(|o, v| o.redo.spin_gate_window_ms = v.as_u64() as u32),
+    },
+    Setting {
         name: "innodb_lock_wait_timeout",
         kind: Kind::UInt { min: 1, max: 1_073_741_824, unit: "seconds" },
         default: "50",

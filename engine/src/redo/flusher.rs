@@ -43,7 +43,7 @@ impl RedoLog {
 /// fdatasync it goes on to the next one while anything is ready: under
 /// load the log makes one write per fdatasync, and only an idle log hands
 /// the first write of a burst to `log_writer`.
-pub(crate) fn flusher_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) {
+pub(crate) fn flusher_loop(log: &RedoLog, stop: &crate::sync::AtomicBool) {
     let mut last = Instant::now();
     let second = Duration::from_secs(1);
     let mut chained = false;

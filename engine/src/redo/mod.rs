@@ -11,7 +11,8 @@
 //!   satisfied. With [`RedoMode::Off`] ("RT0") the committing user thread leads
 //!   the write under the writer mutex, then the flush under the flusher mutex.
 //! - [`log_file`]: the circular, block-checksummed redo file and its scanner.
-//! - [`mode`]: switching between the two live.
+//! - [`mode`]: switching between the two live; [`park`]: pausing the
+//!   dedicated threads at OFF and resuming them at ON.
 //! - [`self_write`]: with dedicated threads, a committer that finds the log
 //!   idle writes and flushes its own record (`redoctor_log_idle_self_write`,
 //!   off unless asked for).
@@ -23,6 +24,7 @@ pub mod log_buffer;
 pub mod log_file;
 pub mod mode;
 pub mod notifiers;
+pub mod park;
 pub mod self_write;
 pub mod spin_gate;
 pub mod writer;
@@ -164,6 +166,9 @@ pub struct RedoOptions {
     pub spin_cpu_pct_hwm: u32,
     /// `innodb_log_wait_for_flush_spin_hwm` (µs): no spinning when flushes take longer.
     pub wait_for_flush_spin_hwm_us: u64,
+    /// `redoctor_spin_gate_window_ms` (not a MySQL setting): the spin
+    /// gate's CPU measurement window.
+    pub spin_gate_window_ms: u32,
     /// How long a waiter spins before sleeping, when spinning is allowed (µs).
     pub spin_delay_us: u64,
     /// `redoctor_log_idle_self_write` (not a MySQL setting; see
@@ -183,6 +188,7 @@ impl Default for RedoOptions {
             wait_slots: 2048,
             spin_cpu_pct_hwm: 50,
             wait_for_flush_spin_hwm_us: 400,
+            spin_gate_window_ms: spin_gate::WINDOW_MS,
             spin_delay_us: 20,
             idle_self_write: false,
         }
@@ -219,6 +225,9 @@ impl RedoOptions {
         }
         if self.spin_cpu_pct_hwm > 100 {
             return bad("innodb_log_spin_cpu_pct_hwm must be 0..=100".into());
+        }
+        if !(10..=1000).contains(&self.spin_gate_window_ms) {
+            return bad("redoctor_spin_gate_window_ms must be 10..=1000".into());
         }
         Ok(())
     }
@@ -339,7 +348,11 @@ impl RedoLog {
             idle_self_write: AtomicBool::new(opts.idle_self_write),
             flush_at_commit: AtomicU8::new(opts.flush_at_commit),
             threads: NamedMutex::new("redo.threads", None),
-            spin: SpinGate::new(opts.spin_cpu_pct_hwm, opts.wait_for_flush_spin_hwm_us),
+            spin: SpinGate::new(
+                opts.spin_cpu_pct_hwm,
+                opts.wait_for_flush_spin_hwm_us,
+                opts.spin_gate_window_ms,
+            ),
             spin_delay_us: opts.spin_delay_us,
             failed: OnceLock::new(),
             last_background_flush: NamedMutex::new("redo.background_flush", Instant::now()),

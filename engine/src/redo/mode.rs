@@ -1,23 +1,28 @@
 //! Switching between dedicated log threads (RT1) and user-thread writes (RT0)
 //! live, under load (`SET GLOBAL innodb_log_writer_threads`).
 //!
-//! To RT0: publish the mode (new waiters lead their own writes), stop and
-//! join the log threads (each finishes its current write or fdatasync), then
-//! wake every waiter so sleepers re-check in the new mode. To RT1: start the
-//! threads first, then publish the mode and wake everyone. All writes happen
-//! under the writer mutex and all fdatasyncs under the flusher mutex in
-//! both modes, so the two may overlap safely during the hand-over; no waiter
-//! can sleep through it because every wait condition includes the mode.
+//! To RT0: publish the mode (new waiters lead their own writes), pause the
+//! log threads ([`super::park`]: each finishes its current write or
+//! fdatasync and blocks, holding nothing), then wake every waiter so
+//! sleepers re-check in the new mode. To RT1: resume the threads (start
+//! them the first time), then publish the mode and wake everyone. All
+//! writes happen under the writer mutex and all fdatasyncs under the
+//! flusher mutex in both modes, so the two may overlap safely during the
+//! hand-over; no waiter can sleep through it because every wait condition
+//! includes the mode. The threads end only at shutdown
+//! ([`RedoLog::end_threads`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::park::Park;
 use super::{flusher, notifiers, writer, RedoLog, RedoMode};
 use crate::probe_points;
+use crate::sync::AtomicBool;
 
 pub struct LogThreads {
-    stop: Arc<AtomicBool>,
+    park: Arc<Park>,
     handles: Vec<JoinHandle<()>>,
 }
 
@@ -25,7 +30,7 @@ type Body = fn(&RedoLog, &AtomicBool);
 
 impl LogThreads {
     pub(super) fn start(log: &Arc<RedoLog>) -> LogThreads {
-        let stop = Arc::new(AtomicBool::new(false));
+        let park = Arc::new(Park::new(true));
         let bodies: [(&str, Body); 4] = [
             ("log_writer", writer::writer_loop),
             ("log_flusher", flusher::flusher_loop),
@@ -35,19 +40,18 @@ impl LogThreads {
         let handles = bodies
             .into_iter()
             .map(|(name, body)| {
-                let (log, stop) = (log.clone(), stop.clone());
+                let (log, park) = (log.clone(), park.clone());
                 std::thread::Builder::new()
                     .name(name.to_string())
-                    .spawn(move || body(&log, &stop))
+                    .spawn(move || park.live(|stop| body(&log, stop)))
                     .expect("spawning a log thread")
             })
             .collect();
-        LogThreads { stop, handles }
+        LogThreads { park, handles }
     }
 
-    fn stop(self, log: &RedoLog) {
-        self.stop.store(true, Ordering::Release);
-        log.wake_everyone();
+    fn end(self, log: &RedoLog) {
+        self.park.exit(|| log.wake_everyone());
         for h in self.handles {
             let _ = h.join();
         }
@@ -61,15 +65,16 @@ impl RedoLog {
         let old = self.mode();
         match new {
             RedoMode::On => {
-                if threads.is_none() {
-                    *threads = Some(LogThreads::start(self));
+                match &*threads {
+                    Some(t) => t.park.resume(),
+                    None => *threads = Some(LogThreads::start(self)),
                 }
                 self.mode.store(RedoMode::On as u8, Ordering::Release);
             }
             RedoMode::Off => {
                 self.mode.store(RedoMode::Off as u8, Ordering::Release);
-                if let Some(t) = threads.take() {
-                    t.stop(self);
+                if let Some(t) = &*threads {
+                    t.park.pause(|| self.wake_everyone());
                 }
             }
         }
@@ -83,11 +88,21 @@ impl RedoLog {
         old
     }
 
-    /// Stops the dedicated threads (if any) without changing the configured
+    /// Switches to user-thread writes and ends the dedicated threads (they
+    /// hold the log, so it is not freed while they live). For shutdown and
+    /// for an engine dropped without one.
+    pub fn end_threads(self: &Arc<Self>) {
+        self.set_mode(RedoMode::Off);
+        if let Some(t) = self.threads.lock().take() {
+            t.end(self);
+        }
+    }
+
+    /// Ends the dedicated threads (if any) without changing the configured
     /// mode, then makes everything appended durable. For shutdown.
     pub fn shutdown(self: &Arc<Self>) -> Result<(), super::RedoError> {
         let was = self.mode();
-        self.set_mode(RedoMode::Off);
+        self.end_threads();
         let r = self.flush_all().map(|_| ());
         self.mode.store(was as u8, Ordering::Release);
         r

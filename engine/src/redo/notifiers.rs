@@ -84,7 +84,7 @@ impl WaitSlots {
 }
 
 /// Body of `log_wr_notify`: wakes waiters as `write_lsn` advances.
-pub(crate) fn write_notifier_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) {
+pub(crate) fn write_notifier_loop(log: &RedoLog, stop: &crate::sync::AtomicBool) {
     let mut last = log.write_lsn();
     while !stop.load(Ordering::Acquire) {
         log.wr_notifier_event.wait(Duration::from_millis(10), || {
@@ -99,7 +99,7 @@ pub(crate) fn write_notifier_loop(log: &RedoLog, stop: &std::sync::atomic::Atomi
 }
 
 /// Body of `log_fl_notify`: wakes waiters as `flushed_lsn` advances.
-pub(crate) fn flush_notifier_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) {
+pub(crate) fn flush_notifier_loop(log: &RedoLog, stop: &crate::sync::AtomicBool) {
     let mut last = log.flushed_lsn();
     while !stop.load(Ordering::Acquire) {
         log.fl_notifier_event.wait(Duration::from_millis(10), || {

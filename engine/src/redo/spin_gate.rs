@@ -1,13 +1,19 @@
 //! When may a waiter spin? Only when the process is not CPU-saturated and
 //! flushes are quick — MySQL's `innodb_log_spin_cpu_pct_hwm` and
 //! `innodb_log_wait_for_flush_spin_hwm`. CPU use is measured from
-//! `getrusage(RUSAGE_SELF)` over the CPUs in the affinity mask, every
-//! 200 ms (MySQL: about once a second), and nobody spins before the first
-//! measurement. A gate that started from "idle" and measured once a second
-//! let a fresh engine under load spin through its first second, or a load
-//! that arrived after a quiet second spin through that one (measured:
-//! update_index at 64 users on 2 CPUs ran such a second at a third of its
-//! rate).
+//! `getrusage(RUSAGE_SELF)` over the CPUs in the affinity mask, over
+//! windows of `redoctor_spin_gate_window_ms` (50 ms by default; MySQL:
+//! about once a second), and nobody spins before the first measurement. A
+//! gate that started from "idle" and measured once a second let a fresh
+//! engine under load spin through its first second, or a load that arrived
+//! after a quiet second spin through that one (measured: update_index at
+//! 64 users on 2 CPUs ran such a second at a third of its rate).
+//!
+//! The window is also how long the gate takes to answer a change in CPU
+//! use, and so part of every knob's carryover: a setting that moves the
+//! process's CPU use across the mark changes who spins one window later.
+//! 200-ms windows made every knob of the engine carry over 200-300 ms,
+//! which set the live trials' periods (`advisor/src/experiment/carryover.rs`).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
@@ -22,6 +28,8 @@ pub struct SpinGate {
     /// Last measured CPU use, percent of the usable CPUs (×100 fixed
     /// point); [`UNMEASURED`] until the first measurement.
     cpu_pct_x100: AtomicU32,
+    /// Each CPU measurement covers at least this many milliseconds.
+    pub window_ms: AtomicU32,
     /// Exponential average of flush time, ns.
     avg_flush_ns: AtomicU64,
     sample: Mutex<Sample>,
@@ -29,8 +37,8 @@ pub struct SpinGate {
 
 /// `cpu_pct_x100` before the first measurement.
 const UNMEASURED: u32 = u32::MAX;
-/// Each measurement covers at least this much (the first one too).
-const EVERY_MS: u128 = 200;
+/// The default measurement window, ms (the first measurement too).
+pub const WINDOW_MS: u32 = 50;
 
 struct Sample {
     at: Instant,
@@ -61,10 +69,11 @@ pub fn usable_cpus() -> u32 {
 }
 
 impl SpinGate {
-    pub fn new(cpu_pct_hwm: u32, flush_spin_hwm_us: u64) -> Self {
+    pub fn new(cpu_pct_hwm: u32, flush_spin_hwm_us: u64, window_ms: u32) -> Self {
         SpinGate {
             cpu_pct_hwm: AtomicU32::new(cpu_pct_hwm),
             flush_spin_hwm_us: AtomicU64::new(flush_spin_hwm_us),
+            window_ms: AtomicU32::new(window_ms),
             cpu_pct_x100: AtomicU32::new(UNMEASURED),
             avg_flush_ns: AtomicU64::new(0),
             sample: Mutex::new(Sample {
@@ -98,7 +107,7 @@ impl SpinGate {
             return;
         };
         let el = s.at.elapsed();
-        if el.as_millis() < EVERY_MS {
+        if el.as_millis() < u128::from(self.window_ms.load(Relaxed)) {
             return;
         }
         let now = process_cpu_us();
@@ -123,7 +132,7 @@ mod tests {
 
     #[test]
     fn gate_follows_both_high_water_marks() {
-        let g = SpinGate::new(100, 400);
+        let g = SpinGate::new(100, 400, 200);
         assert!(!g.allows_spin(), "CPU use not measured yet: no spinning");
         std::thread::sleep(std::time::Duration::from_millis(250));
         assert!(
@@ -140,13 +149,24 @@ mod tests {
     }
 
     #[test]
+    fn the_window_sets_when_the_gate_first_answers() {
+        let short = SpinGate::new(100, 400, 20);
+        let long = SpinGate::new(100, 400, 500);
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        assert!(short.allows_spin(), "a 20-ms window has measured by 60 ms");
+        assert!(!long.allows_spin(), "a 500-ms window has not measured yet");
+        long.window_ms.store(20, Relaxed);
+        assert!(long.allows_spin(), "a shorter window applies at once");
+    }
+
+    #[test]
     fn cpu_use_is_measured_over_usable_cpus() {
         // Compare with our own reading of the same process-wide counters over
         // (almost) the same interval, so a busy machine, which gives this
         // process less CPU per wall second, cannot fail the test.
         let cpu0 = process_cpu_us();
         let t0 = Instant::now();
-        let g = SpinGate::new(50, 400);
+        let g = SpinGate::new(50, 400, WINDOW_MS);
         // Burn CPU until over a second has passed and we got at least 200 ms.
         let mut x = 0u64;
         while t0.elapsed().as_millis() < 1100 || process_cpu_us() - cpu0 < 200_000 {

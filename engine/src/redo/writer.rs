@@ -137,7 +137,7 @@ impl RedoLog {
 /// written then wait for the next fdatasync anyway, and the flusher writes
 /// everything ready just before it starts one (`flusher::flusher_loop`),
 /// so a loaded log makes one write per fdatasync, not one per wakeup.
-pub(crate) fn writer_loop(log: &RedoLog, stop: &std::sync::atomic::AtomicBool) {
+pub(crate) fn writer_loop(log: &RedoLog, stop: &crate::sync::AtomicBool) {
     while !stop.load(Ordering::Acquire) {
         let behind_flush = || log.flush_at_commit() == 1 && log.flusher.is_locked();
         if !log.writable() {

@@ -37,6 +37,8 @@ mod loom_link_buffer;
 #[cfg(loom)]
 mod loom_log_buffer;
 #[cfg(loom)]
+mod loom_log_park;
+#[cfg(loom)]
 mod loom_relay_log;
 #[cfg(loom)]
 mod loom_throttle;

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Each knob's carryover against the engine's spin gate window: on one
+running load, `redoctor meter --knob` (the knob alternating every
+`--every`, the commit counter read every 25 ms) with
+`redoctor_spin_gate_window_ms` at each of `--windows`, the windows
+interleaved round by round. The mean trajectory after a switch into each
+value, pooled over rounds (weighted by switches), is printed in bins of
+50 ms as a fraction of the new value's steady state (the second half of
+its phase), and every meter report goes to OUT.jsonl.
+
+The load is `meter_power.py`'s: `redoctor-engine run` at the demo load
+(update_index, 64 users) or, with `--serve-threads N`, `serve` under
+sysbench oltp_update_index with N threads.
+
+Usage: agent/bench/gate_window_carryover.py OUT [--windows 200,50]
+       [--rounds 2] [--secs 30] [--every 1s] [--serve-threads N]
+       [--knobs innodb_log_writer_threads=OFF,ON;...]
+       agent/bench/gate_window_carryover.py --summary OUT.jsonl
+       (root; release builds of redoctor and redoctor-engine)
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import meter_power as mp  # noqa: E402  (the loads)
+
+KNOBS = ("innodb_log_writer_threads=OFF,ON;innodb_thread_concurrency=0,4;"
+         "innodb_max_active_transactions=0,16;redoctor_debug_commit_spin_ns=0,8000")
+BINS_MS = [(0, 50), (50, 100), (100, 150), (150, 200), (200, 300), (300, 500)]
+
+
+def summary(path):
+    pooled = {}
+    for line in open(path):
+        r = json.loads(line)
+        tick = r["report"]["tick_s"]
+        for c in r["report"]["carryover"]:
+            key = (r["load"], c["knob"], c["to"], r["gate_window_ms"])
+            acc = pooled.setdefault(key, [0, [0.0] * len(c["trajectory"])])
+            acc[0] += c["switches"]
+            acc[1] = [a + x * c["switches"] for a, x in zip(acc[1], c["trajectory"])]
+    head = " | ".join(f"{a}-{b} ms" for a, b in BINS_MS)
+    print(f"| load | knob | to | gate window | switches | {head} |")
+    print("|---|---|---|---|---|" + "---|" * len(BINS_MS))
+    for (load, knob, to, w), (n, tr) in sorted(pooled.items()):
+        tr = [x / n for x in tr]
+        cells = []
+        for a, b in BINS_MS:
+            pts = [x for i, x in enumerate(tr) if a <= i * tick * 1e3 < b]
+            cells.append(f"{sum(pts) / len(pts):.3f}" if pts else "-")
+        print(f"| {load} | {knob} | {to} | {w} ms | {n} | " + " | ".join(cells) + " |")
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--summary":
+        return summary(sys.argv[2])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--windows", default="200,50")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--secs", type=int, default=30)
+    ap.add_argument("--every", default="1s")
+    ap.add_argument("--knobs", default=KNOBS)
+    ap.add_argument("--serve-threads", type=int, default=0)
+    ap.add_argument("--workload", default="update_index")
+    ap.add_argument("--users", type=int, default=64)
+    ap.add_argument("--workdir", default="/var/tmp")
+    args = ap.parse_args()
+    windows = [int(w) for w in args.windows.split(",")]
+    knobs = [(k, v) for k, v in (kv.split("=") for kv in args.knobs.split(";"))]
+    load = (f"serve, {args.serve_threads} threads" if args.serve_threads
+            else f"{args.workload}, {args.users} users")
+    d = tempfile.mkdtemp(dir=args.workdir)
+    proc, sock, sb = mp.start(args, d)
+    try:
+        with open(args.out, "a") as out:
+            for r in range(args.rounds):
+                for w in windows if r % 2 == 0 else windows[::-1]:
+                    mp.mysql(sock, f"SET GLOBAL redoctor_spin_gate_window_ms = {w}")
+                    for knob, values in knobs:
+                        cmd = [mp.REDOCTOR, "meter", "--socket", sock, "--duration", f"{args.secs}s",
+                               "--json", "--knob", knob, "--values", values, "--every", args.every]
+                        rep = subprocess.run(cmd, capture_output=True, text=True)
+                        if rep.returncode != 0:
+                            sys.exit(f"redoctor meter: {rep.stderr.strip()}")
+                        mp.mysql(sock, f"SET GLOBAL {knob} = {values.split(',')[0]}")
+                        out.write(json.dumps(dict(load=load, gate_window_ms=w, round=r, knob=knob,
+                                                  values=values, report=json.loads(rep.stdout))) + "\n")
+                        out.flush()
+                        print(f"[{r + 1}] window {w} ms: {knob} {values}", flush=True)
+    finally:
+        if sb:
+            sb.kill()
+        proc.kill()
+    summary(args.out)
+
+
+if __name__ == "__main__":
+    main()
