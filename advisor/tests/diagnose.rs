@@ -277,7 +277,9 @@ fn fast_fsync_turns_redo_threads_off() {
             ..small_groups()
         },
         3,
-        &[],
+        // No wakeups in this shape, so its log threads look paused:
+        // the mode is stated, as a server's variables would say.
+        &[("innodb_log_writer_threads", "ON")],
         &[],
     );
     assert_eq!(d.recommendations.len(), 1, "{:?}", d.not_applied);
@@ -1479,4 +1481,28 @@ fn pg_checkpoints_by_wal_volume_propose_a_max_wal_size_that_holds_an_interval() 
             status(&d, "pg-fpi-max-wal-size")
         );
     }
+}
+
+/// The redo mode, when nobody states it and the server's variables are
+/// not read, is observed from log threads that ran: MySQL's and the
+/// bundled engine's stay alive, paused, at OFF.
+#[test]
+fn paused_log_threads_are_observed_as_off() {
+    use redoctor_probes_common::{signals::Signals, Role};
+    let mode = |w: &[Signals]| {
+        Facts::infer("redoctor-engine", &summarize(w), &[]).settings["innodb_log_writer_threads"]
+            .clone()
+    };
+    let mut w = windows(3, small_groups());
+    assert_eq!(mode(&w), "ON");
+    for win in &mut w {
+        for r in [Role::LogWriter, Role::LogFlusher, Role::LogNotifier] {
+            if let Some(x) = win.roles.get_mut(&r) {
+                assert!(x.threads > 0);
+                x.oncpu_ns = 0;
+                x.wakeups_sent = 0;
+            }
+        }
+    }
+    assert_eq!(mode(&w), "OFF", "alive but idle log threads: paused");
 }

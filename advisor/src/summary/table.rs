@@ -103,7 +103,7 @@ pub const SIGNALS: &[SignalDef] = &[
     def(
         "log_threads",
         "",
-        "dedicated redo log threads (writer, flusher, notifiers) alive",
+        "dedicated redo log threads (writer, flusher, notifiers) alive that ran (on CPU or waking others; paused ones do neither)",
         |t| t.log_threads,
     ),
     def(

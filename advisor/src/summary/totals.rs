@@ -159,7 +159,20 @@ impl Totals {
                 .iter()
                 .filter_map(|w| w.engine.txn_ns)
                 .reduce(|a, b| a + b),
-            log_threads: LOG_ROLES.iter().map(|r| role_threads(*r)).sum(),
+            // Log threads that ran: MySQL's and the bundled engine's stay
+            // alive, paused, while `innodb_log_writer_threads` is OFF.
+            log_threads: LOG_ROLES
+                .iter()
+                .map(|r| {
+                    windows
+                        .iter()
+                        .filter_map(|w| w.roles.get(r))
+                        .filter(|x| x.oncpu_ns > 0 || x.wakeups_sent > 0)
+                        .map(|x| x.threads)
+                        .max()
+                        .unwrap_or(0) as f64
+                })
+                .sum(),
             commit_path_wakeups: windows.iter().map(|w| w.wakeups.commit_path).sum(),
             futex_waits: windows
                 .iter()

@@ -24,6 +24,33 @@ fn thread_names(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// Context switches so far of the process's dedicated log writer and
+/// flusher threads, by name.
+fn log_thread_switches(pid: u32) -> Vec<(String, u64)> {
+    let mut v = vec![];
+    for e in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = e.unwrap().path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue;
+        };
+        let comm = comm.trim().to_string();
+        if comm != "log_writer" && comm != "log_flusher" {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
+            continue;
+        };
+        let n = status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+            .sum();
+        v.push((comm, n));
+    }
+    v.sort();
+    v
+}
+
 /// Kills the child if the test fails before it exits.
 struct Running(Option<Child>);
 
@@ -143,17 +170,21 @@ fn settings_change_live_through_the_admin_socket_during_a_run() {
         [("innodb_log_writer_threads".to_string(), "OFF".to_string())]
     );
     // The switch happened in the engine the workload runs against: the
-    // counter moved and the dedicated log threads are gone.
+    // counter moved and the dedicated log threads are parked (alive, not
+    // woken while the workload commits).
     assert!(
         status(&mut c, "Innodb_redo_mode_switches") > switches,
         "Innodb_redo_mode_switches did not move"
     );
-    let names = thread_names(pid);
-    assert!(
-        !names
-            .iter()
-            .any(|n| n == "log_writer" || n == "log_flusher"),
-        "dedicated log threads still running after the switch to OFF: {names:?}"
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let before = log_thread_switches(pid);
+    assert_eq!(before.len(), 2, "log threads parked, not ended: {before:?}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        log_thread_switches(pid),
+        before,
+        "dedicated log threads still running after the switch to OFF: {:?}",
+        thread_names(pid)
     );
     let commits = status(&mut c, "Com_commit");
     assert!(commits > 0, "the workload committed nothing yet");
