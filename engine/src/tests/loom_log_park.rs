@@ -45,6 +45,17 @@ fn body(inside: &AtomicUsize, ev: &Event, stop: &crate::sync::AtomicBool) {
     inside.fetch_sub(1, Ordering::SeqCst);
 }
 
+/// A log thread living in `park`, its body counted in `inside`, sleeping
+/// on `ev`.
+fn spawn_log_thread(
+    park: &Arc<Park>,
+    inside: &Arc<AtomicUsize>,
+    ev: &Arc<Event>,
+) -> thread::JoinHandle<()> {
+    let (park, inside, ev) = (park.clone(), inside.clone(), ev.clone());
+    thread::spawn(move || park.live(|stop| body(&inside, &ev, stop)))
+}
+
 /// OFF returns only once no body runs; ON lets it run again; shutdown ends
 /// the thread, wherever it was.
 #[test]
@@ -53,10 +64,7 @@ fn pause_waits_for_the_body_and_exit_ends_the_thread() {
         let park = Arc::new(Park::new(true));
         let inside = Arc::new(AtomicUsize::new(0));
         let ev = Arc::new(Event::default());
-        let h = {
-            let (park, inside, ev) = (park.clone(), inside.clone(), ev.clone());
-            thread::spawn(move || park.live(|stop| body(&inside, &ev, stop)))
-        };
+        let h = spawn_log_thread(&park, &inside, &ev);
         park.pause(|| ev.wake());
         assert_eq!(inside.load(Ordering::SeqCst), 0, "a body runs after OFF");
         park.resume();
@@ -75,10 +83,7 @@ fn two_threads_paused_twice_never_run_while_off() {
         let inside = Arc::new(AtomicUsize::new(0));
         let ev = Arc::new(Event::default());
         let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let (park, inside, ev) = (park.clone(), inside.clone(), ev.clone());
-                thread::spawn(move || park.live(|stop| body(&inside, &ev, stop)))
-            })
+            .map(|_| spawn_log_thread(&park, &inside, &ev))
             .collect();
         for _ in 0..2 {
             park.resume();
