@@ -10,11 +10,14 @@ its phase), and every meter report goes to OUT.jsonl.
 
 The load is `meter_power.py`'s: `redoctor-engine run` at the demo load
 (update_index, 64 users) or, with `--serve-threads N`, `serve` under
-sysbench oltp_update_index with N threads.
+sysbench oltp_update_index with N threads. `--sql STMT` (repeatable)
+runs on the server once the load has settled (e.g. `SET GLOBAL
+innodb_log_spin_cpu_pct_hwm = 0` to hold the spin gate shut), and is
+recorded with each report.
 
 Usage: agent/bench/gate_window_carryover.py OUT [--windows 200,50]
        [--rounds 2] [--secs 30] [--every 1s] [--serve-threads N]
-       [--knobs innodb_log_writer_threads=OFF,ON;...]
+       [--knobs innodb_log_writer_threads=OFF,ON;...] [--sql STMT ...]
        agent/bench/gate_window_carryover.py --summary OUT.jsonl
        (root; release builds of redoctor and redoctor-engine)
 """
@@ -30,7 +33,8 @@ import meter_power as mp  # noqa: E402  (the loads)
 
 KNOBS = ("innodb_log_writer_threads=OFF,ON;innodb_thread_concurrency=0,4;"
          "innodb_max_active_transactions=0,16;redoctor_debug_commit_spin_ns=0,8000")
-BINS_MS = [(0, 50), (50, 100), (100, 150), (150, 200), (200, 300), (300, 500)]
+BINS_MS = [(0, 50), (50, 100), (100, 150), (150, 200), (200, 300), (300, 500),
+           (500, 750), (750, 1000), (1000, 1500)]
 
 
 def summary(path):
@@ -39,7 +43,8 @@ def summary(path):
         r = json.loads(line)
         tick = r["report"]["tick_s"]
         for c in r["report"]["carryover"]:
-            key = (r["load"], c["knob"], c["to"], r["gate_window_ms"])
+            key = (r["load"] + "".join(f"; {q}" for q in r.get("sql") or []), c["knob"], c["to"],
+                   r["gate_window_ms"])
             acc = pooled.setdefault(key, [0, [0.0] * len(c["trajectory"])])
             acc[0] += c["switches"]
             acc[1] = [a + x * c["switches"] for a, x in zip(acc[1], c["trajectory"])]
@@ -65,6 +70,7 @@ def main():
     ap.add_argument("--secs", type=int, default=30)
     ap.add_argument("--every", default="1s")
     ap.add_argument("--knobs", default=KNOBS)
+    ap.add_argument("--sql", action="append", default=[])
     ap.add_argument("--serve-threads", type=int, default=0)
     ap.add_argument("--workload", default="update_index")
     ap.add_argument("--users", type=int, default=64)
@@ -77,6 +83,8 @@ def main():
     d = tempfile.mkdtemp(dir=args.workdir)
     proc, sock, sb = mp.start(args, d)
     try:
+        for stmt in args.sql:
+            mp.mysql(sock, stmt)
         with open(args.out, "a") as out:
             for r in range(args.rounds):
                 for w in windows if r % 2 == 0 else windows[::-1]:
@@ -89,7 +97,7 @@ def main():
                             sys.exit(f"redoctor meter: {rep.stderr.strip()}")
                         mp.mysql(sock, f"SET GLOBAL {knob} = {values.split(',')[0]}")
                         out.write(json.dumps(dict(load=load, gate_window_ms=w, round=r, knob=knob,
-                                                  values=values, report=json.loads(rep.stdout))) + "\n")
+                                                  values=values, sql=args.sql, report=json.loads(rep.stdout))) + "\n")
                         out.flush()
                         print(f"[{r + 1}] window {w} ms: {knob} {values}", flush=True)
     finally:

@@ -11,7 +11,14 @@ With `--spin NS` the candidate is a real slowdown (the spin after each
 durable commit) instead of the setting itself: the designs' estimates of
 one effect side by side, so a design that dilutes it (a switch that lands
 after its guard) shows as a smaller estimate than the longer periods'.
-`--sql STMT` (repeatable) runs on the server once the load has settled,
+`--candidate NAME=VALUE` trials another knob instead (e.g.
+`innodb_log_writer_threads=OFF` from the load's ON), and `--reset
+NAME=VALUE` restores it after each trial, whatever the trial decided:
+how each design reads a real knob whose switch has a carryover, against
+the longest periods' reading. `--static SECS` adds, each round, a pair
+of static phases of SECS each (baseline and candidate, the first 2 s
+discarded, the order alternating by round): the effect as long runs read
+it, interleaved with the trials. `--sql STMT` (repeatable) runs on the server once the load has settled,
 e.g. `SET GLOBAL innodb_log_spin_cpu_pct_hwm = 0` to hold the engine's
 spin gate shut, so a carryover through it can be told from others.
 `--windows MS,...` interleaves the engine's spin gate windows
@@ -24,7 +31,8 @@ sysbench oltp_update_index with N threads.
 
 Usage: agent/bench/meter_periods.py OUT [--rounds 3] [--budget 60]
        [--designs 250ms/50ms,100ms/20ms,50ms/10ms] [--serve-threads N]
-       [--spin NS (0: A/A)] [--sql STMT ...] [--windows MS,...]
+       [--spin NS (0: A/A) | --candidate NAME=VALUE --reset NAME=VALUE]
+       [--static SECS] [--sql STMT ...] [--windows MS,...]
        agent/bench/meter_periods.py --summary RUN.jsonl...
        (per run, design and setup: the estimates pooled by inverse variance on
        the log scale, each trial's standard error from its 95% interval,
@@ -38,24 +46,48 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import meter_power as mp  # noqa: E402  (the loads and the trial runner)
 
 
-def summary(files):
-    """Per design (and spin, and setup statements): the pooled estimate."""
+def static_summary(files):
+    """Per run, load and candidate: the static phases' ratio (Welch)."""
     groups = {}
     for f in files:
         for line in open(f):
             r = json.loads(line)
+            if r.get("static"):
+                key = (r.get("run", "-"), r.get("load", "?"), r.get("candidate") or r.get("spin_ns", 0))
+                groups.setdefault(key, []).append(r)
+    if not groups:
+        return
+    print("| run | load | candidate (or spin, ns) | static pairs | seconds a phase | ratio [95%] |")
+    print("|---|---|---|---|---|---|")
+    for (run, load, cand), rows in sorted(groups.items()):
+        r, lo, hi = mp.welch_ci([x["base_rate"] for x in rows], [x["cand_rate"] for x in rows])
+        print(f"| {run} | {load} | {cand} | {len(rows)} | {rows[0]['secs']} | "
+              f"{r - 1:+.2%} [{lo - 1:+.2%}, {hi - 1:+.2%}] |")
+    print()
+
+
+def summary(files):
+    """Per design (and spin, and setup statements): the pooled estimate."""
+    static_summary(files)
+    groups = {}
+    for f in files:
+        for line in open(f):
+            r = json.loads(line)
+            if r.get("static"):
+                continue
             setup = list(r.get("sql") or [])
             if r.get("gate_window_ms"):
                 setup.append(f"gate window {r['gate_window_ms']} ms")
-            key = (r.get("run", "-"), r.get("load", "?"), r.get("spin_ns", 0),
+            key = (r.get("run", "-"), r.get("load", "?"), r.get("candidate") or r.get("spin_ns", 0),
                    " ; ".join(setup), r["period"], r["guard"])
             groups.setdefault(key, []).append(r)
-    print("| run | load | spin (ns) | setup | period / guard | trials | pooled estimate [95%] | median stated resolution |")
+    print("| run | load | candidate (or spin, ns) | setup | period / guard | trials | pooled estimate [95%] | median stated resolution |")
     print("|---|---|---|---|---|---|---|---|")
     for (run, load, spin, sql, period, guard), rows in sorted(groups.items()):
         logs = [(math.log(r["estimate"]),
@@ -69,6 +101,18 @@ def summary(files):
               f"{math.exp(m + 1.96 * se) - 1:+.2%}] | {res:.2%} |")
 
 
+def static_phase(sock, knob_value, secs):
+    """The commit rate with `knob_value` (NAME=VALUE) set, over `secs`
+    seconds less the first 2."""
+    name, value = knob_value.split("=", 1)
+    mp.mysql(sock, f"SET GLOBAL {name} = {value}")
+    time.sleep(2)
+    c0, t0 = mp.commits(sock), time.monotonic()
+    time.sleep(secs - 2)
+    c1, t1 = mp.commits(sock), time.monotonic()
+    return (c1 - c0) / (t1 - t0)
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--summary":
         return summary(sys.argv[2:])
@@ -79,6 +123,9 @@ def main():
     ap.add_argument("--designs", default="250ms/50ms,100ms/20ms,50ms/10ms")
     ap.add_argument("--serve-threads", type=int, default=0)
     ap.add_argument("--spin", type=int, default=0)
+    ap.add_argument("--candidate", default="")
+    ap.add_argument("--reset", default="")
+    ap.add_argument("--static", type=float, default=0)
     ap.add_argument("--sql", action="append", default=[])
     ap.add_argument("--windows", default="")
     ap.add_argument("--workload", default="update_index")
@@ -86,6 +133,10 @@ def main():
     ap.add_argument("--workdir", default="/var/tmp")
     args = ap.parse_args()
     designs = [tuple(d.split("/")) for d in args.designs.split(",")]
+    if bool(args.candidate) != bool(args.reset):
+        sys.exit("--candidate and --reset go together (the trial's candidate, and what restores the load's setting)")
+    candidate = args.candidate or f"{mp.KNOB}={args.spin}"
+    reset = args.reset or f"{mp.KNOB}=0"
     d = tempfile.mkdtemp(dir=args.workdir)
     proc, sock, sb = mp.start(args, d)
     try:
@@ -99,13 +150,15 @@ def main():
                     if window is not None:
                         mp.mysql(sock, f"SET GLOBAL redoctor_spin_gate_window_ms = {window}")
                     t, failed = mp.diagnose_trial(
-                        proc.pid, sock, f"{mp.KNOB}={args.spin}", args.budget,
+                        proc.pid, sock, candidate, args.budget,
                         ["--trial-design", "switchback", "--trial-looks", "1",
                          "--trial-period", period, "--trial-guard", guard])
                     if failed:
                         sys.exit(f"a trial failed: {failed}")
-                    mp.mysql(sock, f"SET GLOBAL {mp.KNOB} = 0")  # whatever it decided
+                    name, value = reset.split("=", 1)
+                    mp.mysql(sock, f"SET GLOBAL {name} = {value}")  # whatever it decided
                     row = dict(mp.trial_summary(t), period=period, guard=guard, spin_ns=args.spin, sql=args.sql,
+                               candidate=args.candidate or None,
                                gate_window_ms=window,
                                load=(f"serve, {args.serve_threads} threads" if args.serve_threads
                                      else f"{args.workload}, {args.users} users"),
@@ -114,6 +167,18 @@ def main():
                     out.flush()
                     print(f"[{r + 1}] window {window}, {period}/{guard}: resolution {row['resolution']:.2%}, "
                           f"estimate {row['estimate']:.4f}", flush=True)
+                if args.static:
+                    sides = [("base", reset), ("cand", candidate)]
+                    rates = {side: static_phase(sock, knob_value, args.static)
+                             for side, knob_value in (sides if r % 2 == 0 else sides[::-1])}
+                    row = dict(static=True, round=r, secs=args.static, base_rate=rates["base"],
+                               cand_rate=rates["cand"], spin_ns=args.spin, candidate=args.candidate or None,
+                               load=(f"serve, {args.serve_threads} threads" if args.serve_threads
+                                     else f"{args.workload}, {args.users} users"))
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+                    print(f"[{r + 1}] static {args.static:.0f} s a side: ratio {rates['cand'] / rates['base']:.4f}",
+                          flush=True)
     finally:
         if sb:
             sb.kill()

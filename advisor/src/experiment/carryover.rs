@@ -20,6 +20,9 @@ pub const CARRYOVER: &[(&str, Duration)] = &[
     // threads in microseconds, but at the demo load switching them ON
     // costs ~12% of the rate for 50 ms and 3-5% until ~500 ms after (with
     // the threads parked at OFF; started anew they cost 11-14% for 300 ms).
+    // At 4 users ON costs 20% for 50 ms, 10% to 150 ms, 1-2% to 300 ms,
+    // and trials of OFF read RT0 3.6 points better with 200/100-ms periods
+    // than with 600/300 (agent/bench/RESULTS.md, 2026-12-06 evening).
     ("innodb_log_writer_threads", Duration::from_millis(300)),
     // A gate or throttle change takes effect at the next admission; the
     // queue reshapes within ~150 ms (lifting a cap of 4: -12%).
