@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import meter_power as mp  # noqa: E402  (the loads)
@@ -71,39 +70,26 @@ def main():
     ap.add_argument("--every", default="1s")
     ap.add_argument("--knobs", default=KNOBS)
     ap.add_argument("--sql", action="append", default=[])
-    ap.add_argument("--serve-threads", type=int, default=0)
-    ap.add_argument("--workload", default="update_index")
-    ap.add_argument("--users", type=int, default=64)
-    ap.add_argument("--workdir", default="/var/tmp")
+    mp.add_load_args(ap)
     args = ap.parse_args()
     windows = [int(w) for w in args.windows.split(",")]
     knobs = [(k, v) for k, v in (kv.split("=") for kv in args.knobs.split(";"))]
-    load = (f"serve, {args.serve_threads} threads" if args.serve_threads
-            else f"{args.workload}, {args.users} users")
-    d = tempfile.mkdtemp(dir=args.workdir)
-    proc, sock, sb = mp.start(args, d)
-    try:
-        for stmt in args.sql:
-            mp.mysql(sock, stmt)
-        with open(args.out, "a") as out:
-            for r in range(args.rounds):
-                for w in windows if r % 2 == 0 else windows[::-1]:
-                    mp.mysql(sock, f"SET GLOBAL redoctor_spin_gate_window_ms = {w}")
-                    for knob, values in knobs:
-                        cmd = [mp.REDOCTOR, "meter", "--socket", sock, "--duration", f"{args.secs}s",
-                               "--json", "--knob", knob, "--values", values, "--every", args.every]
-                        rep = subprocess.run(cmd, capture_output=True, text=True)
-                        if rep.returncode != 0:
-                            sys.exit(f"redoctor meter: {rep.stderr.strip()}")
-                        mp.mysql(sock, f"SET GLOBAL {knob} = {values.split(',')[0]}")
-                        out.write(json.dumps(dict(load=load, gate_window_ms=w, round=r, knob=knob,
-                                                  values=values, sql=args.sql, report=json.loads(rep.stdout))) + "\n")
-                        out.flush()
-                        print(f"[{r + 1}] window {w} ms: {knob} {values}", flush=True)
-    finally:
-        if sb:
-            sb.kill()
-        proc.kill()
+    load = mp.load_label(args)
+    with mp.running(args, args.sql) as (_, sock, _), open(args.out, "a") as out:
+        for r in range(args.rounds):
+            for w in windows if r % 2 == 0 else windows[::-1]:
+                mp.mysql(sock, f"SET GLOBAL redoctor_spin_gate_window_ms = {w}")
+                for knob, values in knobs:
+                    cmd = [mp.REDOCTOR, "meter", "--socket", sock, "--duration", f"{args.secs}s",
+                           "--json", "--knob", knob, "--values", values, "--every", args.every]
+                    rep = subprocess.run(cmd, capture_output=True, text=True)
+                    if rep.returncode != 0:
+                        sys.exit(f"redoctor meter: {rep.stderr.strip()}")
+                    mp.mysql(sock, f"SET GLOBAL {knob} = {values.split(',')[0]}")
+                    out.write(json.dumps(dict(load=load, gate_window_ms=w, round=r, knob=knob,
+                                              values=values, sql=args.sql, report=json.loads(rep.stdout))) + "\n")
+                    out.flush()
+                    print(f"[{r + 1}] window {w} ms: {knob} {values}", flush=True)
     summary(args.out)
 
 

@@ -45,11 +45,10 @@ import math
 import os
 import statistics
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import meter_power as mp  # noqa: E402  (the loads and the trial runner)
+from meter_accuracy import phase  # noqa: E402  (a static phase)
 
 
 def static_summary(files):
@@ -101,18 +100,6 @@ def summary(files):
               f"{math.exp(m + 1.96 * se) - 1:+.2%}] | {res:.2%} |")
 
 
-def static_phase(sock, knob_value, secs):
-    """The commit rate with `knob_value` (NAME=VALUE) set, over `secs`
-    seconds less the first 2."""
-    name, value = knob_value.split("=", 1)
-    mp.mysql(sock, f"SET GLOBAL {name} = {value}")
-    time.sleep(2)
-    c0, t0 = mp.commits(sock), time.monotonic()
-    time.sleep(secs - 2)
-    c1, t1 = mp.commits(sock), time.monotonic()
-    return (c1 - c0) / (t1 - t0)
-
-
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--summary":
         return summary(sys.argv[2:])
@@ -121,68 +108,55 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--designs", default="250ms/50ms,100ms/20ms,50ms/10ms")
-    ap.add_argument("--serve-threads", type=int, default=0)
+    mp.add_load_args(ap)
     ap.add_argument("--spin", type=int, default=0)
     ap.add_argument("--candidate", default="")
     ap.add_argument("--reset", default="")
     ap.add_argument("--static", type=float, default=0)
     ap.add_argument("--sql", action="append", default=[])
     ap.add_argument("--windows", default="")
-    ap.add_argument("--workload", default="update_index")
-    ap.add_argument("--users", type=int, default=64)
-    ap.add_argument("--workdir", default="/var/tmp")
     args = ap.parse_args()
     designs = [tuple(d.split("/")) for d in args.designs.split(",")]
     if bool(args.candidate) != bool(args.reset):
         sys.exit("--candidate and --reset go together (the trial's candidate, and what restores the load's setting)")
     candidate = args.candidate or f"{mp.KNOB}={args.spin}"
     reset = args.reset or f"{mp.KNOB}=0"
-    d = tempfile.mkdtemp(dir=args.workdir)
-    proc, sock, sb = mp.start(args, d)
-    try:
-        for stmt in args.sql:
-            mp.mysql(sock, stmt)
-        with open(args.out, "a") as out:
-            windows = [int(w) for w in args.windows.split(",") if w] or [None]
-            cells = [(w, p, g) for w in windows for p, g in designs]
-            for r in range(args.rounds):
-                for window, period, guard in cells if r % 2 == 0 else cells[::-1]:
-                    if window is not None:
-                        mp.mysql(sock, f"SET GLOBAL redoctor_spin_gate_window_ms = {window}")
-                    t, failed = mp.diagnose_trial(
-                        proc.pid, sock, candidate, args.budget,
-                        ["--trial-design", "switchback", "--trial-looks", "1",
-                         "--trial-period", period, "--trial-guard", guard])
-                    if failed:
-                        sys.exit(f"a trial failed: {failed}")
-                    name, value = reset.split("=", 1)
-                    mp.mysql(sock, f"SET GLOBAL {name} = {value}")  # whatever it decided
-                    row = dict(mp.trial_summary(t), period=period, guard=guard, spin_ns=args.spin, sql=args.sql,
-                               candidate=args.candidate or None,
-                               gate_window_ms=window,
-                               load=(f"serve, {args.serve_threads} threads" if args.serve_threads
-                                     else f"{args.workload}, {args.users} users"),
-                               units=len(t["log_ratios"]), log_ratios=t["log_ratios"])
-                    out.write(json.dumps(row) + "\n")
-                    out.flush()
-                    print(f"[{r + 1}] window {window}, {period}/{guard}: resolution {row['resolution']:.2%}, "
-                          f"estimate {row['estimate']:.4f}", flush=True)
-                if args.static:
-                    sides = [("base", reset), ("cand", candidate)]
-                    rates = {side: static_phase(sock, knob_value, args.static)
-                             for side, knob_value in (sides if r % 2 == 0 else sides[::-1])}
-                    row = dict(static=True, round=r, secs=args.static, base_rate=rates["base"],
-                               cand_rate=rates["cand"], spin_ns=args.spin, candidate=args.candidate or None,
-                               load=(f"serve, {args.serve_threads} threads" if args.serve_threads
-                                     else f"{args.workload}, {args.users} users"))
-                    out.write(json.dumps(row) + "\n")
-                    out.flush()
-                    print(f"[{r + 1}] static {args.static:.0f} s a side: ratio {rates['cand'] / rates['base']:.4f}",
-                          flush=True)
-    finally:
-        if sb:
-            sb.kill()
-        proc.kill()
+    knob, base_value = reset.split("=", 1)
+    cand_value = candidate.split("=", 1)[1]
+    load = mp.load_label(args)
+    with mp.running(args, args.sql) as (proc, sock, _), open(args.out, "a") as out:
+        windows = [int(w) for w in args.windows.split(",") if w] or [None]
+        cells = [(w, p, g) for w in windows for p, g in designs]
+        for r in range(args.rounds):
+            for window, period, guard in cells if r % 2 == 0 else cells[::-1]:
+                if window is not None:
+                    mp.mysql(sock, f"SET GLOBAL redoctor_spin_gate_window_ms = {window}")
+                t, failed = mp.diagnose_trial(
+                    proc.pid, sock, candidate, args.budget,
+                    ["--trial-design", "switchback", "--trial-looks", "1",
+                     "--trial-period", period, "--trial-guard", guard])
+                if failed:
+                    sys.exit(f"a trial failed: {failed}")
+                mp.mysql(sock, f"SET GLOBAL {knob} = {base_value}")  # whatever it decided
+                row = dict(mp.trial_summary(t), period=period, guard=guard, spin_ns=args.spin, sql=args.sql,
+                           candidate=args.candidate or None,
+                           gate_window_ms=window, load=load,
+                           units=len(t["log_ratios"]), log_ratios=t["log_ratios"])
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                print(f"[{r + 1}] window {window}, {period}/{guard}: resolution {row['resolution']:.2%}, "
+                      f"estimate {row['estimate']:.4f}", flush=True)
+            if args.static:
+                sides = [("base", base_value), ("cand", cand_value)]
+                rates = {side: phase(sock, knob, value, args.static)
+                         for side, value in (sides if r % 2 == 0 else sides[::-1])}
+                row = dict(static=True, round=r, secs=args.static, base_rate=rates["base"],
+                           cand_rate=rates["cand"], spin_ns=args.spin, candidate=args.candidate or None,
+                           load=load)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                print(f"[{r + 1}] static {args.static:.0f} s a side: ratio {rates['cand'] / rates['base']:.4f}",
+                      flush=True)
 
 
 if __name__ == "__main__":

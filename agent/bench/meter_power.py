@@ -42,6 +42,7 @@ Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
        (root; release builds of redoctor and redoctor-engine)
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -126,6 +127,39 @@ def start(args, d):
     if args.serve_threads:
         return start_serve(d, args.serve_threads)
     return (*start_engine(d, args.workload, args.users), None)
+
+
+def add_load_args(ap):
+    """The load's options, as `start` and `running` read them."""
+    ap.add_argument("--users", type=int, default=64)
+    ap.add_argument("--serve-threads", type=int, default=0,
+                    help="`redoctor-engine serve` under sysbench oltp_update_index "
+                         "with this many threads instead of `run --users`")
+    ap.add_argument("--workload", default="update_index")
+    ap.add_argument("--workdir", default="/var/tmp")
+
+
+def load_label(args):
+    """The load in words, as the raw files record it."""
+    return (f"serve, {args.serve_threads} threads" if args.serve_threads
+            else f"{args.workload}, {args.users} users")
+
+
+@contextlib.contextmanager
+def running(args, sql=()):
+    """The load of `args` in a fresh directory under `--workdir`, each of
+    `sql` run on it once it has settled, stopped on leaving: (engine
+    process, admin socket, the directory)."""
+    d = tempfile.mkdtemp(dir=args.workdir)
+    proc, sock, sb = start(args, d)
+    try:
+        for stmt in sql:
+            mysql(sock, stmt)
+        yield proc, sock, d
+    finally:
+        if sb:
+            sb.kill()
+        proc.kill()
 
 
 def phase(sock, spin, secs):
@@ -226,11 +260,7 @@ def trial(args, pid, sock, spin):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--users", type=int, default=64)
-    ap.add_argument("--serve-threads", type=int, default=0,
-                    help="`redoctor-engine serve` under sysbench oltp_update_index "
-                         "with this many threads instead of `run --users`")
-    ap.add_argument("--workload", default="update_index")
+    add_load_args(ap)
     ap.add_argument("--spins", default="300,1000")
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--aa", type=int, default=40)
@@ -240,7 +270,6 @@ def main():
     ap.add_argument("--fast-truth", type=int, default=0,
                     help="seconds of a fixed-horizon switchback trial per spin, before and after the trials")
     ap.add_argument("--design", default="auto")
-    ap.add_argument("--workdir", default="/var/tmp")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pause-file")
     ap.add_argument("--covariate", action="store_true",

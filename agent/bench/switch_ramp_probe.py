@@ -28,7 +28,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -111,17 +110,10 @@ def main():
     ap.add_argument("--secs", type=int, default=60)
     ap.add_argument("--every", type=float, default=3.0)
     ap.add_argument("--interval", default="50ms")
-    ap.add_argument("--serve-threads", type=int, default=0)
-    ap.add_argument("--workload", default="update_index")
-    ap.add_argument("--users", type=int, default=64)
     ap.add_argument("--sql", action="append", default=[])
-    ap.add_argument("--workdir", default="/var/tmp")
+    mp.add_load_args(ap)
     args = ap.parse_args()
-    d = tempfile.mkdtemp(dir=args.workdir)
-    proc, sock, sb = mp.start(args, d)
-    try:
-        for stmt in args.sql:
-            mp.mysql(sock, stmt)
+    with mp.running(args, args.sql) as (proc, sock, d):
         mp.mysql(sock, "SET GLOBAL innodb_log_writer_threads = ON")
         probe_out = os.path.join(d, "probe.jsonl")
         probe = subprocess.Popen(
@@ -141,15 +133,10 @@ def main():
             sys.exit(f"redoctor probe failed: {err.strip()[-400:]}")
         with open(args.out, "w") as out:
             out.write(json.dumps({"switches": switches, "every_s": args.every, "sql": args.sql,
-                                  "load": (f"serve, {args.serve_threads} threads" if args.serve_threads
-                                           else f"{args.workload}, {args.users} users")}) + "\n")
+                                  "load": mp.load_label(args)}) + "\n")
             for line in open(probe_out):
                 w = json.loads(line)
                 out.write(json.dumps(trimmed(w)) + "\n")
-    finally:
-        if sb:
-            sb.kill()
-        proc.kill()
     summary(args.out)
 
 
