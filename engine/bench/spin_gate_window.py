@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""What the spin gate's measurement window costs or buys in throughput:
-static runs of `redoctor-engine run` with `redoctor_spin_gate_window_ms`
-at A and at B, interleaved in pairs (the order alternating pair by pair,
-a fresh datadir per run), per user count. Prints per user count the
-geometric mean of the pairs' B/A ratios with a t interval, and A's median
-commits/s; every run's report goes to OUT.jsonl.
+"""What a spin gate setting costs or buys in throughput: static runs of
+`redoctor-engine run` with `--setting` (default
+`redoctor_spin_gate_window_ms`) at A and at B, interleaved in pairs (the
+order alternating pair by pair, a fresh datadir per run), per user count.
+Prints per user count the geometric mean of the pairs' B/A ratios with a
+t interval, and A's median commits/s; every run's report goes to
+OUT.jsonl.
 
-Usage: engine/bench/spin_gate_window.py OUT [--windows 200,50]
+Usage: engine/bench/spin_gate_window.py OUT [--values 200,50]
+       [--setting redoctor_spin_gate_window_ms]
        [--users 1,4,16,64] [--pairs 5 (2..13)] [--duration 10]
        [--workload update_index] [--workdir /var/tmp] [--cpus K]
        (a release build of redoctor-engine)
@@ -27,12 +29,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ENGINE = os.path.join(ROOT, "target/release/redoctor-engine")
 
 
-def run(args, users, window):
+def run(args, users, value):
     d = tempfile.mkdtemp(dir=args.workdir)
     try:
         cmd = [ENGINE, "run", "--workload", args.workload, "--users", str(users),
                "--duration", str(args.duration), "--datadir", d, "--json",
-               "--set", f"redoctor_spin_gate_window_ms={window}"]
+               "--set", f"{args.setting}={value}"]
         if args.cpus:
             cmd += ["--cpus", str(args.cpus)]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -44,7 +46,8 @@ def run(args, users, window):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--windows", default="200,50")
+    ap.add_argument("--values", "--windows", dest="values", default="200,50")
+    ap.add_argument("--setting", default="redoctor_spin_gate_window_ms")
     ap.add_argument("--users", default="1,4,16,64")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--duration", type=int, default=10)
@@ -52,8 +55,8 @@ def main():
     ap.add_argument("--workdir", default="/var/tmp")
     ap.add_argument("--cpus", type=int, default=0)
     args = ap.parse_args()
-    a, b = (int(w) for w in args.windows.split(","))
-    print(f"| users | pairs | {b} ms / {a} ms, geometric mean [95%] | {a} ms median commits/s | {b} ms median |")
+    a, b = (int(w) for w in args.values.split(","))
+    print(f"| users | pairs | {b} / {a}, geometric mean [95%] | {a}: median commits/s | {b}: median |")
     print("|---|---|---|---|---|")
     with open(args.out + ".jsonl", "a") as out:
         for users in (int(u) for u in args.users.split(",")):
@@ -62,7 +65,7 @@ def main():
                 for w in (a, b) if i % 2 == 0 else (b, a):
                     r = run(args, users, w)
                     tps[w].append(r["tps"])
-                    out.write(json.dumps(dict(users=users, window_ms=w, pair=i,
+                    out.write(json.dumps(dict(users=users, setting=args.setting, value=w, pair=i,
                                               workload=args.workload, report=r)) + "\n")
                     out.flush()
             logs = [math.log(y / x) for x, y in zip(tps[a], tps[b])]

@@ -12,7 +12,9 @@ macro_rules! counters {
         pub struct Counters { $( $(#[$doc])* pub $name: AtomicU64, )* }
 
         /// A copy of every counter at one moment, plus log positions.
+        /// Reports written before a counter existed read it as 0.
         #[derive(Default, Debug, Clone, Serialize, Deserialize, PartialEq)]
+        #[serde(default)]
         pub struct CounterValues { $( $(#[$doc])* pub $name: u64, )* }
 
         impl Counters {
@@ -42,6 +44,8 @@ counters! {
     redo_write_waits,
     /// Times a committer had to wait for the log flusher (flushed lsn).
     redo_flush_waits,
+    /// Waits that spun before sleeping (the spin gate allowed it).
+    redo_spins,
     /// Waits that ended while spinning (no sleep).
     redo_spin_successes,
     /// Times a user thread led a write (RT0).

@@ -32,6 +32,7 @@ fn variables_list_every_setting_with_metadata() {
         "innodb_log_spin_cpu_pct_hwm",
         "innodb_log_wait_for_flush_spin_hwm",
         "redoctor_spin_gate_window_ms",
+        "redoctor_spin_min_success_pct",
         "redoctor_log_idle_self_write",
         "innodb_lock_wait_timeout",
         "innodb_thread_concurrency",
@@ -316,6 +317,7 @@ fn every_setting_changes_live_under_64_users_without_losing_commits() {
         ("innodb_log_spin_cpu_pct_hwm", &["0", "100", "50"]),
         ("innodb_log_wait_for_flush_spin_hwm", &["0", "400"]),
         ("redoctor_spin_gate_window_ms", &["200", "20", "50"]),
+        ("redoctor_spin_min_success_pct", &["0", "100", "5"]),
         ("innodb_lock_wait_timeout", &["30", "50"]),
     ];
     let mut n_set = 0;

@@ -102,6 +102,18 @@ pub static SETTINGS: &[Setting<Engine, EngineOptions>] = &[
         at_startup: Some(|o, v| o.redo.spin_gate_window_ms = v.as_u64() as u32),
     },
     Setting {
+        name: "redoctor_spin_min_success_pct",
+        kind: Kind::UInt { min: 0, max: 100, unit: "percent of spins" },
+        default: "5",
+        doc: "Not a MySQL setting. Committers spin only while at least this share of recent spins ended with the redo durable (one wait in 16 spins anyway, to keep measuring); 0 leaves spinning to the two MySQL high-water marks.",
+        get: |e| Value::UInt(e.redo().spin.min_success_pct.load(Relaxed).into()),
+        set: Some(|e, v| {
+            e.redo().spin.min_success_pct.store(v.as_u64() as u32, Relaxed);
+            Ok(())
+        }),
+        at_startup: Some(|o, v| o.redo.spin_min_success_pct = v.as_u64() as u32),
+    },
+    Setting {
         name: "innodb_lock_wait_timeout",
         kind: Kind::UInt { min: 1, max: 1_073_741_824, unit: "seconds" },
         default: "50",

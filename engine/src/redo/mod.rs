@@ -169,6 +169,9 @@ pub struct RedoOptions {
     /// `redoctor_spin_gate_window_ms` (not a MySQL setting): the spin
     /// gate's CPU measurement window.
     pub spin_gate_window_ms: u32,
+    /// `redoctor_spin_min_success_pct` (not a MySQL setting): no spinning
+    /// while fewer recent spins than this ended with the wait satisfied.
+    pub spin_min_success_pct: u32,
     /// How long a waiter spins before sleeping, when spinning is allowed (µs).
     pub spin_delay_us: u64,
     /// `redoctor_log_idle_self_write` (not a MySQL setting; see
@@ -189,6 +192,7 @@ impl Default for RedoOptions {
             spin_cpu_pct_hwm: 50,
             wait_for_flush_spin_hwm_us: 400,
             spin_gate_window_ms: spin_gate::WINDOW_MS,
+            spin_min_success_pct: spin_gate::MIN_SUCCESS_PCT,
             spin_delay_us: 20,
             idle_self_write: false,
         }
@@ -228,6 +232,9 @@ impl RedoOptions {
         }
         if !(10..=1000).contains(&self.spin_gate_window_ms) {
             return bad("redoctor_spin_gate_window_ms must be 10..=1000".into());
+        }
+        if self.spin_min_success_pct > 100 {
+            return bad("redoctor_spin_min_success_pct must be 0..=100".into());
         }
         Ok(())
     }
@@ -352,6 +359,7 @@ impl RedoLog {
                 opts.spin_cpu_pct_hwm,
                 opts.wait_for_flush_spin_hwm_us,
                 opts.spin_gate_window_ms,
+                opts.spin_min_success_pct,
             ),
             spin_delay_us: opts.spin_delay_us,
             failed: OnceLock::new(),
@@ -692,9 +700,11 @@ impl RedoLog {
             *spun = true;
             let budget = self.spin_delay_us;
             if budget > 0 && self.spin.allows_spin() {
+                self.counters.redo_spins.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
                 while t.elapsed().as_micros() < budget as u128 {
                     if pos() >= lsn {
+                        self.spin.record_spin(true);
                         self.counters
                             .redo_spin_successes
                             .fetch_add(1, Ordering::Relaxed);
@@ -702,6 +712,7 @@ impl RedoLog {
                     }
                     std::hint::spin_loop();
                 }
+                self.spin.record_spin(false);
             }
         }
         slots.wait(lsn, Duration::from_millis(10), || {

@@ -14,6 +14,17 @@
 //! process's CPU use across the mark changes who spins one window later.
 //! 200-ms windows made every knob of the engine carry over 200-300 ms,
 //! which set the live trials' periods (`advisor/src/experiment/carryover.rs`).
+//!
+//! Both marks are proxies for whether spinning pays; the gate also
+//! measures it (`redoctor_spin_min_success_pct`, not a MySQL setting): it
+//! counts the spins that ended with the wait satisfied, and when fewer
+//! than that share of the last windows' spins did, only one wait in
+//! [`PROBE_EVERY`] spins (to keep measuring). A 20-µs spin behind a
+//! 100-µs fdatasync almost never succeeds (measured at 4 users on disk: 7
+//! of 15,000 waits a second) yet took ~120 ms of the users' CPU a second,
+//! and its onset after a switch to RT1 took the resumed log threads' CPU
+//! for ~150 ms (see `agent/bench/RESULTS.md`); on tmpfs at one user 40% of
+//! commits end in a successful spin, and there the gate stays open.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
@@ -32,6 +43,16 @@ pub struct SpinGate {
     pub window_ms: AtomicU32,
     /// Exponential average of flush time, ns.
     avg_flush_ns: AtomicU64,
+    /// Spinning stops when fewer than this percent of recent spins ended
+    /// with the wait satisfied (0: never on this account).
+    pub min_success_pct: AtomicU32,
+    /// Smoothed share of spins that succeeded, percent ×100; starts at
+    /// 100% (a fresh engine spins until it learns otherwise).
+    success_pct_x100: AtomicU32,
+    spins: AtomicU64,
+    spin_successes: AtomicU64,
+    /// Counts the waits refused on the success account, for the probes.
+    refused: AtomicU32,
     sample: Mutex<Sample>,
 }
 
@@ -39,10 +60,19 @@ pub struct SpinGate {
 const UNMEASURED: u32 = u32::MAX;
 /// The default measurement window, ms (the first measurement too).
 pub const WINDOW_MS: u32 = 50;
+/// The default `redoctor_spin_min_success_pct`.
+pub const MIN_SUCCESS_PCT: u32 = 5;
+/// While spinning does not pay, one wait in this many spins anyway, so
+/// the success share stays measured.
+pub const PROBE_EVERY: u32 = 16;
+/// Spins a success reading needs; fewer carry over to the next window.
+const MIN_SPINS: u64 = 16;
 
 struct Sample {
     at: Instant,
     cpu_us: u64,
+    spins: u64,
+    spin_successes: u64,
 }
 
 fn process_cpu_us() -> u64 {
@@ -69,18 +99,44 @@ pub fn usable_cpus() -> u32 {
 }
 
 impl SpinGate {
-    pub fn new(cpu_pct_hwm: u32, flush_spin_hwm_us: u64, window_ms: u32) -> Self {
+    pub fn new(
+        cpu_pct_hwm: u32,
+        flush_spin_hwm_us: u64,
+        window_ms: u32,
+        min_success_pct: u32,
+    ) -> Self {
         SpinGate {
             cpu_pct_hwm: AtomicU32::new(cpu_pct_hwm),
             flush_spin_hwm_us: AtomicU64::new(flush_spin_hwm_us),
             window_ms: AtomicU32::new(window_ms),
             cpu_pct_x100: AtomicU32::new(UNMEASURED),
             avg_flush_ns: AtomicU64::new(0),
+            min_success_pct: AtomicU32::new(min_success_pct),
+            success_pct_x100: AtomicU32::new(100 * 100),
+            spins: AtomicU64::new(0),
+            spin_successes: AtomicU64::new(0),
+            refused: AtomicU32::new(0),
             sample: Mutex::new(Sample {
                 at: Instant::now(),
                 cpu_us: process_cpu_us(),
+                spins: 0,
+                spin_successes: 0,
             }),
         }
+    }
+
+    /// Records how a spin that [`Self::allows_spin`] allowed ended.
+    pub fn record_spin(&self, satisfied: bool) {
+        self.spins.fetch_add(1, Relaxed);
+        if satisfied {
+            self.spin_successes.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Smoothed share of recent spins that ended with the wait satisfied,
+    /// percent.
+    pub fn success_pct(&self) -> f64 {
+        self.success_pct_x100.load(Relaxed) as f64 / 100.0
     }
 
     /// Records one flush's duration.
@@ -115,14 +171,28 @@ impl SpinGate {
         self.cpu_pct_x100.store((pct * 100.0) as u32, Relaxed);
         s.at = Instant::now();
         s.cpu_us = now;
+        let (spins, ok) = (self.spins.load(Relaxed), self.spin_successes.load(Relaxed));
+        if spins - s.spins >= MIN_SPINS {
+            let pct = (ok - s.spin_successes) as f64 / (spins - s.spins) as f64 * 100.0;
+            let old = self.success_pct();
+            self.success_pct_x100
+                .store(((old + 3.0 * pct) / 4.0 * 100.0) as u32, Relaxed);
+            (s.spins, s.spin_successes) = (spins, ok);
+        }
     }
 
-    /// Whether a waiter may spin now.
+    /// Whether a waiter may spin now; a waiter that spins reports how it
+    /// ended with [`Self::record_spin`].
     pub fn allows_spin(&self) -> bool {
         self.refresh();
         let hwm = self.cpu_pct_hwm.load(Relaxed) as f64;
         self.cpu_pct().is_some_and(|pct| pct < hwm)
             && self.avg_flush_us() <= self.flush_spin_hwm_us.load(Relaxed)
+            && (self.success_pct() >= self.min_success_pct.load(Relaxed) as f64
+                || self
+                    .refused
+                    .fetch_add(1, Relaxed)
+                    .is_multiple_of(PROBE_EVERY))
     }
 }
 
@@ -132,7 +202,7 @@ mod tests {
 
     #[test]
     fn gate_follows_both_high_water_marks() {
-        let g = SpinGate::new(100, 400, 200);
+        let g = SpinGate::new(100, 400, 200, 0);
         assert!(!g.allows_spin(), "CPU use not measured yet: no spinning");
         std::thread::sleep(std::time::Duration::from_millis(250));
         assert!(
@@ -149,9 +219,55 @@ mod tests {
     }
 
     #[test]
+    fn spinning_that_does_not_pay_stops_but_keeps_probing() {
+        let g = SpinGate::new(100, 400, 10, 5);
+        let window = || std::thread::sleep(std::time::Duration::from_millis(15));
+        window();
+        assert!(
+            g.allows_spin(),
+            "success not measured yet: spinning allowed"
+        );
+        let mut windows = 0;
+        while g.success_pct() >= 5.0 {
+            for _ in 0..MIN_SPINS * 4 {
+                g.record_spin(false);
+            }
+            window();
+            g.allows_spin();
+            windows += 1;
+            assert!(
+                windows <= 3,
+                "still {}% after {windows} windows",
+                g.success_pct()
+            );
+        }
+        let allowed = (0..PROBE_EVERY * 10).filter(|_| g.allows_spin()).count();
+        assert_eq!(allowed, 10, "one wait in {PROBE_EVERY} probes");
+        g.min_success_pct.store(0, Relaxed);
+        assert!(
+            g.allows_spin() && g.allows_spin(),
+            "0: the share is not asked"
+        );
+        g.min_success_pct.store(5, Relaxed);
+        for _ in 0..MIN_SPINS - 1 {
+            g.record_spin(true);
+        }
+        window();
+        g.allows_spin();
+        assert!(
+            g.success_pct() < 5.0,
+            "fewer than {MIN_SPINS} spins: no reading"
+        );
+        g.record_spin(true);
+        window();
+        assert!(g.allows_spin(), "spins that pay reopen the gate");
+        assert!(g.success_pct() >= 70.0, "{}", g.success_pct());
+    }
+
+    #[test]
     fn the_window_sets_when_the_gate_first_answers() {
-        let short = SpinGate::new(100, 400, 20);
-        let long = SpinGate::new(100, 400, 500);
+        let short = SpinGate::new(100, 400, 20, 0);
+        let long = SpinGate::new(100, 400, 500, 0);
         std::thread::sleep(std::time::Duration::from_millis(60));
         assert!(short.allows_spin(), "a 20-ms window has measured by 60 ms");
         assert!(!long.allows_spin(), "a 500-ms window has not measured yet");
@@ -166,7 +282,7 @@ mod tests {
         // process less CPU per wall second, cannot fail the test.
         let cpu0 = process_cpu_us();
         let t0 = Instant::now();
-        let g = SpinGate::new(50, 400, WINDOW_MS);
+        let g = SpinGate::new(50, 400, WINDOW_MS, 0);
         // Burn CPU until over a second has passed and we got at least 200 ms.
         let mut x = 0u64;
         while t0.elapsed().as_millis() < 1100 || process_cpu_us() - cpu0 < 200_000 {
