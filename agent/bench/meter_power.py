@@ -43,6 +43,7 @@ Usage: agent/bench/meter_power.py OUT [--users 64] [--workload update_index]
 """
 import argparse
 import contextlib
+import ctypes
 import json
 import math
 import os
@@ -81,11 +82,20 @@ def start_engine(d, workload, users, extra=()):
         [ENGINE, "run", "--datadir", os.path.join(d, "data"), "--admin-socket", sock,
          "--workload", workload, "--users", str(users), "--warmup", "0",
          "--duration", "100000", *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=dies_with_us(),
     )
     answering(p, sock, "the engine did not start its admin socket")
     time.sleep(3)  # the load settles
     return p, sock
+
+
+def dies_with_us():
+    """A `preexec_fn` that has the kernel kill the child when this script
+    dies, however it dies (a signal, a closed pipe): a load left running
+    would sit beside every later measurement on the host."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    return lambda: libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def answering(p, sock, failure):
@@ -109,13 +119,15 @@ def start_serve(d, threads):
     the bench), settled: (server process, socket, sysbench process)."""
     sock = os.path.join(d, "serve.sock")
     p = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(d, "data"), "--socket", sock],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "serve.err"), "w"))
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "serve.err"), "w"),
+                         preexec_fn=dies_with_us())
     answering(p, sock, "redoctor-engine serve did not answer on its socket")
     base = ["sysbench", "--db-driver=mysql", f"--mysql-socket={sock}", "--mysql-user=root",
             "--mysql-db=sbtest", "oltp_update_index"]
     subprocess.run(base + ["prepare"], capture_output=True, check=True)
     sb = subprocess.Popen(base + [f"--threads={threads}", "--time=0", "run"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          preexec_fn=dies_with_us())
     time.sleep(5)  # the load settles
     return p, sock, sb
 

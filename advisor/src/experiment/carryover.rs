@@ -23,10 +23,9 @@ pub const CARRYOVER: &[(&str, Duration)] = &[
     // At 4 users ON costs 20% for 50 ms, 10% to 150 ms, 1-2% to 300 ms,
     // and trials of OFF read RT0 3.6 points better with 200/100-ms periods
     // than with 600/300 (agent/bench/RESULTS.md, 2026-12-06 evening). On
-    // disk the ramp is the device's: each fdatasync takes 10% longer for
-    // 100 ms after the switch and 5% to 300 ms, whether the waiters spin
-    // or not and whatever the log threads' CPU share; on tmpfs there is
-    // none (RESULTS.md, 2026-12-06 second session).
+    // disk the ramp is fewer, slower fdatasyncs (each 5-11% longer to
+    // ~300 ms) and the flusher resuming, whether the waiters spin or not;
+    // on tmpfs there is none (RESULTS.md, 2026-12-06 second session).
     ("innodb_log_writer_threads", Duration::from_millis(300)),
     // A gate or throttle change takes effect at the next admission; the
     // queue reshapes within ~150 ms (lifting a cap of 4: -12%).

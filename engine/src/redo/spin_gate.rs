@@ -20,11 +20,12 @@
 //! counts the spins that ended with the wait satisfied, and when fewer
 //! than that share of the last windows' spins did, only one wait in
 //! [`PROBE_EVERY`] spins (to keep measuring). A 20-µs spin behind a
-//! 100-µs fdatasync almost never succeeds (measured at 4 users on disk: 7
-//! of 15,000 waits a second) yet took ~120 ms of the users' CPU a second,
-//! and its onset after a switch to RT1 took the resumed log threads' CPU
-//! for ~150 ms (see `agent/bench/RESULTS.md`); on tmpfs at one user 40% of
-//! commits end in a successful spin, and there the gate stays open.
+//! 100-µs fdatasync almost never succeeds (measured on disk at 1 to 64
+//! users: under 0.2% of spins), and the CPU mark reads this process's own
+//! use, so a neighbour on the CPUs makes it look idle and lets every
+//! waiter spin: there the wasted spins cost 12-20% of the rate, and one
+//! user on a quiet host 13% (`engine/bench/RESULTS.md`). On tmpfs at one
+//! user 40% of commits end in a successful spin, and the gate stays open.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
