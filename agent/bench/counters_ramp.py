@@ -31,35 +31,17 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import meter_power as mp  # noqa: E402  (the loads)
-from gate_window_carryover import BINS_MS  # noqa: E402
+from gate_window_carryover import BINS_MS, binned, pooled  # noqa: E402
 
 COUNTERS = "Com_commit,Innodb_os_log_fsyncs,Innodb_redo_fsync_ns"
 
 
-def binned(tr, tick):
-    cells = []
-    for a, b in BINS_MS:
-        pts = [x for i, x in enumerate(tr) if a <= i * tick * 1e3 < b]
-        cells.append(sum(pts) / len(pts) if pts else float("nan"))
-    return cells
-
-
 def summary(path):
-    pooled = {}
-    for line in open(path):
-        r = json.loads(line)
-        tick = r["report"]["tick_s"]
-        for c in r["report"]["carryover"]:
-            key = (r["load"], r["knob"], r["counter"], c["to"])
-            acc = pooled.setdefault(key, [0, [0.0] * len(c["trajectory"]), tick])
-            acc[0] += c["switches"]
-            acc[1] = [a + x * c["switches"] for a, x in zip(acc[1], c["trajectory"])]
-    rows = {}
+    rows = {k: (n, binned(tr, tick)) for k, (n, tr, tick) in
+            pooled(path, lambda r, c: (r["load"], r["knob"], r["counter"], c["to"])).items()}
     head = " | ".join(f"{a}-{b} ms" for a, b in BINS_MS)
     print(f"| load | knob | figure | to | switches | {head} |")
     print("|---|---|---|---|---|" + "---|" * len(BINS_MS))
-    for (load, knob, counter, to), (n, tr, tick) in sorted(pooled.items()):
-        rows[(load, knob, counter, to)] = (n, binned([x / n for x in tr], tick))
     derived = {"fdatasync time": ("Innodb_redo_fsync_ns", "Innodb_os_log_fsyncs"),
                "commits per fdatasync": ("Com_commit", "Innodb_os_log_fsyncs")}
     for (load, knob, counter, to) in list(rows):

@@ -36,26 +36,37 @@ BINS_MS = [(0, 50), (50, 100), (100, 150), (150, 200), (200, 300), (300, 500),
            (500, 750), (750, 1000), (1000, 1500)]
 
 
-def summary(path):
-    pooled = {}
+def pooled(path, key):
+    """Each meter report's carryover trajectories in OUT.jsonl, pooled by
+    `key(record, carryover)` and weighted by switches: {key: (switches,
+    mean trajectory, tick in s)}."""
+    acc = {}
     for line in open(path):
         r = json.loads(line)
-        tick = r["report"]["tick_s"]
         for c in r["report"]["carryover"]:
-            key = (r["load"] + "".join(f"; {q}" for q in r.get("sql") or []), c["knob"], c["to"],
-                   r["gate_window_ms"])
-            acc = pooled.setdefault(key, [0, [0.0] * len(c["trajectory"])])
-            acc[0] += c["switches"]
-            acc[1] = [a + x * c["switches"] for a, x in zip(acc[1], c["trajectory"])]
+            a = acc.setdefault(key(r, c), [0, [0.0] * len(c["trajectory"]), r["report"]["tick_s"]])
+            a[0] += c["switches"]
+            a[1] = [x + y * c["switches"] for x, y in zip(a[1], c["trajectory"])]
+    return {k: (n, [x / n for x in tr], tick) for k, (n, tr, tick) in acc.items()}
+
+
+def binned(tr, tick):
+    """A trajectory's mean in each of BINS_MS (None for an empty bin)."""
+    cells = []
+    for a, b in BINS_MS:
+        pts = [x for i, x in enumerate(tr) if a <= i * tick * 1e3 < b]
+        cells.append(sum(pts) / len(pts) if pts else None)
+    return cells
+
+
+def summary(path):
+    rows = pooled(path, lambda r, c: (r["load"] + "".join(f"; {q}" for q in r.get("sql") or []),
+                                      c["knob"], c["to"], r["gate_window_ms"]))
     head = " | ".join(f"{a}-{b} ms" for a, b in BINS_MS)
     print(f"| load | knob | to | gate window | switches | {head} |")
     print("|---|---|---|---|---|" + "---|" * len(BINS_MS))
-    for (load, knob, to, w), (n, tr) in sorted(pooled.items()):
-        tr = [x / n for x in tr]
-        cells = []
-        for a, b in BINS_MS:
-            pts = [x for i, x in enumerate(tr) if a <= i * tick * 1e3 < b]
-            cells.append(f"{sum(pts) / len(pts):.3f}" if pts else "-")
+    for (load, knob, to, w), (n, tr, tick) in sorted(rows.items()):
+        cells = ["-" if x is None else f"{x:.3f}" for x in binned(tr, tick)]
         print(f"| {load} | {knob} | {to} | {w} ms | {n} | " + " | ".join(cells) + " |")
 
 

@@ -360,6 +360,7 @@ impl RedoLog {
                 opts.wait_for_flush_spin_hwm_us,
                 opts.spin_gate_window_ms,
                 opts.spin_min_success_pct,
+                counters.clone(),
             ),
             spin_delay_us: opts.spin_delay_us,
             failed: OnceLock::new(),
@@ -700,14 +701,10 @@ impl RedoLog {
             *spun = true;
             let budget = self.spin_delay_us;
             if budget > 0 && self.spin.allows_spin() {
-                self.counters.redo_spins.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
                 while t.elapsed().as_micros() < budget as u128 {
                     if pos() >= lsn {
                         self.spin.record_spin(true);
-                        self.counters
-                            .redo_spin_successes
-                            .fetch_add(1, Ordering::Relaxed);
                         return;
                     }
                     std::hint::spin_loop();

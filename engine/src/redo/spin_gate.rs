@@ -27,10 +27,14 @@
 //! user on a quiet host 13% (`engine/bench/RESULTS.md`). On tmpfs at one
 //! user 40% of commits end in a successful spin, and the gate stays open.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
+
+use crate::counters::Counters;
 
 pub struct SpinGate {
     /// Spinning stops above this CPU use, percent of the usable CPUs.
@@ -50,10 +54,9 @@ pub struct SpinGate {
     /// Smoothed share of spins that succeeded, percent ×100; starts at
     /// 100% (a fresh engine spins until it learns otherwise).
     success_pct_x100: AtomicU32,
-    spins: AtomicU64,
-    spin_successes: AtomicU64,
-    /// Counts the waits refused on the success account, for the probes.
-    refused: AtomicU32,
+    /// The engine's counters; the gate reads its spins and successes
+    /// (`redo_spins`, `redo_spin_successes`) from them.
+    counters: Arc<Counters>,
     sample: Mutex<Sample>,
 }
 
@@ -68,6 +71,11 @@ pub const MIN_SUCCESS_PCT: u32 = 5;
 pub const PROBE_EVERY: u32 = 16;
 /// Spins a success reading needs; fewer carry over to the next window.
 const MIN_SPINS: u64 = 16;
+
+thread_local! {
+    /// This thread's waits refused on the success account (for the probes).
+    static REFUSED: Cell<u32> = const { Cell::new(0) };
+}
 
 struct Sample {
     at: Instant,
@@ -105,6 +113,7 @@ impl SpinGate {
         flush_spin_hwm_us: u64,
         window_ms: u32,
         min_success_pct: u32,
+        counters: Arc<Counters>,
     ) -> Self {
         SpinGate {
             cpu_pct_hwm: AtomicU32::new(cpu_pct_hwm),
@@ -114,23 +123,21 @@ impl SpinGate {
             avg_flush_ns: AtomicU64::new(0),
             min_success_pct: AtomicU32::new(min_success_pct),
             success_pct_x100: AtomicU32::new(100 * 100),
-            spins: AtomicU64::new(0),
-            spin_successes: AtomicU64::new(0),
-            refused: AtomicU32::new(0),
             sample: Mutex::new(Sample {
                 at: Instant::now(),
                 cpu_us: process_cpu_us(),
-                spins: 0,
-                spin_successes: 0,
+                spins: counters.redo_spins.load(Relaxed),
+                spin_successes: counters.redo_spin_successes.load(Relaxed),
             }),
+            counters,
         }
     }
 
     /// Records how a spin that [`Self::allows_spin`] allowed ended.
     pub fn record_spin(&self, satisfied: bool) {
-        self.spins.fetch_add(1, Relaxed);
+        self.counters.redo_spins.fetch_add(1, Relaxed);
         if satisfied {
-            self.spin_successes.fetch_add(1, Relaxed);
+            self.counters.redo_spin_successes.fetch_add(1, Relaxed);
         }
     }
 
@@ -172,7 +179,11 @@ impl SpinGate {
         self.cpu_pct_x100.store((pct * 100.0) as u32, Relaxed);
         s.at = Instant::now();
         s.cpu_us = now;
-        let (spins, ok) = (self.spins.load(Relaxed), self.spin_successes.load(Relaxed));
+        let c = &self.counters;
+        let (spins, ok) = (
+            c.redo_spins.load(Relaxed),
+            c.redo_spin_successes.load(Relaxed),
+        );
         if spins - s.spins >= MIN_SPINS {
             let pct = (ok - s.spin_successes) as f64 / (spins - s.spins) as f64 * 100.0;
             let old = self.success_pct();
@@ -190,10 +201,12 @@ impl SpinGate {
         self.cpu_pct().is_some_and(|pct| pct < hwm)
             && self.avg_flush_us() <= self.flush_spin_hwm_us.load(Relaxed)
             && (self.success_pct() >= self.min_success_pct.load(Relaxed) as f64
-                || self
-                    .refused
-                    .fetch_add(1, Relaxed)
-                    .is_multiple_of(PROBE_EVERY))
+                || REFUSED.with(|n| {
+                    // Per thread: no shared line written on the commit path.
+                    let k = n.get();
+                    n.set(k.wrapping_add(1));
+                    k.is_multiple_of(PROBE_EVERY)
+                }))
     }
 }
 
@@ -203,7 +216,7 @@ mod tests {
 
     #[test]
     fn gate_follows_both_high_water_marks() {
-        let g = SpinGate::new(100, 400, 200, 0);
+        let g = SpinGate::new(100, 400, 200, 0, Arc::default());
         assert!(!g.allows_spin(), "CPU use not measured yet: no spinning");
         std::thread::sleep(std::time::Duration::from_millis(250));
         assert!(
@@ -221,7 +234,7 @@ mod tests {
 
     #[test]
     fn spinning_that_does_not_pay_stops_but_keeps_probing() {
-        let g = SpinGate::new(100, 400, 10, 5);
+        let g = SpinGate::new(100, 400, 10, 5, Arc::default());
         let window = || std::thread::sleep(std::time::Duration::from_millis(15));
         window();
         assert!(
@@ -267,8 +280,8 @@ mod tests {
 
     #[test]
     fn the_window_sets_when_the_gate_first_answers() {
-        let short = SpinGate::new(100, 400, 20, 0);
-        let long = SpinGate::new(100, 400, 500, 0);
+        let short = SpinGate::new(100, 400, 20, 0, Arc::default());
+        let long = SpinGate::new(100, 400, 500, 0, Arc::default());
         std::thread::sleep(std::time::Duration::from_millis(60));
         assert!(short.allows_spin(), "a 20-ms window has measured by 60 ms");
         assert!(!long.allows_spin(), "a 500-ms window has not measured yet");
@@ -283,7 +296,7 @@ mod tests {
         // process less CPU per wall second, cannot fail the test.
         let cpu0 = process_cpu_us();
         let t0 = Instant::now();
-        let g = SpinGate::new(50, 400, WINDOW_MS, 0);
+        let g = SpinGate::new(50, 400, WINDOW_MS, 0, Arc::default());
         // Burn CPU until over a second has passed and we got at least 200 ms.
         let mut x = 0u64;
         while t0.elapsed().as_millis() < 1100 || process_cpu_us() - cpu0 < 200_000 {
