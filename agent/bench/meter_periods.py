@@ -65,9 +65,14 @@ def static_summary(files):
     print("| run | load | candidate (or spin, ns) | static pairs | seconds a phase | ratio [95%] |")
     print("|---|---|---|---|---|---|")
     for (run, load, cand), rows in sorted(groups.items()):
+        head = f"| {run} | {load} | {cand} | {len(rows)} | {rows[0]['secs']} | "
+        if len(rows) < 2:
+            # One pair has no spread to build an interval from.
+            r = rows[0]["cand_rate"] / rows[0]["base_rate"]
+            print(f"{head}{r - 1:+.2%} (one pair: no interval) |")
+            continue
         r, lo, hi = mp.welch_ci([x["base_rate"] for x in rows], [x["cand_rate"] for x in rows])
-        print(f"| {run} | {load} | {cand} | {len(rows)} | {rows[0]['secs']} | "
-              f"{r - 1:+.2%} [{lo - 1:+.2%}, {hi - 1:+.2%}] |")
+        print(f"{head}{r - 1:+.2%} [{lo - 1:+.2%}, {hi - 1:+.2%}] |")
     print()
 
 
