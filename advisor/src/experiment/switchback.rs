@@ -52,7 +52,7 @@ use redoctor_stats::{mean, median};
 use super::covariate::{adjust, qualify};
 use super::hac::{full_budget, hac_look, hac_resolution, nw_lag};
 use super::sequential::Decision;
-use super::trial::{clipped, interval, Outcome, Side, TrialRecord, Window};
+use super::trial::{clipped, interval, verdict, Outcome, Side, TrialRecord, Window};
 use super::{pct, ExperimentError, Plan, Settings, Switchback, Testbed};
 
 /// Baseline spans the floor guard looks back over.
@@ -294,34 +294,16 @@ impl Run<'_> {
                     ),
                 ));
             }
-            match decision {
-                Decision::Better => {
-                    return Ok((Outcome::Kept, format!("candidate faster: {est}: kept")))
-                }
-                Decision::Worse => {
-                    return Ok((
-                        Outcome::RolledBackWorse,
-                        format!("candidate slower: {est}: rolled back"),
-                    ))
-                }
-                Decision::Futile => {
-                    return Ok((
-                        Outcome::Inconclusive,
-                        format!(
-                            "no meaningful difference: {est} lies within ±{:.1}%: rolled back",
-                            self.plan.min_effect * 100.0
-                        ),
-                    ))
-                }
-                Decision::Continue if last => {
-                    return Ok((
-                        Outcome::Inconclusive,
-                        format!(
-                            "inconclusive after {n} blocks (the budget's most): {est}: rolled back"
-                        ),
-                    ))
-                }
-                Decision::Continue => {}
+            if let Some(end) = verdict(decision, &est, self.plan.min_effect) {
+                return Ok(end);
+            }
+            if last {
+                return Ok((
+                    Outcome::Inconclusive,
+                    format!(
+                        "inconclusive after {n} blocks (the budget's most): {est}: rolled back"
+                    ),
+                ));
             }
         }
         Ok((

@@ -361,26 +361,8 @@ impl Run<'_> {
                     ),
                 ));
             }
-            match decision {
-                Decision::Better => {
-                    return Ok((Outcome::Kept, format!("candidate faster: {est}: kept")))
-                }
-                Decision::Worse => {
-                    return Ok((
-                        Outcome::RolledBackWorse,
-                        format!("candidate slower: {est}: rolled back"),
-                    ))
-                }
-                Decision::Futile => {
-                    return Ok((
-                        Outcome::Inconclusive,
-                        format!(
-                            "no meaningful difference: {est} lies within ±{:.1}%: rolled back",
-                            self.plan.min_effect * 100.0
-                        ),
-                    ))
-                }
-                Decision::Continue => {}
+            if let Some(end) = verdict(decision, &est, self.plan.min_effect) {
+                return Ok(end);
             }
         }
         Ok((
@@ -518,6 +500,27 @@ pub(super) fn finish(
 }
 
 /// "+5.3% (+2.1% to +8.6%, 99.4% interval) after 4 pairs, p = 0.0012".
+/// How a trial ends on a look's decision, with the line that says so
+/// (`est`: the look's interval as [`interval`] prints it); `None` while
+/// the trial goes on. Shared by the paired trial and the switchback.
+pub(crate) fn verdict(decision: Decision, est: &str, min_effect: f64) -> Option<(Outcome, String)> {
+    match decision {
+        Decision::Better => Some((Outcome::Kept, format!("candidate faster: {est}: kept"))),
+        Decision::Worse => Some((
+            Outcome::RolledBackWorse,
+            format!("candidate slower: {est}: rolled back"),
+        )),
+        Decision::Futile => Some((
+            Outcome::Inconclusive,
+            format!(
+                "no meaningful difference: {est} lies within ±{:.1}%: rolled back",
+                min_effect * 100.0
+            ),
+        )),
+        Decision::Continue => None,
+    }
+}
+
 pub(crate) fn interval(l: &Look) -> String {
     format!(
         "{} ({} to {}, {:.1}% interval) after {} pairs, p = {:.4}",
