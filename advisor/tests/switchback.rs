@@ -338,6 +338,21 @@ fn the_time_bound_holds_and_the_budget_sets_the_blocks() {
             t.reason
         );
     }
+    // A budget of exactly the first look's blocks runs them: the share a
+    // search or the daemon gives a later candidate is often exactly that
+    // (six blocks of 400-ms periods: 9.6 s, which as floats held five).
+    let p = Plan {
+        design: Design::Switchback(Switchback {
+            period: Duration::from_millis(400),
+            guard: Duration::from_millis(200),
+            ..sim_design(7)
+        }),
+        ..Plan::default()
+    };
+    let mut tb = Sim::correlated(&[(base.clone(), 1.0), (cand.clone(), 1.0)], host(), 7);
+    let t = run_trial(&mut tb, &base, &cand, &p, p.min_time());
+    assert!(!t.reason.starts_with("not run"), "{}", t.reason);
+    assert_eq!(t.log_ratios.len(), 6, "{}", t.reason);
     // Too short for the first look: not run, untouched.
     let mut tb = Sim::correlated(&[(base.clone(), 1.0), (cand.clone(), 1.0)], host(), 1);
     let p = plan(1);

@@ -22,7 +22,9 @@ pub const CARRYOVER: &[(&str, Duration)] = &[
     // the threads parked at OFF; started anew they cost 11-14% for 300 ms).
     // At 4 users ON costs 20% for 50 ms, 10% to 150 ms, 1-2% to 300 ms,
     // and trials of OFF read RT0 3.6 points better with 200/100-ms periods
-    // than with 600/300 (agent/bench/RESULTS.md, 2026-12-06 evening). On
+    // than with 600/300 (agent/bench/RESULTS.md, 2026-12-06 evening), and
+    // on a later engine 400/200-ms periods read it 2.5 points worse (2026-12-06
+    // third session): periods shorter than 600/300 move the estimate. On
     // disk the ramp is fewer, slower fdatasyncs (each 5-11% longer to
     // ~300 ms) and the flusher resuming, whether the waiters spin or not;
     // on tmpfs there is none (RESULTS.md, 2026-12-06 second session).

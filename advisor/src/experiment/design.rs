@@ -75,9 +75,13 @@ impl Switchback {
         self.period * 4
     }
 
-    /// The most blocks `budget` holds.
+    /// The most blocks `budget` holds, counted in whole nanoseconds: a
+    /// budget of exactly six 1.6-s blocks holds six (in seconds as floats,
+    /// 9.6 / 1.6 = 5.99…, and a search's share of exactly a decision's
+    /// minimum ran no trial at all).
     pub fn max_blocks(&self, budget: Duration) -> usize {
-        (budget.as_secs_f64() / self.block_time().as_secs_f64()).floor() as usize
+        let n = budget.as_nanos() / self.block_time().as_nanos().max(1);
+        usize::try_from(n).unwrap_or(usize::MAX)
     }
 
     /// The block counts at which the test looks, for `max` blocks.
@@ -142,5 +146,36 @@ pub(super) mod secs {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let v = f64::deserialize(d)?;
         Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A budget of exactly n blocks holds n of them, whatever the period;
+    /// in seconds as floats 9.6 s held five 1.6-s blocks, not six.
+    #[test]
+    fn a_budget_of_whole_blocks_holds_them_all() {
+        for ms in (10..=3000).step_by(10) {
+            let sb = Switchback {
+                period: Duration::from_millis(ms),
+                ..Switchback::default()
+            };
+            for n in 1..=60 {
+                let whole = sb.block_time() * n;
+                assert_eq!(sb.max_blocks(whole), n as usize, "{ms} ms, {n} blocks");
+                assert_eq!(
+                    sb.max_blocks(whole - Duration::from_nanos(1)),
+                    n as usize - 1,
+                    "{ms} ms, a nanosecond short of {n} blocks"
+                );
+            }
+        }
+        let zero = Switchback {
+            period: Duration::ZERO,
+            ..Switchback::default()
+        };
+        assert_eq!(zero.max_blocks(Duration::from_secs(1)), 1_000_000_000);
     }
 }
