@@ -156,6 +156,20 @@ def two_phases(socket):
     return [(name,) + sysbench(socket, users, secs) for name, users, secs in PHASES]
 
 
+# Audit events kept in the --json per phase (the trial's windows left out).
+AUDITED = {"phase_change", "evaluated", "trial_started", "trial", "candidate_refused",
+           "setting_changed_externally"}
+
+
+def phase_events(lines, lo, hi, start):
+    """The AUDITED events logged in [lo, hi) (unix s), each with `at_s`
+    (seconds after `start`) and without its windows."""
+    return [dict({k: v for k, v in l.items() if k not in ("windows", "ts_unix_ms")},
+                 at_s=round(l["ts_unix_ms"] / 1000 - start, 3))
+            for l in lines
+            if l.get("event") in AUDITED and lo <= l["ts_unix_ms"] / 1000 < hi]
+
+
 def audit(state):
     p = os.path.join(state, "audit.jsonl")
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
@@ -195,6 +209,11 @@ def agent_run(socket, pid, defaults, work, i, calibration):
                     "kept": kept, "last_change_s": last, "trials": len(trials),
                     "first_trial_s": min(starts) if starts else None,
                     "trial_elapsed_s": [t.get("elapsed_s") for t in trials],
+                    "trial_reasons": [t.get("reason") for t in trials],
+                    # The agent's own account of the phase (seconds after
+                    # it began), for a run that needs explaining later:
+                    # the audit trail lives in a directory removed at exit.
+                    "events": phase_events(lines, bounds[j], bounds[j + 1], start),
                     "outcomes": [f"{name_of(dict(defaults, **t['candidate']))}:{t['outcome']}" for t in trials]})
     return out
 
