@@ -353,6 +353,21 @@ fn the_time_bound_holds_and_the_budget_sets_the_blocks() {
     let t = run_trial(&mut tb, &base, &cand, &p, p.min_time());
     assert!(!t.reason.starts_with("not run"), "{}", t.reason);
     assert_eq!(t.log_ratios.len(), 6, "{}", t.reason);
+    // Within the slack every time bound allows (`Plan::fits`, which a
+    // search asks before it starts a candidate) it runs them too; beyond
+    // it, not at all.
+    for (short, runs) in [(p.slack() / 2, true), (p.slack() * 2, false)] {
+        assert_eq!(p.fits(p.min_time(), p.min_time() - short), runs);
+        let mut tb = Sim::correlated(&[(base.clone(), 1.0), (cand.clone(), 1.0)], host(), 7);
+        let t = run_trial(&mut tb, &base, &cand, &p, p.min_time() - short);
+        assert_eq!(
+            !t.reason.starts_with("not run"),
+            runs,
+            "{:?}: {}",
+            short,
+            t.reason
+        );
+    }
     // Too short for the first look: not run, untouched.
     let mut tb = Sim::correlated(&[(base.clone(), 1.0), (cand.clone(), 1.0)], host(), 1);
     let p = plan(1);

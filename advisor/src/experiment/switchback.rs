@@ -88,7 +88,9 @@ pub fn run(
         rec.error = Some(e.to_string());
         return rec;
     }
-    let max_blocks = sb.max_blocks(budget);
+    // The slack every time bound allows (`Plan::fits`): a search starts a
+    // candidate whose decision fits within it, so the trial must run it.
+    let max_blocks = sb.max_blocks(budget + plan.slack());
     let looks = sb.look_at(max_blocks);
     if looks.is_empty() {
         rec.outcome = Outcome::Inconclusive;
