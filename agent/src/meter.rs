@@ -320,9 +320,7 @@ fn alternate(
     let start = Instant::now();
     let mut series = Vec::new();
     let mut switches = Vec::new();
-    // Whole nanoseconds: 9.6 s of 1.6-s phases is six (as floats, 5.99…).
-    let phases = usize::try_from(args.duration.as_nanos() / args.every.as_nanos().max(1))
-        .unwrap_or(usize::MAX);
+    let phases = redoctor_advisor::experiment::whole(args.duration, args.every);
     for p in 0..phases.max(2) {
         let i = p % 2;
         admin.set(knob, &args.values[i])?;

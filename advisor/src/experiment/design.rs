@@ -75,13 +75,10 @@ impl Switchback {
         self.period * 4
     }
 
-    /// The most blocks `budget` holds, counted in whole nanoseconds: a
-    /// budget of exactly six 1.6-s blocks holds six (in seconds as floats,
-    /// 9.6 / 1.6 = 5.99…, and a search's share of exactly a decision's
-    /// minimum ran no trial at all).
+    /// The most blocks `budget` holds ([`whole`]: a search's share of
+    /// exactly a decision's minimum, counted as floats, ran no trial).
     pub fn max_blocks(&self, budget: Duration) -> usize {
-        let n = budget.as_nanos() / self.block_time().as_nanos().max(1);
-        usize::try_from(n).unwrap_or(usize::MAX)
+        whole(budget, self.block_time())
     }
 
     /// The block counts at which the test looks, for `max` blocks.
@@ -147,6 +144,12 @@ pub(super) mod secs {
         let v = f64::deserialize(d)?;
         Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
     }
+}
+
+/// How many whole `unit`s `span` holds, counted in nanoseconds (as float
+/// seconds 9.6 / 1.6 = 5.99… floors to five); a zero `unit` counts as 1 ns.
+pub fn whole(span: Duration, unit: Duration) -> usize {
+    usize::try_from(span.as_nanos() / unit.as_nanos().max(1)).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@ use serde::{Deserialize, Serialize};
 
 pub use carryover::{carryover, design_for, stretched, switchback_for, CARRYOVER};
 pub use covariate::Adjustment;
-pub use design::{Design, Switchback};
+pub use design::{whole, Design, Switchback};
 pub use hac::{hac_look, nw_lag};
 pub use plan::Plan;
 pub use power::{resolution, FullBudget, Resolution, POWER};

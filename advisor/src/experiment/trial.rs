@@ -499,7 +499,6 @@ pub(super) fn finish(
     rec.reason = reason;
 }
 
-/// "+5.3% (+2.1% to +8.6%, 99.4% interval) after 4 pairs, p = 0.0012".
 /// How a trial ends on a look's decision, with the line that says so
 /// (`est`: the look's interval as [`interval`] prints it); `None` while
 /// the trial goes on. Shared by the paired trial and the switchback.
@@ -521,6 +520,7 @@ pub(crate) fn verdict(decision: Decision, est: &str, min_effect: f64) -> Option<
     }
 }
 
+/// "+5.3% (+2.1% to +8.6%, 99.4% interval) after 4 pairs, p = 0.0012".
 pub(crate) fn interval(l: &Look) -> String {
     format!(
         "{} ({} to {}, {:.1}% interval) after {} pairs, p = {:.4}",
