@@ -3,16 +3,18 @@
 //! trial measured, whatever the model predicted. A change is advised only
 //! if a trial kept it (better beyond noise); a candidate the trial measured
 //! worse, could not tell apart, or aborted is filed as `trial_rejected`
-//! with the trial's reason.
+//! with the trial's reason. A trial that measured nothing (its budget could
+//! not fit a decision) leaves the model's advice as it was, unverified.
 
 use crate::advice::{Basis, Diagnosis, NotApplied, Status, Verdict, VerdictKind};
 use crate::evaluate::rule_recommendation;
 use crate::experiment::{pct, Experiment, Outcome, Settings, StepResult, TrialRecord};
 use crate::ruleset::RuleSet;
 
-/// The trials an experiment ran, in order.
+/// The trials an experiment ran, in order (a trial its budget could not
+/// fit ran nothing).
 fn trials(exp: &Experiment) -> Vec<&TrialRecord> {
-    match exp {
+    let all = match exp {
         Experiment::Trial(t) => vec![t],
         Experiment::Search(s) => s
             .steps
@@ -22,7 +24,10 @@ fn trials(exp: &Experiment) -> Vec<&TrialRecord> {
                 StepResult::Skipped(_) => None,
             })
             .collect(),
-    }
+    };
+    all.into_iter()
+        .filter(|t| t.outcome != Outcome::NotRun)
+        .collect()
 }
 
 /// `+12.0% [+5.1%, +19.3%] over 6 pairs`.
@@ -48,6 +53,7 @@ fn describe(t: &TrialRecord) -> String {
         Outcome::Inconclusive => "inconclusive, rolled back",
         Outcome::AbortedFloor => "below the floor, aborted and rolled back",
         Outcome::Failed => "failed, rolled back",
+        Outcome::NotRun => "not run: the time budget cannot fit a decision",
     };
     format!("{what}: {} ({outcome})", estimate(t))
 }
@@ -55,6 +61,17 @@ fn describe(t: &TrialRecord) -> String {
 /// Rewrites `d`'s verdict and recommendations from `exp` and stores it.
 pub fn follow_trial(d: &mut Diagnosis, exp: Experiment, rules: &RuleSet) {
     let ts = trials(&exp);
+    if ts.is_empty() {
+        // Nothing measured: the model's advice stands as it was,
+        // unverified, and the verdict says why no trial ran.
+        d.verdict.text = format!(
+            "{} (the live trial tried nothing: {})",
+            d.verdict.text,
+            exp.reason()
+        );
+        d.trial = Some(exp);
+        return;
+    }
     let mut kept = Settings::new();
     for t in ts.iter().filter(|t| t.outcome.kept()) {
         kept.extend(t.candidate_settings.clone());
@@ -113,17 +130,7 @@ pub fn follow_trial(d: &mut Diagnosis, exp: Experiment, rules: &RuleSet) {
             n.reason = format!("live trial: {}", describe(t));
         }
     }
-    d.verdict = if ts.is_empty() {
-        Verdict {
-            kind: d.verdict.kind,
-            text: format!(
-                "{} (the live trial tried nothing: {})",
-                d.verdict.text,
-                exp.reason()
-            ),
-            basis: d.verdict.basis,
-        }
-    } else if !kept.is_empty() {
+    d.verdict = if !kept.is_empty() {
         let list: Vec<String> = d
             .recommendations
             .iter()

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{confident_model, shipped_rules, small_groups, windows, Shape};
 use redoctor_advisor::advice::{Basis, NotApplied, Status};
 use redoctor_advisor::decision::Priors;
-use redoctor_advisor::experiment::{run_trial, Experiment, Plan};
+use redoctor_advisor::experiment::{run_trial, Experiment, Outcome, Plan};
 use redoctor_advisor::model::{Model, Params};
 use redoctor_advisor::{diagnose, follow_trial, summarize, Diagnosis, Facts, RuleSet, VerdictKind};
 
@@ -558,6 +558,46 @@ fn a_trial_can_keep_what_the_model_could_not_call() {
     );
     assert!(r.verified);
     assert!(status(&d, "redo-off-binlog-serial-flush").is_none());
+}
+
+/// `--trial` with a budget too short for a decision: the trial runs
+/// nothing, says so, and leaves the model's advice as it was (unverified),
+/// rather than filing it as rejected by a trial that never measured it.
+#[test]
+fn a_trial_its_budget_cannot_fit_leaves_the_advice_unverified() {
+    let rules = RuleSet::load(&[shipped_rules()]).unwrap();
+    let d0 = run(binlog(), 3, &[], &[]);
+    assert_eq!(d0.verdict.kind, VerdictKind::Change);
+    let base = sim::s(&[("innodb_log_writer_threads", "ON")]);
+    let cand = sim::s(&[("innodb_log_writer_threads", "OFF")]);
+    let mut tb = sim::Sim::new(
+        &[(base.clone(), 10_000.0), (cand.clone(), 13_000.0)],
+        0.03,
+        7,
+    );
+    let plan = Plan {
+        window: Duration::from_secs(1),
+        ..Plan::default()
+    };
+    let t = run_trial(&mut tb, &base, &cand, &plan, Duration::from_secs(2));
+    assert_eq!(t.outcome, Outcome::NotRun, "{}", t.reason);
+    assert_eq!(tb.applies, 0, "nothing applied");
+    let mut d = d0.clone();
+    follow_trial(&mut d, Experiment::Trial(t), &rules);
+    assert_eq!(d.verdict.kind, VerdictKind::Change, "{}", d.verdict.text);
+    assert!(
+        d.verdict
+            .text
+            .contains("the live trial tried nothing: not run"),
+        "{}",
+        d.verdict.text
+    );
+    assert_eq!(d.recommendations.len(), d0.recommendations.len());
+    assert!(d.recommendations.iter().all(|r| !r.verified));
+    assert!(d
+        .not_applied
+        .iter()
+        .all(|n| n.status != Status::TrialRejected));
 }
 
 /// The same collapse on MariaDB: the bundled engine's rules do not apply

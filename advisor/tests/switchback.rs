@@ -333,8 +333,9 @@ fn the_time_bound_holds_and_the_budget_sets_the_blocks() {
             t.log_ratios.len()
         );
         assert!(
-            t.reason.contains("blocks") || t.reason.contains("not run"),
-            "{}",
+            t.reason.contains("blocks") || t.outcome == Outcome::NotRun,
+            "{:?}: {}",
+            t.outcome,
             t.reason
         );
     }
@@ -351,7 +352,7 @@ fn the_time_bound_holds_and_the_budget_sets_the_blocks() {
     };
     let mut tb = Sim::correlated(&[(base.clone(), 1.0), (cand.clone(), 1.0)], host(), 7);
     let t = run_trial(&mut tb, &base, &cand, &p, p.min_time());
-    assert!(!t.reason.starts_with("not run"), "{}", t.reason);
+    assert_ne!(t.outcome, Outcome::NotRun, "{}", t.reason);
     assert_eq!(t.log_ratios.len(), 6, "{}", t.reason);
     // Within the slack every time bound allows (`Plan::fits`, which a
     // search asks before it starts a candidate) it runs them too; beyond
@@ -361,7 +362,7 @@ fn the_time_bound_holds_and_the_budget_sets_the_blocks() {
         let mut tb = Sim::correlated(&[(base.clone(), 1.0), (cand.clone(), 1.0)], host(), 7);
         let t = run_trial(&mut tb, &base, &cand, &p, p.min_time() - short);
         assert_eq!(
-            !t.reason.starts_with("not run"),
+            t.outcome != Outcome::NotRun,
             runs,
             "{:?}: {}",
             short,
@@ -372,6 +373,7 @@ fn the_time_bound_holds_and_the_budget_sets_the_blocks() {
     let mut tb = Sim::correlated(&[(base.clone(), 1.0), (cand.clone(), 1.0)], host(), 1);
     let p = plan(1);
     let t = run_trial(&mut tb, &base, &cand, &p, Duration::from_secs(3));
+    assert_eq!(t.outcome, Outcome::NotRun, "{}", t.reason);
     assert!(t.reason.starts_with("not run"), "{}", t.reason);
     assert_eq!(tb.applies, 0);
 }

@@ -93,7 +93,7 @@ pub fn run(
     let max_blocks = sb.max_blocks(budget + plan.slack());
     let looks = sb.look_at(max_blocks);
     if looks.is_empty() {
-        rec.outcome = Outcome::Inconclusive;
+        rec.outcome = Outcome::NotRun;
         rec.reason = format!(
             "not run: the time budget ({:.1}s) cannot fit the {} blocks of {:.2}s a decision needs",
             budget.as_secs_f64(),

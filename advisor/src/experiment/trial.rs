@@ -50,6 +50,10 @@ pub enum Outcome {
     /// The testbed failed (or the plan was invalid): baseline restored
     /// best-effort, the error recorded.
     Failed,
+    /// Not started: the time budget cannot fit the windows a decision
+    /// needs (the reason says how much it held). Nothing was applied, so
+    /// the candidate is as untried as before.
+    NotRun,
 }
 
 impl Outcome {
@@ -193,7 +197,7 @@ pub(super) fn run_pairs(
         return run.rec;
     }
     if !plan.fits(plan.min_time(), budget) {
-        run.rec.outcome = Outcome::Inconclusive;
+        run.rec.outcome = Outcome::NotRun;
         run.rec.reason = format!(
             "not run: the time budget ({:.1}s) cannot fit the {} pairs a decision needs ({:.1}s)",
             budget.as_secs_f64(),
@@ -550,6 +554,7 @@ impl std::fmt::Display for Outcome {
             Outcome::Inconclusive => "inconclusive (rolled back)",
             Outcome::AbortedFloor => "aborted below the floor (rolled back)",
             Outcome::Failed => "failed",
+            Outcome::NotRun => "not run (the budget cannot fit a decision)",
         })
     }
 }

@@ -266,7 +266,7 @@ impl Metrics {
         );
         r.register(
             "trials",
-            "Live trials by outcome (kept, rolled_back_worse, inconclusive, aborted_floor, failed)",
+            "Live trials by outcome (kept, rolled_back_worse, inconclusive, aborted_floor, failed, not_run)",
             m.trials.clone(),
         );
         r.register(
