@@ -544,6 +544,52 @@ fn a_bad_candidate_is_rolled_back_within_one_window() {
     assert!(a.term(5).success());
 }
 
+/// A candidate that lost is tried again once `retry_after` has passed, and
+/// after a second loss waits twice as long (the audit line says when).
+#[test]
+fn a_lost_candidate_is_tried_again_after_its_wait_doubling() {
+    if common::skip() {
+        return;
+    }
+    let e = Engine::start(4);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cfg = AgentConfig::new(&state)
+        .metrics("off")
+        .budget("tps_percent", 5.0)
+        .target(
+            Target::pid("engine", e.pid())
+                .socket(&e.socket)
+                .set("mode", "apply")
+                .knobs(&["redoctor_debug_commit_sleep_us"])
+                .candidates(&[&[("redoctor_debug_commit_sleep_us", "5000")]])
+                .sampling("10s", "500ms", "1s")
+                .trial("design", "pairs")
+                .trial("window", "1s")
+                .trial("warmup", "500ms")
+                .guardrail("retry_after", "3s"),
+        )
+        .write(dir.path());
+    let mut a = Agent::start(&cfg);
+    wait("two trials of the candidate", 90, || {
+        events(&state, "trial").len() >= 2
+    });
+    let trials = events(&state, "trial");
+    let started = events(&state, "trial_started");
+    for (t, wait_s) in trials.iter().zip([3.0, 6.0]) {
+        assert_eq!(t["outcome"], "aborted_floor", "{t}");
+        assert_eq!(t["retry_in_s"].as_f64(), Some(wait_s), "{t}");
+    }
+    let ms = |v: &Value| v["ts_unix_ms"].as_u64().unwrap();
+    let gap = ms(&started[1]).saturating_sub(ms(&trials[0]));
+    assert!(
+        gap >= 3000,
+        "tried again {gap} ms after it lost, before its 3-s wait"
+    );
+    assert_eq!(e.var("redoctor_debug_commit_sleep_us"), "0");
+    assert!(a.term(5).success());
+}
+
 /// The same bad candidate in the daemon's default design: the knob's
 /// carryover is known (300 ms, the engine's spin gate), so the trial runs
 /// 600-ms switchback periods and the floor guard undoes it after two

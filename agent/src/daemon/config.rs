@@ -278,6 +278,10 @@ pub struct Guardrails {
     pub floor: f64,
     /// Most kept changes per target in any 24 hours.
     pub daily_budget: u32,
+    /// A candidate that lost a trial is tried again after this, twice this
+    /// after a second loss, and so on up to a day; or after a phase change.
+    #[serde(deserialize_with = "positive")]
+    pub retry_after: Duration,
 }
 
 impl Default for Guardrails {
@@ -288,6 +292,7 @@ impl Default for Guardrails {
             max_step: 4.0,
             floor: 0.7,
             daily_budget: 12,
+            retry_after: Duration::from_secs(1800),
         }
     }
 }

@@ -17,6 +17,7 @@ mod fsyncs;
 mod guardrails;
 mod journal;
 mod logging;
+mod lost_trials;
 mod metrics;
 mod phase;
 mod reconcile;

@@ -19,6 +19,7 @@ use super::config::{Mode, Target, ATTACHED_TPS_COST};
 use super::external::ExternalWatch;
 use super::fsyncs::FsyncWatch;
 use super::journal::{self, Journal};
+use super::lost_trials::LostTrials;
 use super::metrics::{Metrics, TAdvice, TMode, TSetting, TSignal};
 use super::phase::PhaseDetector;
 use super::sample_budget::SampleBudget;
@@ -53,8 +54,9 @@ pub struct Worker {
     model: Option<(u32, Model)>,
     started: Instant,
     attached: Duration,
-    /// Candidates that lost a trial in this phase (not tried again until the phase changes).
-    pub(super) rejected: Vec<Settings>,
+    /// Candidates that lost a trial in this phase, and when each may be
+    /// tried again.
+    pub(super) lost: LostTrials,
     /// The advice last logged; `None` until the first, which is always logged.
     last_advice: Option<Vec<(String, String)>>,
     shown_settings: Vec<TSetting>,
@@ -115,6 +117,7 @@ impl Worker {
                 mode: format!("{:?}", t.mode).to_lowercase(),
             })
             .set(1);
+        let lost = LostTrials::new(t.guardrails.retry_after);
         Ok(Worker {
             phase: PhaseDetector::new(t.phase.clone()),
             t,
@@ -135,7 +138,7 @@ impl Worker {
             model: None,
             started: Instant::now(),
             attached: Duration::ZERO,
-            rejected: vec![],
+            lost,
             last_advice: None,
             shown_settings: vec![],
             shown_advice: vec![],
@@ -320,7 +323,7 @@ impl Worker {
         self.admin = None;
         self.last_poll = None;
         self.phase = PhaseDetector::new(self.t.phase.clone());
-        self.rejected.clear();
+        self.lost.clear();
         self.warned_unavailable = false;
         self.attach_fsyncs(pid);
         self.next_sample = Instant::now() + settle_wait(crate::find::age(pid));
@@ -393,7 +396,7 @@ impl Worker {
         self.shared.metrics.phase_changes.get_or_create(&m).inc();
         self.audit("phase_change", json!({"change": what}));
         tracing::info!("{}: phase change: {what}", self.t.name);
-        self.rejected.clear();
+        self.lost.clear();
         self.pending = Some(what);
         let now = Instant::now();
         let soonest = self
@@ -440,7 +443,7 @@ impl Worker {
                 let m = Metrics::t(&self.t.name);
                 self.shared.metrics.phase_changes.get_or_create(&m).inc();
                 self.audit("phase_change", json!({"change": change.to_string()}));
-                self.rejected.clear();
+                self.lost.clear();
             }
         }
         let d = self.diagnose(pid, windows, &summary)?;

@@ -168,7 +168,7 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
             });
         match admitted_c {
             Ok(c) => {
-                if !w.rejected.contains(&c.settings)
+                if w.lost.may_try(&c.settings, Instant::now())
                     && !admitted
                         .iter()
                         .any(|a: &Candidate| a.settings == c.settings)
@@ -234,7 +234,8 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
             budget,
         );
         let kept = rec.outcome.kept();
-        settle(w, &c.settings, &baseline, &rec)?;
+        let retry = (!kept).then(|| w.lost.lost(&c.settings, Instant::now()));
+        settle(w, &c.settings, &baseline, &rec, retry)?;
         let m = Metrics::t(&w.t.name);
         w.shared
             .metrics
@@ -249,7 +250,6 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
             w.phase.forget_mix();
             break;
         }
-        w.rejected.push(c.settings.clone());
         if rec.outcome == Outcome::Failed {
             // The server or the load went away: no further trial now.
             break;
@@ -261,7 +261,13 @@ pub fn evaluate(w: &mut Worker, d: &Diagnosis) -> Result<()> {
 
 /// Records the outcome: the journal's open trial is cleared once the
 /// server is known to be at the kept or restored settings.
-fn settle(w: &mut Worker, cand: &Settings, baseline: &Settings, rec: &TrialRecord) -> Result<()> {
+fn settle(
+    w: &mut Worker,
+    cand: &Settings,
+    baseline: &Settings,
+    rec: &TrialRecord,
+    retry: Option<Duration>,
+) -> Result<()> {
     let expect = if rec.outcome.kept() { cand } else { baseline };
     let names: Vec<String> = expect.keys().cloned().collect();
     let now_at = CounterBed::new(w).read(&names).ok();
@@ -280,6 +286,8 @@ fn settle(w: &mut Worker, cand: &Settings, baseline: &Settings, rec: &TrialRecor
             "reason": rec.reason, "error": rec.error,
             "elapsed_s": rec.elapsed_s, "windows": windows,
             "now": now_at,
+            // A lost candidate is tried again after this (or at a phase change).
+            "retry_in_s": retry.map(|d| d.as_secs_f64()),
         }),
     );
     let line = TrialLine {
