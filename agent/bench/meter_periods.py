@@ -149,8 +149,12 @@ def main():
                            units=len(t["log_ratios"]), log_ratios=t["log_ratios"])
                 out.write(json.dumps(row) + "\n")
                 out.flush()
-                print(f"[{r + 1}] window {window}, {period}/{guard}: resolution {row['resolution']:.2%}, "
-                      f"estimate {row['estimate']:.4f}", flush=True)
+                if row["estimate"] is None:
+                    print(f"[{r + 1}] window {window}, {period}/{guard}: {t['outcome']}: {t['reason']}",
+                          flush=True)
+                else:
+                    print(f"[{r + 1}] window {window}, {period}/{guard}: resolution {row['resolution']:.2%}, "
+                          f"estimate {row['estimate']:.4f}", flush=True)
             if args.static:
                 sides = [("base", base_value), ("cand", cand_value)]
                 rates = {side: phase(sock, knob, value, args.static)

@@ -45,6 +45,7 @@ Usage: agent/bench/phase.py [AGENT_RUNS] [--static-repeats R] [--json OUT]
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -269,6 +270,57 @@ def score(statics, agents):
     return report
 
 
+def run_order(saved, repeats=None):
+    """[(configuration or "agent", [TPS per phase])] in the order the runs
+    ran: `order` of a saved --json, or (before 2026-12-06 evening, when
+    no order was saved) rebuilt from the interleaving main() uses."""
+    statics, agents = saved["statics"], saved["agent_runs"]
+    if "order" in saved:
+        names = saved["order"]
+    else:
+        chosen = list(statics)
+        r = repeats or len(statics[chosen[0]])
+        queue = [n for _ in range(r) for n in chosen]
+        per = -(-len(queue) // len(agents))
+        names = [x for i in range(len(agents)) for x in ["agent"] + queue[i * per:(i + 1) * per]]
+    seen = {}
+    out = []
+    for n in names:
+        i = seen.get(n, 0)
+        seen[n] = i + 1
+        out.append((n, [p["tps"] for p in agents[i]] if n == "agent" else statics[n][i]))
+    return out
+
+
+def neighbours(saved, report):
+    """The host's drift from run to run: the correlation of consecutive
+    runs' log TPS (each over its configuration's median; agent runs over
+    theirs), and each agent run scored against the best static's runs
+    next to it in time (the mean of the nearest one before and after)
+    rather than its pooled median: a lever only if consecutive runs move
+    together."""
+    seq = run_order(saved)
+    for j, (name, _, _) in enumerate(PHASES):
+        med = {n: statistics.median(v[j] for m, v in seq if m == n) for n, _ in seq}
+        res = [math.log(v[j] / med[n]) for n, v in seq]
+        r = statistics.correlation(res[:-1], res[1:])
+        best = report["phases"][j]["best"]
+        near = []
+        for i, (n, v) in enumerate(seq):
+            if n != "agent":
+                continue
+            def is_best(m):
+                return m != "agent" and effective(m, PHASES[j][1]) == best
+            sides = [next((w[j] for m, w in reversed(seq[:i]) if is_best(m)), None),
+                     next((w[j] for m, w in seq[i + 1:] if is_best(m)), None)]
+            ref = statistics.mean(x for x in sides if x is not None)
+            near.append(v[j] / ref)
+        print(f"phase {name}: consecutive runs correlate r = {r:.2f} ({len(res) - 1} pairs); "
+              f"agent runs against the {best} runs beside them: " +
+              ", ".join(f"{100 * x:.1f}%" for x in near) +
+              f" ({sum(x >= 0.95 for x in near)} of {len(near)} >= 95%)")
+
+
 def main():
     ap = argparse.ArgumentParser(description="Phase-change benchmark of redoctor agent (apply mode).")
     ap.add_argument("runs", nargs="?", type=int, default=3, metavar="AGENT_RUNS")
@@ -286,7 +338,7 @@ def main():
     a = ap.parse_args()
     if a.rescore:
         saved = json.load(open(a.rescore))
-        score(saved["statics"], saved["agent_runs"])
+        neighbours(saved, score(saved["statics"], saved["agent_runs"]))
         return
     json_out, repeats, runs, priors = a.json, a.static_repeats, a.runs, a.priors
     chosen = list(CONFIGS) if not a.configs else a.configs.split(",")
@@ -321,6 +373,7 @@ def main():
         defaults = read_settings(socket)
         statics = {n: [] for n in chosen}
         agents = []
+        order = []  # the runs in the order they ran
         queue = [n for _ in range(repeats) for n in chosen]
         per_agent = -(-len(queue) // runs)
         attempts = iter(range(1 << 30))  # a fresh agent state for every attempt
@@ -335,16 +388,20 @@ def main():
 
         for i in range(runs):
             agents.append(quiet_cell(a, one_agent))
+            order.append("agent")
             print(f"agent run {i + 1}: " + "; ".join(
                 f"{p['phase']}: {p['held']} {p['tps']:.0f} TPS, {p['kept']} kept" for p in agents[-1]),
                 flush=True)
             for n in queue[i * per_agent:(i + 1) * per_agent]:
                 statics[n].append(quiet_cell(a, one_static, n))
+                order.append(n)
                 print(f"static {n}: " + ", ".join(f"{t:.0f}" for t in statics[n][-1]), flush=True)
     finally:
         engine.send_signal(signal.SIGTERM)
         engine.wait()
     report = score(statics, agents)
+    report["order"] = order
+    neighbours(report, report)
     if json_out:
         report["calibration"] = json.load(open(calibration)) if calibration else "priors"
         with open(json_out, "w") as f:
