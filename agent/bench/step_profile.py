@@ -20,7 +20,7 @@ started AT s after the step, for each AT (RT1 restored after each): does a
 trial begun soon after a step read the steady state's effect?
 
 Usage: agent/bench/step_profile.py OUT.json [--rounds 4] [--a 40] [--b 90] [--bin 10]
-           [--trials 7,50 [--budget 15]]
+           [--trials 7,50 [--budget 15] [--looks 1|default]]
        agent/bench/step_profile.py --summary OUT.json [--bin 10]
        (root; release build of redoctor-engine; sysbench and the mysql client)
 """
@@ -114,6 +114,9 @@ def main():
     ap.add_argument("--trials", default="", metavar="AT,AT...",
                     help="seconds after the step at which a trial of RT0 begins")
     ap.add_argument("--budget", type=int, default=15)
+    ap.add_argument("--looks", default="1",
+                    help="the trials' looks (1: fixed horizon; 'default': the sequential "
+                         "looks and early stops the daemon's trials use)")
     a = ap.parse_args()
     if a.summary:
         summary(json.load(open(a.out)), a.bin)
@@ -151,12 +154,13 @@ def main():
                 for at in [int(x) for x in a.trials.split(",")]:
                     time.sleep(max(0.0, step + at - time.time()))
                     t, failed = diagnose_trial(engine.pid, socket, "innodb_log_writer_threads=OFF",
-                                               a.budget, ["--trial-design", "switchback",
-                                                          "--trial-looks", "1"])
+                                               a.budget, ["--trial-design", "switchback"] +
+                                               ([] if a.looks == "default" else ["--trial-looks", a.looks]))
                     apply(socket, CONFIGS["RT1"])  # whatever it decided
                     if failed:
                         sys.exit(f"a trial failed: {failed}")
-                    row = dict(trial_summary(t), round=r, at_s=at,
+                    row = dict(trial_summary(t), round=r, at_s=at, looks=a.looks,
+                               log_ratios=t["log_ratios"],
                                began_s=round(time.time() - step - t["elapsed_s"], 1))
                     trials.append(row)
                     print(f"[{r + 1}] trial at {at} s: {row['outcome']}, estimate {row['estimate']}",
