@@ -461,20 +461,28 @@ fn observes_exports_metrics_on_loopback_reloads_and_stops() {
 /// An apply-mode config for target `pid` over `socket` whose one
 /// candidate (a 5 ms sleep in every commit) is scripted to be bad.
 fn forced_bad_candidate(state: &Path, pid: u32, socket: &Path, design: &str) -> AgentConfig {
+    with_target(state, forced_bad_target(pid, socket, design))
+}
+
+/// The target of [`forced_bad_candidate`], to amend.
+fn forced_bad_target(pid: u32, socket: &Path, design: &str) -> Target {
+    Target::pid("engine", pid)
+        .socket(socket)
+        .set("mode", "apply")
+        .knobs(&["redoctor_debug_commit_sleep_us"])
+        .candidates(&[&[("redoctor_debug_commit_sleep_us", "5000")]])
+        .sampling("30s", "500ms", "1s")
+        .trial("design", design)
+        .trial("window", "1s")
+        .trial("warmup", "500ms")
+}
+
+/// An agent config for `t` alone, metrics off, a 5% TPS budget.
+fn with_target(state: &Path, t: Target) -> AgentConfig {
     AgentConfig::new(state)
         .metrics("off")
         .budget("tps_percent", 5.0)
-        .target(
-            Target::pid("engine", pid)
-                .socket(socket)
-                .set("mode", "apply")
-                .knobs(&["redoctor_debug_commit_sleep_us"])
-                .candidates(&[&[("redoctor_debug_commit_sleep_us", "5000")]])
-                .sampling("30s", "500ms", "1s")
-                .trial("design", design)
-                .trial("window", "1s")
-                .trial("warmup", "500ms"),
-        )
+        .target(t)
 }
 
 #[test]
@@ -554,22 +562,10 @@ fn a_lost_candidate_is_tried_again_after_its_wait_doubling() {
     let e = Engine::start(4);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let cfg = AgentConfig::new(&state)
-        .metrics("off")
-        .budget("tps_percent", 5.0)
-        .target(
-            Target::pid("engine", e.pid())
-                .socket(&e.socket)
-                .set("mode", "apply")
-                .knobs(&["redoctor_debug_commit_sleep_us"])
-                .candidates(&[&[("redoctor_debug_commit_sleep_us", "5000")]])
-                .sampling("10s", "500ms", "1s")
-                .trial("design", "pairs")
-                .trial("window", "1s")
-                .trial("warmup", "500ms")
-                .guardrail("retry_after", "3s"),
-        )
-        .write(dir.path());
+    let t = forced_bad_target(e.pid(), &e.socket, "pairs")
+        .sampling_key("every", "10s")
+        .guardrail("retry_after", "3s");
+    let cfg = with_target(&state, t).write(dir.path());
     let mut a = Agent::start(&cfg);
     wait("two trials of the candidate", 90, || {
         events(&state, "trial").len() >= 2
