@@ -87,6 +87,7 @@ mode = "apply"
 
 [target.sampling]
 every = "120s"
+fsync_counters = {fsync}
 warmup = "1s"
 window = "2s"
 min_gap = "5s"
@@ -176,13 +177,14 @@ def audit(state):
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
 
 
-def agent_run(socket, pid, defaults, work, i, calibration):
+def agent_run(socket, pid, defaults, work, i, calibration, fsync=True):
     apply(socket, defaults)
     state = os.path.join(work, f"agent{i}")
     cfg = os.path.join(work, f"agent{i}.toml")
     line = f'calibration = "{calibration}"' if calibration else ""
     with open(cfg, "w") as f:
-        f.write(AGENT_CONFIG.format(state=state, pid=pid, socket=socket, calibration=line))
+        f.write(AGENT_CONFIG.format(state=state, pid=pid, socket=socket, calibration=line,
+                                    fsync=str(fsync).lower()))
     err = open(os.path.join(work, f"agent{i}.err"), "w")
     agent = subprocess.Popen([AGENT, "agent", "--config", cfg], stderr=err, stdout=subprocess.DEVNULL)
     phases = two_phases(socket)
@@ -215,7 +217,8 @@ def agent_run(socket, pid, defaults, work, i, calibration):
                     # it began), for a run that needs explaining later:
                     # the audit trail lives in a directory removed at exit.
                     "events": phase_events(lines, bounds[j], bounds[j + 1], start),
-                    "outcomes": [f"{name_of(dict(defaults, **t['candidate']))}:{t['outcome']}" for t in trials]})
+                    "outcomes": [f"{name_of(dict(defaults, **t['candidate']))}:{t['outcome']}" for t in trials],
+                    "fsync_counters": fsync})
     return out
 
 
@@ -321,6 +324,17 @@ def neighbours(saved, report):
               f" ({sum(x >= 0.95 for x in near)} of {len(near)} >= 95%)")
 
 
+def by_fsync(agents):
+    """The agent runs' trial outcomes per phase, by whether the daemon's
+    fsync counters were attached."""
+    for on in (True, False):
+        runs = [r for r in agents if r[0].get("fsync_counters", True) == on]
+        for j, (name, _, _) in enumerate(PHASES):
+            outs = [o for r in runs for o in r[j]["outcomes"]]
+            print(f"fsync counters {'on' if on else 'off'}, phase {name} ({len(runs)} runs): "
+                  + ", ".join(f"{o} x{outs.count(o)}" for o in sorted(set(outs))))
+
+
 def main():
     ap = argparse.ArgumentParser(description="Phase-change benchmark of redoctor agent (apply mode).")
     ap.add_argument("runs", nargs="?", type=int, default=3, metavar="AGENT_RUNS")
@@ -332,12 +346,19 @@ def main():
                     help="comma-separated static configurations to run (default: all six); "
                          "fewer buys more repeats of those in the same time, and the best "
                          "static is then the best of these")
+    ap.add_argument("--fsync-counters-ab", action="store_true",
+                    help="alternate the agent runs with the daemon's fsync counters on and off "
+                         "(sampling.fsync_counters); with --static-repeats 0 only agent runs, "
+                         "and their trials' outcomes per phase by the setting")
     how = ap.add_mutually_exclusive_group()
     how.add_argument("--calibration", metavar="FILE")
     how.add_argument("--priors", action="store_true")
     a = ap.parse_args()
     if a.rescore:
         saved = json.load(open(a.rescore))
+        if "statics" not in saved:  # agent runs only (--static-repeats 0)
+            by_fsync(saved["agent_runs"])
+            return
         neighbours(saved, score(saved["statics"], saved["agent_runs"]))
         return
     json_out, repeats, runs, priors = a.json, a.static_repeats, a.runs, a.priors
@@ -378,8 +399,8 @@ def main():
         per_agent = -(-len(queue) // runs)
         attempts = iter(range(1 << 30))  # a fresh agent state for every attempt
 
-        def one_agent():
-            return agent_run(socket, engine.pid, defaults, work, next(attempts), calibration)
+        def one_agent(fsync):
+            return agent_run(socket, engine.pid, defaults, work, next(attempts), calibration, fsync)
 
         def one_static(n):
             apply(socket, defaults)
@@ -387,7 +408,7 @@ def main():
             return [p[2] for p in two_phases(socket)]
 
         for i in range(runs):
-            agents.append(quiet_cell(a, one_agent))
+            agents.append(quiet_cell(a, one_agent, not (a.fsync_counters_ab and i % 2)))
             order.append("agent")
             print(f"agent run {i + 1}: " + "; ".join(
                 f"{p['phase']}: {p['held']} {p['tps']:.0f} TPS, {p['kept']} kept" for p in agents[-1]),
@@ -399,6 +420,14 @@ def main():
     finally:
         engine.send_signal(signal.SIGTERM)
         engine.wait()
+    if a.fsync_counters_ab:
+        by_fsync(agents)
+    if not queue:
+        if json_out:
+            with open(json_out, "w") as f:
+                json.dump({"agent_runs": agents, "order": order}, f, indent=1)
+        shutil.rmtree(work, ignore_errors=True)
+        return
     report = score(statics, agents)
     report["order"] = order
     neighbours(report, report)
