@@ -36,7 +36,7 @@ overlapped one is run again (an agent run with a fresh state directory).
 
 Usage: agent/bench/phase.py [AGENT_RUNS] [--static-repeats R] [--json OUT]
            [--configs RT0,RT1] [--calibration FILE | --priors]
-           [--pause-file /tmp/redoctor-busy]
+           [--pause-file /tmp/redoctor-busy] [--fsync-counters-ab]
        (each static configuration runs R times, interleaved with the agent
        runs; R = 2 or more resolves phase B, where nothing pools; root; release build:
        cargo build --release -p redoctor-engine-cli -p redoctor-agent;
