@@ -139,13 +139,35 @@ def name_of(s):
     return n
 
 
+def sysbench_cmd(socket, *args):
+    """sysbench oltp_update_index on the bench's four tables, with `args`."""
+    return ["sysbench", "--db-driver=mysql", f"--mysql-socket={socket}", "--mysql-user=root",
+            "--mysql-db=sbtest", "--tables=4", "--table-size=10000", *args, "oltp_update_index"]
+
+
+def serve(work):
+    """`serve` with its data in `work`, redo log threads on, its tables
+    prepared: (engine process, socket)."""
+    socket = os.path.join(work, "s.sock")
+    engine = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(work, "data"),
+                               "--socket", socket, "--redo-threads", "on"],
+                              stdout=subprocess.DEVNULL,
+                              stderr=open(os.path.join(work, "engine.err"), "w"))
+    deadline = time.time() + 30
+    while not os.path.exists(socket):
+        if engine.poll() is not None or time.time() > deadline:
+            engine.kill()
+            sys.exit(f"serve did not start (see {work}/engine.err)")
+        time.sleep(0.05)
+    subprocess.run(sysbench_cmd(socket) + ["prepare"], capture_output=True, check=True)
+    return engine, socket
+
+
 def sysbench(socket, users, secs):
     """(start unix s, TPS over the phase, per-second TPS)."""
     t0 = time.time()
     out = subprocess.run(
-        ["sysbench", "--db-driver=mysql", f"--mysql-socket={socket}", "--mysql-user=root",
-         "--mysql-db=sbtest", "--tables=4", "--table-size=10000", f"--threads={users}",
-         f"--time={secs}", "--report-interval=1", "oltp_update_index", "run"],
+        sysbench_cmd(socket, f"--threads={users}", f"--time={secs}", "--report-interval=1") + ["run"],
         capture_output=True, text=True)
     if out.returncode != 0 or "FATAL" in out.stdout + out.stderr:
         sys.exit(f"sysbench failed:\n{out.stdout}\n{out.stderr}")
@@ -379,18 +401,8 @@ def main():
         quiet_cell(a, lambda: subprocess.run(
             [AGENT, "calibrate", "--workdir", work, "--out", calibration],
             check=True, stdout=subprocess.DEVNULL))
-    socket = os.path.join(work, "s.sock")
-    engine = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(work, "data"),
-                               "--socket", socket, "--redo-threads", "on"],
-                              stdout=subprocess.DEVNULL,
-                              stderr=open(os.path.join(work, "engine.err"), "w"))
+    engine, socket = serve(work)
     try:
-        while not os.path.exists(socket):
-            time.sleep(0.05)
-        subprocess.run(["sysbench", "--db-driver=mysql", f"--mysql-socket={socket}",
-                        "--mysql-user=root", "--mysql-db=sbtest", "--tables=4",
-                        "--table-size=10000", "oltp_update_index", "prepare"],
-                       capture_output=True, check=True)
         defaults = read_settings(socket)
         statics = {n: [] for n in chosen}
         agents = []

@@ -37,7 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from phase import ENGINE, CONFIGS, apply, sysbench  # noqa: E402
+from phase import CONFIGS, apply, serve, sysbench, sysbench_cmd  # noqa: E402
 from meter_power import diagnose_trial, trial_summary  # noqa: E402
 
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -103,6 +103,49 @@ def summary(saved, width):
               f"{math.exp(m + half):.3f}] over {len(logs)} pairs")
 
 
+def trial_rounds(a, engine, socket):
+    """Phase A with RT1, then trials of RT0 begun `a.trials` s into phase B."""
+    trials = []
+    for r in range(a.rounds):
+        apply(socket, CONFIGS["RT1"])
+        sysbench(socket, 4, a.a)
+        step = time.time()
+        load = subprocess.Popen(sysbench_cmd(socket, "--threads=256", f"--time={a.b}") + ["run"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for at in [int(x) for x in a.trials.split(",")]:
+                time.sleep(max(0.0, step + at - time.time()))
+                t, failed = diagnose_trial(engine.pid, socket, "innodb_log_writer_threads=OFF",
+                                           a.budget, ["--trial-design", "switchback"] +
+                                           ([] if a.looks == "default" else ["--trial-looks", a.looks]))
+                apply(socket, CONFIGS["RT1"])  # whatever it decided
+                if failed:
+                    sys.exit(f"a trial failed: {failed}")
+                row = dict(trial_summary(t), round=r, at_s=at, looks=a.looks,
+                           log_ratios=t["log_ratios"],
+                           began_s=round(time.time() - step - t["elapsed_s"], 1))
+                trials.append(row)
+                print(f"[{r + 1}] trial at {at} s: {row['outcome']}, estimate {row['estimate']}",
+                      flush=True)
+        finally:
+            load.wait()
+    return trials
+
+
+def static_rounds(a, socket):
+    """RT1 and RT0 static through both phases, alternating by round."""
+    runs = []
+    for r in range(a.rounds):
+        for name in ("RT1", "RT0") if r % 2 == 0 else ("RT0", "RT1"):
+            apply(socket, CONFIGS[name])
+            _, a_tps, _ = sysbench(socket, 4, a.a)
+            _, b_tps, b_per_s = sysbench(socket, 256, a.b)
+            runs.append({"config": name, "round": r, "a_tps": a_tps, "b_tps": b_tps,
+                         "b_per_s": b_per_s})
+            print(f"[{r + 1}] {name}: A {a_tps:.0f} TPS, B {b_tps:.0f} TPS", flush=True)
+    return runs
+
+
 def main():
     ap = argparse.ArgumentParser(description="RT0 and RT1 over time after a load step.")
     ap.add_argument("out")
@@ -125,56 +168,13 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"{tool} is not installed (apt-get install sysbench mariadb-client)")
     work = tempfile.mkdtemp(prefix="redoctor-step.", dir="/var/tmp")
-    socket = os.path.join(work, "s.sock")
-    engine = subprocess.Popen([ENGINE, "serve", "--datadir", os.path.join(work, "data"),
-                               "--socket", socket, "--redo-threads", "on"],
-                              stdout=subprocess.DEVNULL,
-                              stderr=open(os.path.join(work, "engine.err"), "w"))
+    engine, socket = serve(work)
     runs, trials = [], []
     try:
-        deadline = time.time() + 30
-        while not os.path.exists(socket):
-            if engine.poll() is not None or time.time() > deadline:
-                sys.exit(f"serve did not start (see {work}/engine.err)")
-            time.sleep(0.05)
-        subprocess.run(["sysbench", "--db-driver=mysql", f"--mysql-socket={socket}",
-                        "--mysql-user=root", "--mysql-db=sbtest", "--tables=4",
-                        "--table-size=10000", "oltp_update_index", "prepare"],
-                       capture_output=True, check=True)
-        for r in range(a.rounds if a.trials else 0):
-            apply(socket, CONFIGS["RT1"])
-            sysbench(socket, 4, a.a)
-            step = time.time()
-            load = subprocess.Popen(
-                ["sysbench", "--db-driver=mysql", f"--mysql-socket={socket}", "--mysql-user=root",
-                 "--mysql-db=sbtest", "--tables=4", "--table-size=10000", "--threads=256",
-                 f"--time={a.b}", "oltp_update_index", "run"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                for at in [int(x) for x in a.trials.split(",")]:
-                    time.sleep(max(0.0, step + at - time.time()))
-                    t, failed = diagnose_trial(engine.pid, socket, "innodb_log_writer_threads=OFF",
-                                               a.budget, ["--trial-design", "switchback"] +
-                                               ([] if a.looks == "default" else ["--trial-looks", a.looks]))
-                    apply(socket, CONFIGS["RT1"])  # whatever it decided
-                    if failed:
-                        sys.exit(f"a trial failed: {failed}")
-                    row = dict(trial_summary(t), round=r, at_s=at, looks=a.looks,
-                               log_ratios=t["log_ratios"],
-                               began_s=round(time.time() - step - t["elapsed_s"], 1))
-                    trials.append(row)
-                    print(f"[{r + 1}] trial at {at} s: {row['outcome']}, estimate {row['estimate']}",
-                          flush=True)
-            finally:
-                load.wait()
-        for r in range(0 if a.trials else a.rounds):
-            for name in ("RT1", "RT0") if r % 2 == 0 else ("RT0", "RT1"):
-                apply(socket, CONFIGS[name])
-                _, a_tps, _ = sysbench(socket, 4, a.a)
-                _, b_tps, b_per_s = sysbench(socket, 256, a.b)
-                runs.append({"config": name, "round": r, "a_tps": a_tps, "b_tps": b_tps,
-                             "b_per_s": b_per_s})
-                print(f"[{r + 1}] {name}: A {a_tps:.0f} TPS, B {b_tps:.0f} TPS", flush=True)
+        if a.trials:
+            trials = trial_rounds(a, engine, socket)
+        else:
+            runs = static_rounds(a, socket)
     finally:
         engine.send_signal(signal.SIGTERM)
         engine.wait()

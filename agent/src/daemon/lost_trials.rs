@@ -43,23 +43,23 @@ impl LostTrials {
     /// `settings` lost a trial that ended at `now`; returns how long it
     /// now waits.
     pub fn lost(&mut self, settings: &Settings, now: Instant) -> Duration {
-        let i = match self.losses.iter().position(|l| &l.settings == settings) {
-            Some(i) => i,
-            None => {
+        let i = self
+            .losses
+            .iter()
+            .position(|l| &l.settings == settings)
+            .unwrap_or_else(|| {
                 self.losses.push(Loss {
                     settings: settings.clone(),
                     count: 0,
                     until: now,
                 });
                 self.losses.len() - 1
-            }
-        };
+            });
         let l = &mut self.losses[i];
         l.count += 1;
         let wait = self
             .retry_after
-            .checked_mul(1u32 << (l.count - 1).min(20))
-            .unwrap_or(MAX_WAIT)
+            .saturating_mul(1 << (l.count - 1).min(20))
             .min(MAX_WAIT);
         l.until = now + wait;
         wait
