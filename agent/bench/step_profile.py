@@ -48,7 +48,10 @@ def trial_table(saved):
     """Per start time: the trials' estimates, and each later start paired
     with the first by round."""
     rows = saved["trials"]
-    ats = sorted({r["at_s"] for r in rows})
+    ats = sorted({r["at_s"] for r in rows if r["estimate"]})
+    for r in rows:
+        if not r["estimate"]:
+            print(f"round {r['round'] + 1}, trial at {r['at_s']} s: {r['outcome']}: {r['reason']}")
     print("| trial began after the step | estimates of RT0/RT1 by round | geometric mean [95%] |")
     print("|---|---|---|")
     by = {at: {r["round"]: r["estimate"] for r in rows if r["at_s"] == at and r["estimate"]} for at in ats}
