@@ -289,8 +289,11 @@ fn a_slow_checkpoint_does_not_stop_the_commit_count() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = Command::new(common::engine())
         .args(["run", "--workload", "update_index", "--users", "4"])
-        .args(["--duration", "30", "--log-file-mb", "128"])
-        .args(["--checkpoint-fill-pct", "2"])
+        // A small log (640 KiB of redo between checkpoints) so that the
+        // failpoint's sleep, not the commit rate, paces the checkpoints:
+        // under a loaded CI host 2.6 MiB took the whole window to fill.
+        .args(["--duration", "30", "--log-buffer-mb", "4"])
+        .args(["--log-file-mb", "32", "--checkpoint-fill-pct", "2"])
         .args(["--failpoint", "checkpoint::fsync::eio=sleep(1200)"])
         .arg("--datadir")
         .arg(dir.path().join("data"))
