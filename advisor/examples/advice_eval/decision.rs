@@ -430,8 +430,8 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>, priors: &Priors
             && a.access == b.access
             && a.cores != b.cores
     };
-    println!("| from | to CPUs | predicted best | measured best | match | within noise | RMS log error of ratios to RT1 | scaling predicted / measured |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| from | to CPUs | predicted best | model's best | best expected | measured best | match | within noise | RMS log error of ratios to RT1 | scaling predicted / measured |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let (mut n, mut hits, mut near, mut model_hits, mut expected_hits) = (0, 0, 0, 0, 0);
     let mut distinct = 0;
     let (mut ratio_sq, mut scale_sq) = (Vec::new(), Vec::new());
@@ -508,7 +508,7 @@ pub fn whatif(records: &[Record], models: &BTreeMap<u32, Model>, priors: &Priors
                 scale_sq.push(s.ln().powi(2));
             }
             println!(
-                "| {} | {} | {pred_best} | {best} | {} | {} | {rms:.3} | {} |",
+                "| {} | {} | {pred_best} | {model_best} | {expected_best} | {best} | {} | {} | {rms:.3} | {} |",
                 a.key,
                 b.cores,
                 if hit { "yes" } else { "no" },
