@@ -3,7 +3,8 @@
 //! optionally cut to its first K blocks (a first look of a longer trial).
 //! Prints each trial's stated 95% interval as recorded (when the record
 //! has `ci` and is not cut) beside the current one, then the spread of the
-//! half-widths either way. For checking a change to the analysis against
+//! half-widths either way, and how many the current analysis decides at
+//! 5% in one look. For checking a change to the analysis against
 //! the trials the benches kept.
 //!
 //! Usage: `cargo run --release -p redoctor-advisor --example replay_blocks
@@ -52,9 +53,10 @@ fn main() -> Result<(), String> {
     if args.is_empty() {
         return Err("usage: replay_blocks [--first K] FILE.jsonl|FILE.json ...".into());
     }
-    println!("| file | blocks | recorded 95% | current 95% |");
-    println!("|---|---|---|---|");
+    println!("| file | blocks | recorded 95% | current 95% | p |");
+    println!("|---|---|---|---|---|");
     let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut decided = 0;
     for file in &args {
         let path = Path::new(file);
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or(file);
@@ -71,6 +73,7 @@ fn main() -> Result<(), String> {
                 continue;
             };
             let now = (l.ci_high.ln() - l.ci_low.ln()) / 2.0;
+            decided += usize::from(l.p_value < 0.05);
             after.push(now);
             let recorded = match (r["ci"][0].as_f64(), r["ci"][1].as_f64()) {
                 (Some(lo), Some(hi)) if !cut && lo > 0.0 => {
@@ -80,13 +83,18 @@ fn main() -> Result<(), String> {
                 _ => "-".into(),
             };
             println!(
-                "| {stem} | {} | {recorded} | {:.3}-{:.3} |",
+                "| {stem} | {} | {recorded} | {:.3}-{:.3} | {:.4} |",
                 d.len(),
                 l.ci_low,
-                l.ci_high
+                l.ci_high,
+                l.p_value
             );
         }
     }
+    println!(
+        "current analysis: {decided} of {} decided at 5% (p < 0.05, one look)",
+        after.len()
+    );
     for (name, v) in [("recorded", &mut before), ("current", &mut after)] {
         if !v.is_empty() {
             let n = v.len();
