@@ -19,6 +19,9 @@ run resumes with --resume). `--reobserve FROM.jsonl` keeps FROM's cells and
 measures the observations again (after a change to what diagnose observes).
 `--sealed` prints progress only, never a scenario's result: for a frozen
 evaluation set that must not be looked at before it is scored once.
+`--twins-interleaved`: scenarios that differ only in their CPUs are measured
+together, each repeat of one followed by the same repeat of the other, so a
+what-if's twins (advisor/bench/README.md) are compared in one host state.
 `--pause-file PATH`: while PATH exists (another job is using the CPUs), no
 cell starts; a cell during which PATH appeared, or PATH's companion log
 `PATH.log` grew, is measured again (the helper `eval/busy.sh CMD` creates
@@ -243,6 +246,9 @@ def main():
     ap.add_argument("--reobserve")
     ap.add_argument("--sealed", action="store_true")
     ap.add_argument("--pause-file")
+    ap.add_argument("--twins-interleaved", action="store_true",
+                    help="measure the scenarios that differ only in their CPUs together, "
+                         "their repeats alternating (the what-if's twins in one host state)")
     args = ap.parse_args()
     with open(args.plan, "rb") as f:
         plan = tomllib.load(f)
@@ -271,41 +277,60 @@ def main():
                 f.write(json.dumps(rec) + "\n")
             print(f"[{n}/{len(old)}] {rec['key']} reobserved", flush=True)
         return
-    for n, s in enumerate(todo, 1):
-        workdir = plan["storage"][s["storage"]]
+    groups = twin_groups(todo) if args.twins_interleaved else [[s] for s in todo]
+    n = 0
+    for group in groups:
         t0 = time.time()
-        cells = {name: [] for name in configs}
+        cells = {key(s): {name: [] for name in configs} for s in group}
         for _ in range(plan["run"]["repeats"]):
-            order = list(configs)
-            rng.shuffle(order)
-            for name in order:
-                cells[name].append(quiet_cell(args, run_cell, args, plan, s, configs[name], workdir))
-        obs = {}
-        for name in ["RT1", "RT0"]:
-            obs[name] = quiet_cell(args, observe, args, plan, s, configs[name], workdir)
-        rec = dict(s, key=key(s), cells=cells, observations=obs, unix_s=int(time.time()))
-        with open(args.out, "a") as f:
-            f.write(json.dumps(rec) + "\n")
-        if args.sealed:
-            errs = sum(1 for v in cells.values() for c in v if "error" in c)
-            print(f"[{n}/{len(todo)}] done, errors {errs}", flush=True)
-            continue
-        med = {}
-        for name, v in cells.items():
-            t = sorted(c["tps"] for c in v if "tps" in c)
-            med[name] = t[len(t) // 2] if t else float("nan")
-        best = max(med, key=lambda k: med[k] if med[k] == med[k] else -1)
-        errs = sum(1 for v in cells.values() for c in v if "error" in c)
-        oerr = [k for k, o in obs.items() if "error" in o]
-        el = time.time() - started
-        print(
-            f"[{n}/{len(todo)}] {key(s)}: best {best} {med[best]:.0f} "
-            f"(RT1 {med.get('RT1', 0):.0f}, RT0 {med.get('RT0', 0):.0f}) "
-            f"{time.time() - t0:.0f}s, errors {errs}{' obs-errors ' + ','.join(oerr) if oerr else ''}; "
-            f"eta {el / n * (len(todo) - n) / 60:.0f} min",
-            flush=True,
-        )
+            for s in group:
+                workdir = plan["storage"][s["storage"]]
+                order = list(configs)
+                rng.shuffle(order)
+                for name in order:
+                    cells[key(s)][name].append(
+                        quiet_cell(args, run_cell, args, plan, s, configs[name], workdir))
+        for s in group:
+            n += 1
+            report(args, plan, configs, s, cells[key(s)], n, len(todo), started, t0)
 
+
+def twin_groups(todo):
+    """The scenarios that differ only in their CPUs, together, in the
+    order the first of each appears."""
+    groups = {}
+    for s in todo:
+        groups.setdefault(key(dict(s, cores=0)), []).append(s)
+    return list(groups.values())
+
+
+def report(args, plan, configs, s, cells, n, total, started, t0):
+    """Observes the scenario, appends its record, prints the progress."""
+    workdir = plan["storage"][s["storage"]]
+    obs = {}
+    for name in ["RT1", "RT0"]:
+        obs[name] = quiet_cell(args, observe, args, plan, s, configs[name], workdir)
+    rec = dict(s, key=key(s), cells=cells, observations=obs, unix_s=int(time.time()))
+    with open(args.out, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    errs = sum(1 for v in cells.values() for c in v if "error" in c)
+    if args.sealed:
+        print(f"[{n}/{total}] done, errors {errs}", flush=True)
+        return
+    med = {}
+    for name, v in cells.items():
+        t = sorted(c["tps"] for c in v if "tps" in c)
+        med[name] = t[len(t) // 2] if t else float("nan")
+    best = max(med, key=lambda k: med[k] if med[k] == med[k] else -1)
+    oerr = [k for k, o in obs.items() if "error" in o]
+    el = time.time() - started
+    print(
+        f"[{n}/{total}] {key(s)}: best {best} {med[best]:.0f} "
+        f"(RT1 {med.get('RT1', 0):.0f}, RT0 {med.get('RT0', 0):.0f}) "
+        f"{time.time() - t0:.0f}s, errors {errs}{' obs-errors ' + ','.join(oerr) if oerr else ''}; "
+        f"eta {el / n * (total - n) / 60:.0f} min",
+        flush=True,
+    )
 
 if __name__ == "__main__":
     main()
