@@ -27,9 +27,11 @@ fn fixed_b_factor(b: f64) -> f64 {
 /// (it divides by `n − 3`), so without this cap one moderate sample
 /// correlation took ρ to 0.9 and the standard error ×10: a six-block
 /// trial stated "−89% to +881%". In simulation (AR(1) ρ = 0, 0.3, 0.6;
-/// 6 to 24 blocks) the cap leaves the test's level as it was and its
-/// power equal or higher, and bounds the interval (the 90th percentile
-/// of the half-width at six white-noise blocks 2.4× narrower).
+/// 6 to 24 blocks) the cap leaves the test's level as it was at ρ 0 and
+/// 0.3 (within 0.1 point; 0.2-0.4 points higher at ρ 0.6, where it was
+/// 9-11% already), its power equal or higher, and bounds the interval
+/// (the 90th percentile of the half-width at six white-noise blocks
+/// 2.4× narrower; `advisor/bench/RESULTS.md`, 12-06).
 fn rho_cap(n: usize) -> f64 {
     (0.5 + (n as f64 - 6.0) * 0.4 / 18.0).clamp(0.5, 0.9)
 }
