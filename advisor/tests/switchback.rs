@@ -429,6 +429,18 @@ fn the_analysis_holds_under_serial_correlation_and_a_naive_one_does_not() {
     );
 }
 
+/// `n` block statistics from a stationary AR(1) at `rho` with innovations
+/// of standard deviation 0.05 (the log scale of a few percent).
+fn ar1_blocks(rng: &mut SmallRng, z: &Normal<f64>, rho: f64, n: usize) -> Vec<f64> {
+    let mut x = z.sample(rng) / f64::sqrt(1.0 - rho * rho);
+    (0..n)
+        .map(|_| {
+            x = rho * x + z.sample(rng);
+            0.05 * x
+        })
+        .collect()
+}
+
 /// At the few blocks of a trial's first looks (12 to 24), the long-run
 /// variance is itself noisy and biased low: without the small-sample
 /// corrections (ρ's bias, the fixed-b critical value) a nominal 5% test
@@ -446,13 +458,7 @@ fn the_analysis_keeps_its_level_at_few_blocks() {
                 let runs = 4000;
                 let mut rejected = 0;
                 for _ in 0..runs {
-                    let mut x = z.sample(&mut rng) / f64::sqrt(1.0 - rho * rho);
-                    let d: Vec<f64> = (0..n)
-                        .map(|_| {
-                            x = rho * x + z.sample(&mut rng);
-                            0.05 * x
-                        })
-                        .collect();
+                    let d = ar1_blocks(&mut rng, &z, rho, n);
                     let lag = redoctor_advisor::experiment::nw_lag(n);
                     if hac_look(&d, alpha, lag).unwrap().p_value < alpha {
                         rejected += 1;
@@ -638,13 +644,7 @@ fn a_few_blocks_state_a_bounded_interval_at_the_same_level() {
             let mut rejected = 0;
             let mut halves = Vec::new();
             for _ in 0..runs {
-                let mut x = z.sample(&mut rng) / f64::sqrt(1.0 - rho * rho);
-                let d: Vec<f64> = (0..n)
-                    .map(|_| {
-                        x = rho * x + z.sample(&mut rng);
-                        0.05 * x
-                    })
-                    .collect();
+                let d = ar1_blocks(&mut rng, &z, rho, n);
                 let lag = redoctor_advisor::experiment::nw_lag(n);
                 let l = hac_look(&d, 0.05, lag).unwrap();
                 rejected += usize::from(l.p_value < 0.05);
