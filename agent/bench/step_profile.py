@@ -39,9 +39,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from phase import CONFIGS, apply, serve, sysbench, sysbench_cmd  # noqa: E402
 from meter_power import diagnose_trial, trial_summary  # noqa: E402
-
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131}
+from search_sim import t_critical  # noqa: E402  (advisor/bench/eval, on the path by phase)
 
 
 def trial_table(saved):
@@ -73,7 +71,7 @@ def mean_ci(logs):
     m = statistics.mean(logs)
     if len(logs) < 2:
         return m, float("nan")
-    return m, T975.get(len(logs) - 1, 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return m, t_critical(0.05, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
 
 
 def summary(saved, width):
